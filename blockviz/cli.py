@@ -1,0 +1,103 @@
+"""``python -m blockviz`` — validate | play | json | schema | verify | export.
+
+Every problem with a scenario is one located line on stderr and exit status 2; never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .scenario import ScenarioError, json_schema, load
+
+EXIT_SCENARIO = 2
+
+
+def _load(path: str):
+    return load(path)
+
+
+def cmd_validate(args) -> int:
+    loaded = _load(args.file)
+    s = loaded.scenario
+    print(f"{args.file}: ok — scenario {s.id!r}, {len(s.steps)} steps, "
+          f"{s.config.num_blocks} blocks of {s.config.block_size} tokens")
+    return 0
+
+
+def _run(args, loaded):
+    from .runner import run
+    engine, timeline = run(loaded, payloads=not getattr(args, "no_payloads", False),
+                           device=getattr(args, "device", None))
+    if timeline.error is not None:
+        raise timeline.error
+    return engine, timeline
+
+
+def cmd_json(args) -> int:
+    from .contract import timeline_dict
+    loaded = _load(args.file)
+    engine, timeline = _run(args, loaded)
+    doc = timeline_dict(loaded.scenario.id, engine, timeline, frames=not args.no_frames)
+    json.dump(doc, sys.stdout, ensure_ascii=False, indent=args.indent)
+    sys.stdout.write("\n")
+    return 0
+
+
+def cmd_schema(args) -> int:
+    json.dump(json_schema(), sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+def cmd_play(args) -> int:
+    from .render.text import render_step
+    loaded = _load(args.file)
+    engine, timeline = _run(args, loaded)
+    for i in range(len(timeline)):
+        print(render_step(timeline, i, lang=args.lang, color=args.color))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m blockviz",
+                                description="Step through vLLM's KV-cache block manager.")
+    sub = p.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("validate", help="check a scenario file without running it")
+    v.add_argument("file")
+    v.set_defaults(fn=cmd_validate)
+    j = sub.add_parser("json", help="run a scenario and print every step as JSON (the contract)")
+    j.add_argument("file")
+    j.add_argument("--indent", type=int, default=None)
+    j.add_argument("--no-frames", action="store_true", help="leave out the op-level frames")
+    j.add_argument("--no-payloads", action="store_true",
+                   help="skip the KV tensors (outputs then come from the seeded toy sampler)")
+    j.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
+    j.set_defaults(fn=cmd_json)
+    pl = sub.add_parser("play", help="run a scenario and show each step in the terminal")
+    pl.add_argument("file")
+    pl.add_argument("--lang", choices=["en", "zh"], default="en")
+    pl.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
+                    help="ANSI colours (default: when stdout is a terminal)")
+    pl.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
+    pl.set_defaults(fn=cmd_play)
+    s = sub.add_parser("schema", help="print the scenario format as JSON Schema")
+    s.set_defaults(fn=cmd_schema)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except ScenarioError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_SCENARIO
+    except BrokenPipeError:  # `... | head`
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Request — the part of vllm/v1/request.py that the block manager reads (vLLM 0.33).
+
+A request owns its token ids (prompt, then outputs) and the hashes of its full blocks; the hashes
+grow as appended tokens complete a block, exactly as vLLM's ``Request.append_output_token_ids``
+calls its block hasher.
+"""
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+
+from .hashing import BlockHasher, LoRA, MMItem
+
+
+class RequestStatus(str, enum.Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    PREEMPTED = "preempted"
+    FINISHED = "finished"
+
+
+class Request:
+    def __init__(self, request_id: str, prompt_token_ids: Sequence[int], *,
+                 hasher: BlockHasher | None, block_size: int,
+                 lora: LoRA | None = None, cache_salt: str | None = None,
+                 mm_items: Iterable[MMItem] = (), max_tokens: int | None = None) -> None:
+        if not prompt_token_ids:
+            raise ValueError(f"request {request_id!r} has an empty prompt")
+        self.request_id = request_id
+        self.prompt_token_ids = list(prompt_token_ids)
+        self.all_token_ids: list[int] = list(prompt_token_ids)
+        self.num_prompt_tokens = len(self.prompt_token_ids)
+        self.lora = lora
+        self.cache_salt = cache_salt
+        self.mm_items = sorted(mm_items, key=lambda m: m.offset)
+        self.max_tokens = max_tokens
+        self.status = RequestStatus.WAITING
+        self.num_computed_tokens = 0
+        self.num_preemptions = 0
+        self._hasher = hasher
+        self._block_size = block_size
+        self.block_hashes: list[bytes] = []
+        self._update_block_hashes()
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.all_token_ids)
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self.all_token_ids) - self.num_prompt_tokens
+
+    @property
+    def output_token_ids(self) -> list[int]:
+        return self.all_token_ids[self.num_prompt_tokens:]
+
+    def append_output_token_ids(self, token_ids: int | Iterable[int]) -> None:
+        if isinstance(token_ids, int):
+            self.all_token_ids.append(token_ids)
+        else:
+            self.all_token_ids.extend(token_ids)
+        self._update_block_hashes()
+
+    def _update_block_hashes(self) -> None:
+        if self._hasher is not None:
+            self.block_hashes.extend(self._hasher.new_block_hashes(self, self._block_size))
+
+    def is_finished(self) -> bool:
+        return self.status is RequestStatus.FINISHED
+
+    def __repr__(self) -> str:
+        return (f"Request({self.request_id!r}, status={self.status.value}, "
+                f"tokens={self.num_tokens}, computed={self.num_computed_tokens})")

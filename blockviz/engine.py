@@ -1,0 +1,264 @@
+"""The engine: runs a scenario's events against the core block manager, the paged KV tensors and
+the optional external tier, one event at a time (scenario-format.md, "Events").
+
+Every event that schedules work is one or more vLLM engine steps: schedule (core.Scheduler) ->
+execute (the tiny model writes K/V for every scheduled token into its slots) -> update (each
+scheduled request gets its sampled token; ``max_tokens`` finishes it).
+
+The engine is the only writer of engine state. Observers (timeline, renderers) read it through
+:meth:`Engine.capture` or through the op records it appends to ``engine.ops``.
+"""
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core import (BlockHasher, KVCacheManager, LoRA, MMItem, Request, RequestStatus, Scheduler,
+                   SchedulerError, SchedulerOutput)
+from .scenario.schema import ArriveSpec, Scenario, Step
+from .scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
+
+
+class EngineError(Exception):
+    """An event that the reached state does not allow (the run stops at this step)."""
+
+
+@dataclass
+class RequestInfo:
+    """What the engine knows of a request beyond vLLM's Request: its script and its last hits."""
+    scripted_output: list[int] | None
+    local_hit_blocks: int = 0
+    external_hit_blocks: int = 0
+
+
+@dataclass
+class EngineState:
+    """Everything a checkpoint saves (and a rewind restores), tensors included."""
+    manager: KVCacheManager
+    scheduler: Scheduler
+    hasher: BlockHasher
+    block_tokens: list[list[int]]
+    info: dict[str, RequestInfo]
+    kv: Any = None
+    connector: Any = None
+    generation: int = 0
+
+
+@dataclass
+class StepResult:
+    ops: list = field(default_factory=list)
+    kv_events: list[dict] = field(default_factory=list)
+    reset_ok: bool | None = None
+
+
+class Engine:
+    def __init__(self, scenario: Scenario, *, record_ops: bool = True,
+                 payloads: bool = True, device: str | None = None,
+                 on_op: Callable[[tuple], None] | None = None) -> None:
+        self.scenario = scenario
+        self.config = cfg = scenario.config
+        self.num_gpu_blocks = cfg.num_blocks + 1
+        self.block_size = cfg.block_size
+        self.vocab = Vocabulary.for_scenario(scenario)
+        self.candidates = (sorted(self.vocab.id_to_word) if self.vocab.id_to_word
+                           else list(range(*RANDOM_TOKEN_RANGE)))
+        self.ops: list | None = [] if record_ops else None
+        self.checkpoints: dict[str, EngineState] = {}
+        manager = KVCacheManager(self.num_gpu_blocks, cfg.block_size,
+                                 enable_caching=cfg.enable_caching, free_order=cfg.free_order,
+                                 ops=self.ops)
+        kv = None
+        if payloads and cfg.model is not None:
+            from .kv.runtime import KVRuntime  # torch is imported only when payloads are on
+            kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, cfg.model,
+                           device=device or cfg.device, seed=cfg.seed, candidates=self.candidates)
+        connector = None
+        if cfg.connector is not None:
+            from .connector import ExternalKVTier
+            connector = ExternalKVTier(cfg.connector.num_blocks, cfg.block_size, kv)
+        self.state = EngineState(
+            manager=manager, scheduler=Scheduler(manager, connector),
+            hasher=self._new_hasher(0), block_tokens=[[] for _ in range(self.num_gpu_blocks)],
+            info={}, kv=kv, connector=connector)
+
+    def _new_hasher(self, generation: int) -> BlockHasher:
+        # The xxhash variants draw NONE_HASH's seed at random per process (vLLM: os.urandom);
+        # here per engine generation, from the scenario seed, so a replay is identical.
+        cfg = self.config
+        return BlockHasher(cfg.hash_algo, cfg.hash_seed,
+                           rng=random.Random(f"{cfg.seed}/none-hash/{generation}"))
+
+    # -- accessors ------------------------------------------------------------------------
+    @property
+    def manager(self) -> KVCacheManager:
+        return self.state.manager
+
+    @property
+    def pool(self):
+        return self.state.manager.block_pool
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.state.scheduler
+
+    @property
+    def kv(self):
+        return self.state.kv
+
+    @property
+    def connector(self):
+        return self.state.connector
+
+    def _op(self, *op) -> None:
+        if self.ops is not None:
+            self.ops.append(op)
+
+    # -- events ---------------------------------------------------------------------------
+    def apply(self, step: Step) -> StepResult:
+        """Run one scenario step. Raises EngineError if the state does not allow it."""
+        start = len(self.ops) if self.ops is not None else 0
+        result = StepResult()
+        kind, args = step.kind, step.args
+        try:
+            if kind == "arrive":
+                self._arrive(args)
+            elif kind == "admit":
+                self.engine_step(decode=None, admit=True)
+            elif kind == "decode":
+                for _ in range(args.steps):
+                    ids = set(args.requests) if args.requests else self._running_ids()
+                    self.engine_step(decode=ids, admit=False)
+            elif kind == "step":
+                for _ in range(args):
+                    self.engine_step(decode=self._running_ids(), admit=True)
+            elif kind == "finish":
+                for rid in args:
+                    self.scheduler.finish_request(rid)
+            elif kind == "preempt":
+                self.scheduler.preempt_request(args)
+            elif kind == "reset_prefix_cache":
+                result.reset_ok = self.manager.reset_prefix_cache()
+            elif kind == "checkpoint":
+                self.checkpoints[args] = self._copy_state(self.state)
+            elif kind == "rewind":
+                if args not in self.checkpoints:
+                    raise EngineError(f"unknown checkpoint {args!r}")
+                self.state = self._copy_state(self.checkpoints[args])
+                self.pool.ops = self.ops
+                self.pool.take_events()  # a rewind emits no KV events
+                self._op("rewind", args)
+        except SchedulerError as e:
+            raise EngineError(str(e)) from None
+        if self.ops is not None:
+            result.ops = self.ops[start:]
+        result.kv_events = [e.to_dict() for e in self.pool.take_events()]
+        return result
+
+    def _running_ids(self) -> set[str]:
+        return {r.request_id for r in self.scheduler.running}
+
+    def _arrive(self, spec: ArriveSpec) -> None:
+        sched = self.scheduler
+        if spec.id in sched.requests:
+            raise EngineError(f"request {spec.id!r} has already arrived")
+
+        def tokens_of(rid: str) -> list[int]:
+            if rid not in sched.requests:
+                raise EngineError(f"same_as: request {rid!r} has not arrived")
+            return sched.requests[rid].all_token_ids
+
+        try:
+            prompt = resolve_prompt(spec.prompt, request_id=spec.id, seed=self.config.seed,
+                                    vocab=self.vocab, tokens_of=tokens_of)
+        except ValueError as e:
+            raise EngineError(str(e)) from None
+        mm = [MMItem(m.id, m.offset, m.length) for m in spec.mm or ()]
+        for m in mm:
+            if m.offset + m.length > len(prompt):
+                raise EngineError(f"multimodal item {m.identifier!r} ends at token "
+                                  f"{m.offset + m.length}, past the prompt's {len(prompt)} tokens")
+        hashing = self.config.enable_caching or self.connector is not None
+        request = Request(spec.id, prompt, hasher=self.state.hasher if hashing else None,
+                          block_size=self.block_size,
+                          lora=LoRA(spec.lora.name, spec.lora.path) if spec.lora else None,
+                          cache_salt=spec.cache_salt, mm_items=mm, max_tokens=spec.max_tokens)
+        self.state.info[spec.id] = RequestInfo(list(spec.output) if spec.output else None)
+        sched.add_request(request)
+        if spec.admit:
+            self.engine_step(decode=None, admit=True)
+
+    # -- one engine step: schedule -> execute -> update -----------------------------------
+    def engine_step(self, decode: set[str] | None, admit: bool) -> SchedulerOutput:
+        out = self.scheduler.schedule(decode, admit)
+        for item in out.scheduled:
+            if item.is_prefill:
+                info = self.state.info[item.request.request_id]
+                info.local_hit_blocks = len(item.hit_block_ids)
+                info.external_hit_blocks = len(item.external_block_ids)
+        sampled = self._execute(out)
+        self.scheduler.update_from_output(out, sampled)
+        return out
+
+    def _execute(self, out: SchedulerOutput) -> dict[str, int]:
+        """The forward pass: load external hits, write K/V of every scheduled token into its slot
+        (block_table[pos // block_size], pos % block_size), and sample one token per request."""
+        tables = self.manager.req_to_blocks
+        bs = self.block_size
+        for item in out.scheduled:
+            req = item.request
+            table = tables[req.request_id]
+            if item.external_block_ids:
+                self.connector.load(req, item.external_block_ids, item.local_hit_tokens,
+                                    self.state.block_tokens)
+                for bid in item.external_block_ids:
+                    self._op("load", req.request_id, bid, tuple(self.state.block_tokens[bid]))
+            pos, end = item.start, item.start + item.num_new_tokens
+            while pos < end:
+                block = table[pos // bs]
+                offset = pos % bs
+                upto = min(end, (pos // bs + 1) * bs)
+                toks = req.all_token_ids[pos:upto]
+                held = self.state.block_tokens[block.block_id]
+                del held[offset:]
+                held.extend(toks)
+                self._op("write", req.request_id, block.block_id, offset, tuple(toks))
+                pos = upto
+        model_tokens: dict[str, int] = {}
+        if self.kv is not None and out.scheduled:
+            model_tokens = self.kv.execute(out.scheduled, tables)
+        sampled: dict[str, int] = {}
+        for item in out.scheduled:
+            req = item.request
+            script = self.state.info[req.request_id].scripted_output
+            k = req.num_output_tokens
+            if script is not None and k < len(script):
+                sampled[req.request_id] = script[k]
+            elif req.request_id in model_tokens:
+                sampled[req.request_id] = model_tokens[req.request_id]
+            else:
+                sampled[req.request_id] = self._toy_sample(req)
+        return sampled
+
+    def _toy_sample(self, req: Request) -> int:
+        """Without payloads (model: null) the next token is drawn from a seeded stream."""
+        rng = random.Random(f"{self.config.seed}/sample/{req.request_id}/{req.num_tokens}")
+        return rng.choice(self.candidates)
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def _copy_state(self, state: EngineState) -> EngineState:
+        pool = state.manager.block_pool
+        ops, pool.ops = pool.ops, None
+        try:
+            # The pool first, so that every block reference elsewhere maps to its copy.
+            memo: dict = {}
+            copy.deepcopy(pool, memo)
+            return copy.deepcopy(state, memo)
+        finally:
+            pool.ops = ops
+
+    # -- observation ----------------------------------------------------------------------
+    def request_status(self, rid: str) -> RequestStatus:
+        return self.scheduler.requests[rid].status

@@ -1,0 +1,105 @@
+"""KVRuntime — the engine's "GPU worker": the paged store plus the tiny model.
+
+``execute`` is the forward pass of one engine step: for every scheduled request it writes the K/V
+of the scheduled tokens into their slots, attends through the request's block table and returns
+the argmax next token. For an admission with a cache hit it also recomputes the whole sequence
+from scratch and records how far the two last-layer attention outputs differ (``hit_checks``).
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..scenario.schema import ModelConfig
+from .model import TinyModel
+from .store import PagedKVStore, resolve_device
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class HitCheck:
+    """A cache hit against recomputation, for one admission."""
+    request_id: str
+    hit_tokens: int          # local + external
+    new_tokens: int
+    max_abs_diff: float
+    device: str
+
+    @property
+    def exact(self) -> bool:
+        return self.max_abs_diff == 0.0
+
+
+def tolerance(device: str) -> float:
+    """CPU float32 with deterministic ops: bit for bit. Elsewhere: a stated tolerance."""
+    return 0.0 if device == "cpu" else 1e-5
+
+
+class KVRuntime:
+    def __init__(self, num_gpu_blocks: int, block_size: int, model: ModelConfig, *,
+                 device: str = "auto", seed: int = 0, candidates: Sequence[int] = (),
+                 verify_hits: bool = True) -> None:
+        self.device = resolve_device(device)
+        if self.device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = False
+        self.block_size = block_size
+        self.store = PagedKVStore(num_gpu_blocks, block_size, model.num_layers, model.num_kv_heads,
+                                  model.head_dim, DTYPES[model.dtype], self.device)
+        self.model = TinyModel(model.num_layers, model.num_kv_heads, model.head_dim, seed,
+                               self.device)
+        self.candidates = torch.as_tensor(list(candidates) or [0], dtype=torch.long,
+                                          device=self.device)
+        self.verify_hits = verify_hits
+        self.hit_checks: list[HitCheck] = []
+
+    @property
+    def device_name(self) -> str:
+        return self.device.type
+
+    def __deepcopy__(self, memo: dict) -> KVRuntime:
+        # A checkpoint copies the payloads; the weights never change and are shared.
+        new = copy.copy(self)
+        memo[id(self)] = new
+        new.store = copy.copy(self.store)
+        new.store.kv_caches = [c.clone() for c in self.store.kv_caches]
+        new.hit_checks = list(self.hit_checks)
+        return new
+
+    def execute(self, scheduled, tables) -> dict[str, int]:
+        """One forward pass over every scheduled request; returns request id -> argmax token."""
+        out: dict[str, int] = {}
+        with torch.no_grad():
+            for item in scheduled:
+                req = item.request
+                end = item.start + item.num_new_tokens
+                table = torch.as_tensor([b.block_id for b in tables[req.request_id]],
+                                        dtype=torch.long, device=self.device)
+                tokens = torch.as_tensor(req.all_token_ids[:end], dtype=torch.long,
+                                         device=self.device)
+                hidden, attn = self.model.forward_paged(self.store, tokens[item.start:],
+                                                        item.start, table)
+                logits = self.model.logits(hidden, self.candidates)
+                out[req.request_id] = int(self.candidates[int(logits.argmax())])
+                if item.is_prefill and item.start > 0 and self.verify_hits:
+                    self.hit_checks.append(self._check(req.request_id, tokens, item, attn))
+        return out
+
+    def _check(self, rid: str, tokens: torch.Tensor, item, attn: torch.Tensor) -> HitCheck:
+        dense = self.model.forward_dense(tokens, self.store.dtype, item.start)
+        # Compare as the cache dtype's float32 view of the results.
+        diff = (attn.to(torch.float32) - dense.to(torch.float32)).abs().max().item()
+        return HitCheck(rid, item.start, item.num_new_tokens, float(diff), self.device.type)
+
+    # -- whole blocks (the external tier copies these) --------------------------------------
+    def read_blocks(self, block_ids: Sequence[int]) -> torch.Tensor:
+        return self.store.read_blocks(block_ids)
+
+    def write_blocks(self, block_ids: Sequence[int], data: torch.Tensor) -> None:
+        self.store.write_blocks(block_ids, data)
+
+    def fingerprint(self, block_id: int) -> str:
+        return self.store.fingerprint(block_id)

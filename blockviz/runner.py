@@ -1,0 +1,62 @@
+"""Run a loaded scenario to the end (or to the first event the state does not allow)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .core import check_invariants
+from .engine import Engine, EngineError
+from .scenario.load import LoadedScenario, ScenarioError
+from .timeline import Timeline
+
+
+class _CheckedOps(list):
+    """An op list that checks the pool's invariants after every op appended to it."""
+
+    def __init__(self, engine_ref: list) -> None:
+        super().__init__()
+        self._engine_ref = engine_ref
+
+    def append(self, op) -> None:
+        super().append(op)
+        if self._engine_ref:
+            check_invariants(self._engine_ref[0].pool)
+
+
+def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = None,
+                check: bool = False) -> Engine:
+    engine = Engine(loaded.scenario, payloads=payloads, device=device)
+    if check:
+        ref: list = []
+        ops = _CheckedOps(ref)
+        engine.ops = ops
+        engine.pool.ops = ops
+        ref.append(engine)
+    return engine
+
+
+def run(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = None,
+        check: bool = False, upto: int | None = None,
+        progress: Callable[[int, int], None] | None = None) -> tuple[Engine, Timeline]:
+    """Run steps 1..``upto`` (default: all). With ``check``, invariants are checked after every
+    op (pool level) and after every event (block tables too). A disallowed event stops the run:
+    ``timeline.error`` is then a located ScenarioError."""
+    engine = make_engine(loaded, payloads=payloads, device=device, check=check)
+    timeline = Timeline(engine)
+    steps = loaded.scenario.steps if upto is None else loaded.scenario.steps[:upto]
+    for i, step in enumerate(steps):
+        try:
+            result = engine.apply(step)
+        except EngineError as e:
+            path = ("steps", i, step.kind) if step.kind else ("steps", i)
+            timeline.error = loaded.error(path, f"step {i + 1} ({step.kind}): {e}")
+            timeline.error_step = i + 1
+            break
+        if check:
+            check_invariants(engine.pool, engine.manager)
+        timeline.record(engine, step, result)
+        if progress is not None:
+            progress(i + 1, len(steps))
+    return engine, timeline
+
+
+__all__ = ["ScenarioError", "make_engine", "run"]

@@ -1,0 +1,284 @@
+"""Loading scenario files safely, with every error located as ``FILE:LINE:COL: path: message``.
+
+YAML is composed into nodes (no Python objects are ever constructed from tags) and converted here:
+only plain scalars, sequences and mappings are accepted. A YAML tag such as ``!!python/object`` is
+an error, aliases are bounded (no "billion laughs"), files are bounded in size and must be UTF-8.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import yaml
+
+from .schema import (MAX_FILE_BYTES, MAX_ITERATIONS_TOTAL, MAX_PROMPT_TOKENS_TOTAL, Scenario,
+                     SameAsPart)
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_VALUES = 2_000_000  # scalars + containers after alias expansion
+_STD = "tag:yaml.org,2002:"
+_SCALAR_TAGS = {_STD + t for t in ("str", "int", "float", "bool", "null")}
+
+Path_ = tuple[Any, ...]
+
+
+class ScenarioError(Exception):
+    """A located, one-line problem with a scenario: ``FILE:LINE:COL: path: message``."""
+
+    def __init__(self, file: str, line: int | None, col: int | None, path: str, message: str):
+        self.file, self.line, self.col, self.path, self.message = file, line, col, path, message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}:{self.col}"
+        message = " ".join(self.message.split())  # one line, always
+        return f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
+
+
+@dataclass
+class LoadedScenario:
+    scenario: Scenario
+    file: str
+    marks: dict[Path_, tuple[int, int]]  # path -> (line, col), 1-based
+
+    def locate(self, path: Path_) -> tuple[int | None, int | None]:
+        while path not in self.marks and path:
+            path = path[:-1]
+        mark = self.marks.get(path)
+        return mark if mark else (None, None)
+
+    def error(self, path: Path_, message: str) -> ScenarioError:
+        line, col = self.locate(path)
+        return ScenarioError(self.file, line, col, format_path(path), message)
+
+
+def format_path(path: Path_) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _tag_message(tag: str) -> str:
+    return f"YAML tag {tag.replace(_STD, '!!')} is not allowed: scenarios are plain data"
+
+
+class _Converter:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.marks: dict[Path_, tuple[int, int]] = {}
+        self.count = 0
+        self._scalars = yaml.SafeLoader("")
+
+    def fail(self, node: yaml.Node, path: Path_, message: str) -> ScenarioError:
+        m = node.start_mark
+        return ScenarioError(self.file, m.line + 1, m.column + 1, format_path(path), message)
+
+    def convert(self, node: yaml.Node, path: Path_, depth: int = 0) -> Any:
+        self.count += 1
+        if self.count > MAX_VALUES:
+            raise self.fail(node, path, f"the document expands to more than {MAX_VALUES:,} values "
+                                        f"(aliases nested too deeply?)")
+        if depth > 64:
+            raise self.fail(node, path, "nested more than 64 levels deep")
+        if path not in self.marks:
+            self.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag == _STD + "timestamp":
+                return node.value  # a date in a note is just text
+            if node.tag not in _SCALAR_TAGS:
+                raise self.fail(node, path, _tag_message(node.tag))
+            return self._scalars.construct_object(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != _STD + "seq":
+                raise self.fail(node, path, _tag_message(node.tag))
+            return [self.convert(child, path + (i,), depth + 1) for i, child in enumerate(node.value)]
+        if isinstance(node, yaml.MappingNode):
+            if node.tag != _STD + "map":
+                raise self.fail(node, path, _tag_message(node.tag))
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _STD + "merge":
+                    raise self.fail(key_node, path, "mapping keys must be plain names")
+                key = self.convert(key_node, path + ("<key>",), depth + 1)
+                if not isinstance(key, str):
+                    key = str(key) if key is not None else "null"
+                if key in out:
+                    raise self.fail(key_node, path + (key,), f"duplicate key {key!r}")
+                sub = path + (key,)
+                self.marks[sub] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                out[key] = self.convert(value_node, sub, depth + 1)
+            return out
+        raise self.fail(node, path, "unsupported YAML node")
+
+
+def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]:
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        problem = e.problem or e.context or "invalid YAML"
+        raise ScenarioError(file, line, col, "", f"YAML syntax error: {problem}") from None
+    except yaml.YAMLError as e:
+        raise ScenarioError(file, None, None, "", f"YAML error: {e}") from None
+    except RecursionError:
+        raise ScenarioError(file, None, None, "", "YAML nested too deeply") from None
+    if node is None:
+        raise ScenarioError(file, 1, 1, "", "the file is empty: a scenario needs at least "
+                                             "`id:`, `title:` and `steps:`")
+    conv = _Converter(file)
+    data = conv.convert(node, ())
+    return data, conv.marks
+
+
+_PYDANTIC_NOISE = re.compile(r"^(Value error|Assertion failed), ")
+
+
+def _pydantic_message(err: dict) -> str:
+    msg = _PYDANTIC_NOISE.sub("", err["msg"])
+    if err["type"] == "extra_forbidden":
+        return f"unknown field {err['loc'][-1]!r}"
+    if err["type"] == "missing":
+        return f"missing required field {err['loc'][-1]!r}"
+    return msg
+
+
+def _data_path(data: Any, loc: tuple) -> Path_:
+    """pydantic's error location as a path into the data. Items that are not in the data are
+    union tags pydantic inserts (skipped), or, last, the name of a missing field (kept)."""
+    path: list[Any] = []
+    cur = data
+    for n, item in enumerate(loc):
+        if isinstance(cur, dict) and item in cur:
+            cur = cur[item]
+            path.append(item)
+        elif isinstance(cur, list) and isinstance(item, int) and 0 <= item < len(cur):
+            cur = cur[item]
+            path.append(item)
+        elif n == len(loc) - 1 and isinstance(item, str) and isinstance(cur, dict):
+            path.append(item)
+    return tuple(path)
+
+
+def validate_data(data: Any, file: str, marks: dict[Path_, tuple[int, int]]) -> LoadedScenario:
+    if not isinstance(data, dict):
+        raise ScenarioError(file, 1, 1, "", "a scenario is a mapping with `id:`, `title:`, "
+                                             "`config:` and `steps:`")
+    # Bare-word steps (`- admit`) are fine; strings that are not event names are caught by Step.
+    try:
+        scenario = Scenario.model_validate(data)
+    except pydantic.ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        path = _data_path(data, err["loc"])
+        loaded = LoadedScenario(None, file, marks)  # type: ignore[arg-type]
+        raise loaded.error(path, _pydantic_message(err)) from None
+    loaded = LoadedScenario(scenario, file, marks)
+    check_references(loaded)
+    return loaded
+
+
+def check_references(loaded: LoadedScenario) -> None:
+    """What can be known before running: ids arrive before use and once, checkpoints exist,
+    totals stay within the limits. Follows checkpoints and rewinds, as the engine will."""
+    arrived: set[str] = set()
+    saved: dict[str, set[str]] = {}
+    prompt_total = 0
+    iterations = 0
+    for i, step in enumerate(loaded.scenario.steps):
+        at = ("steps", i, step.kind) if step.kind else ("steps", i)
+        kind, args = step.kind, step.args
+
+        def need(rid: str, where: Path_ = at) -> None:
+            if rid not in arrived:
+                raise loaded.error(where, f"request {rid!r} is used before it arrives")
+
+        if kind == "arrive":
+            if args.id in arrived:
+                raise loaded.error(at + ("id",), f"duplicate request id {args.id!r}")
+            for j, part in enumerate(args.prompt):
+                if isinstance(part, SameAsPart):
+                    need(part.same_as, at + ("prompt", j, "same_as"))
+                prompt_total += _part_size(part)
+            arrived.add(args.id)
+        elif kind == "admit" and args is not True:
+            raise loaded.error(at, "write `- admit` (admit: false is not an event)")
+        elif kind == "reset_prefix_cache" and args is not True:
+            raise loaded.error(at, "write `- reset_prefix_cache`")
+        elif kind == "finish":
+            for j, rid in enumerate(args):
+                need(rid, at + (j,) if len(args) > 1 else at)
+        elif kind == "preempt":
+            need(args)
+        elif kind == "decode":
+            for j, rid in enumerate(args.requests or ()):
+                need(rid, at + ("requests", j))
+            iterations += args.steps
+        elif kind == "step":
+            iterations += args
+        elif kind == "checkpoint":
+            saved[args] = set(arrived)
+        elif kind == "rewind":
+            if args not in saved:
+                known = ", ".join(sorted(saved)) or "none yet"
+                raise loaded.error(at, f"unknown checkpoint {args!r} (saved so far: {known})")
+            arrived = set(saved[args])
+        if prompt_total > MAX_PROMPT_TOKENS_TOTAL:
+            raise loaded.error(at, f"prompts total more than {MAX_PROMPT_TOKENS_TOTAL:,} tokens")
+        if iterations > MAX_ITERATIONS_TOTAL:
+            raise loaded.error(at, f"more than {MAX_ITERATIONS_TOTAL:,} engine iterations in all")
+
+
+def _part_size(part: Any) -> int:
+    if hasattr(part, "tokens"):
+        return len(part.tokens)
+    if hasattr(part, "text"):
+        return len(part.text.split())
+    if hasattr(part, "random"):
+        return part.random
+    return part.first or 0
+
+
+def load_text(text: str, file: str = "<scenario>") -> LoadedScenario:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        raise ScenarioError(file, None, None, "", f"the file is larger than {MAX_FILE_BYTES:,} "
+                                                  f"bytes")
+    if "\x00" in text:
+        raise ScenarioError(file, None, None, "", "the file is binary, not a YAML text file")
+    data, marks = parse_yaml(text, file)
+    return validate_data(data, file, marks)
+
+
+def load_bytes(raw: bytes, file: str = "<scenario>") -> LoadedScenario:
+    if len(raw) > MAX_FILE_BYTES:
+        raise ScenarioError(file, None, None, "", f"the file is {len(raw):,} bytes; the limit is "
+                                                  f"{MAX_FILE_BYTES:,}")
+    if b"\x00" in raw:
+        raise ScenarioError(file, None, None, "", "the file is binary, not a YAML text file")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(file, None, None, "", f"the file is not UTF-8 text (byte "
+                                                  f"{e.start})") from None
+    return load_text(text, file)
+
+
+def load(path: str | os.PathLike) -> LoadedScenario:
+    p = Path(path)
+    name = str(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ScenarioError(name, None, None, "", f"the file is {size:,} bytes; the limit is "
+                                                      f"{MAX_FILE_BYTES:,}")
+        if not p.is_file():
+            raise ScenarioError(name, None, None, "", "not a regular file")
+        with open(p, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise ScenarioError(name, None, None, "", f"cannot read the file: {e.strerror}") from None
+    return load_bytes(raw, name)

@@ -1,0 +1,284 @@
+"""The scenario format (shared/design/scenario-format.md) as pydantic models.
+
+A scenario is data: configuration plus a list of steps, each one engine event with optional
+narration. The same models give the JSON Schema (``python -m blockviz schema``).
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag,
+                      field_validator, model_validator)
+
+# Limits (scenario-format.md): what a file may ask for, checked before anything runs.
+MAX_NUM_BLOCKS = 65_536
+MAX_BLOCK_SIZE = 1_024
+MAX_PROMPT_TOKENS_TOTAL = 1_000_000
+MAX_FILE_BYTES = 1 << 20
+MAX_STEPS = 100_000
+MAX_ITERATIONS_PER_EVENT = 10_000
+MAX_ITERATIONS_TOTAL = 1_000_000
+VOCAB_SIZE = 65_536           # token ids are 0 .. VOCAB_SIZE - 1 (the tiny model's vocabulary)
+MAX_KV_STORE_BYTES = 2 << 30  # the paged KV tensors a scenario may ask for
+
+TokenId = Annotated[StrictInt, Field(ge=0, lt=VOCAB_SIZE)]
+Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\s]+$")]
+EVENT_NAMES = ("arrive", "admit", "decode", "step", "finish", "preempt", "reset_prefix_cache",
+               "checkpoint", "rewind")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Text(_Model):
+    """Narration in both languages; either may be missing (the other is shown)."""
+    en: str | None = None
+    zh: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_str(cls, v: Any) -> Any:
+        return {"en": v, "zh": v} if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _one_language(self) -> Text:
+        if self.en is None and self.zh is None:
+            raise ValueError("give the text in at least one language (en or zh)")
+        return self
+
+    def get(self, lang: str) -> str:
+        return (self.zh if lang == "zh" else self.en) or self.en or self.zh or ""
+
+
+class ModelConfig(_Model):
+    """The tiny attention model that writes real K/V into the paged store."""
+    num_layers: Annotated[StrictInt, Field(ge=1, le=8)] = 2
+    num_kv_heads: Annotated[StrictInt, Field(ge=1, le=16)] = 2
+    head_dim: Annotated[StrictInt, Field(ge=1, le=128)] = 8
+    dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+
+
+class ConnectorConfig(_Model):
+    """An external KV tier (LMCache-like): a CPU store keyed by block hash, LRU, own capacity."""
+    kind: Literal["cpu"] = "cpu"
+    num_blocks: Annotated[StrictInt, Field(ge=1, le=MAX_NUM_BLOCKS)] = 16
+
+
+class Config(_Model):
+    num_blocks: Annotated[StrictInt, Field(ge=1, le=MAX_NUM_BLOCKS,
+                                           description="usable blocks; the null block 0 is added")] = 6
+    block_size: Annotated[StrictInt, Field(ge=1, le=MAX_BLOCK_SIZE)] = 4
+    hash_algo: Literal["sha256", "sha256_cbor", "xxhash", "xxhash_cbor"] = "sha256"
+    hash_seed: Annotated[str | None, Field(
+        max_length=256, description="vLLM's PYTHONHASHSEED; null = vLLM's default rule")] = None
+    free_order: Literal["split", "append"] = "split"
+    enable_caching: StrictBool = True
+    seed: Annotated[StrictInt, Field(ge=0, lt=2**32)] = 0
+    model: ModelConfig | None = ModelConfig()
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    connector: ConnectorConfig | None = None
+
+    @field_validator("hash_seed", mode="before")
+    @classmethod
+    def _seed_str(cls, v: Any) -> Any:
+        # PYTHONHASHSEED is a string; YAML reads 42 as an int.
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @model_validator(mode="after")
+    def _store_fits(self) -> Config:
+        m = self.model
+        if m is not None:
+            itemsize = 4 if m.dtype == "float32" else 2
+            size = ((self.num_blocks + 1) * self.block_size * m.num_layers * 2 * m.num_kv_heads
+                    * m.head_dim * itemsize)
+            if size > MAX_KV_STORE_BYTES:
+                raise ValueError(
+                    f"the KV store would need {size / 2**30:.1f} GiB (limit "
+                    f"{MAX_KV_STORE_BYTES / 2**30:.0f} GiB): use fewer blocks, a smaller "
+                    f"block_size or model, or set model: null to run without payloads")
+        return self
+
+
+# -- prompts ----------------------------------------------------------------------------
+class TokensPart(_Model):
+    tokens: Annotated[list[TokenId], Field(min_length=1, max_length=MAX_PROMPT_TOKENS_TOTAL)]
+
+
+class TextPart(_Model):
+    text: Annotated[str, Field(min_length=1, max_length=MAX_FILE_BYTES)]
+
+    @field_validator("text")
+    @classmethod
+    def _has_words(cls, v: str) -> str:
+        if not v.split():
+            raise ValueError("text has no words")
+        return v
+
+
+class SameAsPart(_Model):
+    same_as: Name
+    first: Annotated[StrictInt, Field(ge=1, le=MAX_PROMPT_TOKENS_TOTAL)] | None = None
+
+
+class RandomPart(_Model):
+    random: Annotated[StrictInt, Field(ge=1, le=MAX_PROMPT_TOKENS_TOTAL)]
+
+
+def _part_kind(v: Any) -> str | None:
+    if isinstance(v, dict):
+        for key, tag in (("tokens", "tokens"), ("text", "text"), ("same_as", "same_as"),
+                         ("random", "random")):
+            if key in v:
+                return tag
+    elif isinstance(v, BaseModel):
+        return {TokensPart: "tokens", TextPart: "text", SameAsPart: "same_as",
+                RandomPart: "random"}.get(type(v))
+    return None
+
+
+PromptPart = Annotated[
+    Annotated[TokensPart, Tag("tokens")] | Annotated[TextPart, Tag("text")]
+    | Annotated[SameAsPart, Tag("same_as")] | Annotated[RandomPart, Tag("random")],
+    Discriminator(_part_kind, custom_error_type="prompt_part",
+                  custom_error_message="a prompt part is one of {tokens: [...]}, {text: ...}, "
+                                       "{same_as: ID, first: N}, {random: N}"),
+]
+
+
+class LoRASpec(_Model):
+    name: Name
+    path: Annotated[str, Field(max_length=1024)] = ""
+
+
+class MMSpec(_Model):
+    id: Annotated[str, Field(min_length=1, max_length=256)]
+    offset: Annotated[StrictInt, Field(ge=0, le=MAX_PROMPT_TOKENS_TOTAL)]
+    length: Annotated[StrictInt, Field(ge=1, le=MAX_PROMPT_TOKENS_TOTAL)]
+
+
+class ArriveSpec(_Model):
+    id: Name
+    prompt: Annotated[list[PromptPart], Field(min_length=1)]
+    max_tokens: Annotated[StrictInt, Field(ge=1, le=MAX_PROMPT_TOKENS_TOTAL)] | None = None
+    output: Annotated[list[TokenId], Field(max_length=MAX_PROMPT_TOKENS_TOTAL)] | None = None
+    lora: LoRASpec | None = None
+    cache_salt: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+    mm: list[MMSpec] | None = None
+    admit: StrictBool = True
+
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _normalize_prompt(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [{"text": v}]
+        if isinstance(v, list) and v and all(isinstance(t, int) and not isinstance(t, bool)
+                                             for t in v):
+            return [{"tokens": v}]
+        return v
+
+    @field_validator("lora", mode="before")
+    @classmethod
+    def _lora_name(cls, v: Any) -> Any:
+        return {"name": v} if isinstance(v, str) else v
+
+    @field_validator("mm")
+    @classmethod
+    def _mm_disjoint(cls, v: list[MMSpec] | None) -> list[MMSpec] | None:
+        if v:
+            items = sorted(v, key=lambda m: m.offset)
+            for a, b in zip(items, items[1:]):
+                if b.offset < a.offset + a.length:
+                    raise ValueError(f"multimodal items {a.id!r} and {b.id!r} overlap")
+        return v
+
+
+class DecodeSpec(_Model):
+    requests: list[Name] | None = None
+    steps: Annotated[StrictInt, Field(ge=1, le=MAX_ITERATIONS_PER_EVENT)] = 1
+
+
+# -- steps ------------------------------------------------------------------------------
+class Step(_Model):
+    """One event (or none: a narration-only step) with optional narration."""
+    arrive: ArriveSpec | None = None
+    admit: StrictBool | None = None
+    decode: DecodeSpec | None = None
+    step: Annotated[StrictInt, Field(ge=1, le=MAX_ITERATIONS_PER_EVENT)] | None = None
+    finish: Annotated[list[Name], Field(min_length=1)] | None = None
+    preempt: Name | None = None
+    reset_prefix_cache: StrictBool | None = None
+    checkpoint: Name | None = None
+    rewind: Name | None = None
+    note: Text | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalize(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = {v: None}
+        if not isinstance(v, dict):
+            raise ValueError("a step is an event name (e.g. `- admit`) or a mapping "
+                             "(e.g. `- finish: A`)")
+        v = dict(v)
+        events = [k for k in v if k != "note"]
+        unknown = [k for k in events if k not in EVENT_NAMES]
+        if unknown:
+            raise ValueError(f"unknown event {unknown[0]!r} (events: {', '.join(EVENT_NAMES)}, "
+                             f"or a `note` alone)")
+        if len(events) > 1:
+            raise ValueError(f"one event per step, got {', '.join(events)}")
+        if not events and "note" not in v:
+            raise ValueError("an empty step: give an event or a note")
+        for flag in ("admit", "reset_prefix_cache"):
+            if flag in v and (v[flag] is None or v[flag] == {}):
+                v[flag] = True
+        if "decode" in v and v["decode"] is None:
+            v["decode"] = {}
+        if "step" in v and v["step"] is None:
+            v["step"] = 1
+        if isinstance(v.get("finish"), str):
+            v["finish"] = [v["finish"]]
+        return v
+
+    @property
+    def kind(self) -> str | None:
+        for name in EVENT_NAMES:
+            if getattr(self, name) is not None:
+                return name
+        return None
+
+    @property
+    def args(self) -> Any:
+        kind = self.kind
+        return None if kind is None else getattr(self, kind)
+
+    def event_dict(self) -> dict:
+        """The event as the JSON contract shows it: ``{name: arguments}`` (``{"note": true}`` for
+        a narration-only step)."""
+        kind = self.kind
+        if kind is None:
+            return {"note": True}
+        args = self.args
+        if isinstance(args, BaseModel):
+            return {kind: args.model_dump(mode="json", exclude_none=True)}
+        if kind in ("admit", "reset_prefix_cache"):
+            return {kind: None}
+        if kind == "finish" and len(args) == 1:
+            return {kind: args[0]}
+        return {kind: args}
+
+
+class Scenario(_Model):
+    id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+    title: Text
+    summary: Text | None = None
+    config: Config = Config()
+    steps: Annotated[list[Step], Field(max_length=MAX_STEPS)] = []
+
+
+def json_schema() -> dict:
+    schema = Scenario.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "blockviz scenario"
+    return schema

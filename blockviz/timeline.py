@@ -1,0 +1,413 @@
+"""The timeline: an immutable snapshot after every event, op-level frames inside each event,
+random access, and the diff between two snapshots.
+
+Memory grows with what changed, not with steps x blocks: the timeline keeps a full *keyframe* of
+the engine state now and then (at the start, after every rewind, and whenever the changes since the
+last one add up to about a pool's worth) and, for every step, only the op records the engine
+emitted plus the requests those ops touched. Any step is materialized by replaying the ops since
+the nearest keyframe onto a small mirror of the pool (O(1) per op; the ops say what happened,
+e.g. which blocks went to the head and which to the tail, so the mirror decides nothing).
+"""
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .core import Request
+
+if TYPE_CHECKING:
+    from .engine import Engine, StepResult
+    from .scenario.schema import Scenario, Step, Text
+
+# Ops that name a request at position 1: the requests a step touched.
+REQUEST_OPS = frozenset({"arrive", "admit", "schedule", "sample", "finish", "preempt", "lookup",
+                         "cache", "write", "load", "alloc_failed", "save"})
+
+
+@dataclass(frozen=True)
+class RequestView:
+    request_id: str
+    status: str
+    num_prompt_tokens: int
+    num_tokens: int
+    num_computed_tokens: int
+    num_preemptions: int
+    local_hit_blocks: int
+    external_hit_blocks: int
+    max_tokens: int | None
+    lora: str | None
+    cache_salt: str | None
+    # append-only lists shared with the engine (never mutated past the recorded lengths)
+    _tokens: list = field(repr=False, compare=False)
+    _blocks: list | None = field(repr=False, compare=False)
+    _num_blocks: int = 0
+
+    @property
+    def token_ids(self) -> tuple[int, ...]:
+        return tuple(self._tokens[:self.num_tokens])
+
+    @property
+    def block_ids(self) -> tuple[int, ...]:
+        if self._blocks is None:
+            return ()
+        return tuple(b.block_id for b in self._blocks[:self._num_blocks])
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "block_table": list(self.block_ids),
+                "num_prompt_tokens": self.num_prompt_tokens, "num_tokens": self.num_tokens,
+                "num_computed_tokens": self.num_computed_tokens, "token_ids": list(self.token_ids),
+                "num_preemptions": self.num_preemptions, "local_hit_blocks": self.local_hit_blocks,
+                "external_hit_blocks": self.external_hit_blocks, "max_tokens": self.max_tokens,
+                "lora": self.lora, "cache_salt": self.cache_salt}
+
+
+@dataclass(frozen=True)
+class Stats:
+    num_free_blocks: int
+    usage: float
+    prefix_cache_queries: int
+    prefix_cache_hits: int
+    external_queries: int
+    external_hits: int
+    preemptions: int
+    evictions: int
+    num_cached_blocks: int
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    index: int
+    step: Step | None
+    ref_cnt: tuple[int, ...]
+    block_hash: tuple[bytes | None, ...]
+    block_tokens: tuple[tuple[int, ...], ...]
+    free_queue: tuple[int, ...]
+    hash_table: tuple[tuple[bytes, tuple[int, ...]], ...]
+    requests: Mapping[str, RequestView]
+    waiting: tuple[str, ...]
+    running: tuple[str, ...]
+    kv_events: tuple[dict, ...]
+    stats: Stats
+    ops: tuple[tuple, ...]
+    reset_ok: bool | None = None
+
+    @property
+    def num_gpu_blocks(self) -> int:
+        return len(self.ref_cnt)
+
+    @property
+    def event(self) -> dict | None:
+        return None if self.step is None else self.step.event_dict()
+
+    @property
+    def note(self) -> Text | None:
+        return None if self.step is None else self.step.note
+
+    @property
+    def next_victim(self) -> int | None:
+        """The block the next allocation takes: the head of the free queue."""
+        return self.free_queue[0] if self.free_queue else None
+
+
+def capture_requests(engine: Engine, rids) -> dict[str, RequestView]:
+    reqs = engine.scheduler.requests
+    tables = engine.manager.req_to_blocks
+    info = engine.state.info
+    out = {}
+    for rid in rids:
+        r: Request = reqs[rid]
+        blocks = tables.get(rid)
+        i = info[rid]
+        out[rid] = RequestView(
+            rid, r.status.value, r.num_prompt_tokens, r.num_tokens, r.num_computed_tokens,
+            r.num_preemptions, i.local_hit_blocks, i.external_hit_blocks, r.max_tokens,
+            r.lora.name if r.lora else None, r.cache_salt, r.all_token_ids, blocks,
+            len(blocks) if blocks is not None else 0)
+    return out
+
+
+def capture_stats(engine: Engine) -> Stats:
+    pool = engine.pool
+    s = engine.manager.prefix_cache_stats
+    return Stats(pool.get_num_free_blocks(), round(pool.get_usage(), 6), s.queries, s.hits,
+                 s.external_queries, s.external_hits, s.preemptions, pool.num_evictions,
+                 len(pool.cached_block_hash_to_block))
+
+
+# -- the pool mirror that ops replay onto ---------------------------------------------------
+class _Mirror:
+    """Mutable copy of the observable pool state; ops replay onto it in O(1) each."""
+
+    def __init__(self, ref, hashes, tokens, queue, table, requests, waiting, running):
+        n = len(ref)
+        self.ref = list(ref)
+        self.hash = list(hashes)
+        self.tokens = list(tokens)
+        self.head, self.tail = n, n + 1
+        self.nxt = [-1] * (n + 2)
+        self.prv = [-1] * (n + 2)
+        prev = self.head
+        for b in queue:
+            self.nxt[prev] = b
+            self.prv[b] = prev
+            prev = b
+        self.nxt[prev] = self.tail
+        self.prv[self.tail] = prev
+        self.table: dict[bytes, dict[int, None]] = {h: dict.fromkeys(ids) for h, ids in table}
+        self.requests = dict(requests)
+        self.waiting, self.running = waiting, running
+
+    @classmethod
+    def of(cls, s: Snapshot) -> _Mirror:
+        return cls(s.ref_cnt, s.block_hash, s.block_tokens, s.free_queue, s.hash_table,
+                   s.requests, s.waiting, s.running)
+
+    def _unlink(self, b: int) -> None:
+        p, n = self.prv[b], self.nxt[b]
+        self.nxt[p], self.prv[n] = n, p
+        self.prv[b] = self.nxt[b] = -1
+
+    def _insert_after(self, after: int, ids) -> None:
+        end = self.nxt[after]
+        prev = after
+        for b in ids:
+            self.nxt[prev], self.prv[b] = b, prev
+            prev = b
+        self.nxt[prev], self.prv[end] = end, prev
+
+    def queue(self) -> tuple[int, ...]:
+        out = []
+        b, nxt, tail = self.nxt[self.head], self.nxt, self.tail
+        while b != tail:
+            out.append(b)
+            b = nxt[b]
+        return tuple(out)
+
+    def apply(self, op: tuple) -> None:
+        kind = op[0]
+        if kind == "popleft":
+            for b in op[1]:
+                self._unlink(b)
+                self.ref[b] = 1
+        elif kind == "evict":
+            _, b, h = op
+            ids = self.table.get(h)
+            if ids is not None:
+                ids.pop(b, None)
+                if not ids:
+                    del self.table[h]
+            self.hash[b] = None
+        elif kind == "touch":
+            for b in op[2]:
+                self._unlink(b)
+            for b in op[1]:
+                self.ref[b] += 1
+        elif kind == "cache":
+            for b, h in zip(op[2], op[3]):
+                self.hash[b] = h
+                self.table.setdefault(h, {})[b] = None
+        elif kind == "free":
+            for b in op[1]:
+                self.ref[b] -= 1
+        elif kind == "free_head":
+            self._insert_after(self.head, op[1])
+        elif kind == "free_tail":
+            self._insert_after(self.prv[self.tail], op[1])
+        elif kind == "reset":
+            if op[1]:
+                self.table.clear()
+                self.hash = [None] * len(self.hash)
+        elif kind == "write":
+            _, _, b, offset, toks = op
+            self.tokens[b] = self.tokens[b][:offset] + toks
+        elif kind == "load":
+            self.tokens[op[2]] = op[3]
+
+    def freeze(self, index: int, rec: _Record) -> Snapshot:
+        return Snapshot(
+            index=index, step=rec.step, ref_cnt=tuple(self.ref), block_hash=tuple(self.hash),
+            block_tokens=tuple(self.tokens), free_queue=self.queue(),
+            hash_table=tuple((h, tuple(ids)) for h, ids in self.table.items()),
+            requests=dict(self.requests), waiting=rec.waiting, running=rec.running,
+            kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok)
+
+
+def _op_cost(op: tuple) -> int:
+    return 1 + sum(len(x) for x in op[1:] if isinstance(x, tuple))
+
+
+@dataclass
+class _Record:
+    step: Step | None
+    ops: tuple
+    kv_events: tuple
+    stats: Stats
+    reset_ok: bool | None
+    waiting: tuple[str, ...]
+    running: tuple[str, ...]
+    req_updates: dict[str, RequestView]
+
+
+class Timeline:
+    """Records an engine's run and serves any step's snapshot."""
+
+    def __init__(self, engine: Engine, *, cache_size: int = 8) -> None:
+        self.num_gpu_blocks = engine.num_gpu_blocks
+        self.block_size = engine.block_size
+        self.vocab = engine.vocab
+        self._records: list[_Record] = []
+        self._keyframes: dict[int, Snapshot] = {}
+        self._keyframe_ids: list[int] = []
+        self._since_keyframe = 0
+        self._threshold = max(512, self.num_gpu_blocks // 2)
+        self._cache: OrderedDict[int, Snapshot] = OrderedDict()
+        self._cache_size = cache_size
+        self.error: str | None = None
+        self.error_step: int | None = None
+        self.record(engine, None, None)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    # -- recording ------------------------------------------------------------------------
+    def record(self, engine: Engine, step: Step | None, result: StepResult | None) -> None:
+        ops = tuple(result.ops) if result else ()
+        index = len(self._records)
+        sched = engine.scheduler
+        if step is None or step.kind == "rewind":
+            dirty = list(sched.requests)
+        else:
+            seen: dict[str, None] = {}
+            for op in ops:
+                if op[0] in REQUEST_OPS:
+                    seen[op[1]] = None
+            dirty = list(seen)
+        rec = _Record(step, ops, tuple(result.kv_events) if result else (), capture_stats(engine),
+                      result.reset_ok if result else None,
+                      tuple(r.request_id for r in sched.waiting),
+                      tuple(r.request_id for r in sched.running),
+                      capture_requests(engine, dirty))
+        self._records.append(rec)
+        self._since_keyframe += sum(_op_cost(op) for op in ops) + len(dirty)
+        if step is None or step.kind == "rewind" or self._since_keyframe > self._threshold:
+            self._keyframes[index] = self._capture(engine, index, rec)
+            self._keyframe_ids.append(index)
+            self._since_keyframe = 0
+
+    def _capture(self, engine: Engine, index: int, rec: _Record) -> Snapshot:
+        pool = engine.pool
+        if index > 0 and rec.step is not None and rec.step.kind != "rewind":
+            # Between rewinds, requests come from the previous state plus this step's updates.
+            prev = self.snapshot(index - 1)
+            requests = dict(prev.requests)
+            requests.update(rec.req_updates)
+        else:
+            requests = capture_requests(engine, engine.scheduler.requests)
+        return Snapshot(
+            index=index, step=rec.step, ref_cnt=tuple(b.ref_cnt for b in pool.blocks),
+            block_hash=tuple(b.block_hash for b in pool.blocks),
+            block_tokens=tuple(tuple(t) for t in engine.state.block_tokens),
+            free_queue=tuple(b.block_id for b in pool.free_block_queue),
+            hash_table=tuple((h, tuple(ids)) for h, ids in pool.cached_block_hash_to_block.items()),
+            requests=requests, waiting=rec.waiting, running=rec.running,
+            kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok)
+
+    # -- access ---------------------------------------------------------------------------
+    def snapshot(self, index: int) -> Snapshot:
+        if not 0 <= index < len(self._records):
+            raise IndexError(f"step {index} is outside 0..{len(self._records) - 1}")
+        if index in self._keyframes:
+            return self._keyframes[index]
+        hit = self._cache.get(index)
+        if hit is not None:
+            self._cache.move_to_end(index)
+            return hit
+        k = self._keyframe_ids[bisect.bisect_right(self._keyframe_ids, index) - 1]
+        # Start from the nearest materialized state at or after the keyframe.
+        base = max((i for i in self._cache if k <= i < index), default=k)
+        start = self._keyframes[k] if base == k else self._cache[base]
+        mirror = _Mirror.of(start)
+        for j in range(base + 1, index + 1):
+            rec = self._records[j]
+            for op in rec.ops:
+                mirror.apply(op)
+            mirror.requests.update(rec.req_updates)
+        snap = mirror.freeze(index, self._records[index])
+        self._cache[index] = snap
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return snap
+
+    def __getitem__(self, index: int) -> Snapshot:
+        return self.snapshot(index)
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        for i in range(len(self)):
+            yield self.snapshot(i)
+
+    def step_of(self, index: int) -> Step | None:
+        return self._records[index].step
+
+    def frames(self, index: int) -> list[Frame]:
+        """The op-level frames inside step ``index``: the state after each op."""
+        if index == 0:
+            return []
+        mirror = _Mirror.of(self.snapshot(index - 1))
+        frames = []
+        for op in self._records[index].ops:
+            mirror.apply(op)
+            frames.append(Frame(op, mirror.queue(), tuple(mirror.ref),
+                                tuple(mirror.hash), tuple(mirror.tokens)))
+        return frames
+
+    @property
+    def num_keyframes(self) -> int:
+        return len(self._keyframe_ids)
+
+
+@dataclass(frozen=True)
+class Frame:
+    op: tuple
+    free_queue: tuple[int, ...]
+    ref_cnt: tuple[int, ...]
+    block_hash: tuple[bytes | None, ...]
+    block_tokens: tuple[tuple[int, ...], ...]
+
+    @property
+    def kind(self) -> str:
+        return self.op[0]
+
+
+@dataclass(frozen=True)
+class Diff:
+    changed_blocks: frozenset[int]
+    queue_added: frozenset[int]
+    queue_removed: frozenset[int]
+    hashes_added: frozenset[bytes]
+    hashes_removed: frozenset[bytes]
+    changed_requests: frozenset[str]
+
+
+def diff(a: Snapshot, b: Snapshot) -> Diff:
+    """What differs from ``a`` to ``b`` (any two snapshots of one timeline)."""
+    changed = frozenset(i for i in range(len(b.ref_cnt))
+                        if a.ref_cnt[i] != b.ref_cnt[i] or a.block_hash[i] != b.block_hash[i]
+                        or a.block_tokens[i] != b.block_tokens[i])
+    qa, qb = set(a.free_queue), set(b.free_queue)
+    ha, hb = {h for h, _ in a.hash_table}, {h for h, _ in b.hash_table}
+    reqs = frozenset(rid for rid in set(a.requests) | set(b.requests)
+                     if _req_key(a.requests.get(rid)) != _req_key(b.requests.get(rid)))
+    return Diff(changed, frozenset(qb - qa), frozenset(qa - qb), frozenset(hb - ha),
+                frozenset(ha - hb), reqs)
+
+
+def _req_key(v: RequestView | None) -> Any:
+    if v is None:
+        return None
+    return (v.status, v.block_ids, v.num_tokens, v.num_computed_tokens)
