@@ -36,6 +36,7 @@ class TinyModel:
         self.embedding = rand(VOCAB_SIZE, d, scale=1.0)                        # [V, d]
         self.layers = [tuple(rand(d, d, scale=1 / math.sqrt(d)) for _ in range(4))
                        for _ in range(num_layers)]                             # Wq, Wk, Wv, Wo
+        self.unembed = rand(d, d, scale=1 / math.sqrt(d))                      # [d, d]
         inv = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=COMPUTE_DTYPE) / max(d, 1)))
         self._inv_freq = inv.to(device)                                        # [ceil(d/2)]
 
@@ -69,7 +70,8 @@ class TinyModel:
         return x + attn @ self.layers[layer][3]
 
     def logits(self, h: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-        return h @ self.embedding[candidates].T                                  # [..., C]
+        # An untied output head: tied embeddings make a toy model echo its last token.
+        return (h @ self.unembed) @ self.embedding[candidates].T                # [..., C]
 
     # -- the two paths that must agree ---------------------------------------------------
     def forward_paged(self, store: PagedKVStore, tokens: torch.Tensor, start: int,
