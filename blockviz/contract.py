@@ -36,8 +36,11 @@ def snapshot_dict(s: Snapshot, frames: list | None) -> dict:
         "kv_events": [dict(e) for e in s.kv_events],
         "stats": s.stats.to_dict(),
     }
+    d["none_hash"] = s.none_hash.hex()
     if s.reset_ok is not None:
         d["reset_ok"] = s.reset_ok
+    if s.external is not None:
+        d["external_tier"] = [{"hash": h.hex(), "token_ids": list(t)} for h, t in s.external]
     if frames is not None:
         d["frames"] = [{**op_to_dict(f.op), "free_queue": list(f.free_queue),
                         "ref_cnt": list(f.ref_cnt)} for f in frames]

@@ -16,8 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import (BlockHasher, KVCacheManager, LoRA, MMItem, Request, RequestStatus, Scheduler,
-                   SchedulerError, SchedulerOutput)
+from .core import (
+    BlockHasher,
+    KVCacheManager,
+    LoRA,
+    MMItem,
+    Request,
+    RequestStatus,
+    Scheduler,
+    SchedulerError,
+    SchedulerOutput,
+)
 from .scenario.schema import ArriveSpec, Scenario, Step
 from .scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
 
@@ -79,6 +88,7 @@ class Engine:
         if cfg.connector is not None:
             from .connector import ExternalKVTier
             connector = ExternalKVTier(cfg.connector.num_blocks, cfg.block_size, kv)
+            connector.ops = self.ops
         self.state = EngineState(
             manager=manager, scheduler=Scheduler(manager, connector),
             hasher=self._new_hasher(0), block_tokens=[[] for _ in range(self.num_gpu_blocks)],
@@ -147,15 +157,48 @@ class Engine:
                 if args not in self.checkpoints:
                     raise EngineError(f"unknown checkpoint {args!r}")
                 self.state = self._copy_state(self.checkpoints[args])
-                self.pool.ops = self.ops
+                self._attach_ops()
                 self.pool.take_events()  # a rewind emits no KV events
                 self._op("rewind", args)
+            elif kind == "restart":
+                self._restart()
         except SchedulerError as e:
             raise EngineError(str(e)) from None
         if self.ops is not None:
             result.ops = self.ops[start:]
         result.kv_events = [e.to_dict() for e in self.pool.take_events()]
         return result
+
+    def _restart(self) -> None:
+        """A new engine process with the same config: a fresh pool (the GPU cache starts empty)
+        and NONE_HASH derived anew — the same for sha256 or a configured seed, a new random one
+        for xxhash without a seed. The external tier is another process and keeps its blocks."""
+        busy = [r.request_id for r in self.scheduler.requests.values()
+                if r.status is not RequestStatus.FINISHED]
+        if busy:
+            raise EngineError(f"restart needs every request finished; still live: "
+                              f"{', '.join(busy)}")
+        old = self.manager
+        st = self.state
+        st.generation += 1
+        cfg = self.config
+        manager = KVCacheManager(self.num_gpu_blocks, cfg.block_size,
+                                 enable_caching=cfg.enable_caching, free_order=cfg.free_order,
+                                 ops=self.ops)
+        manager.prefix_cache_stats = old.prefix_cache_stats
+        manager.block_pool.num_evictions = old.block_pool.num_evictions
+        st.manager = manager
+        st.scheduler.kv_cache_manager = manager
+        st.hasher = self._new_hasher(st.generation)
+        st.block_tokens = [[] for _ in range(self.num_gpu_blocks)]
+        if st.kv is not None:
+            st.kv.store.zero_()
+        self._op("restart", st.generation, st.hasher.none_hash)
+
+    def _attach_ops(self) -> None:
+        self.pool.ops = self.ops
+        if self.connector is not None:
+            self.connector.ops = self.ops
 
     def _running_ids(self) -> set[str]:
         return {r.request_id for r in self.scheduler.running}
@@ -251,6 +294,8 @@ class Engine:
     def _copy_state(self, state: EngineState) -> EngineState:
         pool = state.manager.block_pool
         ops, pool.ops = pool.ops, None
+        if state.connector is not None:
+            state.connector.ops = None
         try:
             # The pool first, so that every block reference elsewhere maps to its copy.
             memo: dict = {}
@@ -258,6 +303,8 @@ class Engine:
             return copy.deepcopy(state, memo)
         finally:
             pool.ops = ops
+            if state.connector is not None:
+                state.connector.ops = ops
 
     # -- observation ----------------------------------------------------------------------
     def request_status(self, rid: str) -> RequestStatus:

@@ -27,6 +27,8 @@ OP_FUNCTION = {
     "sample": "Scheduler.update_from_output",
     "finish": "Scheduler.finish_requests",
     "rewind": "(blockviz) rewind",
+    "restart": "(blockviz) a new engine process",
+    "drop": "KVConnector (LRU drop)",
 }
 
 # ops that change the pool (the rest describe decisions)
@@ -89,4 +91,8 @@ def op_to_dict(op: tuple) -> dict:
         d["token_id"] = op[2]
     elif kind == "rewind":
         d["checkpoint"] = op[1]
+    elif kind == "restart":
+        d["generation"], d["none_hash"] = op[1], op[2].hex()
+    elif kind == "drop":
+        d["hash"] = op[1].hex()
     return d

@@ -20,8 +20,10 @@ from .core import Request
 
 if TYPE_CHECKING:
     from .engine import Engine, StepResult
-    from .scenario.schema import Scenario, Step, Text
+    from .scenario.schema import Step, Text
 
+# Events after which the engine state is not the previous state plus ops: keyframe them.
+FULL_STATE_EVENTS = frozenset({"rewind", "restart"})
 # Ops that name a request at position 1: the requests a step touched.
 REQUEST_OPS = frozenset({"arrive", "admit", "schedule", "sample", "finish", "preempt", "lookup",
                          "cache", "write", "load", "alloc_failed", "save"})
@@ -96,6 +98,9 @@ class Snapshot:
     stats: Stats
     ops: tuple[tuple, ...]
     reset_ok: bool | None = None
+    none_hash: bytes = b""
+    # the external tier, least recently used first: (hash, token ids)
+    external: tuple[tuple[bytes, tuple[int, ...]], ...] | None = None
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -130,6 +135,13 @@ def capture_requests(engine: Engine, rids) -> dict[str, RequestView]:
             r.lora.name if r.lora else None, r.cache_salt, r.all_token_ids, blocks,
             len(blocks) if blocks is not None else 0)
     return out
+
+
+def capture_external(engine: Engine):
+    c = engine.connector
+    if c is None:
+        return None
+    return tuple((h, b.token_ids) for h, b in c.store.items())
 
 
 def capture_stats(engine: Engine) -> Stats:
@@ -235,7 +247,8 @@ class _Mirror:
             block_tokens=tuple(self.tokens), free_queue=self.queue(),
             hash_table=tuple((h, tuple(ids)) for h, ids in self.table.items()),
             requests=dict(self.requests), waiting=rec.waiting, running=rec.running,
-            kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok)
+            kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok,
+            none_hash=rec.none_hash, external=rec.external)
 
 
 def _op_cost(op: tuple) -> int:
@@ -252,6 +265,8 @@ class _Record:
     waiting: tuple[str, ...]
     running: tuple[str, ...]
     req_updates: dict[str, RequestView]
+    none_hash: bytes
+    external: tuple | None
 
 
 class Timeline:
@@ -280,7 +295,8 @@ class Timeline:
         ops = tuple(result.ops) if result else ()
         index = len(self._records)
         sched = engine.scheduler
-        if step is None or step.kind == "rewind":
+        full = step is None or step.kind in FULL_STATE_EVENTS
+        if full:
             dirty = list(sched.requests)
         else:
             seen: dict[str, None] = {}
@@ -292,17 +308,18 @@ class Timeline:
                       result.reset_ok if result else None,
                       tuple(r.request_id for r in sched.waiting),
                       tuple(r.request_id for r in sched.running),
-                      capture_requests(engine, dirty))
+                      capture_requests(engine, dirty), engine.state.hasher.none_hash,
+                      capture_external(engine))
         self._records.append(rec)
         self._since_keyframe += sum(_op_cost(op) for op in ops) + len(dirty)
-        if step is None or step.kind == "rewind" or self._since_keyframe > self._threshold:
+        if full or self._since_keyframe > self._threshold:
             self._keyframes[index] = self._capture(engine, index, rec)
             self._keyframe_ids.append(index)
             self._since_keyframe = 0
 
     def _capture(self, engine: Engine, index: int, rec: _Record) -> Snapshot:
         pool = engine.pool
-        if index > 0 and rec.step is not None and rec.step.kind != "rewind":
+        if index > 0 and rec.step is not None and rec.step.kind not in FULL_STATE_EVENTS:
             # Between rewinds, requests come from the previous state plus this step's updates.
             prev = self.snapshot(index - 1)
             requests = dict(prev.requests)
@@ -316,7 +333,8 @@ class Timeline:
             free_queue=tuple(b.block_id for b in pool.free_block_queue),
             hash_table=tuple((h, tuple(ids)) for h, ids in pool.cached_block_hash_to_block.items()),
             requests=requests, waiting=rec.waiting, running=rec.running,
-            kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok)
+            kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok,
+            none_hash=rec.none_hash, external=rec.external)
 
     # -- access ---------------------------------------------------------------------------
     def snapshot(self, index: int) -> Snapshot:

@@ -7,12 +7,18 @@ from .block import KVCacheBlock
 from .block_pool import FREE_ORDERS, BlockHashToBlockMap, BlockPool
 from .events import AllBlocksCleared, BlockRemoved, BlockStored
 from .free_queue import FreeKVCacheBlockQueue
-from .hashing import (HASH_FUNCTIONS, BlockHasher, LoRA, MMItem, get_hash_fn_by_name,
-                      hash_to_event_int)
+from .hashing import (
+                      HASH_FUNCTIONS,
+                      BlockHasher,
+                      LoRA,
+                      MMItem,
+                      get_hash_fn_by_name,
+                      hash_to_event_int,
+)
 from .invariants import InvariantError, check_invariants
 from .manager import KVCacheManager, PrefixCacheStats
 from .request import Request, RequestStatus
-from .scheduler import Scheduler, SchedulerError, SchedulerOutput, ScheduledRequest
+from .scheduler import ScheduledRequest, Scheduler, SchedulerError, SchedulerOutput
 
 __all__ = [
     "AllBlocksCleared", "BlockHashToBlockMap", "BlockHasher", "BlockPool", "BlockRemoved",

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from .hashing import BlockHasher, LoRA, MMItem
 
 
-class RequestStatus(str, enum.Enum):
+class RequestStatus(enum.StrEnum):
     WAITING = "waiting"
     RUNNING = "running"
     PREEMPTED = "preempted"

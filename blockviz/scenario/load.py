@@ -15,8 +15,13 @@ from typing import Any
 import pydantic
 import yaml
 
-from .schema import (MAX_FILE_BYTES, MAX_ITERATIONS_TOTAL, MAX_PROMPT_TOKENS_TOTAL, Scenario,
-                     SameAsPart)
+from .schema import (
+    MAX_FILE_BYTES,
+    MAX_ITERATIONS_TOTAL,
+    MAX_PROMPT_TOKENS_TOTAL,
+    SameAsPart,
+    Scenario,
+)
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_VALUES = 2_000_000  # scalars + containers after alias expansion
@@ -193,7 +198,7 @@ def check_references(loaded: LoadedScenario) -> None:
         at = ("steps", i, step.kind) if step.kind else ("steps", i)
         kind, args = step.kind, step.args
 
-        def need(rid: str, where: Path_ = at) -> None:
+        def need(rid: str, where: Path_ = at, arrived: set[str] = arrived) -> None:
             if rid not in arrived:
                 raise loaded.error(where, f"request {rid!r} is used before it arrives")
 
@@ -207,8 +212,8 @@ def check_references(loaded: LoadedScenario) -> None:
             arrived.add(args.id)
         elif kind == "admit" and args is not True:
             raise loaded.error(at, "write `- admit` (admit: false is not an event)")
-        elif kind == "reset_prefix_cache" and args is not True:
-            raise loaded.error(at, "write `- reset_prefix_cache`")
+        elif kind in ("reset_prefix_cache", "restart") and args is not True:
+            raise loaded.error(at, f"write `- {kind}`")
         elif kind == "finish":
             for j, rid in enumerate(args):
                 need(rid, at + (j,) if len(args) > 1 else at)

@@ -7,8 +7,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag,
-                      field_validator, model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    StrictInt,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 # Limits (scenario-format.md): what a file may ask for, checked before anything runs.
 MAX_NUM_BLOCKS = 65_536
@@ -24,7 +33,7 @@ MAX_KV_STORE_BYTES = 2 << 30  # the paged KV tensors a scenario may ask for
 TokenId = Annotated[StrictInt, Field(ge=0, lt=VOCAB_SIZE)]
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\s]+$")]
 EVENT_NAMES = ("arrive", "admit", "decode", "step", "finish", "preempt", "reset_prefix_cache",
-               "checkpoint", "rewind")
+               "checkpoint", "rewind", "restart")
 
 
 class _Model(BaseModel):
@@ -210,6 +219,10 @@ class Step(_Model):
     reset_prefix_cache: StrictBool | None = None
     checkpoint: Name | None = None
     rewind: Name | None = None
+    restart: StrictBool | None = Field(
+        None, description="blockviz extension: a new engine process with the same config (empty "
+                          "GPU cache, NONE_HASH re-derived; an external tier survives). Every "
+                          "request must have finished.")
     note: Text | None = None
 
     @model_validator(mode="before")
@@ -230,7 +243,7 @@ class Step(_Model):
             raise ValueError(f"one event per step, got {', '.join(events)}")
         if not events and "note" not in v:
             raise ValueError("an empty step: give an event or a note")
-        for flag in ("admit", "reset_prefix_cache"):
+        for flag in ("admit", "reset_prefix_cache", "restart"):
             if flag in v and (v[flag] is None or v[flag] == {}):
                 v[flag] = True
         if "decode" in v and v["decode"] is None:
@@ -262,7 +275,7 @@ class Step(_Model):
         args = self.args
         if isinstance(args, BaseModel):
             return {kind: args.model_dump(mode="json", exclude_none=True)}
-        if kind in ("admit", "reset_prefix_cache"):
+        if kind in ("admit", "reset_prefix_cache", "restart"):
             return {kind: None}
         if kind == "finish" and len(args) == 1:
             return {kind: args[0]}
