@@ -70,6 +70,7 @@ def op_to_dict(op: tuple) -> dict:
     elif kind == "cache":
         d["hashes"] = [h.hex() for h in op[3]]
         d["first_block_index"] = op[4]
+        d["parent_hash"] = op[5].hex() if op[5] is not None else None
     elif kind == "lookup":
         d["hit_tokens_limit"] = op[3]
         d["num_block_hashes"] = op[4]

@@ -18,7 +18,8 @@ the timeline replays them and the UI highlights them. Op shapes:
   ("popleft", ids)              get_new_blocks took these from the head (each ref_cnt -> 1)
   ("evict", block_id, hash)     ...and this one still had a hash: it leaves the map now
   ("touch", ids, removed_ids)   ref_cnt += 1 each; removed_ids were free and left the queue
-  ("cache", request_id, ids, hashes, first_index)   cache_full_blocks registered these
+  ("cache", request_id, ids, hashes, first_index, parent_hash)   cache_full_blocks registered
+                                these (hashes chain on from parent_hash, None at the start)
   ("free", ids)                 free_blocks: ref_cnt -= 1 each, in this order
   ("free_head", ids) / ("free_tail", ids)           where the ones reaching 0 went
   ("reset", ok)                 reset_prefix_cache
@@ -225,8 +226,9 @@ class BlockPool:
             cached_ids.append(block.block_id)
             cached_hashes.append(block_hash)
         if self.ops is not None:
+            parent = block_hashes[num_cached_blocks - 1] if num_cached_blocks > 0 else None
             self.ops.append(("cache", request.request_id, tuple(cached_ids), tuple(cached_hashes),
-                             num_cached_blocks))
+                             num_cached_blocks, parent))
         if self.enable_kv_cache_events:
             self.kv_event_queue.append(self._block_stored_event(
                 request, cached_hashes, num_cached_blocks, num_full_blocks, block_size))
