@@ -51,11 +51,18 @@ def cmd_schema(args) -> int:
 
 
 def cmd_play(args) -> int:
+    from .labels import HashLabels
     from .render.text import render_step
     loaded = _load(args.file)
-    engine, timeline = _run(args, loaded)
+    from .runner import run
+    engine, timeline = run(loaded, device=args.device)
+    color = sys.stdout.isatty() if args.color is None else args.color
+    labels = HashLabels.for_timeline(timeline)
     for i in range(len(timeline)):
-        print(render_step(timeline, i, lang=args.lang, color=args.color))
+        print(render_step(timeline, i, lang=args.lang, color=color, labels=labels))
+    if timeline.error is not None:
+        print(str(timeline.error), file=sys.stderr)
+        return EXIT_SCENARIO
     return 0
 
 

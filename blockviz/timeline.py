@@ -372,6 +372,13 @@ class Timeline:
     def step_of(self, index: int) -> Step | None:
         return self._records[index].step
 
+    def step_ops(self, index: int) -> tuple:
+        """The op records of step ``index`` (cheap: no materialization)."""
+        return self._records[index].ops
+
+    def step_stats(self, index: int) -> Stats:
+        return self._records[index].stats
+
     def frames(self, index: int) -> list[Frame]:
         """The op-level frames inside step ``index``: the state after each op."""
         if index == 0:

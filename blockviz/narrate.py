@@ -1,0 +1,171 @@
+"""What the engine did, in words — generated from the op records, in English and 中文.
+
+``describe_op`` says one op (the "step into" view); ``narrate_ops`` says a whole step, folding
+runs of K/V writes into one sentence.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .labels import HashLabels, token_text
+from .scenario.tokens import Vocabulary
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+def _blk(ids: Sequence[int]) -> str:
+    return f"block {ids[0]}" if len(ids) == 1 else f"blocks {_ids(ids)}"
+
+
+def _hs(hashes, labels: HashLabels) -> str:
+    return ", ".join(labels(h) for h in hashes)
+
+
+def describe_op(op: tuple, lang: str, labels: HashLabels, vocab: Vocabulary | None = None,
+                block_size: int = 0) -> str:
+    zh = lang == "zh"
+    k = op[0]
+    if k == "arrive":
+        return f"请求 {op[1]} 到达，进入等待队列。" if zh else f"{op[1]} arrives and joins the waiting queue."
+    if k == "lookup":
+        rid, hits, limit, n_hashes = op[1], op[2], op[3], op[4]
+        capped = block_size and len(hits) == limit // block_size and n_hashes > len(hits)
+        if not hits:
+            base = (f"get_computed_blocks({rid})：前缀 hash 表里没有它的第一个块，没有命中。" if zh else
+                    f"get_computed_blocks({rid}): its first block is not in the hash table — no hit.")
+        else:
+            n = len(hits) * block_size if block_size else "?"
+            base = (f"get_computed_blocks({rid})：按 hash 链从头查找，命中 {len(hits)} 个块"
+                    f"（块 {_ids(hits)}，共 {n} 个 token）。" if zh else
+                    f"get_computed_blocks({rid}): walking its hash chain from the start, "
+                    f"{len(hits)} block(s) hit ({_blk(hits)}, {n} tokens).")
+        if capped:
+            base += (f" 命中最多只能到 {limit} 个 token（num_tokens − 1）：最后一个 token 必须重新计算，"
+                     f"才能得到它的 logits。" if zh else
+                     f" The hit may cover at most {limit} tokens (num_tokens − 1): the last token "
+                     f"must be computed to get its logits.")
+        return base
+    if k == "alloc_failed":
+        return (f"allocate_slots({op[1]}) 返回 None：需要 {op[2]} 个空闲块，只有 {op[3]} 个。"
+                f"什么都没改变。" if zh else
+                f"allocate_slots({op[1]}) returns None: it needs {op[2]} free block(s) and "
+                f"{op[3]} are free. Nothing changed.")
+    if k == "touch":
+        ids, removed = op[1], op[2]
+        s = (f"touch：块 {_ids(ids)} 的 ref_cnt 加 1（共享，不拷贝）。" if zh else
+             f"touch: {_blk(ids)} ref_cnt + 1 (shared, not copied).")
+        if removed:
+            s += (f"其中 {_ids(removed)} 原本空闲但仍带着 hash，现在从空闲队列里取出——"
+                  f"这就是“空闲但仍可命中”。" if zh else
+                  f" {_ids(removed)} were free but still cached, so they leave the free queue — "
+                  f"a hit on free blocks.")
+        return s
+    if k == "popleft":
+        return (f"get_new_blocks：从空闲队列队首取走块 {_ids(op[1])}，ref_cnt 设为 1。" if zh else
+                f"get_new_blocks: takes {_blk(op[1])} from the head of the free queue "
+                f"(ref_cnt = 1).")
+    if k == "evict":
+        return (f"块 {op[1]} 还带着 {labels(op[2])}：现在（被重新分配时）才把它从 hash 表删掉——"
+                f"惰性淘汰。" if zh else
+                f"Block {op[1]} still carried {labels(op[2])}: it leaves the hash table only now, "
+                f"as the block is reused — lazy eviction.")
+    if k == "cache":
+        ids, hashes = op[2], op[3]
+        return (f"cache_full_blocks：块 {_ids(ids)} 已装满，登记为 {_hs(hashes, labels)}"
+                f"（在调度时登记，早于前向计算）。" if zh else
+                f"cache_full_blocks: {_blk(ids)} {'is' if len(ids) == 1 else 'are'} full → "
+                f"registered as {_hs(hashes, labels)} (at schedule time, before the forward pass).")
+    if k == "admit":
+        rid, local, ext, new = op[1], op[2], op[3], op[4]
+        if zh:
+            s = f"{rid} 被接纳运行：本地命中 {local} 个 token"
+            s += f"，外部命中 {ext} 个" if ext else ""
+            return s + f"，需要计算 {new} 个。"
+        s = f"{rid} is admitted: {local} token(s) from the local prefix cache"
+        s += f", {ext} from the external tier" if ext else ""
+        return s + f", {new} to compute."
+    if k == "schedule":
+        return (f"{op[1]} 解码：为下一个 token 分配槽位。" if zh else
+                f"{op[1]} decodes: a slot for its next token.")
+    if k == "preempt":
+        return (f"抢占 {op[1]}：释放它的块（倒序），num_computed_tokens 归零，放回等待队列最前面。"
+                if zh else
+                f"{op[1]} is preempted: its blocks are freed (reversed), num_computed_tokens = 0, "
+                f"and it goes to the front of the waiting queue.")
+    if k == "free":
+        return (f"free_blocks（块表倒序）：块 {_ids(op[1])} 的 ref_cnt 各减 1。" if zh else
+                f"free_blocks (table reversed): {_blk(op[1])} ref_cnt − 1.")
+    if k == "free_head":
+        return (f"块 {_ids(op[1])} 没有 hash，不可能被命中 → 放到队首，最先被复用。" if zh else
+                f"{_blk(op[1]).capitalize()}: no hash, can never hit → to the head, reused first.")
+    if k == "free_tail":
+        return (f"块 {_ids(op[1])} → 放到队尾，最后才被淘汰；带 hash 的块仍留在 hash 表里。" if zh else
+                f"{_blk(op[1]).capitalize()}: → to the tail, evicted last; a block with a hash stays "
+                f"in the hash table.")
+    if k == "reset":
+        if op[1]:
+            return ("reset_prefix_cache：清空所有 hash，空闲队列顺序不变。" if zh else
+                    "reset_prefix_cache: every hash is cleared; the free queue keeps its order.")
+        return ("reset_prefix_cache 失败：还有请求持有块，什么都没改变。" if zh else
+                "reset_prefix_cache refused: requests still hold blocks, nothing changed.")
+    if k == "write":
+        rid, bid, offset, toks = op[1], op[2], op[3], op[4]
+        return (f"前向计算把 {rid} 的 {len(toks)} 个 token（{token_text(toks, vocab, 6)}）的 K/V "
+                f"写入块 {bid}（从第 {offset} 个槽位开始）。" if zh else
+                f"The forward pass writes the K/V of {len(toks)} token(s) of {rid} "
+                f"({token_text(toks, vocab, 6)}) into block {bid} from slot {offset}.")
+    if k == "load":
+        return (f"外部缓存层把 {op[1]} 的 K/V 拷贝进新分配的块 {op[2]}。" if zh else
+                f"The external tier copies {op[1]}'s K/V into the fresh block {op[2]}.")
+    if k == "save":
+        return (f"外部缓存层保存 {op[1]} 的块 {op[2]}（{labels(op[3])}）。" if zh else
+                f"The external tier saves block {op[2]} of {op[1]} ({labels(op[3])}).")
+    if k == "drop":
+        return (f"外部缓存层已满：丢弃最久未用的 {labels(op[1])}。" if zh else
+                f"The external tier is full: it drops the least recently used {labels(op[1])}.")
+    if k == "sample":
+        return (f"{op[1]} 采样得到下一个 token：{token_text([op[2]], vocab)}。" if zh else
+                f"{op[1]} samples its next token: {token_text([op[2]], vocab)}.")
+    if k == "finish":
+        return (f"{op[1]} 结束。" if zh else f"{op[1]} finishes.")
+    if k == "rewind":
+        return (f"回到存档 “{op[1]}”：整个引擎状态（包括张量）恢复原样。" if zh else
+                f"Rewind to “{op[1]}”: the whole engine state, tensors included, is restored.")
+    if k == "restart":
+        return (f"新的引擎进程（第 {op[1]} 代）：GPU 缓存从空开始，NONE_HASH = {op[2].hex()[:12]}…"
+                if zh else
+                f"A new engine process (generation {op[1]}): the GPU cache starts empty, "
+                f"NONE_HASH = {op[2].hex()[:12]}…")
+    return k
+
+
+# ops that the step narration leaves out (decisions already said by another op)
+_QUIET = frozenset({"schedule"})
+
+
+def narrate_ops(ops: Sequence[tuple], lang: str, labels: HashLabels,
+                vocab: Vocabulary | None = None, block_size: int = 0) -> list[str]:
+    """One sentence per op, runs of writes by one request folded into one sentence."""
+    out: list[str] = []
+    i = 0
+    zh = lang == "zh"
+    while i < len(ops):
+        op = ops[i]
+        if op[0] == "write":
+            j = i
+            while j < len(ops) and ops[j][0] == "write" and ops[j][1] == op[1]:
+                j += 1
+            if j - i > 1:
+                blocks = [o[2] for o in ops[i:j]]
+                n = sum(len(o[4]) for o in ops[i:j])
+                out.append(f"前向计算把 {op[1]} 的 {n} 个 token 的 K/V 写入块 {_ids(blocks)}。" if zh
+                           else f"The forward pass writes the K/V of {n} tokens of {op[1]} into "
+                                f"blocks {_ids(blocks)}.")
+                i = j
+                continue
+        if op[0] not in _QUIET:
+            out.append(describe_op(op, lang, labels, vocab, block_size))
+        i += 1
+    return out

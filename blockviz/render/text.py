@@ -1,0 +1,104 @@
+"""The terminal rendering of ``python -m blockviz play``: one readable block per step."""
+from __future__ import annotations
+
+import unicodedata
+
+from ..i18n import event_label, t
+from ..labels import HashLabels, token_text
+from ..narrate import narrate_ops
+from ..timeline import Snapshot, Timeline, diff
+
+_RESET, _BOLD, _DIM = "\x1b[0m", "\x1b[1m", "\x1b[2m"
+_GREEN, _YELLOW, _GREY = "\x1b[32m", "\x1b[33m", "\x1b[90m"
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _label(text: str, width: int = 18) -> str:
+    return text + " " * max(1, width - _width(text))
+
+
+class _Style:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def __call__(self, text: str, *codes: str) -> str:
+        return "".join(codes) + text + _RESET if self.color and codes else text
+
+
+def render_blocks(s: Snapshot, labels: HashLabels, vocab, changed: frozenset[int],
+                  st: _Style, lang: str) -> list[str]:
+    cells = []
+    for i in range(s.num_gpu_blocks):
+        if i == 0:
+            cells.append(st(f"[0 {t('null_block', lang)}]", _DIM))
+            continue
+        h = s.block_hash[i]
+        body = f"{i} {t('ref', lang)}={s.ref_cnt[i]}"
+        if h is not None:
+            body += f" {labels(h)}"
+        toks = s.block_tokens[i]
+        if toks:
+            body += f" ·{token_text(toks, vocab, 8)}"
+        mark = "*" if i in changed else ""
+        codes = (_GREEN,) if h is not None else (_GREY,)
+        if i in changed:
+            codes += (_BOLD, _YELLOW) if h is None else (_BOLD,)
+        cells.append(st(f"[{body}]{mark}", *codes))
+    lines, line = [], ""
+    for c in cells:
+        visible = len(line)
+        if line and visible + len(c) > 160:
+            lines.append(line)
+            line = ""
+        line += (" " if line else "") + c
+    lines.append(line)
+    return lines
+
+
+def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool | None = False,
+                labels: HashLabels | None = None) -> str:
+    st = _Style(bool(color))
+    labels = labels or HashLabels.for_timeline(timeline)
+    vocab = timeline.vocab
+    s = timeline.snapshot(index)
+    prev = timeline.snapshot(index - 1) if index > 0 else s
+    d = diff(prev, s)
+    n = len(timeline) - 1
+    head = f"── {t('step_k_of_n', lang, k=index, n=n)} · {event_label(s.step, lang)} "
+    out = [st(head + "─" * max(4, 78 - len(head)), _BOLD)]
+    if s.note is not None:
+        out.append(s.note.get(lang))
+    block_lines = render_blocks(s, labels, vocab, d.changed_blocks, st, lang)
+    out.append(_label(t('gpu_blocks', lang)) + block_lines[0])
+    out += [" " * 18 + bl for bl in block_lines[1:]]
+    q = " → ".join(str(b) for b in s.free_queue) if s.free_queue else t("empty", lang)
+    out.append(f"{_label(t('free_queue', lang))}{t('head', lang)} → {q} → {t('tail', lang)}")
+    if s.hash_table:
+        parts = []
+        for h, ids in s.hash_table:
+            parent = labels.parent.get(h)
+            chain = f"{labels(h)}({labels(parent)})" if parent else labels(h)
+            dup = f" [{t('duplicate', lang)}]" if len(ids) > 1 else ""
+            parts.append(f"{chain} → {', '.join(map(str, ids))}{dup}")
+        out.append(_label(t('hash_table', lang)) + " · ".join(parts))
+    else:
+        out.append(_label(t('hash_table', lang)) + t('empty', lang))
+    if s.requests:
+        parts = []
+        for rid, r in s.requests.items():
+            parts.append(f"{rid} {t('status_' + r.status, lang)} {list(r.block_ids)} "
+                         f"({t('computed', lang)} {r.num_computed_tokens}/{r.num_tokens})")
+        out.append(_label(t('requests', lang)) + " · ".join(parts))
+    if s.external is not None:
+        ext = " ".join(labels(h) for h, _ in s.external) or t("empty", lang)
+        out.append(_label(t('external_tier', lang)) + ext)
+    lines = narrate_ops(s.ops, lang, labels, vocab, timeline.block_size)
+    if lines:
+        out.append(t('engine_did', lang) + ("：" if lang == "zh" else ":"))
+        out += [f"  • {line}" for line in lines]
+    if timeline.error is not None and index == len(timeline) - 1:
+        out.append(st(t("error_stopped", lang, msg=str(timeline.error)), _BOLD, _YELLOW))
+    return "\n".join(out) + "\n"
