@@ -110,9 +110,11 @@ class Snapshot:
     def event(self) -> dict | None:
         return None if self.step is None else self.step.event_dict()
 
+    start_note: Text | None = None
+
     @property
     def note(self) -> Text | None:
-        return None if self.step is None else self.step.note
+        return self.start_note if self.step is None else self.step.note
 
     @property
     def next_victim(self) -> int | None:
@@ -334,7 +336,8 @@ class Timeline:
             hash_table=tuple((h, tuple(ids)) for h, ids in pool.cached_block_hash_to_block.items()),
             requests=requests, waiting=rec.waiting, running=rec.running,
             kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok,
-            none_hash=rec.none_hash, external=rec.external)
+            none_hash=rec.none_hash, external=rec.external,
+            start_note=engine.scenario.start_note if index == 0 else None)
 
     # -- access ---------------------------------------------------------------------------
     def snapshot(self, index: int) -> Snapshot:

@@ -286,6 +286,7 @@ class Scenario(_Model):
     id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
     title: Text
     summary: Text | None = None
+    start_note: Text | None = Field(None, description="narration of step 0, the state before any event")
     config: Config = Config()
     steps: Annotated[list[Step], Field(max_length=MAX_STEPS)] = []
 
