@@ -66,6 +66,31 @@ def cmd_play(args) -> int:
     return 0
 
 
+def cmd_verify(args) -> int:
+    from .kv import tolerance
+    loaded = _load(args.file)
+    engine, timeline = _run(args, loaded)
+    if engine.kv is None:
+        print(f"{args.file}: this scenario runs without KV payloads (config.model is null): "
+              f"there is nothing to verify", file=sys.stderr)
+        return EXIT_SCENARIO
+    device = engine.kv.device_name
+    tol = tolerance(device)
+    checks = [op for i in range(len(timeline)) for op in timeline.step_ops(i) if op[0] == "verify"]
+    good = 0
+    for i in range(len(timeline)):
+        for op in timeline.step_ops(i):
+            if op[0] != "verify":
+                continue
+            _, rid, hit, new, diff, _dev = op
+            ok = diff <= tol
+            good += ok
+            print(f"step {i}: {rid}: {hit} hit tokens, {new} computed, max abs difference "
+                  f"{diff:.3g} {'ok' if ok else 'MISMATCH'}")
+    print(f"verified: {good}/{len(checks)} cache hits reproduce recomputation (device: {device})")
+    return 0 if good == len(checks) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m blockviz",
                                 description="Step through vLLM's KV-cache block manager.")
@@ -88,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ANSI colours (default: when stdout is a terminal)")
     pl.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     pl.set_defaults(fn=cmd_play)
+    ve = sub.add_parser("verify", help="check that every cache hit reproduces recomputation")
+    ve.add_argument("file")
+    ve.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
+    ve.set_defaults(fn=cmd_verify)
     s = sub.add_parser("schema", help="print the scenario format as JSON Schema")
     s.set_defaults(fn=cmd_schema)
     return p

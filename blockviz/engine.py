@@ -271,7 +271,10 @@ class Engine:
                 pos = upto
         model_tokens: dict[str, int] = {}
         if self.kv is not None and out.scheduled:
-            model_tokens = self.kv.execute(out.scheduled, tables)
+            model_tokens, checks = self.kv.execute(out.scheduled, tables)
+            for c in checks:
+                self._op("verify", c.request_id, c.hit_tokens, c.new_tokens, c.max_abs_diff,
+                         c.device)
         sampled: dict[str, int] = {}
         for item in out.scheduled:
             req = item.request

@@ -138,6 +138,14 @@ def describe_op(op: tuple, lang: str, labels: HashLabels, vocab: Vocabulary | No
                 if zh else
                 f"A new engine process (generation {op[1]}): the GPU cache starts empty, "
                 f"NONE_HASH = {op[2].hex()[:12]}…")
+    if k == "verify":
+        rid, hit, new, diff, dev = op[1:6]
+        same = "逐位相同" if diff == 0 else f"最大差 {diff:.2e}"
+        return (f"验证：{rid} 复用 {hit} 个 token 的缓存算出的注意力输出，与从头重新计算的结果{same}"
+                f"（{dev}）。" if zh else
+                f"Check: {rid}'s attention output computed from {hit} cached tokens "
+                f"{'equals' if diff == 0 else f'differs by at most {diff:.2e} from'} a from-scratch "
+                f"recomputation{' bit for bit' if diff == 0 else ''} ({dev}).")
     return k
 
 

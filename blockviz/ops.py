@@ -29,6 +29,7 @@ OP_FUNCTION = {
     "rewind": "(blockviz) rewind",
     "restart": "(blockviz) a new engine process",
     "drop": "KVConnector (LRU drop)",
+    "verify": "(blockviz) cache hit vs recomputation",
 }
 
 # ops that change the pool (the rest describe decisions)
@@ -38,7 +39,8 @@ POOL_OPS = frozenset({"popleft", "evict", "touch", "cache", "free", "free_head",
 
 def op_request(op: tuple) -> str | None:
     return op[1] if op[0] in ("arrive", "lookup", "alloc_failed", "cache", "admit", "schedule",
-                              "preempt", "write", "load", "save", "sample", "finish") else None
+                              "preempt", "write", "load", "save", "sample", "finish",
+                              "verify") else None
 
 
 def op_block_ids(op: tuple) -> list[int]:
@@ -96,4 +98,6 @@ def op_to_dict(op: tuple) -> dict:
         d["generation"], d["none_hash"] = op[1], op[2].hex()
     elif kind == "drop":
         d["hash"] = op[1].hex()
+    elif kind == "verify":
+        d["hit_tokens"], d["new_tokens"], d["max_abs_diff"], d["device"] = op[2:6]
     return d

@@ -3,7 +3,7 @@
 ``execute`` is the forward pass of one engine step: for every scheduled request it writes the K/V
 of the scheduled tokens into their slots, attends through the request's block table and returns
 the argmax next token. For an admission with a cache hit it also recomputes the whole sequence
-from scratch and records how far the two last-layer attention outputs differ (``hit_checks``).
+from scratch and reports how far the two last-layer attention outputs differ (a ``HitCheck``).
 """
 from __future__ import annotations
 
@@ -54,7 +54,6 @@ class KVRuntime:
         self.candidates = torch.as_tensor(list(candidates) or [0], dtype=torch.long,
                                           device=self.device)
         self.verify_hits = verify_hits
-        self.hit_checks: list[HitCheck] = []
 
     @property
     def device_name(self) -> str:
@@ -66,12 +65,13 @@ class KVRuntime:
         memo[id(self)] = new
         new.store = copy.copy(self.store)
         new.store.kv_caches = [c.clone() for c in self.store.kv_caches]
-        new.hit_checks = list(self.hit_checks)
         return new
 
-    def execute(self, scheduled, tables) -> dict[str, int]:
-        """One forward pass over every scheduled request; returns request id -> argmax token."""
+    def execute(self, scheduled, tables) -> tuple[dict[str, int], list[HitCheck]]:
+        """One forward pass over every scheduled request: request id -> argmax token, and a
+        HitCheck for every admission that reused cached K/V."""
         out: dict[str, int] = {}
+        checks: list[HitCheck] = []
         with torch.no_grad():
             for item in scheduled:
                 req = item.request
@@ -85,8 +85,8 @@ class KVRuntime:
                 logits = self.model.logits(hidden, self.candidates)
                 out[req.request_id] = int(self.candidates[int(logits.argmax())])
                 if item.is_prefill and item.start > 0 and self.verify_hits:
-                    self.hit_checks.append(self._check(req.request_id, tokens, item, attn))
-        return out
+                    checks.append(self._check(req.request_id, tokens, item, attn))
+        return out, checks
 
     def _check(self, rid: str, tokens: torch.Tensor, item, attn: torch.Tensor) -> HitCheck:
         dense = self.model.forward_dense(tokens, self.store.dtype, item.start)

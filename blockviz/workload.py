@@ -1,0 +1,341 @@
+"""Workload generator: realistic scenario shapes at any size, and capacity planning over them.
+
+A workload is a recipe (:class:`Workload`) that :func:`generate_dict` turns into a plain scenario
+dict (YAML-able, in the documented scenario format) and :func:`generate` into a validated
+:class:`~blockviz.scenario.Scenario`. Kinds:
+
+  * ``shared_prefix`` — a few long system prompts; each request = one of them + its own question;
+  * ``multi_turn``    — conversations: turn 0 = a system prompt + user tokens; turn t = the whole
+                        previous turn (``same_as``: prompt and reply) + new user tokens;
+  * ``few_shot``      — a shared instruction, then one of several example sets, then a short question
+                        (a two-level prefix tree);
+  * ``random``        — random lengths, partial prefix sharing with earlier requests, decodes of
+                        random subsets, the odd ``reset_prefix_cache``.
+
+Always valid: no request has ``max_tokens``, so only the generator finishes requests, and it
+finishes each live request at most once; ``same_as`` reads only tokens the source is known to
+have (its prompt, or the whole of a finished turn); nothing else needs the state. The shared
+parts are the *first* tokens of an anchor request (``{same_as: anchor, first: N}``), so the
+anchors' random tokens are the shared prefixes. Deterministic: one seed, one scenario.
+
+:func:`capacity_plan` reruns one workload at several pool sizes, for both free orders, with
+payloads and op recording off, and reports prefix-cache hit rates. Pure: no torch, plotting or UI.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from .engine import Engine
+from .scenario.load import LoadedScenario, ScenarioError, check_references
+from .scenario.schema import MAX_STEPS, Scenario
+
+KINDS = ("shared_prefix", "multi_turn", "few_shot", "random")
+FREE_ORDERS = ("split", "append")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What to generate. Sizes are in tokens unless named ``*_blocks``."""
+    kind: str = "shared_prefix"
+    num_blocks: int = 64
+    block_size: int = 16
+    num_events: int = 200
+    seed: int = 0
+    free_order: str = "split"
+    model: dict | None = None     # the tiny model's config (payloads on); None = payloads off
+    hash_algo: str = "sha256"
+    max_live: int = 4             # requests arrived and not finished, at most
+    prefix_blocks: int = 4        # a system prompt / an example set, in blocks
+    new_tokens: int = 12          # mean fresh tokens per request (question, user turn)
+    num_prefixes: int = 2         # distinct system prompts / example sets
+    max_turns: int = 4            # multi_turn: turns per conversation
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown workload kind {self.kind!r} (one of {', '.join(KINDS)})")
+        if self.free_order not in FREE_ORDERS:
+            raise ValueError(f"free_order must be one of {FREE_ORDERS}, not {self.free_order!r}")
+        if not 1 <= self.num_events <= MAX_STEPS:
+            raise ValueError(f"num_events must be in 1..{MAX_STEPS:,}")
+        for name in ("num_blocks", "block_size", "max_live", "prefix_blocks", "new_tokens",
+                     "num_prefixes", "max_turns"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+
+
+class _Generator:
+    """Emits steps event by event, tracking only what validity needs: which requests are live
+    (arrived, not finished) and how many prompt tokens each has."""
+
+    def __init__(self, w: Workload) -> None:
+        self.w = w
+        self.rng = random.Random(f"blockviz-workload/{w.kind}/{w.seed}")
+        self.steps: list[Any] = []
+        self.live: list[str] = []              # arrival order
+        self.prompt_len: dict[str, int] = {}
+        self.anchors: dict[str, str] = {}      # shared part name -> anchor request id
+        self.count = 0
+        # multi_turn: conversation id -> (last turn id, turns so far); idle = last turn finished
+        self.talking: dict[int, tuple[str, int]] = {}
+        self.idle: list[int] = []
+        self.num_conversations = 0
+
+    # -- building blocks ------------------------------------------------------------------
+    def fresh(self) -> int:
+        """A fresh-token count around ``new_tokens`` (at least 1)."""
+        n = self.w.new_tokens
+        return max(1, self.rng.randint(n // 2, n + n // 2))
+
+    def new_id(self, prefix: str = "R") -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def arrive(self, prompt: list[dict], prefix: str = "R") -> str:
+        rid = self.new_id(prefix)
+        self.steps.append({"arrive": {"id": rid, "prompt": prompt}})
+        self.live.append(rid)
+        self.prompt_len[rid] = sum(_part_len(p, self.prompt_len) for p in prompt)
+        return rid
+
+    def finish(self, rid: str) -> None:
+        self.live.remove(rid)
+        self.steps.append({"finish": rid})
+
+    def shared(self, name: str, tokens: int, parent: tuple[str, int] | None = None) -> list[dict]:
+        """Parts that start with the shared part ``name`` of ``tokens`` tokens. Its first user
+        is its anchor: that request's own random tokens become the shared part."""
+        anchor = self.anchors.get(name)
+        if anchor is not None:
+            return [{"same_as": anchor, "first": tokens}]
+        head = self.shared(*parent) if parent else []
+        own = tokens - (parent[1] if parent else 0)
+        self.anchors[name] = f"R{self.count + 1}"   # the request about to arrive
+        return head + [{"random": own}]
+
+    # -- the event mix --------------------------------------------------------------------
+    def run(self) -> list[Any]:
+        w = self.w
+        while len(self.steps) < w.num_events:
+            can_arrive = len(self.live) < w.max_live
+            roll = self.rng.random()
+            if self.live and (not can_arrive or roll < 0.3):
+                self.finish_one()
+            elif can_arrive and roll < 0.65:
+                self.arrive_one()
+            else:
+                self.advance()
+        return self.steps
+
+    def advance(self) -> None:
+        if self.w.kind == "random" and self.live and self.rng.random() < 0.3:
+            ids = self.rng.sample(self.live, self.rng.randint(1, len(self.live)))
+            self.steps.append({"decode": {"requests": sorted(ids, key=self.live.index),
+                                          "steps": self.rng.randint(1, 4)}})
+        elif self.w.kind == "random" and self.rng.random() < 0.02:
+            self.steps.append("reset_prefix_cache")
+        else:
+            self.steps.append({"step": self.rng.randint(1, 3)})
+
+    def finish_one(self) -> None:
+        if self.w.kind == "random":
+            rid = self.rng.choice(self.live)
+        else:
+            rid = self.live[0]
+        self.finish(rid)
+        if self.w.kind == "multi_turn":
+            for conv, (last, _) in self.talking.items():
+                if last == rid:
+                    self.idle.append(conv)
+                    break
+
+    def arrive_one(self) -> None:
+        getattr(self, f"arrive_{self.w.kind}")()
+
+    def arrive_shared_prefix(self) -> None:
+        w = self.w
+        k = self.rng.randrange(w.num_prefixes)
+        self.arrive(self.shared(f"sys{k}", w.prefix_blocks * w.block_size)
+                    + [{"random": self.fresh()}])
+
+    def arrive_few_shot(self) -> None:
+        w = self.w
+        instruction = max(1, w.block_size * max(1, w.prefix_blocks // 4))
+        examples = instruction + w.prefix_blocks * w.block_size
+        k = self.rng.randrange(w.num_prefixes)
+        question = max(1, self.fresh() // 2)
+        self.arrive(self.shared(f"examples{k}", examples, ("instruction", instruction))
+                    + [{"random": question}])
+
+    def arrive_multi_turn(self) -> None:
+        w = self.w
+        if self.idle and (self.rng.random() < 0.7 or self.num_conversations >= 4 * w.max_live):
+            conv = self.idle.pop(self.rng.randrange(len(self.idle)))
+            last, turns = self.talking[conv]
+            # The whole previous turn: its prompt and the reply it got before it finished.
+            rid = self.arrive([{"same_as": last}, {"random": self.fresh()}])
+            if turns + 1 >= w.max_turns:
+                del self.talking[conv]   # its last turn: it leaves when that one finishes
+            else:
+                self.talking[conv] = (rid, turns + 1)
+            return
+        conv = self.num_conversations
+        self.num_conversations += 1
+        k = self.rng.randrange(w.num_prefixes)
+        rid = self.arrive(self.shared(f"sys{k}", w.prefix_blocks * w.block_size)
+                          + [{"random": self.fresh()}])
+        self.talking[conv] = (rid, 1)
+
+    def arrive_random(self) -> None:
+        w = self.w
+        parts: list[dict] = []
+        if self.prompt_len and self.rng.random() < 0.6:
+            source = self.rng.choice(sorted(self.prompt_len))
+            blocks = self.prompt_len[source] // w.block_size
+            if blocks:
+                parts.append({"same_as": source,
+                              "first": self.rng.randint(1, blocks) * w.block_size})
+        size = self.rng.randint(1, max(1, (w.prefix_blocks * w.block_size) // 2 + w.new_tokens))
+        self.arrive(parts + [{"random": size}])
+
+
+def _part_len(part: dict, prompt_len: dict[str, int]) -> int:
+    """Tokens a part adds, as far as the generator knows: a whole ``same_as`` counts the source's
+    prompt (it may have a reply too; nothing here depends on that)."""
+    if "random" in part:
+        return part["random"]
+    if "first" in part:
+        return part["first"]
+    return prompt_len[part["same_as"]]
+
+
+def generate_dict(workload: Workload | None = None, **fields: Any) -> dict:
+    """The scenario as a plain dict (``yaml.safe_dump`` writes it as a scenario file)."""
+    w = replace(workload, **fields) if workload is not None else Workload(**fields)
+    steps = _Generator(w).run()
+    return {
+        "id": f"gen-{w.kind.replace('_', '-')}-{w.seed}",
+        "title": {"en": f"Generated workload: {w.kind.replace('_', ' ')} (seed {w.seed})",
+                  "zh": f"生成的负载：{_KIND_ZH[w.kind]}（种子 {w.seed}）"},
+        "summary": {"en": f"{w.num_events} events on {w.num_blocks} blocks of {w.block_size} "
+                          f"tokens, at most {w.max_live} requests live at once."},
+        "config": {"num_blocks": w.num_blocks, "block_size": w.block_size,
+                   "hash_algo": w.hash_algo, "free_order": w.free_order, "seed": w.seed,
+                   "model": None if w.model is None else dict(w.model)},
+        "steps": steps,
+    }
+
+
+_KIND_ZH = {"shared_prefix": "共享系统提示", "multi_turn": "多轮对话", "few_shot": "少样本",
+            "random": "随机"}
+
+
+def generate(workload: Workload | None = None, **fields: Any) -> Scenario:
+    """A validated Scenario; raises ValueError if it is beyond the format's limits."""
+    scenario = Scenario.model_validate(generate_dict(workload, **fields))
+    try:
+        check_references(loaded(scenario))
+    except ScenarioError as e:
+        raise ValueError(f"the generated workload is beyond the scenario limits ({e.message}); "
+                         f"use fewer events or shorter prompts") from None
+    return scenario
+
+
+def loaded(scenario: Scenario) -> LoadedScenario:
+    """A generated scenario as the runner takes it (no file, so no line numbers)."""
+    return LoadedScenario(scenario, "<generated>", {})
+
+
+# -- capacity planning --------------------------------------------------------------------
+@dataclass(frozen=True)
+class CapacityPoint:
+    num_blocks: int
+    free_order: str
+    hit_rate: float        # prefix_cache_hits / prefix_cache_queries (0 when nothing was asked)
+    queries: int
+    hits: int
+    evictions: int         # cached blocks whose hash left the map at reuse
+    preemptions: int
+    error: str | None = None  # the event that stopped the run early, if any
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def run_stats(scenario: Scenario, *, progress: Callable[[int], None] | None = None
+              ) -> tuple[dict[str, int], str | None]:
+    """Run a scenario without payloads, op recording or timeline; its prefix-cache counters."""
+    engine = Engine(scenario, record_ops=False, payloads=False)
+    error = None
+    every = max(1, len(scenario.steps) // 50)
+    for i, step in enumerate(scenario.steps, 1):
+        try:
+            engine.apply(step)
+        except Exception as e:  # an EngineError: report it with the numbers so far
+            error = f"step {i} ({step.kind}): {e}"
+            break
+        if progress is not None and i % every == 0:
+            progress(i)
+    s = engine.manager.prefix_cache_stats
+    return ({"queries": s.queries, "hits": s.hits, "preemptions": s.preemptions,
+             "evictions": engine.pool.num_evictions}, error)
+
+
+def capacity_plan(scenario: Scenario, pool_sizes: Iterable[int],
+                  free_orders: Sequence[str] = FREE_ORDERS, *,
+                  progress: Callable[[int, int], None] | None = None) -> list[CapacityPoint]:
+    """Hit rate against pool size, for each free order: one run per (size, order), in that
+    order. ``progress(done, total)`` counts scenario steps over all runs."""
+    sizes = sorted(set(pool_sizes))
+    n = len(scenario.steps)
+    total = n * len(sizes) * len(free_orders)
+    points: list[CapacityPoint] = []
+    for r, (size, order) in enumerate((s, o) for s in sizes for o in free_orders):
+        config = scenario.config.model_copy(update={"num_blocks": size, "free_order": order,
+                                                    "model": None})
+        variant = scenario.model_copy(update={"config": config})
+        report = None if progress is None else (lambda i, base=r * n: progress(base + i, total))
+        stats, error = run_stats(variant, progress=report)
+        q, h = stats["queries"], stats["hits"]
+        points.append(CapacityPoint(size, order, h / q if q else 0.0, q, h, stats["evictions"],
+                                    stats["preemptions"], error))
+        if progress is not None:
+            progress((r + 1) * n, total)
+    return points
+
+
+def default_pool_sizes(scenario: Scenario, count: int = 8) -> list[int]:
+    """About ``count`` pool sizes, geometric, from the smallest that fits the largest prompt to
+    one past the number of blocks the workload ever fills (no eviction at all)."""
+    bs = scenario.config.block_size
+    smallest = 1
+    total_tokens = 0
+    lengths: dict[str, int] = {}
+    for step in scenario.steps:
+        if step.kind == "arrive":
+            n = sum(_spec_part_len(p, lengths) for p in step.arrive.prompt)
+            lengths[step.arrive.id] = n
+            total_tokens += n
+            smallest = max(smallest, -(-(n + 1) // bs))
+    # Every arrival's tokens in blocks plus a block of decode each: an upper bound on demand.
+    largest = max(smallest + 1, -(-total_tokens // bs) + len(lengths)
+                  + sum(s.args for s in scenario.steps if s.kind == "step"))
+    sizes = {smallest, largest}
+    ratio = (largest / smallest) ** (1 / max(1, count - 1))
+    x = float(smallest)
+    for _ in range(count - 2):
+        x *= ratio
+        sizes.add(int(round(x)))
+    return sorted(sizes)
+
+
+def _spec_part_len(part: Any, lengths: dict[str, int]) -> int:
+    if hasattr(part, "tokens"):
+        return len(part.tokens)
+    if hasattr(part, "text"):
+        return len(part.text.split())
+    if hasattr(part, "random"):
+        return part.random
+    return part.first if part.first is not None else lengths.get(part.same_as, 0)
