@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from .engine import Engine
+from .engine import Engine, EngineError
 from .scenario.load import LoadedScenario, ScenarioError, check_references
-from .scenario.schema import MAX_STEPS, Scenario
+from .scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario
 
 KINDS = ("shared_prefix", "multi_turn", "few_shot", "random")
 FREE_ORDERS = ("split", "append")
@@ -89,12 +89,11 @@ class _Generator:
         n = self.w.new_tokens
         return max(1, self.rng.randint(n // 2, n + n // 2))
 
-    def new_id(self, prefix: str = "R") -> str:
+    def new_id(self) -> str:
         self.count += 1
-        return f"{prefix}{self.count}"
+        return f"R{self.count}"
 
-    def arrive(self, prompt: list[dict], prefix: str = "R") -> str:
-        rid = self.new_id(prefix)
+    def arrive(self, rid: str, prompt: list[dict]) -> str:
         self.steps.append({"arrive": {"id": rid, "prompt": prompt}})
         self.live.append(rid)
         self.prompt_len[rid] = sum(_part_len(p, self.prompt_len) for p in prompt)
@@ -104,16 +103,17 @@ class _Generator:
         self.live.remove(rid)
         self.steps.append({"finish": rid})
 
-    def shared(self, name: str, tokens: int, parent: tuple[str, int] | None = None) -> list[dict]:
-        """Parts that start with the shared part ``name`` of ``tokens`` tokens. Its first user
-        is its anchor: that request's own random tokens become the shared part."""
+    def shared(self, rid: str, name: str, tokens: int,
+               parent: tuple[str, int] | None = None) -> list[dict]:
+        """Prompt parts for request ``rid`` that start with the shared part ``name`` (``tokens``
+        long, itself starting with the shared part ``parent`` if given). The first request to
+        use a shared part is its anchor: that request's own random tokens become the part."""
         anchor = self.anchors.get(name)
         if anchor is not None:
             return [{"same_as": anchor, "first": tokens}]
-        head = self.shared(*parent) if parent else []
-        own = tokens - (parent[1] if parent else 0)
-        self.anchors[name] = f"R{self.count + 1}"   # the request about to arrive
-        return head + [{"random": own}]
+        self.anchors[name] = rid
+        head = self.shared(rid, *parent) if parent else []
+        return head + [{"random": tokens - (parent[1] if parent else 0)}]
 
     # -- the event mix --------------------------------------------------------------------
     def run(self) -> list[Any]:
@@ -121,7 +121,9 @@ class _Generator:
         while len(self.steps) < w.num_events:
             can_arrive = len(self.live) < w.max_live
             roll = self.rng.random()
-            if self.live and (not can_arrive or roll < 0.3):
+            if not self.live:
+                self.arrive_one()
+            elif not can_arrive or roll < 0.3:
                 self.finish_one()
             elif can_arrive and roll < 0.65:
                 self.arrive_one()
@@ -157,7 +159,8 @@ class _Generator:
     def arrive_shared_prefix(self) -> None:
         w = self.w
         k = self.rng.randrange(w.num_prefixes)
-        self.arrive(self.shared(f"sys{k}", w.prefix_blocks * w.block_size)
+        rid = self.new_id()
+        self.arrive(rid, self.shared(rid, f"sys{k}", w.prefix_blocks * w.block_size)
                     + [{"random": self.fresh()}])
 
     def arrive_few_shot(self) -> None:
@@ -166,7 +169,8 @@ class _Generator:
         examples = instruction + w.prefix_blocks * w.block_size
         k = self.rng.randrange(w.num_prefixes)
         question = max(1, self.fresh() // 2)
-        self.arrive(self.shared(f"examples{k}", examples, ("instruction", instruction))
+        rid = self.new_id()
+        self.arrive(rid, self.shared(rid, f"examples{k}", examples, ("instruction", instruction))
                     + [{"random": question}])
 
     def arrive_multi_turn(self) -> None:
@@ -175,7 +179,7 @@ class _Generator:
             conv = self.idle.pop(self.rng.randrange(len(self.idle)))
             last, turns = self.talking[conv]
             # The whole previous turn: its prompt and the reply it got before it finished.
-            rid = self.arrive([{"same_as": last}, {"random": self.fresh()}])
+            rid = self.arrive(self.new_id(), [{"same_as": last}, {"random": self.fresh()}])
             if turns + 1 >= w.max_turns:
                 del self.talking[conv]   # its last turn: it leaves when that one finishes
             else:
@@ -184,8 +188,9 @@ class _Generator:
         conv = self.num_conversations
         self.num_conversations += 1
         k = self.rng.randrange(w.num_prefixes)
-        rid = self.arrive(self.shared(f"sys{k}", w.prefix_blocks * w.block_size)
-                          + [{"random": self.fresh()}])
+        rid = self.new_id()
+        self.arrive(rid, self.shared(rid, f"sys{k}", w.prefix_blocks * w.block_size)
+                    + [{"random": self.fresh()}])
         self.talking[conv] = (rid, 1)
 
     def arrive_random(self) -> None:
@@ -198,7 +203,7 @@ class _Generator:
                 parts.append({"same_as": source,
                               "first": self.rng.randint(1, blocks) * w.block_size})
         size = self.rng.randint(1, max(1, (w.prefix_blocks * w.block_size) // 2 + w.new_tokens))
-        self.arrive(parts + [{"random": size}])
+        self.arrive(self.new_id(), parts + [{"random": size}])
 
 
 def _part_len(part: dict, prompt_len: dict[str, int]) -> int:
@@ -264,23 +269,28 @@ class CapacityPoint:
         return asdict(self)
 
 
-def run_stats(scenario: Scenario, *, progress: Callable[[int], None] | None = None
-              ) -> tuple[dict[str, int], str | None]:
-    """Run a scenario without payloads, op recording or timeline; its prefix-cache counters."""
+def run_stats(scenario: Scenario, *, progress: Callable[[int], None] | None = None,
+              ops: list | None = None) -> tuple[dict[str, int], str | None]:
+    """Run a scenario with payloads and the timeline off; its prefix-cache counters, and the
+    event that stopped it early, if any. ``ops``, if given, receives the op records."""
     engine = Engine(scenario, record_ops=False, payloads=False)
+    if ops is not None:
+        engine.ops = engine.pool.ops = ops
     error = None
     every = max(1, len(scenario.steps) // 50)
     for i, step in enumerate(scenario.steps, 1):
         try:
             engine.apply(step)
-        except Exception as e:  # an EngineError: report it with the numbers so far
+        except EngineError as e:
             error = f"step {i} ({step.kind}): {e}"
             break
         if progress is not None and i % every == 0:
             progress(i)
     s = engine.manager.prefix_cache_stats
+    largest = max((-(-r.num_tokens // engine.block_size)
+                   for r in engine.scheduler.requests.values()), default=1)
     return ({"queries": s.queries, "hits": s.hits, "preemptions": s.preemptions,
-             "evictions": engine.pool.num_evictions}, error)
+             "evictions": engine.pool.num_evictions, "largest_request_blocks": largest}, error)
 
 
 def capacity_plan(scenario: Scenario, pool_sizes: Iterable[int],
@@ -306,36 +316,33 @@ def capacity_plan(scenario: Scenario, pool_sizes: Iterable[int],
     return points
 
 
+class _HighWater(list):
+    """An op sink that keeps nothing but the highest block id ever handed out."""
+    high = 0
+
+    def append(self, op: tuple) -> None:
+        if op[0] == "popleft" and op[1]:
+            self.high = max(self.high, max(op[1]))
+
+
+def pool_demand(scenario: Scenario) -> tuple[int, int]:
+    """(blocks the largest request needs, the smallest pool in which nothing is ever evicted).
+
+    The second is measured on a pool of the largest allowed size: the free queue starts in id
+    order, so the highest id ever handed out there is a pool size whose run takes exactly the
+    same blocks, and so never reuses a cached one (for either free order)."""
+    big = scenario.model_copy(update={"config": scenario.config.model_copy(
+        update={"num_blocks": MAX_NUM_BLOCKS, "model": None})})
+    sink = _HighWater()
+    stats, _ = run_stats(big, ops=sink)
+    return stats["largest_request_blocks"], max(1, sink.high)
+
+
 def default_pool_sizes(scenario: Scenario, count: int = 8) -> list[int]:
-    """About ``count`` pool sizes, geometric, from the smallest that fits the largest prompt to
-    one past the number of blocks the workload ever fills (no eviction at all)."""
-    bs = scenario.config.block_size
-    smallest = 1
-    total_tokens = 0
-    lengths: dict[str, int] = {}
-    for step in scenario.steps:
-        if step.kind == "arrive":
-            n = sum(_spec_part_len(p, lengths) for p in step.arrive.prompt)
-            lengths[step.arrive.id] = n
-            total_tokens += n
-            smallest = max(smallest, -(-(n + 1) // bs))
-    # Every arrival's tokens in blocks plus a block of decode each: an upper bound on demand.
-    largest = max(smallest + 1, -(-total_tokens // bs) + len(lengths)
-                  + sum(s.args for s in scenario.steps if s.kind == "step"))
-    sizes = {smallest, largest}
-    ratio = (largest / smallest) ** (1 / max(1, count - 1))
-    x = float(smallest)
-    for _ in range(count - 2):
-        x *= ratio
-        sizes.add(int(round(x)))
-    return sorted(sizes)
-
-
-def _spec_part_len(part: Any, lengths: dict[str, int]) -> int:
-    if hasattr(part, "tokens"):
-        return len(part.tokens)
-    if hasattr(part, "text"):
-        return len(part.text.split())
-    if hasattr(part, "random"):
-        return part.random
-    return part.first if part.first is not None else lengths.get(part.same_as, 0)
+    """About ``count`` pool sizes, geometric, from the largest request's blocks to the smallest
+    pool that never evicts (see :func:`pool_demand`)."""
+    smallest, enough = pool_demand(scenario)
+    if enough <= smallest:
+        return [enough]
+    ratio = (enough / smallest) ** (1 / max(1, count - 1))
+    return sorted({min(enough, int(round(smallest * ratio ** i))) for i in range(count)} | {enough})

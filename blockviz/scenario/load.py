@@ -50,14 +50,16 @@ class LoadedScenario:
     file: str
     marks: dict[Path_, tuple[int, int]]  # path -> (line, col), 1-based
 
-    def locate(self, path: Path_) -> tuple[int | None, int | None]:
+    def locate(self, path: Path_, key: bool = False) -> tuple[int | None, int | None]:
+        if key and ("<key>",) + path in self.marks:
+            return self.marks[("<key>",) + path]
         while path not in self.marks and path:
             path = path[:-1]
         mark = self.marks.get(path)
         return mark if mark else (None, None)
 
-    def error(self, path: Path_, message: str) -> ScenarioError:
-        line, col = self.locate(path)
+    def error(self, path: Path_, message: str, key: bool = False) -> ScenarioError:
+        line, col = self.locate(path, key)
         return ScenarioError(self.file, line, col, format_path(path), message)
 
 
@@ -75,23 +77,41 @@ def _tag_message(tag: str) -> str:
 class _Converter:
     def __init__(self, file: str) -> None:
         self.file = file
-        self.marks: dict[Path_, tuple[int, int]] = {}
-        self.count = 0
+        self.marks: dict[Path_, tuple[int, int]] = {}      # path -> position of the value
+        self.key_marks: dict[Path_, tuple[int, int]] = {}  # path -> position of its key
         self._scalars = yaml.SafeLoader("")
 
     def fail(self, node: yaml.Node, path: Path_, message: str) -> ScenarioError:
         m = node.start_mark
         return ScenarioError(self.file, m.line + 1, m.column + 1, format_path(path), message)
 
-    def convert(self, node: yaml.Node, path: Path_, depth: int = 0) -> Any:
-        self.count += 1
-        if self.count > MAX_VALUES:
-            raise self.fail(node, path, f"the document expands to more than {MAX_VALUES:,} values "
-                                        f"(aliases nested too deeply?)")
-        if depth > 64:
-            raise self.fail(node, path, "nested more than 64 levels deep")
-        if path not in self.marks:
-            self.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    def check_size(self, root: yaml.Node) -> None:
+        """Count the values the document stands for once aliases are expanded (memoized per node,
+        so a billion laughs is counted, not built) and refuse deep nesting."""
+        sizes: dict[int, int] = {}
+
+        def size(node: yaml.Node, depth: int) -> int:
+            if depth > 64:
+                raise self.fail(node, (), "nested more than 64 levels deep")
+            known = sizes.get(id(node))
+            if known is not None:
+                return known
+            if isinstance(node, yaml.SequenceNode):
+                n = 1 + sum(size(c, depth + 1) for c in node.value)
+            elif isinstance(node, yaml.MappingNode):
+                n = 1 + sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+            else:
+                n = 1
+            sizes[id(node)] = n
+            if n > MAX_VALUES:
+                raise self.fail(node, (), f"the document expands to more than {MAX_VALUES:,} "
+                                          f"values (aliases nested too deeply?)")
+            return n
+
+        size(root, 0)
+
+    def convert(self, node: yaml.Node, path: Path_) -> Any:
+        self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if isinstance(node, yaml.ScalarNode):
             if node.tag == _STD + "timestamp":
                 return node.value  # a date in a note is just text
@@ -101,7 +121,7 @@ class _Converter:
         if isinstance(node, yaml.SequenceNode):
             if node.tag != _STD + "seq":
                 raise self.fail(node, path, _tag_message(node.tag))
-            return [self.convert(child, path + (i,), depth + 1) for i, child in enumerate(node.value)]
+            return [self.convert(child, path + (i,)) for i, child in enumerate(node.value)]
         if isinstance(node, yaml.MappingNode):
             if node.tag != _STD + "map":
                 raise self.fail(node, path, _tag_message(node.tag))
@@ -109,14 +129,14 @@ class _Converter:
             for key_node, value_node in node.value:
                 if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _STD + "merge":
                     raise self.fail(key_node, path, "mapping keys must be plain names")
-                key = self.convert(key_node, path + ("<key>",), depth + 1)
+                key = self.convert(key_node, path + ("<key>",))
                 if not isinstance(key, str):
                     key = str(key) if key is not None else "null"
-                if key in out:
-                    raise self.fail(key_node, path + (key,), f"duplicate key {key!r}")
                 sub = path + (key,)
-                self.marks[sub] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-                out[key] = self.convert(value_node, sub, depth + 1)
+                if key in out:
+                    raise self.fail(key_node, sub, f"duplicate key {key!r}")
+                self.key_marks[sub] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                out[key] = self.convert(value_node, sub)
             return out
         raise self.fail(node, path, "unsupported YAML node")
 
@@ -137,8 +157,11 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]
         raise ScenarioError(file, 1, 1, "", "the file is empty: a scenario needs at least "
                                              "`id:`, `title:` and `steps:`")
     conv = _Converter(file)
+    conv.check_size(node)
     data = conv.convert(node, ())
-    return data, conv.marks
+    marks = dict(conv.marks)
+    marks.update({("<key>",) + k: v for k, v in conv.key_marks.items()})
+    return data, marks
 
 
 _PYDANTIC_NOISE = re.compile(r"^(Value error|Assertion failed), ")
@@ -170,10 +193,34 @@ def _data_path(data: Any, loc: tuple) -> Path_:
     return tuple(path)
 
 
+def _normalize_prompts(data: dict, marks: dict[Path_, tuple[int, int]]) -> None:
+    """Write shorthand prompts (a string, a list of token ids) as prompt parts in the data itself,
+    moving their marks along, so that errors inside them point at the right place."""
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return
+    for i, step in enumerate(steps):
+        arrive = step.get("arrive") if isinstance(step, dict) else None
+        if not isinstance(arrive, dict) or "prompt" not in arrive:
+            continue
+        p = ("steps", i, "arrive", "prompt")
+        prompt = arrive["prompt"]
+        if isinstance(prompt, str):
+            arrive["prompt"] = [{"text": prompt}]
+            marks[p + (0,)] = marks[p + (0, "text")] = marks.get(p, (None, None))
+        elif isinstance(prompt, list) and prompt and not any(isinstance(x, dict) for x in prompt):
+            arrive["prompt"] = [{"tokens": prompt}]
+            for j in range(len(prompt)):
+                if p + (j,) in marks:
+                    marks[p + (0, "tokens", j)] = marks[p + (j,)]
+            marks[p + (0,)] = marks[p + (0, "tokens")] = marks.get(p, (None, None))
+
+
 def validate_data(data: Any, file: str, marks: dict[Path_, tuple[int, int]]) -> LoadedScenario:
     if not isinstance(data, dict):
         raise ScenarioError(file, 1, 1, "", "a scenario is a mapping with `id:`, `title:`, "
                                              "`config:` and `steps:`")
+    _normalize_prompts(data, marks)
     # Bare-word steps (`- admit`) are fine; strings that are not event names are caught by Step.
     try:
         scenario = Scenario.model_validate(data)
@@ -181,7 +228,8 @@ def validate_data(data: Any, file: str, marks: dict[Path_, tuple[int, int]]) -> 
         err = e.errors(include_url=False)[0]
         path = _data_path(data, err["loc"])
         loaded = LoadedScenario(None, file, marks)  # type: ignore[arg-type]
-        raise loaded.error(path, _pydantic_message(err)) from None
+        raise loaded.error(path, _pydantic_message(err),
+                           key=err["type"] == "extra_forbidden") from None
     loaded = LoadedScenario(scenario, file, marks)
     check_references(loaded)
     return loaded
