@@ -389,6 +389,8 @@ class Timeline:
         mirror = _Mirror.of(self.snapshot(index - 1))
         frames = []
         for op in self._records[index].ops:
+            if op[0] in ("rewind", "restart"):  # the whole state is replaced
+                mirror = _Mirror.of(self.snapshot(index))
             mirror.apply(op)
             frames.append(Frame(op, mirror.queue(), tuple(mirror.ref),
                                 tuple(mirror.hash), tuple(mirror.tokens)))

@@ -1,6 +1,7 @@
 """The terminal rendering of ``python -m blockviz play``: one readable block per step."""
 from __future__ import annotations
 
+import textwrap
 import unicodedata
 
 from ..i18n import event_label, t
@@ -18,6 +19,43 @@ def _width(text: str) -> int:
 
 def _label(text: str, width: int = 18) -> str:
     return text + " " * max(1, width - _width(text))
+
+
+def wrap(text: str, width: int = 100, indent: str = "") -> str:
+    """Wrap by display width: words for Latin text, characters for CJK runs."""
+    if all(_width(ch) == 1 for ch in text):
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent)
+    lines, line, w = [], indent, _width(indent)
+    for token in _tokens(text):
+        tw = _width(token)
+        if w + tw > width and line.strip():
+            lines.append(line.rstrip())
+            line, w = indent, _width(indent)
+            token = token.lstrip()
+            tw = _width(token)
+        line += token
+        w += tw
+    lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
+def _tokens(text: str):
+    """Latin words (with their leading space) stay whole; each wide character is its own token."""
+    word = ""
+    for ch in text:
+        if _width(ch) == 2:
+            if word:
+                yield word
+                word = ""
+            yield ch
+        elif ch == " ":
+            if word:
+                yield word
+            word = " "
+        else:
+            word += ch
+    if word:
+        yield word
 
 
 class _Style:
@@ -70,7 +108,7 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
     head = f"── {t('step_k_of_n', lang, k=index, n=n)} · {event_label(s.step, lang)} "
     out = [st(head + "─" * max(4, 78 - len(head)), _BOLD)]
     if s.note is not None:
-        out.append(s.note.get(lang))
+        out.append(wrap(s.note.get(lang)))
     block_lines = render_blocks(s, labels, vocab, d.changed_blocks, st, lang)
     out.append(_label(t('gpu_blocks', lang)) + block_lines[0])
     out += [" " * 18 + bl for bl in block_lines[1:]]
@@ -98,7 +136,7 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
     lines = narrate_ops(s.ops, lang, labels, vocab, timeline.block_size)
     if lines:
         out.append(t('engine_did', lang) + ("：" if lang == "zh" else ":"))
-        out += [f"  • {line}" for line in lines]
+        out += [wrap(line, indent="    ").replace("    ", "  • ", 1) for line in lines]
     if timeline.error is not None and index == len(timeline) - 1:
         out.append(st(t("error_stopped", lang, msg=str(timeline.error)), _BOLD, _YELLOW))
     return "\n".join(out) + "\n"

@@ -5,6 +5,7 @@ narration. The same models give the JSON Schema (``python -m blockviz schema``).
 """
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -40,10 +41,25 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_CJK = r"\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
+# A folded YAML line break becomes a space; in Chinese, a space after full-width punctuation or
+# between two ideographs is never meant.
+_ZH_SPACE = re.compile(rf"(?<=[{_CJK}])\s+(?=[{_CJK}])|(?<=[\u3000-\u303f\uff01-\uff1f])\s+")
+
+
+def tidy_zh(text: str) -> str:
+    return _ZH_SPACE.sub("", text)
+
+
 class Text(_Model):
     """Narration in both languages; either may be missing (the other is shown)."""
     en: str | None = None
     zh: str | None = None
+
+    @field_validator("zh")
+    @classmethod
+    def _tidy(cls, v: str | None) -> str | None:
+        return None if v is None else tidy_zh(v)
 
     @model_validator(mode="before")
     @classmethod

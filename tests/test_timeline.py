@@ -1,0 +1,149 @@
+"""The timeline serves every step exactly as the live engine was after it — whether the step is a
+keyframe or replayed from the op log, in any access order — and frames walk an event op by op."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from blockviz.engine import Engine, EngineError
+from blockviz.scenario import load_text
+from blockviz.scenario.schema import Scenario
+from blockviz.timeline import Timeline, diff
+
+
+def live_state(engine: Engine) -> dict:
+    pool = engine.pool
+    return {
+        "ref": tuple(b.ref_cnt for b in pool.blocks),
+        "hash": tuple(b.block_hash for b in pool.blocks),
+        "tokens": tuple(tuple(t) for t in engine.state.block_tokens),
+        "queue": tuple(b.block_id for b in pool.free_block_queue),
+        "table": tuple((h, tuple(ids)) for h, ids in pool.cached_block_hash_to_block.items()),
+        "requests": {rid: (r.status.value, tuple(engine.manager.get_block_ids(rid)),
+                           r.num_tokens, r.num_computed_tokens, tuple(r.all_token_ids))
+                     for rid, r in engine.scheduler.requests.items()},
+        "waiting": tuple(r.request_id for r in engine.scheduler.waiting),
+        "running": tuple(r.request_id for r in engine.scheduler.running),
+    }
+
+
+def snap_state(s) -> dict:
+    return {
+        "ref": s.ref_cnt, "hash": s.block_hash, "tokens": s.block_tokens, "queue": s.free_queue,
+        "table": s.hash_table,
+        "requests": {rid: (v.status, v.block_ids, v.num_tokens, v.num_computed_tokens, v.token_ids)
+                     for rid, v in s.requests.items()},
+        "waiting": s.waiting, "running": s.running,
+    }
+
+
+def random_scenario(rng: random.Random, n_steps: int) -> dict:
+    bs = rng.choice([1, 2, 4])
+    steps, live, n, cps = [], [], 0, []
+    prefixes = [[rng.randint(1, 30) for _ in range(rng.randint(1, 4) * bs)] for _ in range(3)]
+    for _ in range(n_steps):
+        kind = rng.choice(["arrive"] * 4 + ["decode"] * 3 + ["step", "finish", "finish", "preempt",
+                                                             "reset", "cp", "rewind"])
+        if kind == "arrive":
+            rid = f"R{n}"
+            n += 1
+            prompt = rng.choice(prefixes)[: rng.randint(0, 16)] + [rng.randint(31, 60)
+                                                                  for _ in range(rng.randint(1, 9))]
+            steps.append({"arrive": {"id": rid, "prompt": prompt,
+                                     "max_tokens": rng.choice([None, 2, 5]) or 10_000}})
+            live.append(rid)
+        elif kind == "decode":
+            steps.append({"decode": {"steps": rng.randint(1, 3)}})
+        elif kind == "step":
+            steps.append({"step": rng.randint(1, 2)})
+        elif kind == "finish" and live:
+            steps.append({"finish": live.pop(rng.randrange(len(live)))})
+        elif kind == "preempt" and live:
+            steps.append({"preempt": rng.choice(live)})
+        elif kind == "reset":
+            steps.append("reset_prefix_cache")
+        elif kind == "cp":
+            cps.append(f"c{len(cps)}")
+            steps.append({"checkpoint": cps[-1]})
+        elif kind == "rewind" and cps:
+            steps.append({"rewind": rng.choice(cps)})
+    return {"id": "r", "title": "r",
+            "config": {"num_blocks": rng.randint(3, 12), "block_size": bs, "model": None,
+                       "free_order": rng.choice(["split", "append"])},
+            "steps": steps}
+
+
+def record_with_live(scenario: Scenario, threshold: int | None = None):
+    engine = Engine(scenario, payloads=False)
+    tl = Timeline(engine)
+    if threshold is not None:
+        tl._threshold = threshold
+    states = [live_state(engine)]
+    for step in scenario.steps:
+        try:
+            result = engine.apply(step)
+        except EngineError:
+            break  # e.g. preempting a request that is no longer running: stop like the runner
+        tl.record(engine, step, result)
+        states.append(live_state(engine))
+    return tl, states
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("threshold", [0, 40, 10**9])
+def test_every_step_materializes_to_the_live_state(seed, threshold):
+    rng = random.Random(seed)
+    scenario = Scenario.model_validate(random_scenario(rng, 40))
+    tl, states = record_with_live(scenario, threshold)
+    assert len(tl) == len(states)
+    order = list(range(len(tl)))
+    rng.shuffle(order)
+    for i in order:
+        assert snap_state(tl.snapshot(i)) == states[i], f"step {i}"
+
+
+def test_keyframes_are_sparse_but_exist():
+    rng = random.Random(3)
+    scenario = Scenario.model_validate(random_scenario(rng, 60))
+    tl, _ = record_with_live(scenario)
+    rewinds = sum(1 for s in scenario.steps if s.kind == "rewind")
+    assert 1 <= tl.num_keyframes <= 1 + rewinds + len(tl) // 4
+
+
+def test_frames_replay_an_event_op_by_op(run_file, root):
+    _, tl = run_file(root / "scenarios" / "six-blocks.yaml", payloads=False)
+    frames = tl.frames(4)  # B finishes: free_blocks([4, 2, 1])
+    kinds = [f.kind for f in frames]
+    assert kinds[:3] == ["free", "free_head", "free_tail"]
+    assert frames[0].free_queue == (3, 5, 6)            # ref counts dropped, nothing queued yet
+    assert frames[0].ref_cnt[1:] == (0, 0, 0, 0, 0, 0)
+    assert frames[1].free_queue == (4, 3, 5, 6)         # unhashed 4 to the head
+    assert frames[2].free_queue == (4, 3, 5, 6, 2, 1)   # hashed 2, 1 to the tail
+    assert frames[-1].free_queue == tl.snapshot(4).free_queue
+
+
+def test_diff_names_what_changed(run_file, root):
+    _, tl = run_file(root / "scenarios" / "six-blocks.yaml", payloads=False)
+    d = diff(tl.snapshot(3), tl.snapshot(4))
+    assert d.changed_blocks == {1, 2, 4}
+    assert d.queue_added == {1, 2, 4} and not d.queue_removed
+    assert d.changed_requests == {"B"} and not d.hashes_added and not d.hashes_removed
+    d8 = diff(tl.snapshot(7), tl.snapshot(8))
+    assert d8.changed_blocks == {1, 2, 3, 4, 5, 6}
+    assert len(d8.hashes_removed) == 2 and len(d8.hashes_added) == 6
+
+
+def test_snapshots_are_immutable(run_file, root):
+    _, tl = run_file(root / "scenarios" / "six-blocks.yaml", payloads=False)
+    s = tl.snapshot(2)
+    with pytest.raises(AttributeError):
+        s.free_queue = ()
+    assert isinstance(s.free_queue, tuple) and isinstance(s.ref_cnt, tuple)
+    assert tl.snapshot(2) is s or tl.snapshot(2) == s
+
+
+def test_out_of_range_step():
+    tl, _ = record_with_live(load_text("id: t\ntitle: t\nconfig: {model: null}\n").scenario)
+    with pytest.raises(IndexError):
+        tl.snapshot(1)
