@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,12 +60,15 @@ class StepResult:
     ops: list = field(default_factory=list)
     kv_events: list[dict] = field(default_factory=list)
     reset_ok: bool | None = None
+    # block id -> PayloadSummary of blocks whose K/V this step changed (all blocks after a
+    # rewind or restart); empty without payloads or payload history
+    payloads: dict = field(default_factory=dict)
 
 
 class Engine:
     def __init__(self, scenario: Scenario, *, record_ops: bool = True,
                  payloads: bool = True, device: str | None = None,
-                 on_op: Callable[[tuple], None] | None = None) -> None:
+                 payload_history: bool = True) -> None:
         self.scenario = scenario
         self.config = cfg = scenario.config
         self.num_gpu_blocks = cfg.num_blocks + 1
@@ -76,6 +78,8 @@ class Engine:
                            else list(range(*RANDOM_TOKEN_RANGE)))
         self.ops: list | None = [] if record_ops else None
         self.checkpoints: dict[str, EngineState] = {}
+        self.payload_history = payload_history
+        self._written: set[int] = set()  # blocks whose K/V the current step wrote
         manager = KVCacheManager(self.num_gpu_blocks, cfg.block_size,
                                  enable_caching=cfg.enable_caching, free_order=cfg.free_order,
                                  ops=self.ops)
@@ -132,6 +136,7 @@ class Engine:
         start = len(self.ops) if self.ops is not None else 0
         result = StepResult()
         kind, args = step.kind, step.args
+        self._written.clear()
         try:
             if kind == "arrive":
                 self._arrive(args)
@@ -167,6 +172,9 @@ class Engine:
         if self.ops is not None:
             result.ops = self.ops[start:]
         result.kv_events = [e.to_dict() for e in self.pool.take_events()]
+        if self.kv is not None and self.payload_history:
+            changed = range(self.num_gpu_blocks) if kind in ("rewind", "restart") else self._written
+            result.payloads = {b: self.kv.summary(b) for b in sorted(changed)}
         return result
 
     def _restart(self) -> None:
@@ -257,6 +265,7 @@ class Engine:
                 self.connector.load(req, item.external_block_ids, item.local_hit_tokens,
                                     self.state.block_tokens)
                 for bid in item.external_block_ids:
+                    self._written.add(bid)
                     self._op("load", req.request_id, bid, tuple(self.state.block_tokens[bid]))
             pos, end = item.start, item.start + item.num_new_tokens
             while pos < end:
@@ -267,6 +276,7 @@ class Engine:
                 held = self.state.block_tokens[block.block_id]
                 del held[offset:]
                 held.extend(toks)
+                self._written.add(block.block_id)
                 self._op("write", req.request_id, block.block_id, offset, tuple(toks))
                 pos = upto
         model_tokens: dict[str, int] = {}

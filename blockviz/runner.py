@@ -23,8 +23,12 @@ class _CheckedOps(list):
 
 
 def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = None,
-                check: bool = False) -> Engine:
-    engine = Engine(loaded.scenario, payloads=payloads, device=device)
+                check: bool = False, payload_history: bool = True) -> Engine:
+    try:
+        engine = Engine(loaded.scenario, payloads=payloads, device=device,
+                        payload_history=payload_history)
+    except RuntimeError as e:  # e.g. device: cuda without a GPU
+        raise loaded.error(("config", "device"), str(e)) from None
     if check:
         ref: list = []
         ops = _CheckedOps(ref)

@@ -287,6 +287,9 @@ class Timeline:
         self._cache_size = cache_size
         self.error: str | None = None
         self.error_step: int | None = None
+        # block id -> [(step, PayloadSummary)] in step order: the block's K/V from that step on
+        self._payloads: dict[int, list[tuple[int, Any]]] = {}
+        self.payload_device: str | None = engine.kv.device_name if engine.kv is not None else None
         self.record(engine, None, None)
 
     def __len__(self) -> int:
@@ -313,6 +316,9 @@ class Timeline:
                       capture_requests(engine, dirty), engine.state.hasher.none_hash,
                       capture_external(engine))
         self._records.append(rec)
+        if result is not None:
+            for b, summary in result.payloads.items():
+                self._payloads.setdefault(b, []).append((index, summary))
         self._since_keyframe += sum(_op_cost(op) for op in ops) + len(dirty)
         if full or self._since_keyframe > self._threshold:
             self._keyframes[index] = self._capture(engine, index, rec)
@@ -371,6 +377,15 @@ class Timeline:
     def __iter__(self) -> Iterator[Snapshot]:
         for i in range(len(self)):
             yield self.snapshot(i)
+
+    def payload(self, block_id: int, index: int):
+        """The PayloadSummary of ``block_id``'s K/V as of step ``index`` (None if never written or
+        no payload history was kept)."""
+        history = self._payloads.get(block_id)
+        if not history:
+            return None
+        k = bisect.bisect_right(history, index, key=lambda e: e[0]) - 1
+        return history[k][1] if k >= 0 else None
 
     def step_of(self, index: int) -> Step | None:
         return self._records[index].step

@@ -34,6 +34,19 @@ class HitCheck:
         return self.max_abs_diff == 0.0
 
 
+@dataclass(frozen=True, eq=False)
+class PayloadSummary:
+    """What the UI shows of one block's K/V at one step: a digest of everything it holds and a
+    float32 copy small enough to draw, [num_layers, 2 (K, V), block_size, num_kv_heads, head_dim]."""
+    fingerprint: str
+    data: object  # numpy.ndarray
+    device: str
+    dtype: str
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PayloadSummary) and self.fingerprint == other.fingerprint
+
+
 def tolerance(device: str) -> float:
     """CPU float32 with deterministic ops: bit for bit. Elsewhere: a stated tolerance."""
     return 0.0 if device == "cpu" else 1e-5
@@ -103,3 +116,9 @@ class KVRuntime:
 
     def fingerprint(self, block_id: int) -> str:
         return self.store.fingerprint(block_id)
+
+    def summary(self, block_id: int) -> PayloadSummary:
+        data = torch.stack([c[:, block_id] for c in self.store.kv_caches])  # [L, 2, bs, H, D]
+        return PayloadSummary(self.store.fingerprint(block_id),
+                              data.detach().to("cpu", torch.float32).numpy(),
+                              self.device.type, str(self.store.dtype).replace("torch.", ""))
