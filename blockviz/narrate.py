@@ -57,9 +57,11 @@ def describe_op(op: tuple, lang: str, labels: HashLabels, vocab: Vocabulary | No
         s = (f"touch：块 {_ids(ids)} 的 ref_cnt 加 1（共享，不拷贝）。" if zh else
              f"touch: {_blk(ids)} ref_cnt + 1 (shared, not copied).")
         if removed:
+            were = "was" if len(removed) == 1 else "were"
             s += (f"其中 {_ids(removed)} 原本空闲但仍带着 hash，现在从空闲队列里取出——"
                   f"这就是“空闲但仍可命中”。" if zh else
-                  f" {_ids(removed)} were free but still cached, so they leave the free queue — "
+                  f" {_ids(removed)} {were} free but still cached, so "
+                  f"{'it leaves' if len(removed) == 1 else 'they leave'} the free queue — "
                   f"a hit on free blocks.")
         return s
     if k == "popleft":
@@ -153,6 +155,11 @@ def describe_op(op: tuple, lang: str, labels: HashLabels, vocab: Vocabulary | No
 _QUIET = frozenset({"schedule"})
 
 
+def _silent(op: tuple) -> bool:
+    """An op that did nothing worth a sentence (e.g. touching no blocks)."""
+    return op[0] in _QUIET or (op[0] in ("touch", "popleft", "free") and not op[1])
+
+
 def narrate_ops(ops: Sequence[tuple], lang: str, labels: HashLabels,
                 vocab: Vocabulary | None = None, block_size: int = 0) -> list[str]:
     """One sentence per op, runs of writes by one request folded into one sentence."""
@@ -173,7 +180,7 @@ def narrate_ops(ops: Sequence[tuple], lang: str, labels: HashLabels,
                                 f"blocks {_ids(blocks)}.")
                 i = j
                 continue
-        if op[0] not in _QUIET:
+        if not _silent(op):
             out.append(describe_op(op, lang, labels, vocab, block_size))
         i += 1
     return out

@@ -33,7 +33,7 @@ def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | 
         ref: list = []
         ops = _CheckedOps(ref)
         engine.ops = ops
-        engine.pool.ops = ops
+        engine._attach_ops()
         ref.append(engine)
     return engine
 
