@@ -72,18 +72,20 @@ class BlockHashToBlockMap:
             found[block.block_id] = block
 
     def pop(self, block_hash: bytes, block_id: int) -> KVCacheBlock | None:
-        """Remove ``block_id`` from under ``block_hash``; other blocks with that hash stay."""
-        found = self._cache.get(block_hash)
+        """Remove ``block_id`` from under ``block_hash``; other blocks with that hash stay, and
+        (as in vLLM, which pops the entry and puts the rest back) their hash moves to the end of
+        the map's order."""
+        found = self._cache.pop(block_hash, None)
         if found is None:
             return None
         if isinstance(found, KVCacheBlock):
             if found.block_id != block_id:
+                self._cache[block_hash] = found
                 return None
-            del self._cache[block_hash]
             return found
         block = found.pop(block_id, None)
-        if not found:
-            del self._cache[block_hash]
+        if found:
+            self._cache[block_hash] = found
         return block
 
     def items(self) -> Iterator[tuple[bytes, list[int]]]:

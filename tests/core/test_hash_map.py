@@ -84,3 +84,20 @@ def test_reinserting_after_a_pop_goes_to_the_back():
     m.insert(HA, b1)
     assert list(m.items()) == [(HA, [2, 1])]
     assert m.get_one_block(HA) is b2
+
+
+def test_evicting_one_copy_of_a_duplicate_moves_its_hash_to_the_end_of_the_map():
+    """vLLM's pop takes the whole entry out and puts the remaining blocks back, so the hash moves
+    to the end of the map's order — visible in the JSON hash_table's key order."""
+    from blockviz.core import BlockHashToBlockMap, KVCacheBlock
+
+    m = BlockHashToBlockMap()
+    b1, b2, b3 = KVCacheBlock(1), KVCacheBlock(2), KVCacheBlock(3)
+    m.insert(b"h1", b1)
+    m.insert(b"h1", b2)
+    m.insert(b"h2", b3)
+    assert [h for h, _ in m.items()] == [b"h1", b"h2"]
+    assert m.pop(b"h1", 1) is b1
+    assert list(m.items()) == [(b"h2", [3]), (b"h1", [2])]
+    assert m.pop(b"h2", 99) is None                      # wrong id: nothing removed...
+    assert list(m.items()) == [(b"h1", [2]), (b"h2", [3])]  # ...but re-inserted last, as in vLLM

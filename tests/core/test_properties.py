@@ -21,6 +21,9 @@ back from the code under test:
   * free: the blocks reaching ref_cnt 0, in reversed-table order, go to the head (split: those
     without a hash, or all when caching is off) and the tail (the rest; all of them for append),
     and the rest of the queue is untouched.
+And of the scheduler, per step: preemption victims are the last running requests, in order; a
+step that preempted admits nothing; a preempted request restarts from 0 at the front of the
+waiting queue; only running requests hold blocks, exactly cdiv(num_computed_tokens, block_size).
 """
 from __future__ import annotations
 
@@ -165,10 +168,13 @@ class CoreMachine(RuleBasedStateMachine):
         return [r for r in self.sched.requests.values() if r.status in statuses]
 
     def run_step(self, decode, admit):
+        running_before = [r.request_id for r in self.sched.running]
         out = self.sched.schedule(decode=decode, admit=admit)
         if out.preempted:
             event("decode preempted")
             assert not any(s.is_prefill for s in out.scheduled), "admitted in a preempting step"
+            # victims are always the last running request, one after the other
+            assert out.preempted == running_before[::-1][:len(out.preempted)]
         for s in out.scheduled:
             assert s.request.status is RequestStatus.RUNNING
             assert s.local_hit_tokens <= s.request.num_tokens - 1
@@ -274,4 +280,4 @@ def test_random_operation_sequences():
 
 @pytest.mark.slow
 def test_random_operation_sequences_long():
-    run(max_examples=4000, steps=60)
+    run(max_examples=2000, steps=50)
