@@ -11,8 +11,14 @@ from .labels import HashLabels, token_text
 from .scenario.tokens import Vocabulary
 
 
+MAX_IDS = 16  # a sentence names at most this many blocks
+
+
 def _ids(ids: Sequence[int]) -> str:
-    return ", ".join(str(i) for i in ids)
+    if len(ids) <= MAX_IDS:
+        return ", ".join(str(i) for i in ids)
+    shown = ", ".join(str(i) for i in ids[:MAX_IDS - 2])
+    return f"{shown}, … {ids[-1]} ({len(ids)})"
 
 
 def _blk(ids: Sequence[int]) -> str:

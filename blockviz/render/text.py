@@ -112,8 +112,11 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
     block_lines = render_blocks(s, labels, vocab, d.changed_blocks, st, lang)
     out.append(_label(t('gpu_blocks', lang)) + block_lines[0])
     out += [" " * 18 + bl for bl in block_lines[1:]]
-    q = " → ".join(str(b) for b in s.free_queue) if s.free_queue else t("empty", lang)
-    out.append(f"{_label(t('free_queue', lang))}{t('head', lang)} → {q} → {t('tail', lang)}")
+    if s.free_queue:
+        q = " → ".join(str(b) for b in s.free_queue)
+        out.append(f"{_label(t('free_queue', lang))}{t('head', lang)} → {q} → {t('tail', lang)}")
+    else:
+        out.append(_label(t("free_queue", lang)) + t("empty", lang))
     if s.hash_table:
         parts = []
         for h, ids in s.hash_table:

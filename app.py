@@ -1,0 +1,24 @@
+"""blockviz — the Streamlit app: ``streamlit run app.py``. The pages live in blockviz/ui/; this file
+only lists them (add a page to PAGES) and hands over to st.navigation."""
+from __future__ import annotations
+
+import streamlit as st
+
+from blockviz.i18n import t
+from blockviz.ui import player
+
+# A presenter link opens with the sidebar folded away (the teacher drives with the keyboard).
+_presenter_link = st.query_params.get("presenter") in ("1", "true", "yes", "on")
+st.set_page_config(layout="wide", page_title="blockviz", page_icon="🧱",
+                   initial_sidebar_state="collapsed" if _presenter_link else "auto")
+
+# (page function, i18n key of its title, url path, default page?) — the one list of pages.
+# Next: the author page and the capacity-planning page.
+PAGES = [
+    (player.page, "page_player", "player", True),
+]
+
+lang = st.session_state.get("bv_lang", "en")
+nav = st.navigation([st.Page(fn, title=t(key, lang), url_path=path, default=default)
+                     for fn, key, path, default in PAGES])
+nav.run()

@@ -1,0 +1,149 @@
+"""The GPU blocks panel: one card per block, or a heatmap past a few hundred blocks.
+
+``state`` is anything with ``ref_cnt``, ``block_hash``, ``block_tokens`` and ``free_queue`` — a
+timeline Snapshot (one event) or a Frame (one op inside it).
+"""
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import plotly.graph_objects as go
+
+from ..i18n import t
+from ..labels import HashLabels, token_text
+from .theme import AMBER, GREEN, GREY, NULL_BG, RED, esc
+
+# Past this many GPU blocks the cards give way to one heatmap cell per block.
+HEATMAP_THRESHOLD = 256
+TOKENS_ON_CARD = 8
+HEATMAP_COLUMNS = 64          # up to 2,048 blocks; more: 128 per row
+
+# heatmap categories: (colour, i18n key). Stronger than the card fills: cells are tiny.
+CATEGORIES = (
+    (NULL_BG, "null_block"),
+    ("#f4f4f4", "cat_free"),
+    ("#a5d6a7", "cat_free_cached"),
+    ("#9e9e9e", "cat_used"),
+    (GREEN, "cat_used_cached"),
+)
+
+
+def use_heatmap(num_gpu_blocks: int) -> bool:
+    return num_gpu_blocks > HEATMAP_THRESHOLD
+
+
+def category(i: int, ref_cnt: int, block_hash) -> int:
+    if i == 0:
+        return 0
+    return (1 if ref_cnt == 0 else 3) + (block_hash is not None)
+
+
+def legend_html(lang: str) -> str:
+    items = [("bv-cached", t("cached", lang)), ("", t("uncached", lang)),
+             ("bv-free", t("legend_free", lang)), ("bv-null", t("null_block_long", lang)),
+             ("bv-changed", t("changed", lang)), ("bv-victim", t("next_victim", lang))]
+    spans = "".join(f'<span><i class="bv-sw {cls}"></i>{esc(label)}</span>' for cls, label in items)
+    return f'<div class="bv-legend">{spans}</div>'
+
+
+def _slots(n_tokens: int, block_size: int) -> str:
+    if not 0 < block_size <= 32:
+        return ""
+    return ('<div class="bv-slots">' + '<i class="bv-on"></i>' * min(n_tokens, block_size)
+            + "<i></i>" * max(0, block_size - n_tokens) + "</div>")
+
+
+def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang: str,
+              changed: bool, victim: bool) -> str:
+    ref, h, toks = state.ref_cnt[i], state.block_hash[i], state.block_tokens[i]
+    classes = ["bv-card"]
+    if i == 0:
+        classes.append("bv-null")
+        body = (f'<div class="bv-top"><span class="bv-id">0</span></div>'
+                f'<div class="bv-ref">{esc(t("null_block", lang))}</div>')
+        return f'<div class="{" ".join(classes)}" data-block="0">{body}</div>'
+    if h is not None:
+        classes.append("bv-cached")
+    if ref == 0:
+        classes.append("bv-free")
+    if changed:
+        classes.append("bv-changed")
+    if victim:
+        classes.append("bv-victim")
+    hash_label = f'<span class="bv-hash">{esc(labels(h))}</span>' if h is not None else ""
+    tag = f'<span class="bv-victim-tag">{esc(t("next_victim_short", lang))}</span>' if victim else ""
+    words = esc(token_text(toks, vocab, TOKENS_ON_CARD)) if toks else "&nbsp;"
+    body = (f'{tag}<div class="bv-top"><span class="bv-id">{i}</span>{hash_label}</div>'
+            f'<div class="bv-ref">ref_cnt <b>{ref}</b></div>'
+            f'<div class="bv-tok" title="{esc(token_text(toks, vocab))}">{words}</div>'
+            f'{_slots(len(toks), block_size)}')
+    return f'<div class="{" ".join(classes)}" data-block="{i}">{body}</div>'
+
+
+def blocks_html(state, *, labels: HashLabels, vocab=None, block_size: int = 0, lang: str = "en",
+                changed: Collection[int] = (), legend: bool = True) -> str:
+    """Cards for every block (small pools): id, ref_cnt, hash label, tokens, slot fill."""
+    victim = state.free_queue[0] if state.free_queue else None
+    changed = frozenset(changed)
+    cards = "".join(card_html(i, state, labels=labels, vocab=vocab, block_size=block_size, lang=lang,
+                              changed=i in changed, victim=i == victim)
+                    for i in range(len(state.ref_cnt)))
+    width = f"max-width:{len(state.ref_cnt) * 12}em"   # a few blocks: cards stay card-sized
+    return (f'<div class="bv bv-panel"><div class="bv-blocks" role="list" style="{width}">{cards}</div>'
+            f'{legend_html(lang) if legend else ""}</div>')
+
+
+def heatmap_columns(n: int) -> int:
+    return HEATMAP_COLUMNS if n <= 2048 else 2 * HEATMAP_COLUMNS
+
+
+def blocks_figure(state, *, labels: HashLabels, lang: str = "en", changed: Collection[int] = (),
+                  columns: int | None = None, height: int | None = None) -> go.Figure:
+    """One heatmap cell per block (large pools): colour = state; hover = id, ref_cnt, hash label.
+    Changed blocks are outlined amber, the next victim marked red."""
+    n = len(state.ref_cnt)
+    columns = columns or heatmap_columns(n)
+    rows = -(-n // columns)
+    z: list[list[float | None]] = [[None] * columns for _ in range(rows)]
+    custom: list[list[list]] = [[[-1, 0, ""] for _ in range(columns)] for _ in range(rows)]
+    ref, hashes = state.ref_cnt, state.block_hash
+    for i in range(n):
+        r, c = divmod(i, columns)
+        h = hashes[i]
+        z[r][c] = category(i, ref[i], h)
+        custom[r][c] = [i, ref[i], labels(h) if h is not None else "—"]
+    k = len(CATEGORIES)
+    scale = []
+    for j, (colour, _) in enumerate(CATEGORIES):
+        scale += [[j / k, colour], [(j + 1) / k, colour]]
+    hover = (f"{t('block', lang)} %{{customdata[0]}}<br>ref_cnt %{{customdata[1]}}"
+             f"<br>hash %{{customdata[2]}}<extra></extra>")
+    fig = go.Figure(go.Heatmap(z=z, customdata=custom, hovertemplate=hover, colorscale=scale,
+                               zmin=-0.5, zmax=k - 0.5, showscale=False, xgap=1, ygap=1))
+    marks = sorted(frozenset(changed))
+    if marks:
+        fig.add_trace(go.Scatter(
+            x=[i % columns for i in marks], y=[i // columns for i in marks], mode="markers",
+            marker=dict(symbol="square-open", size=6 if columns > HEATMAP_COLUMNS else 9, color=AMBER,
+                        line=dict(width=1.5)),
+            hoverinfo="skip", name=t("changed", lang)))
+    if state.free_queue:
+        v = state.free_queue[0]
+        fig.add_trace(go.Scatter(x=[v % columns], y=[v // columns], mode="markers",
+                                 marker=dict(symbol="x", size=10, color=RED), hoverinfo="skip",
+                                 name=t("next_victim", lang)))
+    fig.update_yaxes(autorange="reversed", showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
+    row_px = 10 if columns > HEATMAP_COLUMNS else 14
+    fig.update_layout(height=height or max(180, row_px * rows + 20), margin=dict(l=4, r=4, t=4, b=4),
+                      showlegend=False, plot_bgcolor="#ffffff", paper_bgcolor="#ffffff")
+    return fig
+
+
+def heatmap_legend_html(lang: str, n: int) -> str:
+    sw = "".join(f'<span><i class="bv-sw" style="background:{c};border-color:{GREY}">'
+                 f'</i>{esc(t(key, lang))}</span>' for c, key in CATEGORIES)
+    sw += (f'<span><i class="bv-sw bv-changed"></i>{esc(t("changed", lang))}</span>'
+           f'<span><i class="bv-sw bv-victim"></i>{esc(t("next_victim", lang))}</span>')
+    return (f'<div class="bv"><div class="bv-small">{esc(t("heatmap_note", lang, n=f"{n:,}"))}</div>'
+            f'<div class="bv-legend">{sw}</div></div>')

@@ -1,0 +1,103 @@
+"""The prefix hash table (``BlockHashToBlockMap``): hash label → block id(s), drawn as the chain
+parent → child (a tree: each hash hangs under its parent), with duplicates (one hash, two or more
+blocks — the map does not de-duplicate) flagged, hashes added in this step highlighted and hashes
+evicted in this step struck through."""
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from ..i18n import t
+from ..labels import HashLabels
+from .theme import esc
+
+MAX_ROWS = 60
+MAX_INDENT = 6    # a 100-block chain stays readable: deeper levels share the last indent
+
+
+Table = tuple[tuple[bytes, tuple[int, ...]], ...]
+
+
+def table_from_state(block_hash: Sequence[bytes | None],
+                     order: Sequence[tuple[bytes, Sequence[int]]] = ()) -> Table:
+    """The map as the blocks' hashes imply it (every hashed block is in the map, and only those),
+    in the order of ``order`` (an earlier table: insertion order, duplicates first-inserted first);
+    entries not in ``order`` follow by block id."""
+    groups: dict[bytes, list[int]] = {}
+    for i, h in enumerate(block_hash):
+        if h is not None:
+            groups.setdefault(h, []).append(i)
+    out = []
+    for h, ids in order:
+        now = groups.pop(h, None)
+        if now is None:
+            continue
+        known = [b for b in ids if b in now]
+        out.append((h, tuple(known + [b for b in now if b not in known])))
+    out += [(h, tuple(ids)) for h, ids in groups.items()]
+    return tuple(out)
+
+
+def _tree(table, labels: HashLabels) -> list[tuple[int, bytes, tuple[int, ...]]]:
+    """(depth, hash, ids) in depth-first order; a hash whose parent is not in the table is a root."""
+    present = {h for h, _ in table}
+    children: dict[bytes, list] = {}
+    roots = []
+    for h, ids in table:
+        p = labels.parent.get(h)
+        if p is not None and p in present and p != h:
+            children.setdefault(p, []).append((h, ids))
+        else:
+            roots.append((h, ids))
+    out: list[tuple[int, bytes, tuple[int, ...]]] = []
+    seen: set[bytes] = set()
+    stack = [(0, h, ids) for h, ids in reversed(roots)]
+    while stack:
+        depth, h, ids = stack.pop()
+        if h in seen:
+            continue
+        seen.add(h)
+        out.append((depth, h, ids))
+        stack += [(depth + 1, c, cids) for c, cids in reversed(children.get(h, []))]
+    return out
+
+
+def hash_table_html(table, *, labels: HashLabels, state=None, lang: str = "en",
+                    added: Collection[bytes] = (), removed: Collection[bytes] = (),
+                    max_rows: int = MAX_ROWS) -> str:
+    """``table``: ((hash, block ids), ...) in map order. ``state`` (optional) gives ref_cnt, to
+    draw free blocks dashed. ``removed``: hashes evicted in this step."""
+    added = frozenset(added)
+    rows = []
+    tree = _tree(table, labels)
+    for depth, h, ids in tree[:max_rows]:
+        parent = labels.parent.get(h)
+        indent = ("   " * min(depth - 1, MAX_INDENT) + " └─ ") if depth else ""
+        chips = " ".join(_chip(b, state) for b in ids)
+        notes = ""
+        if len(ids) > 1:
+            notes += f' <span class="bv-dup">{esc(t("duplicate", lang))} ×{len(ids)}</span>'
+        if h in added:
+            notes += f' <span class="bv-tag bv-tag-new">{esc(t("tag_new_hash", lang))}</span>'
+        cls = ' class="bv-row-new"' if h in added else ""
+        rows.append(f'<tr{cls} data-hash="{esc(labels(h))}"><td><span class="bv-tree">{indent}</span>'
+                    f'<span class="bv-hl">{esc(labels(h))}</span></td>'
+                    f'<td class="bv-muted">{esc(labels(parent)) if parent else "—"}</td>'
+                    f'<td>{chips}{notes}</td></tr>')
+    if len(tree) > max_rows:
+        rows.append(f'<tr><td colspan="3" class="bv-more">… '
+                    f'{esc(t("more_items", lang, n=f"{len(tree) - max_rows:,}"))} …</td></tr>')
+    for h in removed:
+        rows.append(f'<tr class="bv-row-gone" data-hash="{esc(labels(h))}"><td>{esc(labels(h))}</td>'
+                    f'<td></td><td><span class="bv-tag bv-tag-gone">{esc(t("tag_evicted", lang))}'
+                    f'</span></td></tr>')
+    if not rows:
+        return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("empty", lang))}</div></div>'
+    head = (f'<tr><th>hash</th><th>{esc(t("parent", lang))}</th>'
+            f'<th>{esc(t("block_ids", lang))}</th></tr>')
+    return f'<div class="bv bv-panel"><table class="bv-table">{head}{"".join(rows)}</table></div>'
+
+
+def _chip(b: int, state) -> str:
+    free = state is not None and state.ref_cnt[b] == 0
+    style = "border-style:dashed" if free else ""
+    return f'<span class="bv-b bv-local" style="{style}">{b}</span>'

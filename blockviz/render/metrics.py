@@ -1,0 +1,61 @@
+"""Metrics over the timeline: pool usage, prefix-cache hit rates (local and external separately,
+cumulative as vLLM counts them) and evictions, with the current step marked."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+from ..i18n import t
+from .theme import BLUE, GREEN, INK, PURPLE, RED
+
+
+@dataclass(frozen=True)
+class Series:
+    usage: tuple[float, ...]          # percent
+    hit_rate: tuple[float | None, ...]
+    ext_hit_rate: tuple[float | None, ...]
+    evictions: tuple[int, ...]
+    has_external: bool
+
+    def __len__(self) -> int:
+        return len(self.usage)
+
+
+def _rate(hits: int, queries: int) -> float | None:
+    return 100.0 * hits / queries if queries else None
+
+
+def metrics_series(stats: Sequence, has_external: bool = False) -> Series:
+    """From ``timeline.step_stats(i)`` for every step (cheap: no snapshots)."""
+    return Series(tuple(round(100.0 * s.usage, 2) for s in stats),
+                  tuple(_rate(s.prefix_cache_hits, s.prefix_cache_queries) for s in stats),
+                  tuple(_rate(s.external_hits, s.external_queries) for s in stats),
+                  tuple(s.evictions for s in stats), has_external)
+
+
+def metrics_figure(series: Series, current: int, lang: str = "en", height: int = 260) -> go.Figure:
+    x = list(range(len(series)))
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=list(series.usage), name=t("usage", lang) + " %",
+                             line=dict(color=BLUE, width=2.5), line_shape="hv"))
+    fig.add_trace(go.Scatter(x=x, y=list(series.hit_rate), name=t("hit_rate", lang) + " %",
+                             line=dict(color=GREEN, width=2.5), connectgaps=False))
+    if series.has_external:
+        fig.add_trace(go.Scatter(x=x, y=list(series.ext_hit_rate), name=t("ext_hit_rate", lang) + " %",
+                                 line=dict(color=PURPLE, width=2.5, dash="dot")))
+    fig.add_trace(go.Scatter(x=x, y=list(series.evictions), name=t("evictions", lang), yaxis="y2",
+                             line=dict(color=RED, width=2), line_shape="hv"))
+    fig.add_vline(x=current, line=dict(color=INK, width=2, dash="dash"))
+    top = max(series.evictions, default=0)
+    fig.update_layout(
+        height=height, margin=dict(l=10, r=10, t=10, b=10), hovermode="x unified",
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
+        xaxis=dict(title=t("step", lang), range=[-0.3, max(1, len(x) - 1) + 0.3]),
+        yaxis=dict(title="%", range=[0, 105]),
+        yaxis2=dict(title=t("evictions", lang), overlaying="y", side="right",
+                    range=[0, max(1, top) * 1.05], showgrid=False, tickformat="d",
+                    dtick=max(1, -(-top // 4))),
+        paper_bgcolor="#ffffff", plot_bgcolor="#ffffff")
+    return fig

@@ -1,0 +1,57 @@
+"""Narration: the step's note (the scenario author's words) and what the engine did (generated
+from the op records by ``blockviz.narrate``), plus the run's error at the step where it stopped."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..i18n import t
+from .theme import esc
+
+
+def step_header_html(index: int, last: int, event: str, lang: str, frame: tuple[int, int] | None = None,
+                     title: str = "") -> str:
+    """``step k of n · event`` (and ``op j of m`` while stepping into an event)."""
+    op = ""
+    if frame is not None:
+        j, m = frame
+        op = (f'<span class="bv-event bv-muted">{esc(t("op_k_of_m", lang, k=j + 1, m=m))}</span>'
+              if m else f'<span class="bv-event bv-muted">{esc(t("no_ops_short", lang))}</span>')
+    return (f'<div class="bv"><div class="bv-stepline"><span class="bv-stepno" data-step="{index}">'
+            f'{esc(t("step_k_of_n", lang, k=index, n=last))}</span>'
+            f'<span class="bv-event">{esc(event)}</span>{op}'
+            f'<span class="bv-scn">{esc(title)}</span></div></div>')
+
+
+MAX_SENTENCE = 320   # an op over a thousand blocks names them all; the page shows the start
+
+
+def clip(text: str, limit: int = MAX_SENTENCE) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip(" ,、") + " …"
+
+
+def note_html(note: str | None, lang: str, *, error: str | None = None) -> str:
+    """The step's note (the author's words) and, at the last step of a run that stopped early,
+    the error."""
+    parts = []
+    if note:
+        parts.append(f'<div class="bv-note">{esc(note)}</div>')
+    if error:
+        parts.append(f'<div class="bv-error" role="alert">{esc(t("error_stopped", lang, msg=error))}</div>')
+    return f'<div class="bv bv-panel">{"".join(parts)}</div>' if parts else ""
+
+
+def did_html(sentences: Sequence[str], lang: str, *, title: bool = True) -> str:
+    """What the engine did, one sentence per op (``blockviz.narrate.narrate_ops``)."""
+    if not sentences:
+        return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("no_ops", lang))}</div></div>'
+    head = f'<div class="bv-small">{esc(t("engine_did", lang))}</div>' if title else ""
+    items = "".join(f'<li title="{esc(s)}">{esc(clip(s))}</li>' if len(s) > MAX_SENTENCE
+                    else f"<li>{esc(s)}</li>" for s in sentences)
+    return (f'<div class="bv bv-panel">{head}<div class="bv-did-wrap"><ul class="bv-did">{items}</ul>'
+            f'</div></div>')
+
+
+def narration_html(note: str | None, sentences: Sequence[str], lang: str, *,
+                   error: str | None = None) -> str:
+    """Note, error and what the engine did, in one panel."""
+    return (note_html(note, lang, error=error) + did_html(sentences, lang)) or ""

@@ -1,0 +1,96 @@
+"""Requests: running, waiting (preempted ones first in line), finished — each with its block table
+(local hits green, external hits violet, newly allocated blue; blocks taken in this step outlined)
+and its computed vs pending tokens."""
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from ..i18n import t
+from .theme import esc
+
+MAX_TABLE_CELLS = 40
+MAX_REQUESTS = 40
+
+
+def popped_blocks(ops: Sequence[tuple]) -> frozenset[int]:
+    """Blocks get_new_blocks handed out in these ops."""
+    out: set[int] = set()
+    for op in ops:
+        if op[0] == "popleft":
+            out.update(op[1])
+    return frozenset(out)
+
+
+def ordered_requests(snapshot) -> list:
+    reqs = snapshot.requests
+    order = list(snapshot.running) + list(snapshot.waiting)
+    seen = set(order)
+    order += [rid for rid in reqs if rid not in seen]
+    return [reqs[rid] for rid in order if rid in reqs]
+
+
+def _table(r, fresh: Collection[int], lang: str) -> str:
+    ids = r.block_ids
+    if not ids:
+        return f'<span class="bv-muted">{esc(t("no_blocks", lang))}</span>'
+    cells = []
+    for j, b in enumerate(ids[:MAX_TABLE_CELLS]):
+        if j < r.local_hit_blocks:
+            cls, why = "bv-b bv-local", t("local_hit", lang)
+        elif j < r.local_hit_blocks + r.external_hit_blocks:
+            cls, why = "bv-b bv-ext", t("external_hit", lang)
+        else:
+            cls, why = "bv-b", t("new_block", lang)
+        if b in fresh:
+            cls += " bv-changed"
+        cells.append(f'<span class="{cls}" title="{esc(why)}">{b}</span>')
+    if len(ids) > MAX_TABLE_CELLS:
+        more = t("more_items", lang, n=len(ids) - MAX_TABLE_CELLS)
+        cells.append(f'<span class="bv-more">… {esc(more)}</span>')
+    return "".join(cells)
+
+
+def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = False) -> str:
+    n, done = r.num_tokens, r.num_computed_tokens
+    pct = 100.0 * done / n if n else 0.0
+    tokens = t("computed_of", lang, c=done, n=n, p=n - done)
+    extra = []
+    if r.local_hit_blocks:
+        extra.append(f'<span class="bv-b bv-local">{r.local_hit_blocks}</span> '
+                     f'{esc(t("local_hit", lang))}')
+    if r.external_hit_blocks:
+        extra.append(f'<span class="bv-b bv-ext">{r.external_hit_blocks}</span> '
+                     f'{esc(t("external_hit", lang))}')
+    if r.num_preemptions:
+        extra.append(esc(t("preempted_times", lang, n=r.num_preemptions)))
+    if r.lora:
+        extra.append(f"LoRA {esc(r.lora)}")
+    if r.cache_salt:
+        extra.append(f"cache_salt {esc(r.cache_salt)}")
+    extras = f'<div class="bv-small">{" · ".join(extra)}</div>' if extra else ""
+    cls = "bv-req bv-req-changed" if changed else "bv-req"
+    return (f'<div class="{cls}" data-request="{esc(r.request_id)}">'
+            f'<div><div class="bv-rid">{esc(r.request_id)}</div>'
+            f'<span class="bv-st bv-st-{esc(r.status)}">{esc(t("status_" + r.status, lang))}</span></div>'
+            f'<div><div class="bv-bt">{_table(r, fresh, lang)}</div>'
+            f'<div class="bv-bar" title="{esc(tokens)}"><i style="width:{pct:.1f}%"></i></div>'
+            f'<div class="bv-small">{esc(tokens)}</div>{extras}</div></div>')
+
+
+def requests_html(snapshot, *, lang: str = "en", fresh: Collection[int] = (),
+                  changed: Collection[str] = ()) -> str:
+    reqs = ordered_requests(snapshot)
+    if not reqs:
+        return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("no_requests", lang))}</div></div>'
+    changed = frozenset(changed)
+    rows = [request_row(r, lang=lang, fresh=fresh, changed=r.request_id in changed)
+            for r in reqs[:MAX_REQUESTS]]
+    if len(reqs) > MAX_REQUESTS:
+        rows.append(f'<div class="bv-more">… {esc(t("more_items", lang, n=len(reqs) - MAX_REQUESTS))}</div>')
+    legend = (f'<div class="bv-legend"><span><i class="bv-sw bv-cached"></i>'
+              f'{esc(t("local_hit", lang))}</span>'
+              f'<span><i class="bv-sw" style="background:#f3e5f5;border-color:#7b1fa2"></i>'
+              f'{esc(t("external_hit", lang))}</span>'
+              f'<span><i class="bv-sw" style="background:#e3f2fd;border-color:#1565c0"></i>'
+              f'{esc(t("new_block", lang))}</span></div>')
+    return f'<div class="bv bv-panel">{"".join(rows)}{legend}</div>'

@@ -1,0 +1,68 @@
+"""What to draw at one point of a timeline: a step (after its event) or a frame (after one op
+inside it) — the pool state, and what changed to get there. Pure: a timeline in, data out."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..timeline import Timeline, diff
+from .hash_table import table_from_state
+from .queue import moved_to_ends
+from .requests import popped_blocks
+
+
+@dataclass(frozen=True)
+class StepView:
+    index: int
+    frame: int | None            # None: the whole event; else the op index inside it
+    num_frames: int
+    state: Any                   # Snapshot or Frame: ref_cnt, block_hash, block_tokens, free_queue
+    snapshot: Any                # the Snapshot after the event (requests, stats, note, ...)
+    changed: frozenset[int]      # blocks whose ref_cnt, hash or tokens changed
+    to_head: frozenset[int]
+    to_tail: frozenset[int]
+    table: tuple                 # ((hash, block ids), ...)
+    hashes_added: frozenset[bytes]
+    hashes_removed: tuple[bytes, ...]
+    fresh: frozenset[int]        # blocks get_new_blocks handed out
+    changed_requests: frozenset[str]
+    op: tuple | None             # the op of this frame
+
+    @property
+    def ops(self) -> tuple:
+        return self.snapshot.ops
+
+
+def _changed(a, b) -> frozenset[int]:
+    return frozenset(i for i in range(len(b.ref_cnt))
+                     if a.ref_cnt[i] != b.ref_cnt[i] or a.block_hash[i] != b.block_hash[i]
+                     or a.block_tokens[i] != b.block_tokens[i])
+
+
+def step_view(timeline: Timeline, index: int, frame: int | None = None,
+              frames: Sequence | None = None) -> StepView:
+    """``frames``: ``timeline.frames(index)`` if the caller has it cached."""
+    s = timeline.snapshot(index)
+    prev = timeline.snapshot(index - 1) if index > 0 else s
+    if frame is None:
+        d = diff(prev, s)
+        head, tail = moved_to_ends(s.ops)
+        removed = tuple(h for h, _ in prev.hash_table if h in d.hashes_removed)
+        return StepView(index, None, len(s.ops), s, s, d.changed_blocks, head, tail, s.hash_table,
+                        d.hashes_added, removed, popped_blocks(s.ops), d.changed_requests, None)
+    frames = timeline.frames(index) if frames is None else frames
+    if not frames:
+        return StepView(index, 0, 0, s, s, frozenset(), frozenset(), frozenset(), s.hash_table,
+                        frozenset(), (), frozenset(), frozenset(), None)
+    frame = max(0, min(frame, len(frames) - 1))
+    f = frames[frame]
+    before = frames[frame - 1] if frame > 0 else prev
+    table = table_from_state(f.block_hash, prev.hash_table + s.hash_table)
+    old = table_from_state(before.block_hash, prev.hash_table + s.hash_table)
+    now_h = {h for h, _ in table}
+    old_h = [h for h, _ in old]
+    head, tail = moved_to_ends([f.op])
+    return StepView(index, frame, len(frames), f, s, _changed(before, f), head, tail, table,
+                    frozenset(now_h - set(old_h)), tuple(h for h in old_h if h not in now_h),
+                    popped_blocks([f.op]), frozenset(), f.op)

@@ -1,0 +1,112 @@
+"""Rendered panels, cached per (run, step, frame, language) and shared by every session: the HTML
+strings and figures are immutable, so a class of thirty stepping through the same scenario renders
+each step once. Everything here is built by the pure functions in ``blockviz.render``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from ..i18n import event_label, t
+from ..narrate import describe_op, narrate_ops
+from ..ops import OP_FUNCTION
+from ..render import blocks as rblocks
+from ..render.external import external_html
+from ..render.hash_table import hash_table_html
+from ..render.metrics import metrics_figure
+from ..render.narration import clip, did_html, note_html, step_header_html
+from ..render.payload import payload_caption_html, payload_figure, verify_html
+from ..render.pseudocode import ops_list_html, pseudocode_html
+from ..render.queue import queue_html
+from ..render.requests import requests_html
+from ..render.theme import esc
+from ..render.view import step_view
+from .data import PlayerRun, frames_of
+
+
+@dataclass(frozen=True)
+class Panels:
+    header: str
+    note: str                     # the author's note (and the run's error at the last step)
+    did: str                      # what the engine did
+    blocks: str | None            # None: too many blocks, draw the heatmap figure
+    blocks_legend: str
+    queue: str
+    table: str
+    requests: str
+    op: str                       # the current op in words (stepping into an event)
+    pseudocode: str               # "" unless stepping into an event
+    ops_list: str
+    external: str
+    verify: str
+    written: tuple[int, ...]      # blocks whose K/V this step wrote (the payload panel's hint)
+
+
+def _view(run: PlayerRun, index: int, frame: int | None):
+    frames = frames_of(run.key, index, run) if frame is not None else None
+    return step_view(run.timeline, index, frame, frames)
+
+
+@st.cache_resource(show_spinner=False, max_entries=1024)
+def step_panels(key: str, index: int, frame: int | None, lang: str, _run: PlayerRun) -> Panels:
+    run = _run
+    tl, labels, vocab, bs = run.timeline, run.labels, run.timeline.vocab, run.timeline.block_size
+    v = _view(run, index, frame)
+    s = v.snapshot
+    header = step_header_html(index, run.last, event_label(s.step, lang), lang,
+                              None if frame is None else (v.frame or 0, v.num_frames),
+                              title=run.scenario.title.get(lang))
+    note = s.note.get(lang) if s.note is not None else None
+    error = str(tl.error) if tl.error is not None and index == run.last else None
+    note_part = note_html(note, lang, error=error)
+    did = did_html(narrate_ops(s.ops, lang, labels, vocab, bs), lang)
+    big = rblocks.use_heatmap(len(v.state.ref_cnt))
+    blocks = None if big else rblocks.blocks_html(v.state, labels=labels, vocab=vocab, block_size=bs,
+                                                 lang=lang, changed=v.changed, legend=False)
+    legend = (rblocks.heatmap_legend_html(lang, len(v.state.ref_cnt)) if big
+              else f'<div class="bv">{rblocks.legend_html(lang)}</div>')
+    queue = queue_html(v.state, labels=labels, lang=lang, to_head=v.to_head, to_tail=v.to_tail)
+    table = hash_table_html(v.table, labels=labels, state=v.state, lang=lang, added=v.hashes_added,
+                            removed=v.hashes_removed)
+    reqs = requests_html(s, lang=lang, fresh=v.fresh, changed=v.changed_requests)
+    code = ops = op = ""
+    if frame is not None:
+        if v.op is not None:
+            op = (f'<div class="bv"><div class="bv-op">'
+                  f'{esc(clip(describe_op(v.op, lang, labels, vocab, bs)))}</div></div>')
+            code = pseudocode_html(v.op, lang=lang, free_order=run.free_order,
+                                   vllm_function=OP_FUNCTION.get(v.op[0], ""))
+            ops = ops_list_html(s.ops, v.frame or 0, lang)
+        else:
+            op = f'<div class="bv"><div class="bv-op">{esc(t("no_ops", lang))}</div></div>'
+    on_gpu = {h for h, _ in v.table}
+    ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang, on_gpu=on_gpu)
+           if s.external is not None else "")
+    written = tuple(sorted({op[2] for op in s.ops if op[0] in ("write", "load")}))
+    return Panels(header, note_part, did, blocks, legend, queue, table, reqs, op, code, ops, ext,
+                  verify_html(s.ops, lang, run.tolerance), written)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def blocks_heatmap(key: str, index: int, frame: int | None, lang: str, _run: PlayerRun) -> go.Figure:
+    v = _view(_run, index, frame)
+    return rblocks.blocks_figure(v.state, labels=_run.labels, lang=lang, changed=v.changed)
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def metrics_chart(key: str, index: int, lang: str, _run: PlayerRun) -> go.Figure:
+    return metrics_figure(_run.series, index, lang)
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def payload_chart(key: str, block: int, index: int, layer: int, head: int, kv: int, lang: str,
+                  _run: PlayerRun):
+    """(figure, caption HTML) of a block's K or V at a step; None when the block holds none."""
+    summary = _run.timeline.payload(block, index)
+    if summary is None:
+        return None
+    tokens = _run.timeline.snapshot(index).block_tokens[block]
+    fig = payload_figure(summary, layer=layer, head=head, kv=kv, tokens=tokens,
+                         vocab=_run.timeline.vocab, lang=lang)
+    return fig, payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)

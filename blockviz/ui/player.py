@@ -1,0 +1,351 @@
+"""The player page: step through a built-in scenario, event by event or op by op.
+
+Layout: sidebar (scenario, language, presenter mode, the step list); main area (controls, the
+timeline with event markers, narration, GPU blocks, free queue, hash table, requests, KV payload,
+metrics). While autoplay runs, the main area is one flat ``st.fragment(run_every=...)``; otherwise
+everything is a normal run.
+"""
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from ..i18n import LANG_NAMES, event_label, t
+from ..render import theme
+from ..render.markers import kinds_markdown, markers_legend_html, strip_html
+from . import data, panels
+from . import state as S
+
+STEP_LIST_WINDOW = 120     # the sidebar lists at most this many steps around the cursor
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>:$])")
+
+
+def md_escape(text: str) -> str:
+    """Text from a scenario, made inert inside a Streamlit markdown label."""
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def default_lang() -> str:
+    try:
+        locale = st.context.locale or ""
+    except Exception:  # noqa: BLE001 - no browser context (tests)
+        locale = ""
+    return "zh" if locale.lower().startswith("zh") else "en"
+
+
+# -- callbacks (they only change session state) --------------------------------------------
+def _go(action: str) -> None:
+    run = _current_run()
+    S.go(st.session_state, action, run.last, run.n_ops)
+
+
+def _toggle_play() -> None:
+    run = _current_run()
+    S.toggle_play(st.session_state, run.last, run.n_ops)
+
+
+def _from_widget(widget: str) -> None:
+    run = _current_run()
+    S.jump(st.session_state, st.session_state[widget], run.last)
+
+
+def _set_lang() -> None:
+    v = st.session_state.get("w_lang")
+    if v in S.LANGS:
+        st.session_state[S.LANG] = v
+
+
+def _set_presenter() -> None:
+    st.session_state[S.PRESENTER] = bool(st.session_state.get("w_presenter"))
+    st.session_state[S.FULL_RERUN] = True
+
+
+def _set_scenario() -> None:
+    sid = st.session_state.get("w_scenario")
+    if sid in data.builtin_index().paths:
+        S.switch_scenario(st.session_state, sid)
+
+
+def _set_speed() -> None:
+    v = st.session_state.get("w_speed")
+    if v in S.SPEEDS:
+        st.session_state[S.SPEED] = v
+    st.session_state[S.FULL_RERUN] = True
+    st.session_state[S.ARMED] = False
+
+
+def _set_into() -> None:
+    S.set_into(st.session_state, bool(st.session_state.get("w_into")))
+
+
+def _current_run() -> data.PlayerRun:
+    return data.builtin_run(st.session_state[S.SCENARIO])
+
+
+# -- the page -------------------------------------------------------------------------------
+def page() -> None:
+    ss = st.session_state
+    index = data.builtin_index()
+    if not index.ids:
+        st.error(t("no_scenarios", ss.get(S.LANG, "en")))
+        return
+    if not ss.get(S.INITIALIZED):
+        S.init_from_link(ss, dict(st.query_params), index.ids, default_lang(),
+                         lambda sid: data.builtin_run(sid).last,
+                         lambda sid, i: data.builtin_run(sid).n_ops(i))
+    elif ss.get(S.SCENARIO) not in index.paths:
+        S.switch_scenario(ss, index.ids[0])
+    run = _current_run()
+    ss[S.CURSOR] = max(0, min(int(ss.get(S.CURSOR, 0)), run.last))
+    ss[S.FULL_RERUN] = False
+    ss[S.ARMED] = False
+    lang, presenter = ss[S.LANG], ss.get(S.PRESENTER, False)
+    st.html(theme.css(presenter))
+    _sidebar(run, index, lang, presenter)
+    for key, fields in ss.get(S.NOTICES, []):   # values from the URL: inert in markdown
+        st.warning(t(key, lang, **{k: md_escape(str(v)) for k, v in fields.items()}))
+    for name, err in index.broken:
+        st.warning(t("scenario_broken", lang, f=md_escape(name), msg=md_escape(err)))
+    if ss.get(S.PLAYING):
+        _autoplay(run)
+    else:
+        _body(run)
+
+
+def _autoplay(run: data.PlayerRun) -> None:
+    ss = st.session_state
+
+    @st.fragment(run_every=S.interval(ss.get(S.SPEED, 1.0)))
+    def autoplay_fragment() -> None:
+        if not ss.get(S.PLAYING) or ss.get(S.FULL_RERUN):
+            ss[S.FULL_RERUN] = False
+            st.rerun()
+        S.tick(ss, run.last, run.n_ops)
+        _body(run)
+
+    autoplay_fragment()
+
+
+def _body(run: data.PlayerRun) -> None:
+    ss = st.session_state
+    lang, presenter = ss[S.LANG], ss.get(S.PRESENTER, False)
+    cursor, frame = ss[S.CURSOR], ss.get(S.FRAME)
+    p = panels.step_panels(run.key, cursor, frame, lang, run)
+    _controls(run, lang, presenter, p)
+    if frame is not None:
+        left, right = st.columns([3, 5], gap="medium")
+        with left:
+            _html(p.op)
+            if p.ops_list:
+                _html(p.ops_list)
+            st.caption(t("frame_state_note", lang))
+        with right:
+            if p.pseudocode:
+                _html(p.pseudocode)
+        with st.expander(t("narration", lang), expanded=False):
+            _html(p.note)
+            _html(p.did)
+    elif presenter or not p.note:
+        _html(p.note or p.did)
+    else:
+        left, right = st.columns([3, 2], gap="medium")
+        with left:
+            _html(p.note)
+        with right:
+            _html(p.did)
+    _section(t("gpu_blocks", lang))
+    if p.blocks is not None:
+        _html(p.blocks)
+    else:
+        st.plotly_chart(panels.blocks_heatmap(run.key, cursor, frame, lang, run), key="blocks_heatmap",
+                        config={"displayModeBar": False})
+    _html(p.blocks_legend)
+    if presenter:   # essentials side by side, so one projector screen holds them all
+        qcol, tcol = st.columns([2, 1], gap="medium")
+        with qcol:
+            _section(t("free_queue", lang), t("free_queue_hint", lang))
+            _html(p.queue)
+            if p.external:
+                _section(t("external_tier", lang))
+                _html(p.external)
+        with tcol:
+            _section(t("hash_table", lang))
+            _html(p.table)
+    else:
+        if p.external:
+            qcol, ecol = st.columns([3, 2], gap="medium")
+        else:
+            qcol, ecol = st.container(), None
+        with qcol:
+            _section(t("free_queue", lang), t("free_queue_hint", lang))
+            _html(p.queue)
+        if ecol is not None:
+            with ecol:
+                _section(t("external_tier", lang))
+                _html(p.external)
+        tcol, rcol = st.columns(2, gap="medium")
+        with tcol:
+            _section(t("hash_table", lang))
+            _html(p.table)
+        with rcol:
+            _section(t("requests", lang))
+            _html(p.requests)
+        # The tensors and the metrics open on demand: closed, they cost nothing (no plotly).
+        pcol, mcol = st.columns(2, gap="medium")
+        with pcol:
+            box = _lazy_expander(t("payload", lang), "x_payload")
+            with box:
+                if box.open:
+                    _payload(run, lang, p)
+        with mcol:
+            box = _lazy_expander(t("metrics", lang), "x_metrics")
+            with box:
+                if box.open:
+                    st.plotly_chart(panels.metrics_chart(run.key, cursor, lang, run),
+                                    key="metrics_chart", config={"displayModeBar": False})
+        events = run.timeline.snapshot(cursor).kv_events
+        if events:
+            with st.expander(f"{t('kv_events', lang)} ({len(events)})"):
+                st.json(list(events), expanded=True)
+    _sync_url()
+
+
+def _remember_open(key: str) -> None:
+    st.session_state["bv_open_" + key] = bool(st.session_state.get(key))
+
+
+def _lazy_expander(label: str, key: str):
+    """An expander whose content runs only while it is open; it stays open across a language
+    switch (its label, and so its identity, changes with the language)."""
+    return st.expander(label, expanded=st.session_state.get("bv_open_" + key, False), key=key,
+                       on_change=_remember_open, args=(key,))
+
+
+def _html(markup: str) -> None:
+    if markup:          # st.html refuses empty content
+        st.html(markup)
+
+
+def _section(title: str, hint: str = "") -> None:
+    small = f"<small>{theme.esc(hint)}</small>" if hint else ""
+    st.html(f'<div class="bv"><div class="bv-h">{theme.esc(title)}{small}</div></div>')
+
+
+def _controls(run: data.PlayerRun, lang: str, presenter: bool, p: panels.Panels) -> None:
+    ss = st.session_state
+    cursor, frame = ss[S.CURSOR], ss.get(S.FRAME)
+    playing = ss.get(S.PLAYING, False)
+    at_start = cursor == 0 and (frame is None or frame == 0)
+    at_end = S.at_end(cursor, frame, run.last, run.n_ops)
+    row = st.container(horizontal=True, vertical_alignment="center", gap="small", key="controls")
+    with row:
+        st.button(t("nav_first", lang), key="b_first", icon=":material/first_page:", shortcut="Home",
+                  on_click=_go, args=("first",), disabled=at_start)
+        st.button(t("nav_prev", lang), key="b_prev", icon=":material/chevron_left:", shortcut="Left",
+                  on_click=_go, args=("prev",), disabled=at_start)
+        st.button(t("nav_pause" if playing else "nav_play", lang), key="b_play", shortcut="Space",
+                  icon=":material/pause:" if playing else ":material/play_arrow:",
+                  on_click=_toggle_play, type="primary" if playing else "secondary")
+        st.button(t("nav_next", lang), key="b_next", icon=":material/chevron_right:", shortcut="Right",
+                  on_click=_go, args=("next",), disabled=at_end, icon_position="right")
+        st.button(t("nav_last", lang), key="b_last", icon=":material/last_page:", shortcut="End",
+                  on_click=_go, args=("last",), disabled=at_end, icon_position="right")
+        ss["w_into"] = frame is not None
+        st.toggle(t("step_into", lang), key="w_into", on_change=_set_into, help=t("step_into_help", lang))
+    st.html(p.header)
+    if not presenter and run.last > 0:
+        ss["w_slider"] = cursor
+        st.slider(t("timeline", lang), 0, run.last, key="w_slider", on_change=_from_widget,
+                  args=("w_slider",), label_visibility="collapsed")
+        st.html(strip_html(run.kinds, cursor, lang))
+
+
+def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter: bool) -> None:
+    ss = st.session_state
+    with st.sidebar:
+        ss["w_lang"] = lang
+        st.segmented_control(t("language", lang), list(S.LANGS), key="w_lang", required=True,
+                             format_func=lambda v: LANG_NAMES[v], on_change=_set_lang)
+        ss["w_scenario"] = ss[S.SCENARIO]
+        st.selectbox(t("scenario", lang), index.ids, key="w_scenario", on_change=_set_scenario,
+                     format_func=lambda sid: index.titles[sid].get(lang))
+        cfg = run.scenario.config
+        info = [t("config_line", lang, blocks=cfg.num_blocks, size=cfg.block_size, hash=cfg.hash_algo),
+                t("free_order_" + cfg.free_order, lang)]
+        if cfg.model is None:
+            info.append(t("no_payload_config", lang))
+        summary = run.scenario.summary.get(lang) if run.scenario.summary else ""
+        about = f'<div class="bv-small" style="margin-top:.4em">{theme.esc(summary)}</div>' if summary else ""
+        st.html('<div class="bv"><div class="bv-small">' + "<br>".join(theme.esc(x) for x in info)
+                + f"</div>{about}</div>")
+        ss["w_speed"] = ss.get(S.SPEED, 1.0)
+        st.segmented_control(t("speed", lang), S.SPEEDS, key="w_speed", required=True,
+                             format_func=lambda v: f"{v:g}×", on_change=_set_speed)
+        ss["w_presenter"] = presenter
+        st.toggle(t("presenter", lang), key="w_presenter", on_change=_set_presenter,
+                  help=t("presenter_help", lang))
+        st.caption(t("keys_hint", lang))
+        if not presenter:
+            _step_list(run, lang)
+
+
+def _step_list(run: data.PlayerRun, lang: str) -> None:
+    ss = st.session_state
+    cursor = ss[S.CURSOR]
+    lo = max(0, min(cursor - STEP_LIST_WINDOW // 2, run.last + 1 - STEP_LIST_WINDOW))
+    hi = min(run.last, lo + STEP_LIST_WINDOW - 1)
+    options = list(range(lo, hi + 1))
+    tl = run.timeline
+
+    def label(i: int) -> str:
+        return f"{i} · {md_escape(event_label(tl.step_of(i), lang))} {kinds_markdown(run.kinds[i])}"
+
+    ss["w_steps"] = cursor
+    st.radio(t("steps_list", lang), options, key="w_steps", format_func=label, on_change=_from_widget,
+             args=("w_steps",))
+    st.html(markers_legend_html(lang))
+
+
+def _payload(run: data.PlayerRun, lang: str, p: panels.Panels) -> None:
+    ss = st.session_state
+    if not run.has_payload:
+        st.info(t("no_payload_model", lang))
+        return
+    shape = run.scenario.config.model
+    n_blocks = run.timeline.num_gpu_blocks
+    if "w_pl_block" not in ss:
+        ss["w_pl_block"] = p.written[0] if p.written else 1
+    ss["w_pl_block"] = max(1, min(int(ss["w_pl_block"]), n_blocks - 1))
+    c1, c2, c3, c4 = st.columns([1.3, 1, 1, 1.2])
+    with c1:
+        st.number_input(t("payload_block", lang), min_value=1, max_value=max(1, n_blocks - 1), step=1,
+                        key="w_pl_block")
+    with c2:
+        st.selectbox(t("layer", lang), list(range(shape.num_layers)), key="w_pl_layer")
+    with c3:
+        st.selectbox(t("kv_head", lang), list(range(shape.num_kv_heads)), key="w_pl_head")
+    with c4:
+        st.segmented_control(t("k_or_v", lang), [0, 1], format_func=lambda v: "K" if v == 0 else "V",
+                             key="w_pl_kv", default=0, required=True)
+    block = int(ss["w_pl_block"])
+    if p.written:
+        st.caption(t("payload_written", lang, ids=", ".join(map(str, p.written))))
+    chart = panels.payload_chart(run.key, block, ss[S.CURSOR], int(ss.get("w_pl_layer") or 0),
+                                 int(ss.get("w_pl_head") or 0), int(ss.get("w_pl_kv") or 0), lang, run)
+    if chart is None:
+        st.info(t("no_payload_block", lang, b=block))
+    else:
+        fig, caption = chart
+        st.html(caption)
+        st.plotly_chart(fig, key="payload_chart", config={"displayModeBar": False})
+    _section(t("verify_title", lang))
+    st.html(p.verify)
+
+
+def _sync_url() -> None:
+    """The URL follows the cursor, so a copied link reopens exactly this view."""
+    want = S.url_params(st.session_state)
+    if dict(st.query_params) != want:
+        st.query_params.from_dict(want)

@@ -1,0 +1,193 @@
+"""The player's per-session state and the rules that move it — plain functions over a mapping
+(``st.session_state`` in the app, a dict in tests), so the logic is testable without a browser.
+
+The cursor (step, and op frame while stepping into an event) lives in keys that no widget owns;
+widgets mirror it and change it only through callbacks (see ui.md).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+
+# session-state keys (language-neutral; widget keys start with "w_" / "b_")
+SCENARIO = "bv_scenario"
+CURSOR = "bv_cursor"
+FRAME = "bv_frame"          # None: whole events; an int: op index inside the current event
+LANG = "bv_lang"
+PRESENTER = "bv_presenter"
+PLAYING = "bv_playing"
+SPEED = "bv_speed"
+ARMED = "bv_armed"          # the autoplay fragment advances only on its own timer runs
+FULL_RERUN = "bv_full"      # a change inside the fragment that needs the whole page redrawn
+NOTICES = "bv_notices"      # [(i18n key, fields)] from the deep link, shown once
+INITIALIZED = "bv_init"
+
+SPEEDS = (0.5, 1.0, 2.0, 4.0)
+BASE_INTERVAL_S = 2.0       # seconds per step at 1x
+DEFAULT_SCENARIO = "six-blocks"
+LANGS = ("zh", "en")
+
+NOps = Callable[[int], int]  # step index -> number of ops (frames) in that step
+
+_STEP_RE = re.compile(r"\d{1,9}")
+
+
+def interval(speed: float) -> float:
+    return BASE_INTERVAL_S / speed
+
+
+# -- moving the cursor --------------------------------------------------------------------
+def move(cursor: int, frame: int | None, action: str, last: int, n_ops: NOps) -> tuple[int, int | None]:
+    """The new (step, frame) after first / prev / next / last. In step-into mode (frame is not
+    None) prev/next walk op by op and cross into the neighbouring events."""
+    into = frame is not None
+    if action == "first":
+        return 0, (0 if into else None)
+    if action == "last":
+        return last, (max(0, n_ops(last) - 1) if into else None)
+    if action == "next":
+        if not into:
+            return min(cursor + 1, last), None
+        if frame + 1 < n_ops(cursor):
+            return cursor, frame + 1
+        return (cursor + 1, 0) if cursor < last else (cursor, frame)
+    if action == "prev":
+        if not into:
+            return max(cursor - 1, 0), None
+        if frame > 0:
+            return cursor, frame - 1
+        return (cursor - 1, max(0, n_ops(cursor - 1) - 1)) if cursor > 0 else (cursor, frame)
+    raise ValueError(f"unknown move {action!r}")
+
+
+def at_end(cursor: int, frame: int | None, last: int, n_ops: NOps) -> bool:
+    return cursor >= last and (frame is None or frame + 1 >= n_ops(last))
+
+
+def go(state: MutableMapping, action: str, last: int, n_ops: NOps) -> None:
+    state[CURSOR], state[FRAME] = move(state.get(CURSOR, 0), state.get(FRAME), action, last, n_ops)
+    state[ARMED] = False
+
+
+def jump(state: MutableMapping, step: int, last: int) -> None:
+    state[CURSOR] = max(0, min(int(step), last))
+    if state.get(FRAME) is not None:
+        state[FRAME] = 0
+    state[ARMED] = False
+
+
+def set_into(state: MutableMapping, on: bool) -> None:
+    state[FRAME] = 0 if on else None
+    state[ARMED] = False
+
+
+def toggle_play(state: MutableMapping, last: int, n_ops: NOps) -> None:
+    playing = not state.get(PLAYING, False)
+    if playing and at_end(state.get(CURSOR, 0), state.get(FRAME), last, n_ops):
+        state[CURSOR], state[FRAME] = 0, (0 if state.get(FRAME) is not None else None)
+    state[PLAYING] = playing
+    state[ARMED] = False
+
+
+def tick(state: MutableMapping, last: int, n_ops: NOps) -> bool:
+    """One autoplay beat: advance like Next, stop at the end. Returns whether it moved. Only the
+    fragment's own timer runs advance (ARMED); a run that follows a click or a full page run
+    just draws."""
+    if not state.get(PLAYING):
+        return False
+    if not state.get(ARMED):
+        state[ARMED] = True
+        return False
+    cursor, frame = state.get(CURSOR, 0), state.get(FRAME)
+    state[CURSOR], state[FRAME] = move(cursor, frame, "next", last, n_ops)
+    if at_end(state[CURSOR], state[FRAME], last, n_ops):
+        state[PLAYING] = False
+    return (state[CURSOR], state[FRAME]) != (cursor, frame)
+
+
+def switch_scenario(state: MutableMapping, sid: str) -> None:
+    state[SCENARIO] = sid
+    state[CURSOR] = 0
+    state[FRAME] = None
+    state[PLAYING] = False
+    state[ARMED] = False
+
+
+# -- deep links ---------------------------------------------------------------------------
+def _shown(value: str) -> str:
+    """A query value as it may appear in a warning: short, no markdown code fences."""
+    v = value.replace("`", "'").replace("\n", " ")
+    return v if len(v) <= 48 else v[:45] + "…"
+
+
+def choose_scenario(value: str | None, ids: Sequence[str], notices: list) -> str:
+    """``value`` if it names a built-in scenario; never a path: ids come from the glob only."""
+    default = DEFAULT_SCENARIO if DEFAULT_SCENARIO in ids else (ids[0] if ids else DEFAULT_SCENARIO)
+    if value is None or value == "":
+        return default
+    if value in ids:
+        return value
+    notices.append(("warn_scenario", {"v": _shown(value), "d": default}))
+    return default
+
+
+def choose_step(value: str | None, last: int, notices: list) -> int:
+    if value is None or value == "":
+        return 0
+    v = value.strip()
+    if _STEP_RE.fullmatch(v) and int(v) <= last:
+        return int(v)
+    k = last if _STEP_RE.fullmatch(v) else 0
+    notices.append(("warn_step", {"v": _shown(value), "n": last, "k": k}))
+    return k
+
+
+def choose_op(value: str | None, step: int, n_ops: int, notices: list) -> int | None:
+    """``op`` is 1-based as shown on the page ("op 2 of 5"); the frame index is op - 1."""
+    if value is None or value == "":
+        return None
+    v = value.strip()
+    if _STEP_RE.fullmatch(v) and 1 <= int(v) <= max(1, n_ops):
+        return int(v) - 1
+    notices.append(("warn_op", {"v": _shown(value), "k": step, "m": n_ops}))
+    return None
+
+
+def choose_lang(value: str | None, default: str, notices: list) -> str:
+    if value is None or value == "":
+        return default
+    if value in LANGS:
+        return value
+    notices.append(("warn_lang", {"v": _shown(value)}))
+    return default
+
+
+def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequence[str],
+                   default_lang: str, last_of: Callable[[str], int],
+                   n_ops_of: Callable[[str, int], int]) -> None:
+    """First run of a session: open exactly where ``?scenario=&step=&op=&lang=&presenter=`` says,
+    with a notice (and a sensible fallback) for every value that does not make sense."""
+    notices: list = []
+    lang = choose_lang(params.get("lang"), default_lang, notices)
+    sid = choose_scenario(params.get("scenario"), ids, notices)
+    last = last_of(sid)
+    step = choose_step(params.get("step"), last, notices)
+    frame = choose_op(params.get("op"), step, n_ops_of(sid, step), notices)
+    state[SCENARIO], state[CURSOR], state[FRAME], state[LANG] = sid, step, frame, lang
+    state[PRESENTER] = params.get("presenter") in ("1", "true", "yes", "on")
+    state.setdefault(PLAYING, False)
+    state.setdefault(SPEED, 1.0)
+    state[ARMED] = False
+    state[FULL_RERUN] = False
+    state[NOTICES] = notices
+    state[INITIALIZED] = True
+
+
+def url_params(state: Mapping) -> dict[str, str]:
+    """The query string that reopens exactly this view."""
+    out = {"scenario": str(state[SCENARIO]), "step": str(state[CURSOR]), "lang": str(state[LANG])}
+    if state.get(FRAME) is not None:
+        out["op"] = str(state[FRAME] + 1)
+    if state.get(PRESENTER):
+        out["presenter"] = "1"
+    return out

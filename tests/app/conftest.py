@@ -1,0 +1,91 @@
+"""AppTest helpers: open the app (optionally with a deep link), read what the page shows."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+APP = str(ROOT / "app.py")
+TEST_SCENARIOS = ROOT / "tests" / "render" / "scenarios"
+BUILTIN_IDS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml"))
+
+
+class Page:
+    """One browser session of the app, driven through AppTest."""
+
+    def __init__(self, params: dict | None = None) -> None:
+        self.at = AppTest.from_file(APP, default_timeout=90)
+        for k, v in (params or {}).items():
+            self.at.query_params[k] = v
+        self.run()
+
+    def run(self) -> Page:
+        self.at.run()
+        assert not self.at.exception, [e.value for e in self.at.exception]
+        return self
+
+    def click(self, key: str) -> Page:
+        self.at.button(key=key).click()
+        return self.run()
+
+    def open_details(self) -> Page:
+        """Open the KV payload and metrics expanders (as a click on each would)."""
+        self.at.session_state["bv_open_x_payload"] = True
+        self.at.session_state["bv_open_x_metrics"] = True
+        return self.run()
+
+    # what the page shows
+    def html(self) -> str:
+        return "\n".join(e.proto.body for e in self.at.html)
+
+    def text(self) -> str:
+        parts = [self.html()]
+        parts += [e.value for e in self.at.markdown] + [e.value for e in self.at.caption]
+        parts += [b.label for b in self.at.button] + [w.value for w in self.at.warning]
+        parts += [e.value for e in self.at.info]
+        return "\n".join(str(p) for p in parts)
+
+    def header(self) -> str:
+        m = re.search(r'class="bv-stepno" data-step="\d+">([^<]*)<', self.html())
+        assert m, "no step header on the page"
+        return m.group(1)
+
+    def queue(self) -> str:
+        m = re.search(r'data-queue="([^"]*)"', self.html())
+        assert m, "no free queue on the page"
+        return m.group(1)
+
+    def current_code_line(self) -> str:
+        m = re.search(r'<div class="bv-cur"[^>]*>([^<]*)</div>', self.html())
+        return m.group(1) if m else ""
+
+    @property
+    def state(self):
+        return self.at.session_state
+
+    @property
+    def params(self) -> dict:
+        return {k: self.at.query_params[k] for k in self.at.query_params}
+
+    def warnings(self) -> list[str]:
+        """The warnings as read on the page (markdown escapes removed)."""
+        return [w.value.replace("\\", "") for w in self.at.warning]
+
+    def charts(self) -> list[str]:
+        """The JSON specs of the plotly charts on the page."""
+        return [e.proto.spec for e in self.at.get("plotly_chart")]
+
+
+@pytest.fixture
+def page():
+    return Page
+
+
+@pytest.fixture
+def test_scenarios(monkeypatch):
+    """Point the app at tests/render/scenarios (a 4,096-block pool, hostile markup, ...)."""
+    monkeypatch.setenv("BLOCKVIZ_SCENARIOS", str(TEST_SCENARIOS))
+    return TEST_SCENARIOS

@@ -1,0 +1,198 @@
+"""Deep links open exactly where they say (bad values: a friendly warning and a sensible fallback,
+never a traceback or a file read), the state rules behind the controls and autoplay, and the
+player on scenario files beyond the built-ins (a 4,096-block pool, hostile markup, an early stop)."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from blockviz.ui import state as S
+
+
+# -- deep links ------------------------------------------------------------------------------
+def test_deep_link_opens_exactly_there(page):
+    p = page({"scenario": "six-blocks", "step": "5", "lang": "zh"})
+    assert not p.warnings()
+    assert p.header() == "第 5 步 / 共 8 步" and p.state["bv_lang"] == "zh"
+    assert p.queue() == "4 3 5 6 2 1"
+    assert p.params == {"scenario": "six-blocks", "step": "5", "lang": "zh"}
+
+
+def test_deep_link_into_an_op(page):
+    p = page({"step": "1", "op": "3"})
+    assert p.state["bv_frame"] == 2 and "op 3 of 9" in p.html()
+    assert p.at.toggle(key="w_into").value is True
+
+
+@pytest.mark.parametrize("params, warning, header, sid", [
+    ({"scenario": "no-such-scenario"}, "no built-in scenario “no-such-scenario”", "step 0 of 8",
+     "six-blocks"),
+    ({"scenario": "../../etc/passwd"}, "no built-in scenario “../../etc/passwd”", "step 0 of 8",
+     "six-blocks"),
+    ({"scenario": "/etc/passwd"}, "no built-in scenario", "step 0 of 8", "six-blocks"),
+    ({"scenario": "scenarios/six-blocks.yaml"}, "no built-in scenario", "step 0 of 8", "six-blocks"),
+    ({"step": "999"}, "“999” is not a step of this scenario (0 to 8); showing step 8", "step 8 of 8",
+     "six-blocks"),
+    ({"step": "abc"}, "“abc” is not a step", "step 0 of 8", "six-blocks"),
+    ({"step": "-1"}, "“-1” is not a step", "step 0 of 8", "six-blocks"),
+    ({"step": "3.5"}, "“3.5” is not a step", "step 0 of 8", "six-blocks"),
+    ({"lang": "fr"}, "Unknown language “fr”", "step 0 of 8", "six-blocks"),
+    ({"step": "2", "op": "99"}, "“99” is not an operation of step 2", "step 2 of 8", "six-blocks"),
+])
+def test_bad_deep_links_warn_and_fall_back(page, params, warning, header, sid):
+    p = page(params)                                   # Page asserts there is no exception
+    assert not p.at.exception
+    assert any(warning in w for w in p.warnings()), p.warnings()
+    assert p.header() == header and p.state["bv_scenario"] == sid
+    assert p.params["scenario"] == sid                 # the URL is corrected too
+
+
+def test_scenario_names_never_reach_the_file_system(page, monkeypatch):
+    """The id is looked up in the set the glob found: only files in scenarios/ are ever read."""
+    import streamlit as st
+
+    from blockviz.ui import data
+    seen: list[Path] = []
+    real = data.load
+
+    def spy(path):
+        seen.append(Path(path).resolve())
+        return real(path)
+    monkeypatch.setattr(data, "load", spy)
+    st.cache_resource.clear()                  # make the app scan and run again, under the spy
+    p = page({"scenario": "../../etc/passwd", "step": "1"})
+    assert p.state["bv_scenario"] == "six-blocks"
+    assert seen and all(path.parent == data.SCENARIO_DIR.resolve() for path in seen)
+    notices: list = []
+    assert S.choose_scenario("six-blocks/../../x", ["six-blocks"], notices) == "six-blocks"
+    assert S.choose_scenario("six-blocks", ["six-blocks"], notices) == "six-blocks"
+    assert len(notices) == 1
+
+
+def test_the_url_follows_the_cursor(page):
+    p = page()
+    p.click("b_next")
+    assert p.params == {"scenario": "six-blocks", "step": "1", "lang": "en"}
+    p.at.selectbox(key="w_scenario").set_value("preempt-resume" if "preempt-resume" in
+                                               p.at.selectbox(key="w_scenario").options
+                                               else p.at.selectbox(key="w_scenario").options[0])
+    p.run()
+    assert p.params["scenario"] == p.state["bv_scenario"] and p.params["step"] == "0"
+
+
+# -- state rules (the parts AppTest cannot fire, e.g. run_every) ----------------------------------
+def ops_of(counts):
+    return lambda i: counts[i]
+
+
+def test_move_by_events_clamps_at_both_ends():
+    n = ops_of([0, 3, 2])
+    assert S.move(0, None, "prev", 2, n) == (0, None)
+    assert S.move(0, None, "next", 2, n) == (1, None)
+    assert S.move(2, None, "next", 2, n) == (2, None)
+    assert S.move(1, None, "last", 2, n) == (2, None)
+    assert S.move(2, None, "first", 2, n) == (0, None)
+
+
+def test_move_by_ops_crosses_event_borders():
+    n = ops_of([0, 3, 2])
+    assert S.move(1, 0, "next", 2, n) == (1, 1)
+    assert S.move(1, 2, "next", 2, n) == (2, 0)
+    assert S.move(2, 0, "prev", 2, n) == (1, 2)
+    assert S.move(1, 0, "prev", 2, n) == (0, 0)          # step 0 has no ops: frame 0 = the state
+    assert S.move(2, 1, "next", 2, n) == (2, 1)          # the very end
+    assert S.move(0, 0, "last", 2, n) == (2, 1)
+
+
+def test_autoplay_ticks_only_on_timer_runs_and_stops_at_the_end():
+    n = ops_of([0, 1, 1, 1])
+    st: dict = {S.CURSOR: 0, S.FRAME: None, S.PLAYING: False}
+    S.toggle_play(st, 3, n)
+    assert st[S.PLAYING] and not st[S.ARMED]
+    assert S.tick(st, 3, n) is False and st[S.CURSOR] == 0   # the run right after the click draws
+    assert S.tick(st, 3, n) is True and st[S.CURSOR] == 1    # timer runs advance
+    S.go(st, "next", 3, n)                                   # a click while playing ...
+    assert st[S.CURSOR] == 2
+    assert S.tick(st, 3, n) is False and st[S.CURSOR] == 2   # ... is not doubled by the tick
+    assert S.tick(st, 3, n) is True and st[S.CURSOR] == 3
+    assert st[S.PLAYING] is False                            # stopped at the last step
+    assert S.tick(st, 3, n) is False and st[S.CURSOR] == 3
+
+
+def test_autoplay_in_step_into_mode_walks_ops():
+    n = ops_of([0, 2, 1])
+    st: dict = {S.CURSOR: 1, S.FRAME: 0, S.PLAYING: True, S.ARMED: True}
+    S.tick(st, 2, n)
+    assert (st[S.CURSOR], st[S.FRAME]) == (1, 1)
+    S.tick(st, 2, n)
+    assert (st[S.CURSOR], st[S.FRAME]) == (2, 0) and st[S.PLAYING] is False
+
+
+def test_speeds_and_intervals():
+    assert S.SPEEDS[0] == 0.5 and S.SPEEDS[-1] == 4.0
+    assert S.interval(0.5) == 4 * S.interval(2.0) and S.interval(1.0) == S.BASE_INTERVAL_S
+
+
+def test_url_params_round_trip():
+    st = {S.SCENARIO: "six-blocks", S.CURSOR: 4, S.FRAME: 1, S.LANG: "zh", S.PRESENTER: True}
+    assert S.url_params(st) == {"scenario": "six-blocks", "step": "4", "lang": "zh", "op": "2",
+                                "presenter": "1"}
+    back: dict = {}
+    S.init_from_link(back, S.url_params(st), ["six-blocks"], "en", lambda sid: 8, lambda sid, i: 5)
+    assert (back[S.CURSOR], back[S.FRAME], back[S.LANG], back[S.PRESENTER]) == (4, 1, "zh", True)
+    assert back[S.NOTICES] == []
+
+
+# -- scenario files beyond the built-ins ---------------------------------------------------------
+def test_big_pool_draws_a_heatmap_and_steps_fast(page, test_scenarios):
+    p = page({"scenario": "big-pool", "step": "22"})
+    assert 'class="bv-card' not in p.html()
+    specs = [json.loads(s) for s in p.charts()]
+    heat = [s for s in specs if s["data"] and s["data"][0].get("type") == "heatmap"]
+    assert heat and sum(z is not None for row in heat[0]["data"][0]["z"] for z in row) == 4096
+    assert "4,096 blocks" in p.html()
+    assert "more" in p.html()                          # the long free queue is cut with a count
+    times = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        p.click("b_next")
+        times.append(time.perf_counter() - t0)
+    assert p.header() == "step 24 of 25"
+    print(f"\nAppTest rerun of a 4,096-block step: {min(times) * 1000:.0f} ms (incl. AppTest overhead)")
+    assert min(times) < 3.0
+
+
+def test_hostile_scenario_renders_as_text(page, test_scenarios):
+    p = page({"scenario": "hostile", "step": "1"}).open_details()
+    html = p.html()
+    assert "<script" not in html.lower() and "&lt;script&gt;" in html
+    assert "<b>R</b>" not in html and "&lt;b&gt;R&lt;/b&gt;" in html
+    # no tensors in this scenario: the payload panel says so
+    assert "runs without KV payloads" in p.text()
+    # the step list label escapes markdown from the scenario (checkpoint name, request id)
+    labels = p.at.radio(key="w_steps").proto.options
+    assert all("<i>cp</i>" not in label for label in labels)
+
+
+def test_run_error_is_shown_at_the_last_step(page, test_scenarios):
+    p = page({"scenario": "stops-early"})
+    assert "The run stopped here" not in p.html()
+    p.click("b_last")
+    assert p.header() == "step 2 of 2"
+    assert "The run stopped here" in p.html() and "only a running request can be preempted" in p.html()
+
+
+def test_broken_and_custom_directories_do_not_leak_into_the_builtins(page, test_scenarios):
+    p = page({"scenario": "six-blocks"})
+    # six-blocks is not in the test directory: friendly fallback to that directory's first id
+    assert any("no built-in scenario “six-blocks”" in w for w in p.warnings())
+    assert p.state["bv_scenario"] in {"big-pool", "duplicate", "hostile", "stops-early"}
+
+
+def test_values_from_the_url_are_inert_in_the_warning(page):
+    p = page({"scenario": "[x](javascript:alert(1))"})
+    raw = [w.value for w in p.at.warning]
+    assert raw and "\\[x\\]\\(javascript\\:alert\\(1\\)\\)" in raw[0]

@@ -1,0 +1,269 @@
+"""The player's panels, rendered from real snapshots of the six-block walkthrough (and a few small
+scenario files): what a learner must be able to read off each panel at each step."""
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from blockviz.labels import HashLabels
+from blockviz.render.blocks import blocks_html, legend_html
+from blockviz.render.hash_table import hash_table_html, table_from_state
+from blockviz.render.markers import step_kinds, strip_html
+from blockviz.render.narration import narration_html, step_header_html
+from blockviz.render.queue import moved_to_ends, queue_html
+from blockviz.render.requests import requests_html
+from blockviz.render.theme import css
+from blockviz.render.view import step_view
+
+
+class Elements(HTMLParser):
+    """Every start tag as (tag, {attr: value}), in document order."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__()
+        self.items: list[tuple[str, dict]] = []
+        self.feed(markup)
+
+    def handle_starttag(self, tag, attrs):
+        self.items.append((tag, dict(attrs)))
+
+    def with_class(self, cls: str) -> list[dict]:
+        return [a for _, a in self.items if cls in (a.get("class") or "").split()]
+
+
+def classes_by_block(markup: str, cls: str) -> dict[int, set[str]]:
+    return {int(a["data-block"]): set(a["class"].split())
+            for a in Elements(markup).with_class(cls)}
+
+
+def blocks_at(tl, labels, i):
+    v = step_view(tl, i)
+    return blocks_html(v.state, labels=labels, vocab=tl.vocab, block_size=tl.block_size,
+                       changed=v.changed)
+
+
+def queue_at(tl, labels, i, lang="en"):
+    v = step_view(tl, i)
+    return queue_html(v.state, labels=labels, lang=lang, to_head=v.to_head, to_tail=v.to_tail)
+
+
+# -- free queue ----------------------------------------------------------------------------
+def test_queue_after_b_finishes_reads_4_3_5_6_2_1_head_to_tail(six, six_labels):
+    html = queue_at(six, six_labels, 4)
+    order = [int(a["data-block"]) for a in Elements(html).with_class("bv-q")]
+    assert order == [4, 3, 5, 6, 2, 1]
+    # head and tail words frame the list, head first
+    assert html.index(">head<") < html.index('data-block="4"') < html.index('data-block="1"') \
+        < html.index(">tail<")
+
+
+def test_queue_marks_what_went_to_the_head_and_what_went_to_the_tail(six, six_labels):
+    cells = classes_by_block(queue_at(six, six_labels, 4), "bv-q")
+    assert "bv-to-head" in cells[4]
+    assert {"bv-to-tail", "bv-cached"} <= cells[2] and {"bv-to-tail", "bv-cached"} <= cells[1]
+    assert not ({"bv-to-head", "bv-to-tail"} & (cells[3] | cells[5] | cells[6]))
+    assert "bv-victim" in cells[4] and "bv-victim" not in cells[3]
+
+
+def test_queue_marks_nothing_in_a_step_that_frees_nothing(six, six_labels):
+    # step 5 is a checkpoint: nothing moved, so nothing is marked
+    cells = classes_by_block(queue_at(six, six_labels, 5), "bv-q")
+    assert all(not ({"bv-to-head", "bv-to-tail"} & c) for c in cells.values())
+    assert moved_to_ends([("free_head", (3,)), ("free_tail", (2, 1))]) == (frozenset({3}), frozenset({2, 1}))
+
+
+def test_long_queue_is_cut_with_a_count(big):
+    labels = HashLabels.for_timeline(big)
+    s = big.snapshot(0)
+    html = queue_html(s, labels=labels, head_cells=10, tail_cells=5)
+    order = [int(a["data-block"]) for a in Elements(html).with_class("bv-q")]
+    assert order == list(range(1, 11)) + list(range(4091, 4096))
+    assert "4,080 more" in html
+
+
+def test_empty_queue_says_so(six, six_labels):
+    s = six.snapshot(8)        # D took every block
+    assert s.free_queue == ()
+    assert "(empty)" in queue_html(s, labels=six_labels)
+
+
+# -- GPU blocks ----------------------------------------------------------------------------
+def test_changed_blocks_are_outlined_and_only_those(six, six_labels):
+    cards = classes_by_block(blocks_at(six, six_labels, 4), "bv-card")
+    assert {b for b, c in cards.items() if "bv-changed" in c} == {1, 2, 4}
+    cards = classes_by_block(blocks_at(six, six_labels, 1), "bv-card")
+    assert {b for b, c in cards.items() if "bv-changed" in c} == {1, 2, 3}
+
+
+def test_card_colours_have_fixed_meanings(six, six_labels):
+    cards = classes_by_block(blocks_at(six, six_labels, 4), "bv-card")
+    assert "bv-null" in cards[0]
+    assert {"bv-cached", "bv-free"} <= cards[1] and {"bv-cached", "bv-free"} <= cards[2]
+    assert "bv-cached" not in cards[3] and "bv-free" in cards[3]
+    assert "bv-victim" in cards[4] and sum("bv-victim" in c for c in cards.values()) == 1
+    cards = classes_by_block(blocks_at(six, six_labels, 2), "bv-card")
+    assert "bv-free" not in cards[1] and "bv-free" in cards[5]
+
+
+def test_card_shows_id_ref_count_hash_label_and_tokens(six, six_labels):
+    html = blocks_at(six, six_labels, 2)
+    card1 = html[html.index('data-block="1"'):html.index('data-block="2"')]
+    assert '<span class="bv-id">1</span>' in card1
+    assert "ref_cnt <b>2</b>" in card1
+    assert '<span class="bv-hash">H1</span>' in card1
+    assert "1 2 3 4" in card1
+    assert card1.count('class="bv-on"') == 4          # a full block: four filled slots
+    card3 = html[html.index('data-block="3"'):html.index('data-block="4"')]
+    assert card3.count('class="bv-on"') == 2          # A's last two tokens
+
+
+def test_legend_names_every_colour_in_both_languages():
+    en, zh = legend_html("en"), legend_html("zh")
+    for word in ("cached", "not cached", "free", "null", "changed in this step", "next to be taken"):
+        assert word in en
+    assert "本步变化" in zh and "已登记 hash" in zh
+
+
+# -- hash table ----------------------------------------------------------------------------
+def test_hash_table_shows_the_chain_parent_to_child(six, six_labels):
+    v = step_view(six, 1)
+    html = hash_table_html(v.table, labels=six_labels, state=v.state, added=v.hashes_added)
+    rows = Elements(html).items
+    hashes = [a["data-hash"] for tag, a in rows if tag == "tr" and "data-hash" in a]
+    assert hashes == ["H1", "H2"]
+    h2 = html[html.index('data-hash="H2"'):]
+    assert "└─" in h2 and '<td class="bv-muted">H1</td>' in h2     # H2 hangs under H1
+    assert html.count("bv-tag-new") == 2                           # both cached in this step
+
+
+def test_hash_table_strikes_the_hashes_evicted_in_this_step(six, six_labels):
+    v = step_view(six, 8)
+    html = hash_table_html(v.table, labels=six_labels, state=v.state, added=v.hashes_added,
+                           removed=v.hashes_removed)
+    gone = [a["data-hash"] for a in Elements(html).with_class("bv-row-gone")]
+    assert gone == ["H1", "H2"]
+    assert len(v.table) == 6
+
+
+def test_duplicates_are_visible(dup):
+    labels = HashLabels.for_timeline(dup)
+    v = step_view(dup, 2)
+    html = hash_table_html(v.table, labels=labels, state=v.state)
+    row = html[html.index('data-hash="H2"'):]
+    row = row[:row.index("</tr>")]
+    assert "duplicate ×2" in row
+    assert row.count('class="bv-b bv-local"') == 2
+    assert [ids for h, ids in v.table if labels(h) == "H2"] == [(2, 4)]
+
+
+def test_long_chains_do_not_indent_off_the_page(big):
+    labels = HashLabels.for_timeline(big)
+    v = step_view(big, 1)                     # S: a chain of 128 hashes
+    html = hash_table_html(v.table, labels=labels, state=v.state)
+    indents = [len(m) for m in re.findall(r'<span class="bv-tree">([^<]*)</span>', html)]
+    assert max(indents) <= 3 * 6 + 4 and len(indents) == 60    # first 60 rows, then a count
+    assert "68 more" in html
+
+
+def test_table_from_state_keeps_insertion_order_and_first_inserted_duplicate():
+    a, b, c = b"a", b"b", b"c"
+    hashes = (None, b, a, c, a)
+    assert table_from_state(hashes, [(a, (4, 2)), (b, (1,))]) == ((a, (4, 2)), (b, (1,)), (c, (3,)))
+
+
+# -- requests --------------------------------------------------------------------------------
+def test_request_block_table_marks_hits_new_blocks_and_pending_tokens(six):
+    v = step_view(six, 2)
+    html = requests_html(v.snapshot, fresh=v.fresh, changed=v.changed_requests)
+    b_row = html[html.index('data-request="B"'):]
+    cells = [(a.get("class"), a.get("title")) for a in Elements(b_row).with_class("bv-b")][:3]
+    assert cells[0] == ("bv-b bv-local", "local hit") and cells[1] == ("bv-b bv-local", "local hit")
+    assert cells[2] == ("bv-b bv-changed", "new")                # block 4: new, taken this step
+    assert "10 of 11 tokens computed · 1 pending" in b_row
+    assert html.index('data-request="A"') < html.index('data-request="B"')   # running order
+
+
+def test_finished_requests_have_no_blocks(six):
+    html = requests_html(six.snapshot(4))
+    assert html.count("bv-st-finished") == 2 and html.count("no blocks") == 2
+
+
+def test_no_requests_yet(six):
+    assert "No requests yet." in requests_html(six.snapshot(0))
+
+
+# -- frames (step into) ----------------------------------------------------------------------
+def test_frames_show_the_state_after_each_op(six):
+    frames = six.frames(1)
+    kinds = [f.kind for f in frames]
+    j_pop, j_cache = kinds.index("popleft"), kinds.index("cache")
+    v = step_view(six, 1, j_pop, frames)
+    assert v.op[0] == "popleft" and v.changed == {1, 2, 3}
+    assert v.state.ref_cnt[1:4] == (1, 1, 1) and v.state.free_queue == (4, 5, 6)
+    assert v.table == () and v.fresh == {1, 2, 3}
+    v = step_view(six, 1, j_cache, frames)
+    assert len(v.table) == 2 and len(v.hashes_added) == 2 and v.changed == {1, 2}
+    # before the forward pass: allocated and hashed, but no tokens written yet
+    assert v.state.block_tokens[3] == ()
+
+
+def test_frames_of_free_mark_head_and_tail_separately(six):
+    frames = six.frames(4)
+    kinds = [f.kind for f in frames]
+    v = step_view(six, 4, kinds.index("free_head"), frames)
+    assert v.to_head == {4} and not v.to_tail and v.state.free_queue[0] == 4
+    v = step_view(six, 4, kinds.index("free_tail"), frames)
+    assert v.to_tail == {2, 1} and v.state.free_queue == (4, 3, 5, 6, 2, 1)
+
+
+def test_step_without_ops_has_no_frames(six):
+    v = step_view(six, 0, 0)
+    assert v.num_frames == 0 and v.op is None
+
+
+# -- markers, header, narration ----------------------------------------------------------------
+def test_step_kinds_for_the_walkthrough(six):
+    kinds = [step_kinds(six.step_ops(i)) for i in range(len(six))]
+    assert kinds[0] == frozenset()
+    assert kinds[1] == {"allocate"}
+    assert kinds[2] == {"hit", "allocate"}
+    assert kinds[3] == {"free"} and kinds[4] == {"free"}
+    assert kinds[8] == {"allocate", "evict"}
+
+
+def test_strip_marks_the_current_step(six):
+    kinds = [step_kinds(six.step_ops(i)) for i in range(len(six))]
+    html = strip_html(kinds, 4)
+    cur = Elements(html).with_class("bv-cur")
+    assert len(cur) == 1 and cur[0]["data-step"] == "4"
+    assert 'data-step="8"' in html and 'data-step="0"' not in html   # step 0 did nothing
+
+
+def test_strip_bins_long_timelines():
+    kinds = [frozenset({"allocate"})] * 1000
+    html = strip_html(kinds, 500, max_columns=100)
+    assert len(Elements(html).with_class("bv-cur")) == 1
+    assert html.count("data-step=") == 100
+
+
+def test_header_and_narration_in_both_languages(six, six_labels):
+    assert "step 4 of 8" in step_header_html(4, 8, "B finish", "en")
+    assert "第 4 步 / 共 8 步" in step_header_html(4, 8, "B 结束", "zh")
+    assert "op 3 of 9" in step_header_html(1, 8, "A arrives", "en", frame=(2, 9))
+    html = narration_html("B finishes.", ["free_blocks …"], "en")
+    assert "What the engine did" in html and "B finishes." in html
+    err = narration_html(None, [], "en", error="file:3:1: boom")
+    assert 'role="alert"' in err and "The run stopped here: file:3:1: boom" in err
+
+
+def test_stylesheet_scales_up_in_presenter_mode():
+    assert "--bv-scale: 1.0" in css(False) and "--bv-scale: 1.3" in css(True)
+    assert css(False).startswith("<style>") and css(True).endswith("</style>")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_queue_words_follow_the_language(six, six_labels, lang):
+    html = queue_at(six, six_labels, 4, lang)
+    assert (">head<" in html) == (lang == "en") and (">队首<" in html) == (lang == "zh")
