@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from .labels import HashLabels, token_text
 from .scenario.tokens import Vocabulary
 
-
 MAX_IDS = 16  # a sentence names at most this many blocks
 
 

@@ -7,6 +7,9 @@ last one add up to about a pool's worth) and, for every step, only the op record
 emitted plus the requests those ops touched. Any step is materialized by replaying the ops since
 the nearest keyframe onto a small mirror of the pool (O(1) per op; the ops say what happened,
 e.g. which blocks went to the head and which to the tail, so the mirror decides nothing).
+A keyframe costs O(pool + requests) without any replay: ref counts, hashes and the free queue are
+read from the engine; requests, the hash table and block tokens are kept up to date as steps are
+recorded, and unchanged entries are shared with the previous keyframe.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import bisect
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .core import Request
@@ -27,6 +31,8 @@ FULL_STATE_EVENTS = frozenset({"rewind", "restart"})
 # Ops that name a request at position 1: the requests a step touched.
 REQUEST_OPS = frozenset({"arrive", "admit", "schedule", "sample", "finish", "preempt", "lookup",
                          "cache", "write", "load", "alloc_failed", "save"})
+# The only ops that change a block's tokens (the block id at position 2); full-state events aside.
+TOKEN_OPS = frozenset({"write", "load"})
 
 
 @dataclass(frozen=True)
@@ -173,7 +179,7 @@ class _Mirror:
             prev = b
         self.nxt[prev] = self.tail
         self.prv[self.tail] = prev
-        self.table: dict[bytes, dict[int, None]] = {h: dict.fromkeys(ids) for h, ids in table}
+        self.table: dict[bytes, tuple[bytes, tuple[int, ...]]] = {p[0]: p for p in table}
         self.requests = dict(requests)
         self.waiting, self.running = waiting, running
 
@@ -211,11 +217,7 @@ class _Mirror:
                 self.ref[b] = 1
         elif kind == "evict":
             _, b, h = op
-            ids = self.table.get(h)
-            if ids is not None:
-                ids.pop(b, None)
-                if not ids:
-                    del self.table[h]
+            _table_evict(self.table, h, b)
             self.hash[b] = None
         elif kind == "touch":
             for b in op[2]:
@@ -225,7 +227,7 @@ class _Mirror:
         elif kind == "cache":
             for b, h in zip(op[2], op[3]):
                 self.hash[b] = h
-                self.table.setdefault(h, {})[b] = None
+                _table_insert(self.table, h, b)
         elif kind == "free":
             for b in op[1]:
                 self.ref[b] -= 1
@@ -247,10 +249,31 @@ class _Mirror:
         return Snapshot(
             index=index, step=rec.step, ref_cnt=tuple(self.ref), block_hash=tuple(self.hash),
             block_tokens=tuple(self.tokens), free_queue=self.queue(),
-            hash_table=tuple((h, tuple(ids)) for h, ids in self.table.items()),
+            hash_table=tuple(self.table.values()),
             requests=dict(self.requests), waiting=rec.waiting, running=rec.running,
             kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok,
             none_hash=rec.none_hash, external=rec.external)
+
+
+# The hash table as ``hash -> (hash, block ids in insertion order)``: the pairs are the snapshot's
+# hash_table entries, so snapshots share the ones that did not change. Same order rules as
+# BlockHashToBlockMap: a new hash goes last; evicting a block pops its hash, which goes back last
+# if other blocks still carry it.
+def _table_insert(table: dict, h: bytes, b: int) -> None:
+    pair = table.get(h)
+    if pair is None:
+        table[h] = (h, (b,))
+    elif b not in pair[1]:
+        table[h] = (h, pair[1] + (b,))
+
+
+def _table_evict(table: dict, h: bytes, b: int) -> None:
+    pair = table.get(h)
+    if pair is not None and b in pair[1]:
+        del table[h]
+        rest = tuple(i for i in pair[1] if i != b)
+        if rest:
+            table[h] = (h, rest)
 
 
 def _op_cost(op: tuple) -> int:
@@ -290,6 +313,13 @@ class Timeline:
         # block id -> [(step, PayloadSummary)] in step order: the block's K/V from that step on
         self._payloads: dict[int, list[tuple[int, Any]]] = {}
         self.payload_device: str | None = engine.kv.device_name if engine.kv is not None else None
+        # What keyframes are built from without replaying: every request's latest view, the
+        # hash table kept up to date from the ops, and each block's tokens as of the last
+        # keyframe plus the blocks written since.
+        self._requests: dict[str, RequestView] = {}
+        self._hash_table: dict[bytes, tuple[bytes, tuple[int, ...]]] = {}
+        self._block_tokens: list[tuple[int, ...]] = []
+        self._written: set[int] = set()
         self.record(engine, None, None)
 
     def __len__(self) -> int:
@@ -305,9 +335,20 @@ class Timeline:
             dirty = list(sched.requests)
         else:
             seen: dict[str, None] = {}
+            table = self._hash_table
             for op in ops:
-                if op[0] in REQUEST_OPS:
+                kind = op[0]
+                if kind in REQUEST_OPS:
                     seen[op[1]] = None
+                    if kind in TOKEN_OPS:
+                        self._written.add(op[2])
+                    elif kind == "cache":
+                        for b, h in zip(op[2], op[3]):
+                            _table_insert(table, h, b)
+                elif kind == "evict":
+                    _table_evict(table, op[2], op[1])
+                elif kind == "reset" and op[1]:
+                    table.clear()
             dirty = list(seen)
         rec = _Record(step, ops, tuple(result.kv_events) if result else (), capture_stats(engine),
                       result.reset_ok if result else None,
@@ -316,6 +357,7 @@ class Timeline:
                       capture_requests(engine, dirty), engine.state.hasher.none_hash,
                       capture_external(engine))
         self._records.append(rec)
+        self._requests.update(rec.req_updates)
         if result is not None:
             for b, summary in result.payloads.items():
                 self._payloads.setdefault(b, []).append((index, summary))
@@ -327,19 +369,26 @@ class Timeline:
 
     def _capture(self, engine: Engine, index: int, rec: _Record) -> Snapshot:
         pool = engine.pool
+        tokens = engine.state.block_tokens
         if index > 0 and rec.step is not None and rec.step.kind not in FULL_STATE_EVENTS:
-            # Between rewinds, requests come from the previous state plus this step's updates.
-            prev = self.snapshot(index - 1)
-            requests = dict(prev.requests)
-            requests.update(rec.req_updates)
+            # Between rewinds, requests are the previous state plus each step's updates, and
+            # only written blocks have new tokens (unchanged ones share the previous tuples).
+            requests = dict(self._requests)
+            for b in self._written:
+                self._block_tokens[b] = tuple(tokens[b])
         else:
             requests = capture_requests(engine, engine.scheduler.requests)
+            self._requests = dict(requests)
+            self._hash_table = {h: (h, tuple(ids))
+                                for h, ids in pool.cached_block_hash_to_block.items()}
+            self._block_tokens = [tuple(t) for t in tokens]
+        self._written.clear()
         return Snapshot(
-            index=index, step=rec.step, ref_cnt=tuple(b.ref_cnt for b in pool.blocks),
-            block_hash=tuple(b.block_hash for b in pool.blocks),
-            block_tokens=tuple(tuple(t) for t in engine.state.block_tokens),
+            index=index, step=rec.step, ref_cnt=tuple(map(attrgetter("ref_cnt"), pool.blocks)),
+            block_hash=tuple(map(attrgetter("block_hash"), pool.blocks)),
+            block_tokens=tuple(self._block_tokens),
             free_queue=tuple(b.block_id for b in pool.free_block_queue),
-            hash_table=tuple((h, tuple(ids)) for h, ids in pool.cached_block_hash_to_block.items()),
+            hash_table=tuple(self._hash_table.values()),
             requests=requests, waiting=rec.waiting, running=rec.running,
             kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok,
             none_hash=rec.none_hash, external=rec.external,

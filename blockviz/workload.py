@@ -75,11 +75,13 @@ class _Generator:
         self.rng = random.Random(f"blockviz-workload/{w.kind}/{w.seed}")
         self.steps: list[Any] = []
         self.live: list[str] = []              # arrival order
-        self.prompt_len: dict[str, int] = {}
+        self.prompt_len: dict[str, int] = {}  # every request so far, in arrival order
+        self.arrived: list[str] = []
         self.anchors: dict[str, str] = {}      # shared part name -> anchor request id
         self.count = 0
         # multi_turn: conversation id -> (last turn id, turns so far); idle = last turn finished
         self.talking: dict[int, tuple[str, int]] = {}
+        self.conversation_of: dict[str, int] = {}  # live turn -> its conversation
         self.idle: list[int] = []
         self.num_conversations = 0
 
@@ -96,6 +98,7 @@ class _Generator:
     def arrive(self, rid: str, prompt: list[dict]) -> str:
         self.steps.append({"arrive": {"id": rid, "prompt": prompt}})
         self.live.append(rid)
+        self.arrived.append(rid)
         self.prompt_len[rid] = sum(_part_len(p, self.prompt_len) for p in prompt)
         return rid
 
@@ -147,11 +150,9 @@ class _Generator:
         else:
             rid = self.live[0]
         self.finish(rid)
-        if self.w.kind == "multi_turn":
-            for conv, (last, _) in self.talking.items():
-                if last == rid:
-                    self.idle.append(conv)
-                    break
+        conv = self.conversation_of.pop(rid, None)
+        if conv is not None and conv in self.talking:
+            self.idle.append(conv)   # its user may come back with another turn
 
     def arrive_one(self) -> None:
         getattr(self, f"arrive_{self.w.kind}")()
@@ -184,6 +185,7 @@ class _Generator:
                 del self.talking[conv]   # its last turn: it leaves when that one finishes
             else:
                 self.talking[conv] = (rid, turns + 1)
+                self.conversation_of[rid] = conv
             return
         conv = self.num_conversations
         self.num_conversations += 1
@@ -192,12 +194,13 @@ class _Generator:
         self.arrive(rid, self.shared(rid, f"sys{k}", w.prefix_blocks * w.block_size)
                     + [{"random": self.fresh()}])
         self.talking[conv] = (rid, 1)
+        self.conversation_of[rid] = conv
 
     def arrive_random(self) -> None:
         w = self.w
         parts: list[dict] = []
-        if self.prompt_len and self.rng.random() < 0.6:
-            source = self.rng.choice(sorted(self.prompt_len))
+        if self.arrived and self.rng.random() < 0.6:
+            source = self.rng.choice(self.arrived)
             blocks = self.prompt_len[source] // w.block_size
             if blocks:
                 parts.append({"same_as": source,
@@ -317,30 +320,47 @@ def capacity_plan(scenario: Scenario, pool_sizes: Iterable[int],
 
 
 class _HighWater(list):
-    """An op sink that keeps nothing but the highest block id ever handed out."""
+    """An op sink that keeps nothing but the highest block id ever handed out, and whether an
+    allocation ever found the pool too small."""
     high = 0
+    short = False
 
     def append(self, op: tuple) -> None:
         if op[0] == "popleft" and op[1]:
             self.high = max(self.high, max(op[1]))
+        elif op[0] == "alloc_failed":
+            self.short = True
 
 
 def pool_demand(scenario: Scenario) -> tuple[int, int]:
-    """(blocks the largest request needs, the smallest pool in which nothing is ever evicted).
+    """(blocks the largest request needs, a pool size from which on nothing is ever evicted,
+    whatever the free order).
 
-    The second is measured on a pool of the largest allowed size: the free queue starts in id
-    order, so the highest id ever handed out there is a pool size whose run takes exactly the
-    same blocks, and so never reuses a cached one (for either free order)."""
-    big = scenario.model_copy(update={"config": scenario.config.model_copy(
-        update={"num_blocks": MAX_NUM_BLOCKS, "model": None})})
-    sink = _HighWater()
-    stats, _ = run_stats(big, ops=sink)
-    return stats["largest_request_blocks"], max(1, sink.high)
+    The second is measured once per free order on a pool with room to spare: the free queue
+    starts in id order and blocks return only to its ends, so if the highest id ever handed out
+    stays below the pool's size (and no allocation ever failed), a pool of exactly that many
+    blocks takes the same blocks and so never reuses a cached one. (The append order needs more:
+    it takes a fresh block while there is one.) The measuring pool doubles until there is room to
+    spare, up to the format's limit."""
+    largest, enough = 1, 1
+    for order in FREE_ORDERS:
+        size = max(1024, 2 * enough)
+        while True:
+            trial = scenario.model_copy(update={"config": scenario.config.model_copy(
+                update={"num_blocks": size, "free_order": order, "model": None})})
+            sink = _HighWater()
+            stats, _ = run_stats(trial, ops=sink)
+            if (sink.high < size and not sink.short) or size >= MAX_NUM_BLOCKS:
+                break
+            size = min(MAX_NUM_BLOCKS, 2 * size)
+        largest = max(largest, stats["largest_request_blocks"])
+        enough = max(enough, sink.high)
+    return largest, enough
 
 
 def default_pool_sizes(scenario: Scenario, count: int = 8) -> list[int]:
-    """About ``count`` pool sizes, geometric, from the largest request's blocks to the smallest
-    pool that never evicts (see :func:`pool_demand`)."""
+    """About ``count`` pool sizes, geometric, from the largest request's blocks to a pool that
+    never evicts (see :func:`pool_demand`)."""
     smallest, enough = pool_demand(scenario)
     if enough <= smallest:
         return [enough]

@@ -4,5 +4,5 @@ from .model import TinyModel
 from .runtime import HitCheck, KVRuntime, PayloadSummary, tolerance
 from .store import PagedKVStore, resolve_device, slot_mapping
 
-__all__ = ["HitCheck", "KVRuntime", "PayloadSummary", "PagedKVStore", "TinyModel", "resolve_device", "slot_mapping",
-           "tolerance"]
+__all__ = ["HitCheck", "KVRuntime", "PagedKVStore", "PayloadSummary", "TinyModel", "resolve_device",
+           "slot_mapping", "tolerance"]

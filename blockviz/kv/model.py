@@ -81,15 +81,12 @@ class TinyModel:
         last-layer attention output of the new tokens [T, H*D])."""
         T = tokens.shape[0]
         pos = torch.arange(start, start + T, device=self.device)
-        slots = _slots(block_table, pos, store.block_size)
-        all_slots = _slots(block_table, torch.arange(start + T, device=self.device),
-                           store.block_size)
         x = self.embed(tokens, pos)
         attn = x
         for layer in range(self.num_layers):
             q, k, v = self.qkv(layer, x)
-            store.write(layer, slots, k, v)
-            k_all, v_all = store.gather(layer, all_slots)                        # paged read
+            store.write_range(layer, block_table, start, k, v)                   # paged write
+            k_all, v_all = store.gather_prefix(layer, block_table, start + T)     # paged read
             attn = self.attend(q, k_all, v_all, pos)
             x = self.residual(layer, x, attn)
         return x[-1], attn
@@ -110,6 +107,3 @@ class TinyModel:
             x = self.residual(layer, x, attn)
         return attn[first_new:]
 
-
-def _slots(block_table: torch.Tensor, positions: torch.Tensor, block_size: int) -> torch.Tensor:
-    return block_table[positions // block_size] * block_size + positions % block_size

@@ -198,3 +198,20 @@ def test_cuda_asked_for_without_a_gpu_is_a_clear_error(cli, tmp_path):
 
 def test_compute_dtype_is_float64():
     assert COMPUTE_DTYPE == torch.float64
+
+
+@pytest.mark.parametrize("start, n", [(0, 16), (0, 13), (3, 1), (5, 14), (4, 8), (2, 2), (7, 9)])
+def test_block_level_write_and_gather_equal_the_slot_path(start, n):
+    """write_range/gather_prefix move whole blocks at once; they must land exactly where the
+    per-slot mapping says, partial first and last blocks included."""
+    table = torch.tensor([6, 1, 4, 9, 2])
+    a, b = PagedKVStore(10, 4, 1, 2, 3), PagedKVStore(10, 4, 1, 2, 3)
+    for st in (a, b):
+        st.kv_caches[0].normal_(generator=torch.Generator().manual_seed(1))
+    k, v = torch.randn(n, 2, 3), torch.randn(n, 2, 3)
+    a.write_range(0, table, start, k, v)
+    b.write(0, slot_mapping(table, torch.arange(start, start + n), 4), k, v)
+    assert torch.equal(a.kv_caches[0], b.kv_caches[0])
+    ka, va = a.gather_prefix(0, table, start + n)
+    kb, vb = b.gather(0, slot_mapping(table, torch.arange(start + n), 4))
+    assert torch.equal(ka, kb) and torch.equal(va, vb)

@@ -1,0 +1,170 @@
+"""Benchmark ``tensors``: the paged KV store against a plain contiguous copy of the same bytes.
+
+A prefill of 4,096 tokens into a 16,384-block store through a block table of 256 scattered blocks,
+as the model does it: ``PagedKVStore.write_range`` per layer (whole blocks at once, partial ones by
+slot), and reading them back with ``PagedKVStore.gather_prefix`` per layer. Each is timed next to a
+contiguous ``copy_`` (write) or ``clone`` (read: gather also returns new tensors) of exactly the same
+bytes on the same device. The per-slot path (``slot_mapping`` + ``write``/``gather``) is timed too,
+for comparison.
+The device is CUDA when there is one, else the CPU. Budget: paged within 3x of contiguous.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+NAME = "tensors"
+BUDGET_RATIO = 3.0
+NUM_BLOCKS, BLOCK_SIZE, NUM_TOKENS = 16_384, 16, 4_096
+# The app's default tiny model, and a wider one (fp16, 512 MB store).
+SHAPES = {
+    "tiny (2 layers, 2x8, fp32)": (2, 2, 8, "float32"),
+    "wider (2 layers, 4x64, fp16)": (2, 4, 64, "float16"),
+}
+
+
+def _clock(device):
+    import torch
+    if device.type == "cuda":
+        def now() -> float:
+            torch.cuda.synchronize(device)
+            return time.perf_counter()
+        return now
+    return time.perf_counter
+
+
+def _per_iter(fn, now, repeat: int, min_sample_s: float) -> float:
+    """Median seconds per call of ``fn`` over ``repeat`` samples of enough calls each."""
+    fn()  # warm up (allocator, kernels)
+    n, t = 1, 0.0
+    while True:  # calibrate the calls per sample
+        start = now()
+        for _ in range(n):
+            fn()
+        t = now() - start
+        if t >= min_sample_s or n >= 1 << 16:
+            break
+        n *= 2
+    samples = []
+    for _ in range(repeat):
+        start = now()
+        for _ in range(n):
+            fn()
+        samples.append((now() - start) / n)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+def _measure(shape: tuple, num_blocks: int, device, now, repeat: int, min_sample: float) -> dict:
+    import torch
+
+    from blockviz.kv.runtime import DTYPES
+    from blockviz.kv.store import PagedKVStore, slot_mapping
+
+    layers, heads, dim, dtype_name = shape
+    dtype = DTYPES[dtype_name]
+    store = PagedKVStore(num_blocks + 1, BLOCK_SIZE, layers, heads, dim, dtype, device)
+    gen = torch.Generator().manual_seed(0)
+    k = torch.randn(layers, NUM_TOKENS, heads, dim, generator=gen).to(device, dtype)  # [L,T,H,D]
+    v = torch.randn(layers, NUM_TOKENS, heads, dim, generator=gen).to(device, dtype)
+    table_ids = random.Random(0).sample(range(1, num_blocks + 1), NUM_TOKENS // BLOCK_SIZE)
+    block_table = torch.tensor(table_ids, dtype=torch.long, device=device)           # [B]
+    positions = torch.arange(NUM_TOKENS, device=device)                              # [T]
+    dst_k, dst_v = torch.empty_like(k), torch.empty_like(v)
+    slots = slot_mapping(block_table, positions, BLOCK_SIZE)                         # [T]
+
+    def paged_write():
+        for layer in range(layers):
+            store.write_range(layer, block_table, 0, k[layer], v[layer])
+
+    def slot_write():
+        s = slot_mapping(block_table, positions, BLOCK_SIZE)
+        for layer in range(layers):
+            store.write(layer, s, k[layer], v[layer])
+
+    def slots_only():
+        slot_mapping(block_table, positions, BLOCK_SIZE)
+
+    def contiguous_write():
+        for layer in range(layers):
+            dst_k[layer].copy_(k[layer])
+            dst_v[layer].copy_(v[layer])
+
+    def paged_gather():
+        for layer in range(layers):
+            store.gather_prefix(layer, block_table, NUM_TOKENS)
+
+    def slot_gather():
+        for layer in range(layers):
+            store.gather(layer, slots)
+
+    def contiguous_read():
+        for layer in range(layers):
+            dst_k[layer].clone()
+            dst_v[layer].clone()
+
+    paged_write()
+    # The store really holds what was written, where the slots say, and reads it back.
+    got_k, got_v = store.gather(layers - 1, slots)
+    assert torch.equal(got_k, k[-1]) and torch.equal(got_v, v[-1])
+    got_k, got_v = store.gather_prefix(layers - 1, block_table, NUM_TOKENS)
+    assert torch.equal(got_k, k[-1]) and torch.equal(got_v, v[-1])
+    times = {name: _per_iter(fn, now, repeat, min_sample) for name, fn in (
+        ("paged_write", paged_write), ("contiguous_write", contiguous_write),
+        ("paged_gather", paged_gather), ("contiguous_read", contiguous_read),
+        ("slot_write", slot_write), ("slot_gather", slot_gather),
+        ("slot_mapping", slots_only))}
+    return {"layers": layers, "kv_heads": heads, "head_dim": dim, "dtype": dtype_name,
+            "bytes_moved": 2 * k.numel() * k.element_size(),
+            "store_mb": store.bytes_per_block * (num_blocks + 1) / 2**20,
+            "median_s": times,
+            "write_ratio": times["paged_write"] / times["contiguous_write"],
+            "gather_ratio": times["paged_gather"] / times["contiguous_read"],
+            "slot_write_ratio": times["slot_write"] / times["contiguous_write"],
+            "slot_gather_ratio": times["slot_gather"] / times["contiguous_read"]}
+
+
+def run(repeat: int, quick: bool, say) -> dict:
+    import torch
+
+    from blockviz.kv.store import resolve_device
+
+    device = resolve_device("auto")
+    if device.type == "cpu":
+        # Both sides single-threaded: on a small shared CPU, intra-op threads mostly add noise.
+        torch.set_num_threads(1)
+    now = _clock(device)
+    num_blocks = 1_024 if quick else NUM_BLOCKS
+    cases = []
+    for label, shape in SHAPES.items():
+        case = {"shape": label} | _measure(shape, num_blocks, device, now, repeat,
+                                           0.005 if quick else 0.05)
+        cases.append(case)
+        say(f"  {label}: write {case['write_ratio']:.2f}x, gather {case['gather_ratio']:.2f}x")
+    worst = max(max(c["write_ratio"], c["gather_ratio"]) for c in cases)
+    return {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "num_blocks": num_blocks, "block_size": BLOCK_SIZE, "num_tokens": NUM_TOKENS,
+            "cases": cases,
+            "budgets": [{"name": "tensors: paged / contiguous, worst", "value": worst,
+                         "limit": BUDGET_RATIO, "unit": "x", "met": worst <= BUDGET_RATIO}]}
+
+
+def render(result: dict) -> str:
+    from .timing import fmt_s, table
+    rows = []
+    for c in result["cases"]:
+        m = c["median_s"]
+        gbs = c["bytes_moved"] / 1e9
+        rows.append([c["shape"], f"{c['bytes_moved'] / 2**20:.1f} MB",
+                     fmt_s(m["paged_write"]), fmt_s(m["contiguous_write"]),
+                     f"{c['write_ratio']:.2f}x",
+                     fmt_s(m["paged_gather"]), fmt_s(m["contiguous_read"]),
+                     f"{c['gather_ratio']:.2f}x",
+                     f"{c['slot_write_ratio']:.1f}x / {c['slot_gather_ratio']:.1f}x",
+                     f"{gbs / m['paged_write']:.1f} / {gbs / m['paged_gather']:.1f} GB/s"])
+    return (f"  device {result['device']}, torch {result['torch']}, {result['threads']} threads, "
+            f"{result['num_tokens']:,} tokens into {result['num_blocks']:,} blocks of "
+            f"{result['block_size']}\n"
+            + table(["shape", "K+V bytes", "paged write", "contiguous copy", "ratio",
+                     "paged gather", "contiguous clone", "ratio", "per-slot path (w/g)",
+                     "paged write/gather"], rows))

@@ -1,0 +1,91 @@
+"""The benchmark harness: traces replay exactly, the vLLM shim loads cleanly or says why not, and
+``python -m bench --quick`` runs end to end. No timing is asserted anywhere."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import trace as T
+from bench import vllm_shim
+from blockviz import workload as W
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def small_trace() -> T.Trace:
+    scenario = W.generate(kind="multi_turn", num_events=150, seed=2, num_blocks=16, block_size=4,
+                          max_live=3, prefix_blocks=2, new_tokens=6)
+    return T.record_trace(scenario)
+
+
+def test_trace_has_every_kind_of_call(small_trace):
+    counts = small_trace.counts()
+    for kind in ("get_new_blocks", "touch", "cache_full_blocks", "free_blocks",
+                 "get_cached_block", "take_events"):
+        assert counts.get(kind, 0) > 0, kind
+    assert small_trace.kv_events["BlockRemoved"] > 0  # the pool turned over
+
+
+@pytest.mark.parametrize("recording", [False, True])
+@pytest.mark.parametrize("events", [False, True])
+def test_our_pool_replays_the_trace_exactly(small_trace, recording, events):
+    T.replay_checked(T.OursPool(recording), small_trace, events)
+
+
+def test_a_replay_that_goes_another_way_is_caught(small_trace):
+    calls = list(small_trace.calls)
+    i = next(i for i, c in enumerate(calls) if c[0] == "get_new_blocks")
+    kind, n, ids = calls[i]
+    calls[i] = (kind, n, tuple(reversed(ids)) if n > 1 else (ids[0] + 1,))
+    tampered = T.Trace(small_trace.num_gpu_blocks, small_trace.block_size, calls,
+                       small_trace.requests, small_trace.final, small_trace.kv_events)
+    with pytest.raises(T.ReplayMismatch):
+        T.replay_checked(T.OursPool(False), tampered, False)
+
+
+def test_vllm_shim_explains_a_missing_source(tmp_path):
+    with pytest.raises(vllm_shim.VllmUnavailable, match="block_pool.py"):
+        vllm_shim.load(tmp_path)
+
+
+def test_vllm_pool_replays_the_trace_exactly(small_trace):
+    try:
+        vllm = vllm_shim.load()
+    except vllm_shim.VllmUnavailable as e:
+        pytest.skip(str(e))
+    assert not any(k == "vllm" or k.startswith("vllm.") for k in sys.modules)
+    for events in (False, True):
+        T.replay_checked(T.VllmPool(vllm), small_trace, events)
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=900)
+
+
+def test_unknown_and_later_benchmarks_are_named():
+    proc = _bench("app")
+    assert proc.returncode == 2 and "issue 7, part 4" in proc.stderr
+    proc = _bench("nope")
+    assert proc.returncode == 2 and "unknown benchmark" in proc.stderr
+
+
+@pytest.mark.slow
+def test_quick_run_writes_a_report(tmp_path):
+    out = tmp_path / "report.json"
+    proc = _bench("--quick", "--repeat", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"report written to {out}" in proc.stdout
+    report = json.loads(out.read_text())
+    assert set(report["benchmarks"]) == {"core", "scale", "tensors"}
+    core = report["benchmarks"]["core"]
+    assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
+    scale = report["benchmarks"]["scale"]
+    assert all(c["samples"][0]["steps_in_timeline"] == c["events"] + 1 for c in scale["cases"])
+    for b in report["budgets"]:
+        assert {"name", "value", "limit", "met", "unit"} <= set(b)
