@@ -5,7 +5,7 @@ read big-endian, its low 64 bits. Extra keys are published untagged, as vLLM doe
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -19,12 +19,11 @@ class BlockStored:
     extra_keys: tuple[Any, ...] | None = None
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["block_hashes"] = list(self.block_hashes)
-        d["token_ids"] = list(self.token_ids)
-        d["extra_keys"] = None if self.extra_keys is None else [
-            None if k is None else list(k) for k in self.extra_keys]
-        return {"type": "BlockStored", **d}
+        return {"type": "BlockStored", "block_hashes": list(self.block_hashes),
+                "parent_block_hash": self.parent_block_hash, "token_ids": list(self.token_ids),
+                "block_size": self.block_size, "lora_name": self.lora_name,
+                "extra_keys": None if self.extra_keys is None else [
+                    None if k is None else list(k) for k in self.extra_keys]}
 
 
 @dataclass(frozen=True)
