@@ -36,8 +36,10 @@ class EngineError(Exception):
 
 @dataclass
 class RequestInfo:
-    """What the engine knows of a request beyond vLLM's Request: its script and its last hits."""
+    """What the engine knows of a request beyond vLLM's Request: its script, the tokens it may
+    sample, and its last hits."""
     scripted_output: list[int] | None
+    candidates: tuple[int, ...]
     local_hit_blocks: int = 0
     external_hit_blocks: int = 0
 
@@ -74,8 +76,10 @@ class Engine:
         self.num_gpu_blocks = cfg.num_blocks + 1
         self.block_size = cfg.block_size
         self.vocab = Vocabulary.for_scenario(scenario)
-        self.candidates = (sorted(self.vocab.id_to_word) if self.vocab.id_to_word
-                           else list(range(*RANDOM_TOKEN_RANGE)))
+        # What the model may sample when a request's prompt has no words: the id range random
+        # prompt parts draw from. A request with words samples among its own prompt's words, so
+        # that what it generates never depends on the rest of the file.
+        self.candidates = list(range(*RANDOM_TOKEN_RANGE))
         self.ops: list | None = [] if record_ops else None
         self.checkpoints: dict[str, EngineState] = {}
         self.payload_history = payload_history
@@ -87,7 +91,7 @@ class Engine:
         if payloads and cfg.model is not None:
             from .kv.runtime import KVRuntime  # torch is imported only when payloads are on
             kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, cfg.model,
-                           device=device or cfg.device, seed=cfg.seed, candidates=self.candidates)
+                           device=device or cfg.device, seed=cfg.seed)
         connector = None
         if cfg.connector is not None:
             from .connector import ExternalKVTier
@@ -236,7 +240,9 @@ class Engine:
                           block_size=self.block_size,
                           lora=LoRA(spec.lora.name, spec.lora.path) if spec.lora else None,
                           cache_salt=spec.cache_salt, mm_items=mm, max_tokens=spec.max_tokens)
-        self.state.info[spec.id] = RequestInfo(list(spec.output) if spec.output else None)
+        words = sorted({t for t in prompt if self.vocab.word(t) is not None})
+        self.state.info[spec.id] = RequestInfo(list(spec.output) if spec.output else None,
+                                               tuple(words) if words else tuple(self.candidates))
         sched.add_request(request)
         if spec.admit:
             self.engine_step(decode=None, admit=True)
@@ -281,7 +287,10 @@ class Engine:
                 pos = upto
         model_tokens: dict[str, int] = {}
         if self.kv is not None and out.scheduled:
-            model_tokens, checks = self.kv.execute(out.scheduled, tables)
+            info = self.state.info
+            model_tokens, checks = self.kv.execute(
+                out.scheduled, tables,
+                {s.request.request_id: info[s.request.request_id].candidates for s in out.scheduled})
             for c in checks:
                 self._op("verify", c.request_id, c.hit_tokens, c.new_tokens, c.max_abs_diff,
                          c.device)
@@ -301,7 +310,7 @@ class Engine:
     def _toy_sample(self, req: Request) -> int:
         """Without payloads (model: null) the next token is drawn from a seeded stream."""
         rng = random.Random(f"{self.config.seed}/sample/{req.request_id}/{req.num_tokens}")
-        return rng.choice(self.candidates)
+        return rng.choice(self.state.info[req.request_id].candidates)
 
     # -- checkpoints ----------------------------------------------------------------------
     def _copy_state(self, state: EngineState) -> EngineState:

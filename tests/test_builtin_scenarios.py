@@ -47,3 +47,23 @@ def test_scenario_is_deterministic(path, run_file):
         assert sa.free_queue == sb.free_queue and sa.block_hash == sb.block_hash
         assert {r: v.token_ids for r, v in sa.requests.items()} == \
                {r: v.token_ids for r, v in sb.requests.items()}
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_later_steps_never_change_earlier_ones(path):
+    """A step's outcome depends only on the file up to it: cutting the file (or appending to it,
+    as an author or a fork does) leaves every earlier step exactly as it was."""
+    from blockviz.runner import run
+    from blockviz.scenario import load
+    from blockviz.scenario.load import LoadedScenario
+
+    full = load(path)
+    engine, whole = run(full)
+    cut = max(1, len(full.scenario.steps) // 2)
+    short = full.scenario.model_copy(update={"steps": full.scenario.steps[:cut]})
+    _, part = run(LoadedScenario(short, str(path), full.marks))
+    for i in range(len(part)):
+        a, b = whole.snapshot(i), part.snapshot(i)
+        assert {r: v.token_ids for r, v in a.requests.items()} == \
+               {r: v.token_ids for r, v in b.requests.items()}, f"step {i}"
+        assert a.block_hash == b.block_hash and a.free_queue == b.free_queue

@@ -54,8 +54,7 @@ def tolerance(device: str) -> float:
 
 class KVRuntime:
     def __init__(self, num_gpu_blocks: int, block_size: int, model: ModelConfig, *,
-                 device: str = "auto", seed: int = 0, candidates: Sequence[int] = (),
-                 verify_hits: bool = True) -> None:
+                 device: str = "auto", seed: int = 0, verify_hits: bool = True) -> None:
         self.device = resolve_device(device)
         if self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = False
@@ -64,8 +63,7 @@ class KVRuntime:
                                   model.head_dim, DTYPES[model.dtype], self.device)
         self.model = TinyModel(model.num_layers, model.num_kv_heads, model.head_dim, seed,
                                self.device)
-        self.candidates = torch.as_tensor(list(candidates) or [0], dtype=torch.long,
-                                          device=self.device)
+        self._candidates: dict[tuple[int, ...], torch.Tensor] = {}
         self.verify_hits = verify_hits
 
     @property
@@ -80,9 +78,17 @@ class KVRuntime:
         new.store.kv_caches = [c.clone() for c in self.store.kv_caches]
         return new
 
-    def execute(self, scheduled, tables) -> tuple[dict[str, int], list[HitCheck]]:
-        """One forward pass over every scheduled request: request id -> argmax token, and a
-        HitCheck for every admission that reused cached K/V."""
+    def _candidate_tensor(self, candidates: tuple[int, ...]) -> torch.Tensor:
+        t = self._candidates.get(candidates)
+        if t is None:
+            t = self._candidates[candidates] = torch.as_tensor(candidates, dtype=torch.long,
+                                                               device=self.device)
+        return t
+
+    def execute(self, scheduled, tables,
+                candidates: dict[str, tuple[int, ...]]) -> tuple[dict[str, int], list[HitCheck]]:
+        """One forward pass over every scheduled request: request id -> argmax token among its
+        ``candidates``, and a HitCheck for every admission that reused cached K/V."""
         out: dict[str, int] = {}
         checks: list[HitCheck] = []
         with torch.no_grad():
@@ -95,8 +101,9 @@ class KVRuntime:
                                          device=self.device)
                 hidden, attn = self.model.forward_paged(self.store, tokens[item.start:],
                                                         item.start, table)
-                logits = self.model.logits(hidden, self.candidates)
-                out[req.request_id] = int(self.candidates[int(logits.argmax())])
+                cand = self._candidate_tensor(candidates[req.request_id])
+                logits = self.model.logits(hidden, cand)
+                out[req.request_id] = int(cand[int(logits.argmax())])
                 if item.is_prefill and item.start > 0 and self.verify_hits:
                     checks.append(self._check(req.request_id, tokens, item, attn))
         return out, checks
