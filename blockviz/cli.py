@@ -91,6 +91,36 @@ def cmd_verify(args) -> int:
     return 0 if good == len(checks) else 1
 
 
+def cmd_export(args) -> int:
+    from pathlib import Path
+
+    from .export import ExportError, check_step, export_html, slide, write_png
+    from .labels import HashLabels
+    fmt = args.format or ("png" if args.output and args.output.lower().endswith(".png") else "html")
+    try:
+        loaded = _load(args.file)
+        engine, timeline = _run(args, loaded)
+        check_step(timeline, args.step, args.file)
+        title = loaded.scenario.title.get(args.lang)
+        labels = HashLabels.for_timeline(timeline)
+        out = args.output or f"{loaded.scenario.id}-step{args.step}.{fmt}"
+        if fmt == "html":
+            doc = export_html(timeline, title=title, lang=args.lang, start=args.step,
+                              file=Path(args.file).name, labels=labels)
+            Path(out).write_text(doc, encoding="utf-8")
+        else:
+            fig = slide(timeline, args.step, title=title, lang=args.lang, file=args.file, labels=labels)
+            write_png(fig, out)
+    except ExportError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_SCENARIO
+    except OSError as e:
+        print(f"{args.output or args.file}: cannot write the file: {e.strerror}", file=sys.stderr)
+        return EXIT_SCENARIO
+    print(out)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m blockviz",
                                 description="Step through vLLM's KV-cache block manager.")
@@ -117,6 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
     ve.add_argument("file")
     ve.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     ve.set_defaults(fn=cmd_verify)
+    x = sub.add_parser("export", help="a step as a PNG slide, or the whole run as one offline HTML file")
+    x.add_argument("file")
+    x.add_argument("--step", type=int, default=0,
+                   help="the step to draw (png) or to open at (html); default 0")
+    x.add_argument("--format", choices=["png", "html"], default=None,
+                   help="default: from -o's extension, else html")
+    x.add_argument("--lang", choices=["en", "zh"], default="en")
+    x.add_argument("-o", "--output", default=None, help="default: ID-stepK.png|html here")
+    x.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
+    x.set_defaults(fn=cmd_export)
     s = sub.add_parser("schema", help="print the scenario format as JSON Schema")
     s.set_defaults(fn=cmd_schema)
     return p

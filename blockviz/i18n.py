@@ -205,3 +205,279 @@ STRINGS.update({
                         "内置场景文件 {f} 无法加载：{msg}"),
     "no_scenarios": ("No built-in scenarios were found in scenarios/.", "scenarios/ 里没有找到内置场景。"),
 })
+
+
+# -- self-check (blockviz.selfcheck) ----------------------------------------------------------
+STRINGS.update({
+    "sc_nothing": ("(none)", "（无）"),
+    "sc_queue_right": ("Right: after this step the free queue reads {q} (head first).",
+                       "答对了：这一步之后空闲队列是 {q}（从队首起）。"),
+    "sc_queue_wrong": ("Not quite: after this step the free queue reads {q} (head first); you said {a}.",
+                       "不完全对：这一步之后空闲队列是 {q}（从队首起）；你的答案是 {a}。"),
+    "sc_missing": ("You left out block(s) {ids}: they are free after this step.",
+                   "你漏掉了块 {ids}：这一步之后它们是空闲的。"),
+    "sc_not_free": ("Block(s) {ids} are not in the free queue after this step.",
+                    "块 {ids} 在这一步之后不在空闲队列里。"),
+    "sc_dupes": ("Block(s) {ids} appear twice; a block is in the queue at most once.",
+                 "块 {ids} 出现了两次；一个块在队列里最多出现一次。"),
+    "sc_order": ("The right blocks, in another order: position {p} from the head is block {e}, "
+                 "not {a}.",
+                 "块都对，顺序不对：从队首数第 {p} 个是块 {e}，不是 {a}。"),
+    "sc_hits_right": ("Right: block(s) {ids} hit in the prefix cache.", "答对了：命中的块是 {ids}。"),
+    "sc_hits_right_none": ("Right: no block hits in this step.", "答对了：这一步没有块命中。"),
+    "sc_hits_wrong_all": ("Not quite: block(s) {ids} hit; you said {a}.",
+                          "不完全对：命中的块是 {ids}；你的答案是 {a}。"),
+    "sc_hits_none": ("Not quite: no block hits in this step; you said {a}.",
+                     "不对：这一步没有块命中；你的答案是 {a}。"),
+    "sc_hits_missed": ("Block(s) {ids} hit too.", "块 {ids} 也命中了。"),
+    "sc_hits_wrong": ("Block(s) {ids} did not hit.", "块 {ids} 没有命中。"),
+    "sc_victim_right": ("Right: block {b} is at the head of the free queue, so the next allocation "
+                        "takes it first.",
+                        "答对了：块 {b} 在空闲队列的队首，下一次分配最先取走它。"),
+    "sc_victim_wrong": ("Not quite: block {b} is at the head of the free queue, so the next allocation "
+                        "takes it first.",
+                        "不对：块 {b} 在空闲队列的队首，下一次分配最先取走它。"),
+    "sc_victim_empty_right": ("Right: the free queue is empty after this step, so the next allocation "
+                              "finds no block (allocate_slots returns None).",
+                              "答对了：这一步之后空闲队列是空的，"
+                              "下一次分配拿不到块（allocate_slots 返回 None）。"),
+    "sc_victim_empty_wrong": ("Not quite: the free queue is empty after this step, so the next "
+                              "allocation finds no block (allocate_slots returns None).",
+                              "不对：这一步之后空闲队列是空的，"
+                              "下一次分配拿不到块（allocate_slots 返回 None）。"),
+    "sc_victim_said": ("You said block {a}.", "你的答案是块 {a}。"),
+    "sc_victim_said_none": ("You said none.", "你的答案是“没有”。"),
+    "sc_rule_queue_split": ("The rule: allocation takes blocks from the head; a hit takes a free cached "
+                            "block out of the queue wherever it is; freeing walks the block table in "
+                            "reverse, and a block whose ref_cnt reaches 0 goes to the head if it has no "
+                            "hash, to the tail if it has one.",
+                            "规则：分配从队首取块；命中会把空闲但带 hash 的块从队列中任意位置取出；"
+                            "释放时按块表倒序，引用计数归零的块若没有 hash 放到队首，有 hash 放到队尾。"),
+    "sc_rule_queue_append": ("The rule (classic order, vLLM ≤ 0.23): allocation takes blocks from the "
+                             "head; a hit takes a free cached block out of the queue wherever it is; "
+                             "freeing walks the block table in reverse and appends every block whose "
+                             "ref_cnt reaches 0 to the tail.",
+                             "规则（旧版顺序，vLLM ≤ 0.23）："
+                             "分配从队首取块；命中会把空闲但带 hash 的块从队列中"
+                             "任意位置取出；释放时按块表倒序，引用计数归零的块一律追加到队尾。"),
+    "sc_rule_victim": ("The rule: get_new_blocks always takes the head of the free queue; if that block "
+                       "still carries a hash, taking it evicts that hash (lazy eviction).",
+                       "规则：get_new_blocks 总是取空闲队列的队首；"
+                       "如果那个块还带着 hash，取走它就会把这个 hash "
+                       "淘汰（惰性淘汰）。"),
+    "sc_rule_hits": ("The rule: get_computed_blocks walks the request's block hashes from the first and "
+                     "stops at the first miss; it never covers the last token (at most num_tokens − 1), "
+                     "and a request whose allocation fails reuses nothing yet.",
+                     "规则：get_computed_blocks 从第一个块的 hash 开始依次查找，遇到第一个未命中就停；"
+                     "命中永远不包括最后一个 token（最多 num_tokens − 1 个）"
+                     "；分配失败的请求暂时什么也不复用。"),
+    "sc_no_ops": ("No operation of this step touches it.", "这一步没有相关的操作。"),
+})
+
+
+# -- the Author page (blockviz/ui/author.py) --------------------------------------------------
+STRINGS.update({
+    "page_author": ("Author", "编写场景"),
+    "author_title": ("Write a scenario", "编写场景"),
+    "author_intro": ("Edit the YAML on the left: every change is checked at once and a valid scenario "
+                     "runs in the preview on the right. Press Ctrl+Enter (or click outside the editor) "
+                     "to apply an edit.",
+                     "在左边编辑 YAML：每次修改都会立即检查，合法的场景会在右边的预览里运行。"
+                     "按 Ctrl+Enter（或点击编辑框外）应用修改。"),
+    "editor": ("Scenario (YAML)", "场景（YAML）"),
+    "editor_help": ("The format: id, title, config, steps. Each step is one event; see the “Format "
+                    "reference” tab. Scenarios are data: nothing in them is executed.",
+                    "格式：id、title、config、steps。"
+                    "每一步是一个事件，见“格式参考”标签页。场景只是数据，里面的内容不会被执行。"),
+    "valid": ("Valid: “{title}”, {n} steps, {blocks} blocks × {size} tokens.",
+              "合法：“{title}”，{n} 步，{blocks} 个块 × 每块 {size} 个 token。"),
+    "invalid": ("Not valid yet", "还不合法"),
+    "err_where": ("line {line}, column {col}", "第 {line} 行，第 {col} 列"),
+    "err_nowhere": ("the whole file", "整个文件"),
+    "err_path": ("field", "字段"),
+    "err_kept": ("The preview below still shows the last valid version.",
+                 "下面的预览仍是上一个合法的版本。"),
+    "run_stops_at": ("Valid, but the run stops at step {k}", "格式合法，但运行在第 {k} 步停止"),
+    "preview": ("Preview", "预览"),
+    "preview_none": ("No valid version yet: the preview appears once the scenario is valid.",
+                     "还没有合法的版本：场景合法后这里会出现预览。"),
+    "preview_step": ("Preview step", "预览步骤"),
+    "open_in_player": ("Open in the player", "在播放器中打开"),
+    "open_in_player_help": ("Step through this scenario with every panel, step into events, self-check.",
+                            "用完整的播放器逐步查看这个场景：所有面板、单步进入、自测。"),
+    "preview_too_big": ("The preview runs scenarios whose KV tensors fit in {limit} MiB; this one asks "
+                        "for {size:.0f} MiB. Set config.model: null (no payloads), or run it with the "
+                        "command line: python -m blockviz play FILE",
+                        "预览只运行 KV 张量不超过 {limit} MiB 的场景；这个场景需要 {size:.0f} MiB。"
+                        "可以设置 config.model: null（不存 KV 数据），"
+                        "或者用命令行运行：python -m blockviz play FILE"),
+    "preview_slow": ("The preview stopped after {s} s at step {k} of {n}; run the whole scenario with the "
+                     "command line: python -m blockviz play FILE",
+                     "预览运行了 {s} 秒，停在第 {k} 步（共 {n} 步）；"
+                     "完整运行请用命令行：python -m blockviz play FILE"),
+    "insert_event": ("Insert an example event (added as the last step)", "插入示例事件（加在最后一步之后）"),
+    "upload": ("Open a scenario file", "打开场景文件"),
+    "upload_help": ("A .yaml file of at most 1 MiB, UTF-8. It replaces the editor's text.",
+                    "不超过 1 MiB 的 UTF-8 .yaml 文件，会替换编辑框里的内容。"),
+    "upload_ok": ("Opened {name}.", "已打开 {name}。"),
+    "upload_refused": ("{name} was not opened: {msg}", "{name} 没有打开：{msg}"),
+    "download": ("Download .yaml", "下载 .yaml"),
+    "gallery": ("Start from a built-in scenario", "从内置场景开始"),
+    "gallery_copy": ("Copy into the editor", "复制到编辑框"),
+    "gallery_help": ("Replaces the editor's text with the scenario's file; “Undo” brings your text back.",
+                     "用这个场景的文件替换编辑框里的内容；“撤销”可以恢复你原来的内容。"),
+    "new_starter": ("New from the starter", "用起始模板新建"),
+    "undo_replace": ("Undo", "撤销"),
+    "replaced": ("The editor now holds {what}.", "编辑框现在是 {what}。"),
+    "reference": ("Every field of the format, generated from its JSON Schema.",
+                  "格式里的每个字段，由 JSON Schema 生成。"),
+    "reference_tab": ("Format reference", "格式参考"),
+    "ref_field": ("field", "字段"),
+    "ref_type": ("type", "类型"),
+    "ref_default": ("default", "默认值"),
+    "ref_required": ("required", "必填"),
+    "ref_example": ("Example", "示例"),
+    "ref_sec_scenario": ("The file", "文件"),
+    "ref_sec_config": ("config", "config（配置）"),
+    "ref_sec_model": ("config.model: the tiny model that writes real K/V",
+                      "config.model：写入真实 K/V 的小模型"),
+    "ref_sec_connector": ("config.connector: an external KV tier", "config.connector：外部 KV 缓存层"),
+    "ref_sec_events": ("Events (one per step)", "事件（每步一个）"),
+    "ref_sec_parts": ("Prompt parts", "prompt 的组成部分"),
+    "ref_bare": ("Written as a bare word: no value.", "只写事件名，不带值。"),
+    "ref_value": ("Value:", "值："),
+    # what each event does (scenario-format.md)
+    "evh_arrive": ("A new request: its full blocks are hashed, it joins the waiting queue, then an "
+                   "admission pass runs (unless admit: false).",
+                   "新请求：对它的满块计算 hash，加入等待队列，然后进行一轮接纳（除非 admit: false）。"),
+    "evh_admit": ("An admission pass: while the waiting queue is not empty, look up its head's prefix, "
+                  "allocate slots; stop at the first request that does not fit.",
+                  "一轮接纳：只要等待队列不空，就为队首请求查前缀缓存、分配槽位；遇到放不下的请求就停。"),
+    "evh_decode": ("N iterations: each listed running request (default: all) gets a slot for one more "
+                   "token; when short, the last running request is preempted.",
+                   "N 次迭代：列出的每个运行中的请求（默认全部）"
+                   "为下一个 token 分配槽位；不够时抢占最后一个运行中的请求。"),
+    "evh_step": ("N full scheduler iterations: decode every running request, then admit waiting ones.",
+                 "N 次完整的调度迭代：先为所有运行中的请求解码，再接纳等待中的请求。"),
+    "evh_finish": ("The request ends: its blocks are freed (table reversed). A waiting request is just "
+                   "removed.",
+                   "请求结束：释放它的块（块表倒序）。等待中的请求直接移除。"),
+    "evh_preempt": ("Free a running request's blocks, reset its progress, put it at the front of the "
+                    "waiting queue.",
+                    "释放一个运行中请求的块，计算进度清零，放回等待队列最前面。"),
+    "evh_reset_prefix_cache": ("BlockPool.reset_prefix_cache(): drop every hash (refused while requests "
+                               "hold blocks).",
+                               "BlockPool.reset_prefix_cache()：清掉所有 hash（有请求持有块时会失败）。"),
+    "evh_checkpoint": ("Save the whole engine state under a name.", "用一个名字保存整个引擎状态。"),
+    "evh_rewind": ("Restore a saved state (tensors included).", "恢复到某个存档（包括张量）。"),
+    "evh_restart": ("A new engine process with the same config: empty GPU cache. Every request must "
+                    "have finished.",
+                    "用同样的配置启动新的引擎进程：GPU 缓存清空。所有请求必须已经结束。"),
+    "evh_note": ("A narration step: no state change.", "只有说明的步骤：状态不变。"),
+    "ph_tokens": ("Token ids (0–65535).", "token id（0–65535）。"),
+    "ph_text": ("Words, one token each (the words are shown on the blocks).",
+                "单词，每个词一个 token（块上会显示这些词）。"),
+    "ph_same_as": ("The first N tokens of an earlier request (its prompt, then its output).",
+                   "之前某个请求的前 N 个 token（先是 prompt，再是输出）。"),
+    "ph_random": ("N seeded random tokens.", "N 个随机 token（由种子决定）。"),
+})
+
+# -- try it yourself: forking a scenario in the player ----------------------------------------
+STRINGS.update({
+    "your_scenario": ("Your scenario", "你的场景"),
+    "user_option": ("Yours: {title}", "你的：{title}"),
+    "user_not_linked": ("Your own scenario lives in this browser tab only: a link cannot reopen it "
+                        "(download it to keep it).",
+                        "你自己的场景只存在于这个浏览器标签页里，链接无法重新打开它（请下载保存）。"),
+    "fork_here": ("Try it yourself", "自己动手试试"),
+    "fork_help": ("Fork the scenario here: keep its steps up to this one, then add your own events.",
+                  "从这一步分叉：保留到这一步为止的步骤，然后添加你自己的事件。"),
+    "fork_title": ("Try it yourself — forked at step {k}", "自己动手试试 —— 从第 {k} 步分叉"),
+    "fork_intro": ("Add an event: it runs at once and the player shows the result as the last step. "
+                   "Your fork is a scenario file; download it to replay it anywhere.",
+                   "添加一个事件：它会立即运行，播放器把结果显示为最后一步。"
+                   "你的分叉就是一个场景文件，可以下载后在任何地方重放。"),
+    "fork_event": ("Event", "事件"),
+    "fork_add": ("Add and run", "添加并运行"),
+    "fork_undo": ("Remove the last added event", "删除最后添加的事件"),
+    "fork_download": ("Download the fork (.yaml)", "下载分叉（.yaml）"),
+    "fork_to_author": ("Edit on the Author page", "在编写页面编辑"),
+    "fork_back": ("Back to the original", "回到原场景"),
+    "fork_added": ("{n} event(s) added after step {k}.", "在第 {k} 步之后添加了 {n} 个事件。"),
+    "fork_refused": ("Not added: {msg}", "没有添加：{msg}"),
+    "fork_appends": ("Events are added after the last step (step {n}).",
+                     "事件总是加在最后一步（第 {n} 步）之后。"),
+    "ev_kind_arrive": ("arrive (a new request)", "arrive（新请求）"),
+    "ev_kind_decode": ("decode", "decode（解码）"),
+    "ev_kind_step": ("step (scheduler iterations)", "step（调度迭代）"),
+    "ev_kind_finish": ("finish", "finish（结束）"),
+    "ev_kind_preempt": ("preempt", "preempt（抢占）"),
+    "ev_kind_reset_prefix_cache": ("reset_prefix_cache", "reset_prefix_cache（重置前缀缓存）"),
+    "req_id": ("Request id", "请求 id"),
+    "prompt_parts": ("Prompt", "Prompt"),
+    "prompt_empty": ("Add at least one part to the prompt.", "请至少给 prompt 添加一个部分。"),
+    "prompt_none": ("(empty: build it from parts below)", "（空：用下面的部分拼出来）"),
+    "part_kind": ("Part", "部分"),
+    "part_tokens": ("tokens", "tokens（token id）"),
+    "part_text": ("text", "text（单词）"),
+    "part_same_as": ("same_as (copy a request)", "same_as（复制某个请求）"),
+    "part_random": ("random", "random（随机）"),
+    "part_tokens_in": ("Token ids, e.g. 1 2 3 4", "token id，例如 1 2 3 4"),
+    "part_text_in": ("Words, e.g. the cat sat", "单词，例如 the cat sat"),
+    "part_same_as_in": ("Request", "请求"),
+    "part_first": ("First N tokens (0 = all)", "前 N 个 token（0 = 全部）"),
+    "part_random_in": ("Number of random tokens", "随机 token 的个数"),
+    "part_add": ("Add part", "添加这一部分"),
+    "part_clear": ("Clear", "清空"),
+    "part_bad": ("This part is not valid: {msg}", "这一部分不合法：{msg}"),
+    "max_tokens": ("max_tokens (0 = no limit)", "max_tokens（0 = 不限）"),
+    "cache_salt": ("cache_salt (optional)", "cache_salt（可选）"),
+    "lora": ("LoRA name (optional)", "LoRA 名称（可选）"),
+    "decode_steps": ("Iterations", "迭代次数"),
+    "decode_requests": ("Requests (none selected = every running one)", "请求（不选 = 所有运行中的请求）"),
+    "finish_ids": ("Requests to finish", "要结束的请求"),
+    "preempt_id": ("Running request to preempt", "要抢占的运行中请求"),
+    "no_running": ("No request is running.", "没有运行中的请求。"),
+    "no_live": ("Every request has finished.", "所有请求都已结束。"),
+    "step_n": ("Iterations", "迭代次数"),
+})
+
+# -- self-check in the player -----------------------------------------------------------------
+STRINGS.update({
+    "selfcheck": ("Self-check", "自测"),
+    "selfcheck_help": ("Before each step is shown, predict what it will do; then check.",
+                       "在每一步显示之前，先预测它会做什么，再核对。"),
+    "sc_title": ("Predict step {k}: {event}", "预测第 {k} 步：{event}"),
+    "sc_at_end": ("This is the last step: nothing left to predict.", "这是最后一步，没有可以预测的了。"),
+    "sc_question": ("Question", "问题"),
+    "sc_q_queue": ("the free queue after it", "之后的空闲队列"),
+    "sc_q_hits": ("which blocks hit", "哪些块命中"),
+    "sc_q_victim": ("which block the next allocation takes", "下一次分配取走哪个块"),
+    "sc_in_queue": ("The free queue after step {k}, head (taken first) to tail:",
+                    "第 {k} 步之后的空闲队列，从队首（最先取走）到队尾："),
+    "sc_in_queue_ph": ("e.g. 4 3 5 6 2 1 (empty = the queue is empty)",
+                       "例如 4 3 5 6 2 1（留空 = 队列为空）"),
+    "sc_in_hits": ("The blocks step {k} hits in the prefix cache (none selected = no hit):",
+                   "第 {k} 步在前缀缓存里命中的块（不选 = 没有命中）："),
+    "sc_in_victim": ("After step {k}, the next allocation takes block:",
+                     "第 {k} 步之后，下一次分配取走的块："),
+    "sc_none_option": ("none (the queue is empty)", "没有（队列为空）"),
+    "sc_check": ("Check", "核对"),
+    "sc_show": ("Show step {k}", "显示第 {k} 步"),
+    "sc_bad_input": ("“{w}” is not a block id: type block ids separated by spaces.",
+                     "“{w}” 不是块编号：请输入用空格分隔的块编号。"),
+    "sc_why": ("Why", "原因"),
+    "sc_score": ("{right} of {total} right so far", "目前答对 {right} / {total}"),
+})
+
+# -- export (blockviz/export.py, python -m blockviz export) -----------------------------------
+STRINGS.update({
+    "x_prev": ("Previous", "上一步"),
+    "x_next": ("Next", "下一步"),
+    "x_keys": ("← → step · Home / End", "← → 单步 · Home / End"),
+    "x_made": ("Made with blockviz from {file}", "由 blockviz 根据 {file} 生成"),
+    "x_big_pool": ("{n} GPU blocks: too many to draw one card each in a file; open it in the app for "
+                   "the heatmap.",
+                   "{n} 个 GPU 块：太多了，文件里无法逐个画出；请在应用里打开查看热力图。"),
+    "x_more_blocks": ("… and {n} more blocks", "… 还有 {n} 个块"),
+})

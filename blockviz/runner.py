@@ -9,6 +9,11 @@ from .scenario.load import LoadedScenario, ScenarioError
 from .timeline import Timeline
 
 
+class Stop(Exception):
+    """Raised by a ``progress`` callback to end a run early, keeping the steps recorded so far
+    (the app's preview stops a scenario that runs too long this way)."""
+
+
 class _CheckedOps(list):
     """An op list that checks the pool's invariants after every op appended to it."""
 
@@ -59,8 +64,11 @@ def run(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = N
             check_invariants(engine.pool, engine.manager)
         timeline.record(engine, step, result)
         if progress is not None:
-            progress(i + 1, len(steps))
+            try:
+                progress(i + 1, len(steps))
+            except Stop:
+                break
     return engine, timeline
 
 
-__all__ = ["ScenarioError", "make_engine", "run"]
+__all__ = ["ScenarioError", "Stop", "make_engine", "run"]

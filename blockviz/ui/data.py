@@ -8,6 +8,7 @@ set or nothing; no path is ever built from user input. (The directory itself is 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,13 @@ class PlayerRun:
     kinds: tuple[frozenset[str], ...]
     series: Series
     tolerance: float
+    stopped: tuple[int, int] | None = None   # (steps run, steps in all) when a time limit ended it
+
+    @property
+    def shared(self) -> bool:
+        """A built-in run, the same for every session (its panels may be cached process-wide);
+        any other run belongs to one session and is kept in its st.session_state."""
+        return self.key.startswith("builtin:")
 
     @property
     def last(self) -> int:
@@ -97,17 +105,38 @@ def builtin_index() -> BuiltinIndex:
     return _index(scenario_dir())
 
 
-def make_run(key: str, loaded) -> PlayerRun:
-    """Run a loaded scenario to the end (or its first disallowed event) and keep the timeline."""
+def make_run(key: str, loaded, *, time_limit_s: float | None = None) -> PlayerRun:
+    """Run a loaded scenario to the end (or its first disallowed event) and keep the timeline.
+    With ``time_limit_s``, the run ends after the first step that finishes past the limit
+    (``stopped`` says where)."""
     from ..kv import tolerance
-    from ..runner import run
-    engine, timeline = run(loaded)
+    from ..runner import Stop, run
+    stopped: list[tuple[int, int]] = []
+    progress = None
+    if time_limit_s is not None:
+        deadline = time.monotonic() + time_limit_s
+
+        def progress(done: int, total: int) -> None:
+            if done < total and time.monotonic() > deadline:
+                stopped.append((done, total))
+                raise Stop
+    engine, timeline = run(loaded, progress=progress)
     device = timeline.payload_device or "cpu"
     kinds = tuple(step_kinds(timeline.step_ops(i)) for i in range(len(timeline)))
     series = metrics_series([timeline.step_stats(i) for i in range(len(timeline))],
                             has_external=loaded.scenario.config.connector is not None)
     return PlayerRun(key, loaded.scenario, timeline, HashLabels.for_timeline(timeline), kinds, series,
-                     tolerance(device))
+                     tolerance(device), stopped[0] if stopped else None)
+
+
+def kv_store_bytes(config) -> int:
+    """The paged KV tensors a scenario's config asks for (0 without a model)."""
+    m = config.model
+    if m is None:
+        return 0
+    itemsize = 4 if m.dtype == "float32" else 2
+    return ((config.num_blocks + 1) * config.block_size * m.num_layers * 2 * m.num_kv_heads
+            * m.head_dim * itemsize)
 
 
 @st.cache_resource(show_spinner="Running the scenario…", max_entries=64)
@@ -124,3 +153,31 @@ def builtin_run(sid: str) -> PlayerRun:
 def frames_of(key: str, index: int, _run: PlayerRun) -> tuple:
     """The op-level frames of one event (costly for big pools, so few are kept)."""
     return tuple(_run.timeline.frames(index))
+
+
+# -- the session's own runs (an authored scenario, a fork): kept in st.session_state only -----
+PREVIEW_TIME_LIMIT_S = 20.0
+PREVIEW_MAX_KV_BYTES = 256 << 20
+
+
+def user_run_key(state, kind: str) -> str:
+    """A key no other session's run can have (the panels' session memo is keyed by it)."""
+    import uuid
+    uid = state.get("bv_uid")
+    if not uid:
+        uid = state["bv_uid"] = uuid.uuid4().hex[:12]
+    n = int(state.get("bv_runs", 0)) + 1
+    state["bv_runs"] = n
+    return f"user:{uid}:{kind}:{n}"
+
+
+def preview_refusal(loaded) -> tuple[str, dict] | None:
+    """(i18n key, fields) when a session's scenario is too big to run in the app."""
+    size = kv_store_bytes(loaded.scenario.config)
+    if size > PREVIEW_MAX_KV_BYTES:
+        return "preview_too_big", {"limit": PREVIEW_MAX_KV_BYTES >> 20, "size": size / 2**20}
+    return None
+
+
+def make_user_run(state, kind: str, loaded) -> PlayerRun:
+    return make_run(user_run_key(state, kind), loaded, time_limit_s=PREVIEW_TIME_LIMIT_S)

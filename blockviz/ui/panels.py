@@ -1,6 +1,9 @@
-"""Rendered panels, cached per (run, step, frame, language) and shared by every session: the HTML
-strings and figures are immutable, so a class of thirty stepping through the same scenario renders
-each step once. Everything here is built by the pure functions in ``blockviz.render``."""
+"""Rendered panels, cached per (run, step, frame, language). A built-in run's panels are shared by
+every session (``st.cache_resource``: the HTML strings and figures are immutable, so a class of
+thirty stepping through the same scenario renders each step once). A session's own run (an
+authored scenario, a fork) is drawn from a small memo in that session's ``st.session_state``,
+never from a process-wide cache. Everything here is built by the pure functions in
+``blockviz.render``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,6 +27,33 @@ from ..render.theme import esc
 from ..render.view import step_view
 from .data import PlayerRun, frames_of
 
+MEMO = "bv_memo"     # session-state key: {run key: {(what, args): value}} for the session's runs
+MEMO_RUNS = 3        # the author's preview, the player's run, one just replaced
+MEMO_SIZE = 256      # entries per run
+
+
+def _session_memo(run: PlayerRun, what: str, args: tuple, build):
+    memo = st.session_state.setdefault(MEMO, {})
+    if run.key not in memo:
+        while len(memo) >= MEMO_RUNS:       # the run drawn least recently goes first
+            del memo[next(iter(memo))]
+        memo[run.key] = {}
+    else:
+        memo[run.key] = memo.pop(run.key)   # most recently drawn last
+    entries = memo[run.key]
+    key = (what, args)
+    if key not in entries:
+        if len(entries) >= MEMO_SIZE:
+            del entries[next(iter(entries))]
+        entries[key] = build()
+    return entries[key]
+
+
+def _frames(run: PlayerRun, index: int) -> tuple:
+    if run.shared:
+        return frames_of(run.key, index, run)
+    return _session_memo(run, "frames", (index,), lambda: tuple(run.timeline.frames(index)))
+
 
 @dataclass(frozen=True)
 class Panels:
@@ -44,13 +74,23 @@ class Panels:
 
 
 def _view(run: PlayerRun, index: int, frame: int | None):
-    frames = frames_of(run.key, index, run) if frame is not None else None
+    frames = _frames(run, index) if frame is not None else None
     return step_view(run.timeline, index, frame, frames)
 
 
+def step_panels(key: str, index: int, frame: int | None, lang: str, run: PlayerRun) -> Panels:
+    if run.shared:
+        return _shared_panels(key, index, frame, lang, run)
+    return _session_memo(run, "panels", (index, frame, lang),
+                         lambda: build_panels(run, index, frame, lang))
+
+
 @st.cache_resource(show_spinner=False, max_entries=1024)
-def step_panels(key: str, index: int, frame: int | None, lang: str, _run: PlayerRun) -> Panels:
-    run = _run
+def _shared_panels(key: str, index: int, frame: int | None, lang: str, _run: PlayerRun) -> Panels:
+    return build_panels(_run, index, frame, lang)
+
+
+def build_panels(run: PlayerRun, index: int, frame: int | None, lang: str) -> Panels:
     tl, labels, vocab, bs = run.timeline, run.labels, run.timeline.vocab, run.timeline.block_size
     v = _view(run, index, frame)
     s = v.snapshot
@@ -88,25 +128,53 @@ def step_panels(key: str, index: int, frame: int | None, lang: str, _run: Player
                   verify_html(s.ops, lang, run.tolerance), written)
 
 
+def blocks_heatmap(key: str, index: int, frame: int | None, lang: str, run: PlayerRun) -> go.Figure:
+    if run.shared:
+        return _shared_heatmap(key, index, frame, lang, run)
+    return _session_memo(run, "heatmap", (index, frame, lang), lambda: _heatmap(run, index, frame, lang))
+
+
 @st.cache_resource(show_spinner=False, max_entries=64)
-def blocks_heatmap(key: str, index: int, frame: int | None, lang: str, _run: PlayerRun) -> go.Figure:
-    v = _view(_run, index, frame)
-    return rblocks.blocks_figure(v.state, labels=_run.labels, lang=lang, changed=v.changed)
+def _shared_heatmap(key: str, index: int, frame: int | None, lang: str, _run: PlayerRun) -> go.Figure:
+    return _heatmap(_run, index, frame, lang)
+
+
+def _heatmap(run: PlayerRun, index: int, frame: int | None, lang: str) -> go.Figure:
+    v = _view(run, index, frame)
+    return rblocks.blocks_figure(v.state, labels=run.labels, lang=lang, changed=v.changed)
+
+
+def metrics_chart(key: str, index: int, lang: str, run: PlayerRun) -> go.Figure:
+    if run.shared:
+        return _shared_metrics(key, index, lang, run)
+    return _session_memo(run, "metrics", (index, lang), lambda: metrics_figure(run.series, index, lang))
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
-def metrics_chart(key: str, index: int, lang: str, _run: PlayerRun) -> go.Figure:
+def _shared_metrics(key: str, index: int, lang: str, _run: PlayerRun) -> go.Figure:
     return metrics_figure(_run.series, index, lang)
 
 
-@st.cache_resource(show_spinner=False, max_entries=256)
 def payload_chart(key: str, block: int, index: int, layer: int, head: int, kv: int, lang: str,
-                  _run: PlayerRun):
+                  run: PlayerRun):
     """(figure, caption HTML) of a block's K or V at a step; None when the block holds none."""
-    summary = _run.timeline.payload(block, index)
+    if run.shared:
+        return _shared_payload(key, block, index, layer, head, kv, lang, run)
+    return _session_memo(run, "payload", (block, index, layer, head, kv, lang),
+                         lambda: _payload(run, block, index, layer, head, kv, lang))
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _shared_payload(key: str, block: int, index: int, layer: int, head: int, kv: int, lang: str,
+                    _run: PlayerRun):
+    return _payload(_run, block, index, layer, head, kv, lang)
+
+
+def _payload(run: PlayerRun, block: int, index: int, layer: int, head: int, kv: int, lang: str):
+    summary = run.timeline.payload(block, index)
     if summary is None:
         return None
-    tokens = _run.timeline.snapshot(index).block_tokens[block]
+    tokens = run.timeline.snapshot(index).block_tokens[block]
     fig = payload_figure(summary, layer=layer, head=head, kv=kv, tokens=tokens,
-                         vocab=_run.timeline.vocab, lang=lang)
+                         vocab=run.timeline.vocab, lang=lang)
     return fig, payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)

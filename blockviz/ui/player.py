@@ -7,25 +7,17 @@ everything is a normal run.
 """
 from __future__ import annotations
 
-import re
-
 import streamlit as st
 
-from ..i18n import LANG_NAMES, event_label, t
+from ..i18n import event_label, t
 from ..render import theme
+from ..render.authoring import AUTHOR_CSS
 from ..render.markers import kinds_markdown, markers_legend_html, strip_html
-from . import data, panels
+from . import data, panels, tryit
 from . import state as S
+from .nav import language_toggle, md_escape, md_fields
 
 STEP_LIST_WINDOW = 120     # the sidebar lists at most this many steps around the cursor
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>:$])")
-
-
-def md_escape(text: str) -> str:
-    """Text from a scenario, made inert inside a Streamlit markdown label."""
-    return _MD_SPECIAL.sub(r"\\\1", text)
-
 
 def default_lang() -> str:
     try:
@@ -51,21 +43,18 @@ def _from_widget(widget: str) -> None:
     S.jump(st.session_state, st.session_state[widget], run.last)
 
 
-def _set_lang() -> None:
-    v = st.session_state.get("w_lang")
-    if v in S.LANGS:
-        st.session_state[S.LANG] = v
-
-
 def _set_presenter() -> None:
     st.session_state[S.PRESENTER] = bool(st.session_state.get("w_presenter"))
     st.session_state[S.FULL_RERUN] = True
 
 
 def _set_scenario() -> None:
-    sid = st.session_state.get("w_scenario")
-    if sid in data.builtin_index().paths:
-        S.switch_scenario(st.session_state, sid)
+    ss = st.session_state
+    sid = ss.get("w_scenario")
+    if sid == S.USER_OPTION and ss.get(S.USER_RUN) is not None:
+        S.use_user_run(ss, ss[S.USER_RUN], 0)
+    elif sid in data.builtin_index().paths:
+        S.switch_scenario(ss, sid)
 
 
 def _set_speed() -> None:
@@ -80,8 +69,16 @@ def _set_into() -> None:
     S.set_into(st.session_state, bool(st.session_state.get("w_into")))
 
 
+def _set_selfcheck() -> None:
+    st.session_state[S.SELFCHECK] = bool(st.session_state.get("w_selfcheck"))
+
+
 def _current_run() -> data.PlayerRun:
-    return data.builtin_run(st.session_state[S.SCENARIO])
+    """The session's own run when it shows one (an authored scenario, a fork), else a built-in."""
+    ss = st.session_state
+    if S.showing_user(ss):
+        return ss[S.USER_RUN]
+    return data.builtin_run(ss[S.SCENARIO])
 
 
 # -- the page -------------------------------------------------------------------------------
@@ -92,17 +89,24 @@ def page() -> None:
         st.error(t("no_scenarios", ss.get(S.LANG, "en")))
         return
     if not ss.get(S.INITIALIZED):
-        S.init_from_link(ss, dict(st.query_params), index.ids, default_lang(),
+        # the first visit (maybe from the Author page, opening the session's own scenario there)
+        own = (ss[S.CURSOR], ss.get(S.FRAME)) if S.showing_user(ss) else None
+        S.init_from_link(ss, dict(st.query_params), index.ids, ss.get(S.LANG) or default_lang(),
                          lambda sid: data.builtin_run(sid).last,
                          lambda sid, i: data.builtin_run(sid).n_ops(i))
+        if own is not None:
+            ss[S.CURSOR], ss[S.FRAME] = own
     elif ss.get(S.SCENARIO) not in index.paths:
         S.switch_scenario(ss, index.ids[0])
+    if ss.get(S.SOURCE) == "user" and ss.get(S.USER_RUN) is None:
+        ss[S.SOURCE] = "builtin"
     run = _current_run()
     ss[S.CURSOR] = max(0, min(int(ss.get(S.CURSOR, 0)), run.last))
     ss[S.FULL_RERUN] = False
     ss[S.ARMED] = False
     lang, presenter = ss[S.LANG], ss.get(S.PRESENTER, False)
     st.html(theme.css(presenter))
+    st.html(AUTHOR_CSS)
     _sidebar(run, index, lang, presenter)
     for key, fields in ss.get(S.NOTICES, []):   # values from the URL: inert in markdown
         st.warning(t(key, lang, **{k: md_escape(str(v)) for k, v in fields.items()}))
@@ -134,6 +138,8 @@ def _body(run: data.PlayerRun) -> None:
     cursor, frame = ss[S.CURSOR], ss.get(S.FRAME)
     p = panels.step_panels(run.key, cursor, frame, lang, run)
     _controls(run, lang, presenter, p)
+    if not presenter:
+        _learn_row(run, cursor, lang)
     if frame is not None:
         left, right = st.columns([3, 5], gap="medium")
         with left:
@@ -185,6 +191,7 @@ def _body(run: data.PlayerRun) -> None:
             with ecol:
                 _section(t("external_tier", lang))
                 _html(p.external)
+        _learn_panels(run, cursor, frame, lang)   # below the state they are about
         tcol, rcol = st.columns(2, gap="medium")
         with tcol:
             _section(t("hash_table", lang))
@@ -210,6 +217,33 @@ def _body(run: data.PlayerRun) -> None:
             with st.expander(f"{t('kv_events', lang)} ({len(events)})"):
                 st.json(list(events), expanded=True)
     _sync_url()
+
+
+def _learn_row(run: data.PlayerRun, cursor: int, lang: str) -> None:
+    """The switches of the learning tools: self-check on/off, try it yourself (fork here)."""
+    ss = st.session_state
+    row = st.container(horizontal=True, vertical_alignment="center", gap="medium", key="learn")
+    with row:
+        ss["w_selfcheck"] = bool(ss.get(S.SELFCHECK))
+        st.toggle(t("selfcheck", lang), key="w_selfcheck", on_change=_set_selfcheck,
+                  help=t("selfcheck_help", lang))
+        st.button(t("fork_here", lang), key="b_fork", icon=":material/call_split:",
+                  on_click=tryit.start_fork, args=(run, cursor), help=t("fork_help", lang))
+    msg = ss.get(tryit.FK_MSG)
+    if tryit.current_fork(run) is None and msg and msg[2]:   # a fork that could not start
+        st.error(t(msg[0], lang, **md_fields(msg[1])))
+        ss[tryit.FK_MSG] = None
+
+
+def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str) -> None:
+    """Self-check (predict the next step) and the fork's event form, under the blocks and the
+    free queue they are about."""
+    ss = st.session_state
+    if ss.get(S.SELFCHECK) and frame is None:
+        tryit.selfcheck_panel(run, cursor, lang)
+    fork = tryit.current_fork(run)
+    if fork is not None:
+        tryit.fork_panel(run, fork, lang)
 
 
 def _remember_open(key: str) -> None:
@@ -265,12 +299,19 @@ def _controls(run: data.PlayerRun, lang: str, presenter: bool, p: panels.Panels)
 def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter: bool) -> None:
     ss = st.session_state
     with st.sidebar:
-        ss["w_lang"] = lang
-        st.segmented_control(t("language", lang), list(S.LANGS), key="w_lang", required=True,
-                             format_func=lambda v: LANG_NAMES[v], on_change=_set_lang)
-        ss["w_scenario"] = ss[S.SCENARIO]
-        st.selectbox(t("scenario", lang), index.ids, key="w_scenario", on_change=_set_scenario,
-                     format_func=lambda sid: index.titles[sid].get(lang))
+        language_toggle(lang)
+        user = ss.get(S.USER_RUN)
+        options = ([S.USER_OPTION] if user is not None else []) + index.ids
+        ss["w_scenario"] = S.USER_OPTION if S.showing_user(ss) else ss[S.SCENARIO]
+
+        def title(sid: str) -> str:
+            if sid == S.USER_OPTION:
+                return t("user_option", lang, title=user.scenario.title.get(lang))
+            return index.titles[sid].get(lang)
+        st.selectbox(t("scenario", lang), options, key="w_scenario", on_change=_set_scenario,
+                     format_func=title)
+        if S.showing_user(ss):
+            st.caption(t("user_not_linked", lang))
         cfg = run.scenario.config
         info = [t("config_line", lang, blocks=cfg.num_blocks, size=cfg.block_size, hash=cfg.hash_algo),
                 t("free_order_" + cfg.free_order, lang)]

@@ -21,6 +21,12 @@ ARMED = "bv_armed"          # the autoplay fragment advances only on its own tim
 FULL_RERUN = "bv_full"      # a change inside the fragment that needs the whole page redrawn
 NOTICES = "bv_notices"      # [(i18n key, fields)] from the deep link, shown once
 INITIALIZED = "bv_init"
+# the session's own scenario (never shared with other sessions)
+SOURCE = "bv_source"        # "builtin" (SCENARIO) or "user" (USER_RUN)
+USER_RUN = "bv_user_run"    # the PlayerRun the player shows for SOURCE == "user"
+FORK = "bv_fork"            # the fork being tried (base scenario, step, added events), or None
+USER_OPTION = "__user__"    # the scenario selector's entry for USER_RUN (not a valid scenario id)
+SELFCHECK = "bv_selfcheck"  # self-check mode: predict each step before it is shown
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 BASE_INTERVAL_S = 2.0       # seconds per step at 1x
@@ -107,10 +113,25 @@ def tick(state: MutableMapping, last: int, n_ops: NOps) -> bool:
 
 def switch_scenario(state: MutableMapping, sid: str) -> None:
     state[SCENARIO] = sid
+    state[SOURCE] = "builtin"
     state[CURSOR] = 0
     state[FRAME] = None
     state[PLAYING] = False
     state[ARMED] = False
+
+
+def use_user_run(state: MutableMapping, run, cursor: int = 0) -> None:
+    """Show the session's own run (an authored scenario or a fork) in the player."""
+    state[USER_RUN] = run
+    state[SOURCE] = "user"
+    state[CURSOR] = max(0, min(cursor, run.last))
+    state[FRAME] = None
+    state[PLAYING] = False
+    state[ARMED] = False
+
+
+def showing_user(state: Mapping) -> bool:
+    return state.get(SOURCE) == "user" and state.get(USER_RUN) is not None
 
 
 # -- deep links ---------------------------------------------------------------------------
@@ -184,7 +205,10 @@ def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequen
 
 
 def url_params(state: Mapping) -> dict[str, str]:
-    """The query string that reopens exactly this view."""
+    """The query string that reopens exactly this view. The session's own scenario has no link
+    (it lives in this session only): just the language."""
+    if showing_user(state):
+        return {"lang": str(state[LANG])}
     out = {"scenario": str(state[SCENARIO]), "step": str(state[CURSOR]), "lang": str(state[LANG])}
     if state.get(FRAME) is not None:
         out["op"] = str(state[FRAME] + 1)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 APP = str(ROOT / "app.py")
@@ -26,6 +27,23 @@ class Page:
         self.at.run()
         assert not self.at.exception, [e.value for e in self.at.exception]
         return self
+
+    def goto(self, url_path: str) -> Page:
+        """Open another page of the app, as its link in the sidebar would (pages are callables
+        registered under a url path; AppTest.switch_page only knows page files)."""
+        self.at._page_hash = calc_hash(url_path)
+        try:
+            return self.run()
+        finally:
+            self.at._page_hash = ""      # later runs stay where the last one finished
+
+    def on_page(self, url_path: str) -> bool:
+        return self.at._finished_page_script_hash == calc_hash(url_path)
+
+    def offered(self, key: str) -> str:
+        """The media file id of what a download button offers (AppTest keeps no bytes; the id
+        is a hash of the data, its mime type and file name: compare with ``file_id``)."""
+        return self.at.download_button(key=key).proto.url.rsplit("/", 1)[-1].split(".")[0]
 
     def click(self, key: str) -> Page:
         self.at.button(key=key).click()
@@ -77,6 +95,11 @@ class Page:
     def charts(self) -> list[str]:
         """The JSON specs of the plotly charts on the page."""
         return [e.proto.spec for e in self.at.get("plotly_chart")]
+
+
+def file_id(data: str, mime: str, name: str) -> str:
+    from streamlit.runtime.memory_media_file_storage import _calculate_file_id
+    return _calculate_file_id(data.encode("utf-8"), mime, name)
 
 
 @pytest.fixture

@@ -1,0 +1,300 @@
+"""What the Author page knows, without Streamlit: the starter text, the field reference generated
+from the JSON Schema, example events (snippets) and where to insert them, and the rules for an
+uploaded file. Everything from a user's file stays data: nothing here evaluates it."""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from .fork import next_request_id, to_yaml
+from .scenario import ScenarioError, json_schema, load_bytes
+from .scenario.schema import EVENT_NAMES, MAX_FILE_BYTES
+
+STARTER = """\
+# A new scenario. Edit it: every change is checked, and a valid one runs in the preview.
+# The "Format reference" tab lists every field; the buttons below insert example events.
+id: my-scenario
+title: {en: "My scenario", zh: "我的场景"}
+config:
+  num_blocks: 4          # usable blocks; block 0 is the null block
+  block_size: 4
+  free_order: split      # split (vLLM >= 0.24) | append (vLLM <= 0.23)
+steps:
+  - arrive: {id: A, prompt: [{tokens: [1, 2, 3, 4, 5, 6]}]}
+    note: {en: "A needs two blocks; the first one is full, so it gets a hash.",
+           zh: "A 需要两个块；第一个块装满了，所以得到一个 hash。"}
+  - arrive: {id: B, prompt: [{same_as: A, first: 4}, {random: 3}]}
+    note: {en: "B starts with A's first 4 tokens: block 1 hits.",
+           zh: "B 的前 4 个 token 和 A 相同：块 1 命中。"}
+  - finish: A
+  - finish: B
+"""
+
+
+# -- the field reference, generated from the JSON Schema ------------------------------------
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str
+    default: str        # "" when required
+    required: bool
+    description: str    # the schema's own description (English), if any
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str                 # "scenario", "config", "model", "connector", "event:arrive", "part:tokens"
+    fields: tuple[Field, ...]
+    example: str = ""        # YAML
+
+
+# how a definition reads in the reference: the shape an author writes, not a class name
+REF_NAMES = {
+    "Text": "text | {en: …, zh: …}", "Config": "{config: see below}", "Step": "{event}",
+    "ModelConfig": "{model: see below}", "ConnectorConfig": "{connector: see below}",
+    "TokensPart": "{tokens: [ids]}", "TextPart": "{text: words}", "SameAsPart": "{same_as: ID, first: N}",
+    "RandomPart": "{random: N}", "LoRASpec": "NAME | {name, path}", "MMSpec": "{id, offset, length}",
+    "ArriveSpec": "{id, prompt, …}", "DecodeSpec": "{requests, steps}",
+}
+
+
+def _ref_name(ref: str) -> str:
+    name = ref.rsplit("/", 1)[-1]
+    return REF_NAMES.get(name, f"{{{name}}}")
+
+
+def type_text(prop: dict) -> str:
+    """A schema property in a few words: ``integer 1–65536``, ``sha256 | xxhash``, ``list of ...``."""
+    if "anyOf" in prop:
+        kinds = [type_text(p) for p in prop["anyOf"] if p.get("type") != "null"]
+        nullable = any(p.get("type") == "null" for p in prop["anyOf"])
+        return " | ".join(kinds) + (" | null" if nullable else "")
+    if "oneOf" in prop:
+        return " | ".join(type_text(p) for p in prop["oneOf"])
+    if "$ref" in prop:
+        return _ref_name(prop["$ref"])
+    if "enum" in prop:
+        return " | ".join(str(v) for v in prop["enum"])
+    if "const" in prop:
+        return str(prop["const"])
+    kind = prop.get("type", "any")
+    if kind == "array":
+        return f"list of {type_text(prop.get('items', {}))}"
+    if kind == "integer":
+        lo = prop.get("minimum")
+        hi = prop.get("maximum", None)
+        if hi is None and "exclusiveMaximum" in prop:
+            hi = prop["exclusiveMaximum"] - 1
+        if lo is not None and hi is not None:
+            return f"integer {lo}–{hi}"
+        if lo is not None:
+            return f"integer ≥ {lo}"
+        return "integer"
+    if kind == "boolean":
+        return "true | false"
+    if kind == "string":
+        return "text"
+    return str(kind)
+
+
+def _default_text(prop: dict) -> str:
+    if "default" not in prop:
+        return ""
+    d = prop["default"]
+    if d is None:
+        return "null"
+    if isinstance(d, bool):
+        return "true" if d else "false"
+    if isinstance(d, dict):
+        if len(d) > 4:
+            return "{…}"            # a whole section: its own table lists the defaults
+        return "{" + ", ".join(f"{k}: {_default_text({'default': v})}" for k, v in d.items()) + "}"
+    if isinstance(d, list):
+        return "[]" if not d else str(d)
+    return str(d)
+
+
+def fields_of(schema: dict, definition: str | None) -> tuple[Field, ...]:
+    """The fields of a definition (``None``: the top level)."""
+    node = schema if definition is None else schema["$defs"][definition]
+    required = set(node.get("required", ()))
+    return tuple(Field(name, type_text(prop), _default_text(prop), name in required,
+                       prop.get("description", ""))
+                 for name, prop in node.get("properties", {}).items())
+
+
+# the definition holding each event's fields (other events take a single value)
+EVENT_DEFS = {"arrive": "ArriveSpec", "decode": "DecodeSpec"}
+PART_DEFS = {"tokens": "TokensPart", "text": "TextPart", "same_as": "SameAsPart",
+             "random": "RandomPart"}
+
+
+def reference(schema: dict | None = None) -> tuple[Section, ...]:
+    """Every section of the reference, in reading order, each with an example."""
+    schema = schema or json_schema()
+    steps = schema["$defs"]["Step"]["properties"]
+    out = [Section("scenario", fields_of(schema, None)),
+           Section("config", fields_of(schema, "Config"), to_yaml({"config": {
+               "num_blocks": 6, "block_size": 4, "free_order": "split"}})),
+           Section("model", fields_of(schema, "ModelConfig"), to_yaml({"config": {"model": None}})),
+           Section("connector", fields_of(schema, "ConnectorConfig"),
+                   to_yaml({"config": {"connector": {"kind": "cpu", "num_blocks": 16}}}))]
+    ids = ["A", "B"]
+    for name in EVENT_NAMES:
+        if name in EVENT_DEFS:
+            fields = fields_of(schema, EVENT_DEFS[name])
+        else:
+            prop = steps[name]
+            kind = type_text(prop).removesuffix(" | null")
+            if name == "finish":
+                kind = "text | " + kind         # one id, or a list of them
+            fields = () if kind == "true | false" else (   # a bare word: `- admit`
+                Field(name, kind, "", True, prop.get("description", "")),)
+        example = snippet(name, ids, ["before"]) if name in SNIPPETS else ""
+        out.append(Section(f"event:{name}", fields, example))
+    out.append(Section("event:note", (Field("note", "{en: text, zh: text}", "", False, ""),),
+                       snippet("note", ids, [])))
+    for name, definition in PART_DEFS.items():
+        out.append(Section(f"part:{name}", fields_of(schema, definition),
+                           to_yaml({"prompt": [_PART_EXAMPLES[name]]})))
+    return tuple(out)
+
+
+_PART_EXAMPLES: dict[str, dict] = {
+    "tokens": {"tokens": [1, 2, 3, 4]},
+    "text": {"text": "the cat sat on the mat"},
+    "same_as": {"same_as": "A", "first": 8},
+    "random": {"random": 4},
+}
+
+
+# -- snippets: example events, inserted at the end of the step list --------------------------
+SNIPPETS = ("arrive", "decode", "step", "finish", "preempt", "admit", "reset_prefix_cache",
+            "checkpoint", "rewind", "note")
+
+
+def snippet_event(kind: str, ids: Sequence[str], checkpoints: Sequence[str],
+                  live: Sequence[str] | None = None) -> Any:
+    """An example event that fits a scenario whose requests so far are ``ids`` (``live``: those
+    not finished at its end, the ones finish and preempt can name)."""
+    pick = list(live) if live else list(ids)
+    last = pick[-1] if pick else "A"
+    if kind == "arrive":
+        new = next_request_id(ids)
+        prompt = ([{"same_as": ids[0], "first": 4}, {"random": 4}] if ids
+                  else [{"tokens": [1, 2, 3, 4, 5, 6, 7, 8]}, {"random": 2}])
+        return {"arrive": {"id": new, "prompt": prompt, "max_tokens": 8}}
+    if kind == "decode":
+        return {"decode": {"steps": 2}}
+    if kind == "step":
+        return {"step": 1}
+    if kind == "finish":
+        return {"finish": last}
+    if kind == "preempt":
+        return {"preempt": last}
+    if kind in ("admit", "reset_prefix_cache"):
+        return kind
+    if kind == "checkpoint":
+        return {"checkpoint": f"cp{len(checkpoints) + 1}"}
+    if kind == "rewind":
+        return {"rewind": checkpoints[-1] if checkpoints else "cp1"}
+    if kind == "note":
+        return {"note": {"en": "What to look at in this step.", "zh": "这一步要看什么。"}}
+    raise ValueError(f"no snippet for {kind!r}")
+
+
+def _flow(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, sort_keys=False,
+                          width=10_000).strip().removesuffix("...").strip()
+
+
+def snippet(kind: str, ids: Sequence[str], checkpoints: Sequence[str], indent: int = 2,
+            live: Sequence[str] | None = None) -> str:
+    """One step as a line of YAML, e.g. ``  - finish: A`` (flow style, like the built-ins)."""
+    event = snippet_event(kind, ids, checkpoints, live)
+    pad = " " * indent
+    if isinstance(event, str):
+        return f"{pad}- {event}\n"
+    (name, value), = event.items()
+    return f"{pad}- {name}: {_flow(value)}\n"
+
+
+_TOP_KEY = re.compile(r"^[A-Za-z_][\w-]*\s*:")
+_STEPS = re.compile(r"^steps\s*:\s*(#.*)?$")
+_ITEM = re.compile(r"^(\s*)- ")
+
+
+def steps_indent(text: str) -> int:
+    """The indentation of the step list's items (2 if the list is empty)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if _STEPS.match(line)), None)
+    if start is None:
+        return 2
+    for line in lines[start + 1:]:
+        m = _ITEM.match(line)
+        if m:
+            return len(m.group(1))
+        if _TOP_KEY.match(line):
+            break
+    return 2
+
+
+def insert_step(text: str, kind: str, ids: Sequence[str], checkpoints: Sequence[str],
+                live: Sequence[str] | None = None) -> str:
+    """``text`` with an example ``kind`` event added as the last step (a ``steps:`` list is
+    created at the end if there is none)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if _STEPS.match(line)), None)
+    if start is None:
+        lines = [line for line in lines if not re.match(r"^steps\s*:\s*\[\s*\]\s*$", line)]
+        body = "\n".join(lines).rstrip("\n")
+        return (body + "\n" if body else "") + "steps:\n" + snippet(kind, ids, checkpoints, 2, live)
+    indent = steps_indent(text)
+    end = len(lines)
+    for j in range(start + 1, len(lines)):
+        line = lines[j]
+        if _TOP_KEY.match(line) and not (indent == 0 and line.startswith("- ")):
+            end = j
+            break
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    new = snippet(kind, ids, checkpoints, indent, live).rstrip("\n").split("\n")
+    out = lines[:end] + new + lines[end:]
+    return "\n".join(out) + "\n"
+
+
+def scenario_names(scenario) -> tuple[list[str], list[str]]:
+    """(request ids in arrival order, checkpoint names) of a validated scenario."""
+    ids: list[str] = []
+    cps: list[str] = []
+    for step in scenario.steps:
+        if step.kind == "arrive" and step.args.id not in ids:
+            ids.append(step.args.id)
+        elif step.kind == "checkpoint" and step.args not in cps:
+            cps.append(step.args)
+    return ids, cps
+
+
+# -- uploads ------------------------------------------------------------------------------
+def read_upload(raw: bytes, name: str) -> str:
+    """The text of an uploaded scenario file, or ScenarioError when the file is refused: larger
+    than MAX_FILE_BYTES (checked before anything is parsed), binary, not UTF-8, not YAML, or with
+    a YAML tag. A readable file with a mistake in it is accepted: the editor shows the error."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise ScenarioError(name, None, None, "", f"the file is {len(raw):,} bytes; the limit is "
+                                                  f"{MAX_FILE_BYTES:,}")
+    try:
+        load_bytes(raw, name)
+    except ScenarioError as e:
+        if e.line is None or e.message.startswith("YAML tag"):
+            raise
+    return raw.decode("utf-8-sig")
+
+
+def download_name(scenario_id: str | None) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", scenario_id or "scenario").strip(".-") or "scenario"
+    return f"{stem[:64]}.yaml"

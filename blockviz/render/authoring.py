@@ -1,0 +1,149 @@
+"""The Author page's panels as HTML: a located error with the lines around it (the bad line
+highlighted, a caret under the column), and the format reference generated from the JSON Schema.
+Pure; every piece of the user's text is escaped."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..authoring import Section
+from ..i18n import t
+from .theme import AMBER, GREEN, INK, MUTED, RED, esc
+
+AUTHOR_CSS = f"""
+<style>
+.bv-src {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85em;
+          background: #f6f8fa; border-radius: .35em; padding: .35em 0; margin: .3em 0 0 0;
+          overflow-x: auto; color: {INK}; }}
+.bv-src div {{ white-space: pre; padding: 0 .6em; min-height: 1.3em; }}
+.bv-src .bv-ln {{ display: inline-block; min-width: 3.2em; color: {MUTED}; user-select: none; }}
+.bv-src div.bv-bad {{ background: #fdecea; box-shadow: inset .3em 0 0 {RED}; font-weight: 700; }}
+.bv-src div.bv-caret {{ color: {RED}; font-weight: 800; min-height: 1em; line-height: 1; }}
+.bv-errbox {{ border-left: .3em solid {RED}; background: #fff; padding: .2em .7em .5em .7em;
+             border-radius: .25em; }}
+.bv-errhead {{ font-weight: 800; color: {RED}; font-size: 1.05em; }}
+.bv-errmsg {{ font-size: 1.05em; margin: .25em 0; }}
+.bv-errwhere {{ color: {MUTED}; font-size: .9em; }}
+.bv-errwhere code, .bv-ref code {{ background: #eef1f4; padding: 0 .3em; border-radius: .2em; }}
+.bv-okbox {{ border-left: .3em solid {GREEN}; padding: .3em .7em; background: #eef7ee;
+            border-radius: .25em; font-weight: 600; }}
+.bv-warnbox {{ border-left: .3em solid {AMBER}; padding: .3em .7em; background: #fff8e1;
+              border-radius: .25em; }}
+.bv-ref h4 {{ margin: .9em 0 .2em 0; font-size: 1em; }}
+.bv-ref h5 {{ margin: .7em 0 .1em 0; font-size: .95em; }}
+.bv-ref h5 code {{ font-size: 1.05em; }}
+.bv-ref table {{ border-collapse: collapse; width: 100%; font-size: .85em; margin: .2em 0; }}
+.bv-ref td, .bv-ref th {{ border-bottom: 1px solid #e3e6e8; padding: .15em .4em; text-align: left;
+                         vertical-align: top; }}
+.bv-ref th {{ color: {MUTED}; font-weight: 600; }}
+.bv-ref pre {{ background: #f6f8fa; border-radius: .3em; padding: .3em .6em; font-size: .82em;
+              margin: .2em 0 .4em 0; white-space: pre-wrap; }}
+.bv-ref .bv-req {{ color: {RED}; font-weight: 700; }}
+.bv-ref p {{ margin: .1em 0; font-size: .9em; }}
+.bv-ref .bv-small {{ font-size: .92em; }}
+
+/* the editor: code, not prose */
+.st-key-w_author_text textarea {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+    font-size: .86rem; line-height: 1.45; white-space: pre; overflow-wrap: normal; overflow-x: auto;
+    tab-size: 2; }}
+.st-key-snippets button {{ min-height: 2rem; padding: .05rem .6rem; }}
+.st-key-snippets button p {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+    font-size: .85rem; }}
+</style>
+"""
+
+
+def source_excerpt_html(text: str, line: int | None, col: int | None, *, context: int = 2) -> str:
+    """The lines around ``line`` (1-based), numbered, that line highlighted, a caret at ``col``."""
+    if not line:
+        return ""
+    lines = text.splitlines() or [""]
+    line = max(1, min(line, len(lines)))
+    lo, hi = max(1, line - context), min(len(lines), line + context)
+    rows = []
+    for n in range(lo, hi + 1):
+        cls = ' class="bv-bad"' if n == line else ""
+        rows.append(f'<div{cls} data-line="{n}"><span class="bv-ln">{n}</span>{esc(lines[n - 1])}</div>')
+        if n == line and col:
+            rows.append(f'<div class="bv-caret"><span class="bv-ln"></span>{" " * (col - 1)}^</div>')
+    return f'<div class="bv-src" role="region">{"".join(rows)}</div>'
+
+
+def error_html(err, text: str, lang: str, *, kept: bool = False, title: str | None = None) -> str:
+    """A located ScenarioError: the message, where (line, column, field) and the excerpt."""
+    where = (t("err_where", lang, line=err.line, col=err.col) if err.line
+             else t("err_nowhere", lang))
+    path = f' · {esc(t("err_path", lang))} <code>{esc(err.path)}</code>' if err.path else ""
+    keep = f'<div class="bv-errwhere">{esc(t("err_kept", lang))}</div>' if kept else ""
+    head = esc(title if title is not None else t("invalid", lang))
+    return (f'<div class="bv bv-errbox" role="alert" data-line="{err.line or ""}">'
+            f'<div class="bv-errhead">{head}</div>'
+            f'<div class="bv-errmsg">{esc(" ".join(str(err.message).split()))}</div>'
+            f'<div class="bv-errwhere">{esc(where)}{path}</div>'
+            f'{source_excerpt_html(text, err.line, err.col)}{keep}</div>')
+
+
+def ok_html(message: str) -> str:
+    return f'<div class="bv bv-okbox" role="status">✓ {esc(message)}</div>'
+
+
+def warn_html(message: str) -> str:
+    return f'<div class="bv bv-warnbox">{esc(message)}</div>'
+
+
+_SECTION_TITLES = {"scenario": "ref_sec_scenario", "config": "ref_sec_config",
+                   "model": "ref_sec_model", "connector": "ref_sec_connector"}
+
+
+def _fields_table(fields, lang: str) -> str:
+    if not fields:
+        return ""
+    head = (f'<tr><th>{esc(t("ref_field", lang))}</th><th>{esc(t("ref_type", lang))}</th>'
+            f'<th>{esc(t("ref_default", lang))}</th></tr>')
+    rows = []
+    for f in fields:
+        default = (f'<span class="bv-req">{esc(t("ref_required", lang))}</span>' if f.required
+                   else f"<code>{esc(f.default)}</code>")
+        desc = f'<br><span class="bv-small">{esc(f.description)}</span>' if f.description else ""
+        rows.append(f"<tr><td><code>{esc(f.name)}</code>{desc}</td><td>{esc(f.type)}</td>"
+                    f"<td>{default}</td></tr>")
+    return f'<table>{head}{"".join(rows)}</table>'
+
+
+def _example(yaml_text: str, lang: str) -> str:
+    if not yaml_text:
+        return ""
+    return f'<p class="bv-muted">{esc(t("ref_example", lang))}</p><pre>{esc(yaml_text.rstrip())}</pre>'
+
+
+def reference_html(sections: Sequence[Section], lang: str) -> str:
+    """The whole reference: the file, config, events (what each does, its fields, an example)
+    and prompt parts."""
+    out = []
+    events_started = parts_started = False
+    for s in sections:
+        if s.key in _SECTION_TITLES:
+            out.append(f"<h4>{esc(t(_SECTION_TITLES[s.key], lang))}</h4>")
+            out.append(_fields_table(s.fields, lang) + _example(s.example, lang))
+            continue
+        group, name = s.key.split(":", 1)
+        if group == "event" and not events_started:
+            out.append(f"<h4>{esc(t('ref_sec_events', lang))}</h4>")
+            events_started = True
+        if group == "part" and not parts_started:
+            out.append(f"<h4>{esc(t('ref_sec_parts', lang))}</h4>")
+            parts_started = True
+        help_key = ("evh_" if group == "event" else "ph_") + name
+        table = group == "part" or name in ("arrive", "decode")
+        bare = ""
+        if group == "event" and not s.fields:
+            bare = f' {esc(t("ref_bare", lang))}'
+        elif not table:
+            bare = f' {esc(t("ref_value", lang))} <code>{esc(s.fields[0].type)}</code>'
+            if s.fields[0].description:
+                bare += f' <span class="bv-small">{esc(s.fields[0].description)}</span>'
+
+        out.append(f'<h5 data-ref="{esc(s.key)}"><code>{esc(name)}</code></h5>'
+                   f'<p>{esc(t(help_key, lang))}{bare}</p>'
+                   f'{_fields_table(s.fields if table else (), lang)}'
+                   f'{_example(s.example, lang)}')
+    return f'<div class="bv bv-ref">{"".join(out)}</div>'

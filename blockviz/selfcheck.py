@@ -1,0 +1,169 @@
+"""Self-check: before the next step is revealed, the learner predicts what it will do, and is told
+what was right and why. Pure: a timeline and an answer in, a Grade out (no Streamlit).
+
+Three questions about step ``index`` (the step about to be revealed):
+
+  queue   the free queue after the step, head (taken first) to tail
+  hits    which blocks the step's admissions hit in the prefix cache (the blocks ``touch`` reuses)
+  victim  which block the next allocation takes first: the head of the free queue after the step
+          (if it still carries a hash, taking it is an eviction)
+
+The "why" is the engine's own narration of the ops that decided the answer (``narrate_ops``) plus
+the rule behind them.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .i18n import t
+from .labels import HashLabels
+from .narrate import narrate_ops
+
+QUESTIONS = ("queue", "hits", "victim")
+
+# the ops whose narration explains each answer
+_QUEUE_OPS = frozenset({"popleft", "evict", "touch", "free", "free_head", "free_tail", "reset",
+                        "alloc_failed", "preempt", "rewind", "restart"})
+_HIT_OPS = frozenset({"lookup", "touch", "alloc_failed", "admit", "load"})
+_WHY_OPS = {"queue": _QUEUE_OPS, "victim": _QUEUE_OPS, "hits": _HIT_OPS}
+
+_SEPARATORS = re.compile(r"[\s,;，、→>\-–—|]+")
+_WORDS = re.compile(r"(?i)\b(head|tail|none|empty|blocks?)\b|队首|队尾|无|空|块")
+
+
+@dataclass(frozen=True)
+class Grade:
+    kind: str                   # one of QUESTIONS
+    correct: bool
+    expected: tuple[int, ...]   # queue: in order; hits: sorted; victim: () or (block,)
+    answer: tuple[int, ...]
+    verdict: str                # one sentence: right, or what the answer is
+    details: tuple[str, ...]    # what differs (empty when right)
+    why: tuple[str, ...]        # the rule and the engine's narration of the deciding ops
+
+
+def parse_ids(text: str) -> tuple[int, ...]:
+    """Block ids as a learner types them: ``4 3 5``, ``4, 3, 5``, ``[4 → 3 → 5]``,
+    ``head 4 3 5 tail``; ``none`` / an empty answer is ``()``. ValueError names what is not an id."""
+    body = _WORDS.sub(" ", text.strip().strip("[](){}"))
+    out = []
+    for word in _SEPARATORS.split(body):
+        if not word:
+            continue
+        if not word.isdigit() or len(word) > 7:
+            raise ValueError(word)
+        out.append(int(word))
+    return tuple(out)
+
+
+# -- expected answers ---------------------------------------------------------------------
+def hit_blocks(ops: Iterable[tuple]) -> tuple[int, ...]:
+    """The blocks a step's admissions hit: those ``touch`` took (a lookup whose allocation then
+    failed hits nothing — the request keeps waiting)."""
+    out: list[int] = []
+    for op in ops:
+        if op[0] == "touch":
+            out += [b for b in op[1] if b not in out]
+    return tuple(sorted(out))
+
+
+def expected(timeline, index: int, kind: str) -> tuple[int, ...]:
+    s = timeline.snapshot(index)
+    if kind == "queue":
+        return tuple(s.free_queue)
+    if kind == "hits":
+        return hit_blocks(timeline.step_ops(index))
+    if kind == "victim":
+        return (s.free_queue[0],) if s.free_queue else ()
+    raise ValueError(f"unknown question {kind!r}")
+
+
+def has_admission(timeline, index: int) -> bool:
+    """Whether step ``index`` looks anything up (the hits question is interesting)."""
+    return any(op[0] == "lookup" for op in timeline.step_ops(index))
+
+
+# -- grading (plain values) ---------------------------------------------------------------
+def _ids(ids: Sequence[int], lang: str) -> str:
+    return " ".join(map(str, ids)) if ids else t("sc_nothing", lang)
+
+
+def grade_queue(answer: Sequence[int], want: Sequence[int], lang: str) -> tuple[bool, str, list[str]]:
+    answer, want = tuple(answer), tuple(want)
+    if answer == want:
+        return True, t("sc_queue_right", lang, q=_ids(want, lang)), []
+    details = []
+    missing = [b for b in want if b not in answer]
+    extra = [b for b in dict.fromkeys(answer) if b not in want]
+    dupes = sorted({b for b in answer if answer.count(b) > 1})
+    if missing:
+        details.append(t("sc_missing", lang, ids=_ids(missing, lang)))
+    if extra:
+        details.append(t("sc_not_free", lang, ids=_ids(extra, lang)))
+    if dupes:
+        details.append(t("sc_dupes", lang, ids=_ids(dupes, lang)))
+    if not missing and not extra and not dupes:
+        pos = next(i for i, (a, b) in enumerate(zip(answer, want)) if a != b)
+        details.append(t("sc_order", lang, p=pos + 1, e=want[pos], a=answer[pos]))
+    return False, t("sc_queue_wrong", lang, q=_ids(want, lang), a=_ids(answer, lang)), details
+
+
+def grade_hits(answer: Iterable[int], want: Iterable[int], lang: str) -> tuple[bool, str, list[str]]:
+    a, w = sorted(set(answer)), sorted(set(want))
+    if a == w:
+        key = "sc_hits_right" if w else "sc_hits_right_none"
+        return True, t(key, lang, ids=_ids(w, lang)), []
+    details = []
+    missed = [b for b in w if b not in a]
+    wrong = [b for b in a if b not in w]
+    if missed:
+        details.append(t("sc_hits_missed", lang, ids=_ids(missed, lang)))
+    if wrong:
+        details.append(t("sc_hits_wrong", lang, ids=_ids(wrong, lang)))
+    key = "sc_hits_wrong_all" if w else "sc_hits_none"
+    return False, t(key, lang, ids=_ids(w, lang), a=_ids(a, lang)), details
+
+
+def grade_victim(answer: int | None, want: int | None, lang: str) -> tuple[bool, str, list[str]]:
+    if want is None:
+        ok = answer is None
+        return ok, t("sc_victim_empty_right" if ok else "sc_victim_empty_wrong", lang), \
+            ([] if ok else [t("sc_victim_said", lang, a=answer)])
+    if answer == want:
+        return True, t("sc_victim_right", lang, b=want), []
+    said = t("sc_victim_said", lang, a=answer) if answer is not None else t("sc_victim_said_none", lang)
+    return False, t("sc_victim_wrong", lang, b=want), [said]
+
+
+# -- the whole check ------------------------------------------------------------------------
+def why(timeline, index: int, kind: str, lang: str, labels: HashLabels,
+        free_order: str = "split") -> tuple[str, ...]:
+    rule = {"queue": f"sc_rule_queue_{free_order}", "victim": "sc_rule_victim",
+            "hits": "sc_rule_hits"}[kind]
+    ops = [op for op in timeline.step_ops(index) if op[0] in _WHY_OPS[kind]]
+    said = narrate_ops(ops, lang, labels, timeline.vocab, timeline.block_size)
+    return (t(rule, lang),) + tuple(said or [t("sc_no_ops", lang)])
+
+
+def check(timeline, index: int, kind: str, answer: Sequence[int], lang: str,
+          labels: HashLabels | None = None, free_order: str = "split") -> Grade:
+    """Grade a prediction of step ``index`` (1 ≤ index < len(timeline))."""
+    if not 1 <= index < len(timeline):
+        raise ValueError(f"step {index} cannot be predicted (1 to {len(timeline) - 1})")
+    labels = labels or HashLabels.for_timeline(timeline)
+    want = expected(timeline, index, kind)
+    answer = tuple(answer)
+    if kind == "queue":
+        ok, verdict, details = grade_queue(answer, want, lang)
+    elif kind == "hits":
+        ok, verdict, details = grade_hits(answer, want, lang)
+        answer = tuple(sorted(set(answer)))
+    else:
+        if len(answer) > 1:
+            raise ValueError("one block, or none")
+        ok, verdict, details = grade_victim(answer[0] if answer else None,
+                                            want[0] if want else None, lang)
+    return Grade(kind, ok, want, answer, verdict, tuple(details),
+                 why(timeline, index, kind, lang, labels, free_order))

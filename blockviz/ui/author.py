@@ -1,0 +1,295 @@
+"""The Author page: write a scenario in YAML with the format's reference at hand, see every change
+checked at once (a located error beside the text, the bad line highlighted), and a valid scenario
+run in a preview that opens in the player. Upload and download files; start from a built-in.
+
+State (this session only): the editor's text, the last valid text and its run (kept while the
+text is invalid), the result of checking the current text. Nothing here is shared between users.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+from .. import authoring as A
+from ..i18n import t
+from ..render import theme
+from ..render.authoring import AUTHOR_CSS, error_html, ok_html, reference_html, warn_html
+from ..scenario import ScenarioError, load_text
+from ..scenario.schema import MAX_FILE_BYTES
+from . import data, panels, tryit
+from . import state as S
+from .nav import go_to_player, language_toggle, md_fields, session_lang
+from .player import default_lang
+
+FILE = "scenario.yaml"       # the name errors carry for the editor's text
+
+TEXT = "bv_author_text"      # the editor's text (the widget w_author_text mirrors it)
+CHECKED = "bv_author_checked"  # (text digest, ScenarioError | None, LoadedScenario | None)
+GOOD = "bv_author_good"      # (text, PlayerRun) of the last valid text that ran
+UNDO = "bv_author_undo"      # the text a gallery/starter/upload replaced
+MSG = "bv_author_msg"        # (i18n key, fields, kind) after an upload or a replace
+PREVIEW_STEP = "bv_author_step"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _set_text(text: str, msg: tuple | None = None, undo: bool = True) -> None:
+    ss = st.session_state
+    if undo and ss.get(TEXT) is not None and ss[TEXT] != text:
+        ss[UNDO] = ss[TEXT]
+    ss[TEXT] = text
+    ss["w_author_text"] = text
+    ss[MSG] = msg
+
+
+# -- callbacks -------------------------------------------------------------------------------
+def _on_edit() -> None:
+    st.session_state[TEXT] = st.session_state.get("w_author_text") or ""
+
+
+def _on_upload() -> None:
+    ss = st.session_state
+    f = ss.get("w_upload")
+    if f is None:
+        return
+    name = f.name
+    if f.size > MAX_FILE_BYTES:          # refused before a byte of it is read
+        ss[MSG] = ("upload_refused", {"name": name, "msg": f"the file is {f.size:,} bytes; the "
+                                      f"limit is {MAX_FILE_BYTES:,}"}, "error")
+        return
+    try:
+        text = A.read_upload(f.getvalue(), name)
+    except ScenarioError as e:
+        ss[MSG] = ("upload_refused", {"name": name, "msg": str(e)}, "error")
+        return
+    _set_text(text, ("upload_ok", {"name": name}, "success"))
+
+
+def _snippet(kind: str) -> None:
+    ss = st.session_state
+    ids, cps, live = _names()
+    text = ss.get(TEXT) or ""
+    _set_text(A.insert_step(text, kind, ids, cps, live), undo=False)
+
+
+def _names() -> tuple[list[str], list[str], list[str]]:
+    """Request ids, checkpoints and not-yet-finished requests of the last valid version."""
+    good = st.session_state.get(GOOD)
+    if good is None:
+        return [], [], []
+    run = good[1]
+    ids, cps = A.scenario_names(run.scenario)
+    last = run.timeline.snapshot(run.last)
+    live = [rid for rid, r in last.requests.items() if r.status != "finished"]
+    return ids, cps, live
+
+
+def _copy_builtin() -> None:
+    sid = st.session_state.get("w_gallery")
+    path = data.builtin_index().paths.get(sid)
+    if path is None:
+        return
+    _set_text(path.read_text(encoding="utf-8"), ("replaced", {"what": sid}, "info"))
+
+
+def _starter() -> None:
+    _set_text(A.STARTER, ("replaced", {"what": "my-scenario"}, "info"))
+
+
+def _undo() -> None:
+    ss = st.session_state
+    prev = ss.pop(UNDO, None)
+    if prev is not None:
+        _set_text(prev, None, undo=False)
+
+
+def _open_in_player() -> None:
+    ss = st.session_state
+    good = ss.get(GOOD)
+    if good is not None:
+        ss[S.FORK] = None
+        S.use_user_run(ss, good[1], int(ss.get(PREVIEW_STEP) or 0))
+
+
+# -- checking and running ------------------------------------------------------------------
+def check_text(text: str):
+    """(error or None, loaded or None) for the editor's text, remembered per text."""
+    ss = st.session_state
+    digest = _digest(text)
+    cached = ss.get(CHECKED)
+    if cached and cached[0] == digest:
+        return cached[1], cached[2]
+    try:
+        loaded, err = load_text(text, FILE), None
+    except ScenarioError as e:
+        loaded, err = None, e
+    ss[CHECKED] = (digest, err, loaded)
+    if loaded is not None:
+        _preview(text, loaded)
+    return err, loaded
+
+
+def _preview(text: str, loaded) -> None:
+    """Run a valid text (unless it is the one already previewed) and keep it as the last good one."""
+    ss = st.session_state
+    good = ss.get(GOOD)
+    if good is not None and good[0] == text:
+        return
+    refusal = data.preview_refusal(loaded)
+    if refusal is not None:
+        ss["bv_author_refusal"] = refusal
+        return
+    ss["bv_author_refusal"] = None
+    with st.spinner(t("preview", session_lang()) + "…"):
+        run = data.make_user_run(ss, "author", loaded)
+    at_end = good is None or int(ss.get(PREVIEW_STEP) or 0) >= good[1].last
+    ss[GOOD] = (text, run)
+    # at the end before: show the new end (the event just added); else stay where the author looks
+    ss[PREVIEW_STEP] = run.last if at_end else min(int(ss.get(PREVIEW_STEP) or 0), run.last)
+
+
+# -- the page -------------------------------------------------------------------------------
+def page() -> None:
+    ss = st.session_state
+    lang = session_lang(default_lang())
+    if st.query_params:                 # the player's link does not describe this page
+        st.query_params.clear()
+    handoff = ss.pop(tryit.AUTHOR_HANDOFF, None)
+    if handoff is not None:
+        _set_text(handoff, ("replaced", {"what": t("your_scenario", lang)}, "info"))
+    if ss.get(TEXT) is None:
+        ss[TEXT] = A.STARTER
+    ss["w_author_text"] = ss[TEXT]
+    st.html(theme.css(False))
+    st.html(AUTHOR_CSS)
+    with st.sidebar:
+        language_toggle(lang)
+    st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("author_title", lang))}</div>'
+            f'<div class="bv-small">{theme.esc(t("author_intro", lang))}</div></div>')
+    err, loaded = check_text(ss[TEXT])
+    left, right = st.columns([1.2, 1], gap="medium")
+    with left:
+        _editor(lang)
+    with right:
+        _status(err, loaded, lang)
+        preview, reference = st.tabs([t("preview", lang), t("reference_tab", lang)])
+        with preview:
+            _preview_panel(lang)
+        with reference:               # the format's help, beside the text
+            st.caption(t("reference", lang))
+            st.html(_reference(lang))
+    with left:
+        _files(loaded, lang)
+        _gallery(lang)
+
+
+@st.cache_resource(show_spinner=False)
+def _reference(lang: str) -> str:
+    return reference_html(A.reference(), lang)     # from the schema: the same for every user
+
+
+def _editor(lang: str) -> None:
+    st.text_area(t("editor", lang), key="w_author_text", height=470, on_change=_on_edit,
+                 help=t("editor_help", lang), max_chars=MAX_FILE_BYTES)
+    st.caption(t("insert_event", lang))
+    ids, cps, live = _names()
+    row = st.container(horizontal=True, gap="small", key="snippets")
+    with row:
+        for kind in A.SNIPPETS:
+            disabled = (kind == "rewind" and not cps) or (kind in ("finish", "preempt") and not live)
+            st.button(kind, key=f"b_snip_{kind}", on_click=_snippet, args=(kind,), disabled=disabled)
+
+
+def _status(err, loaded, lang: str) -> None:
+    ss = st.session_state
+    msg = ss.get(MSG)
+    if msg:
+        key, fields, kind = msg
+        getattr(st, kind)(t(key, lang, **md_fields(fields)))
+        if ss.get(UNDO) is not None and key != "upload_refused":
+            st.button(t("undo_replace", lang), key="b_undo", icon=":material/undo:", on_click=_undo)
+    text = ss[TEXT]
+    if err is not None:
+        st.html(error_html(err, text, lang, kept=ss.get(GOOD) is not None))
+        return
+    s = loaded.scenario
+    st.html(ok_html(t("valid", lang, title=s.title.get(lang), n=len(s.steps), blocks=s.config.num_blocks,
+                      size=s.config.block_size)))
+    refusal = ss.get("bv_author_refusal")
+    if refusal:
+        st.html(warn_html(t(refusal[0], lang, **refusal[1])))
+        return
+    good = ss.get(GOOD)
+    if good is None:
+        return
+    run = good[1]
+    if run.timeline.error is not None:
+        e = run.timeline.error
+        st.html(error_html(e, text, lang, title=t("run_stops_at", lang, k=run.timeline.error_step)))
+    if run.stopped is not None:
+        k, n = run.stopped
+        st.html(warn_html(t("preview_slow", lang, s=int(data.PREVIEW_TIME_LIMIT_S), k=k, n=n)))
+
+
+def _preview_panel(lang: str) -> None:
+    ss = st.session_state
+    good = ss.get(GOOD)
+    if good is None:
+        st.info(t("preview_none", lang))
+        return
+    run = good[1]
+    if st.button(t("open_in_player", lang), key="b_open_player", type="primary",
+                 icon=":material/play_arrow:", on_click=_open_in_player,
+                 help=t("open_in_player_help", lang)):
+        go_to_player()
+    step = max(0, min(int(ss.get(PREVIEW_STEP) or 0), run.last))
+    if run.last > 0:
+        # one slider per run (its key names the run): a slider whose range changes under a fixed
+        # key can come back from the browser at 0
+        step = st.slider(t("preview_step", lang), 0, run.last, value=step, key=f"w_preview_step:{run.key}")
+        ss[PREVIEW_STEP] = step
+    p = panels.step_panels(run.key, step, None, lang, run)
+    for part in (p.header, p.note, p.did):
+        if part:
+            st.html(part)
+    if p.blocks is not None:
+        st.html(p.blocks)
+        st.html(p.blocks_legend)
+    else:
+        st.plotly_chart(panels.blocks_heatmap(run.key, step, None, lang, run), key="author_heatmap",
+                        config={"displayModeBar": False})
+    st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("free_queue", lang))}'
+            f'<small>{theme.esc(t("free_queue_hint", lang))}</small></div></div>')
+    st.html(p.queue)
+    st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("hash_table", lang))}</div></div>')
+    st.html(p.table)
+    st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("requests", lang))}</div></div>')
+    st.html(p.requests)
+
+
+def _files(loaded, lang: str) -> None:
+    ss = st.session_state
+    c1, c2 = st.columns([1.5, 1], vertical_alignment="bottom")
+    with c1:
+        st.file_uploader(t("upload", lang), type=["yaml", "yml"], key="w_upload", on_change=_on_upload,
+                         max_upload_size=max(1, MAX_FILE_BYTES >> 20), help=t("upload_help", lang))
+    with c2:
+        name = A.download_name(loaded.scenario.id if loaded is not None else None)
+        st.download_button(t("download", lang), ss[TEXT], file_name=name, mime="application/x-yaml",
+                           key="b_download", icon=":material/download:", on_click="ignore")
+
+
+def _gallery(lang: str) -> None:
+    index = data.builtin_index()
+    with st.expander(t("gallery", lang)):
+        c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
+        with c1:
+            st.selectbox(t("scenario", lang), index.ids, key="w_gallery",
+                         format_func=lambda sid: index.titles[sid].get(lang))
+        with c2:
+            st.button(t("gallery_copy", lang), key="b_gallery_copy", icon=":material/content_copy:",
+                      on_click=_copy_builtin, help=t("gallery_help", lang))
+        st.button(t("new_starter", lang), key="b_starter", icon=":material/note_add:", on_click=_starter)

@@ -1,0 +1,425 @@
+"""The player's learning tools: "try it yourself" (fork the scenario at the current step, add events
+by form, each one run at once) and self-check (predict the next step, then be told what was right
+and why). The rules live in ``blockviz.fork`` and ``blockviz.selfcheck``; this module only draws
+widgets and keeps the session's fork in ``st.session_state``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from .. import fork as F
+from .. import selfcheck as SC
+from ..i18n import event_label, t
+from ..render.theme import esc
+from ..scenario import ScenarioError, load_text
+from ..scenario.schema import Scenario
+from . import data
+from . import state as S
+from .nav import go_to_author, md_escape, md_fields
+
+FORK_FILE = "fork.yaml"
+EVENT_KINDS = ("arrive", "decode", "step", "finish", "preempt", "reset_prefix_cache")
+PART_KINDS = ("tokens", "text", "same_as", "random")
+SC_RESULT = "bv_sc_result"     # {"at": (run key, step, kind), "answer": tuple}
+SC_SCORE = "bv_sc_score"       # {(run key, step, kind): right at the first try}
+SC_AT = "bv_sc_at"             # (run key, step) the answer widgets belong to
+FK_PARTS = "bv_fk_parts"       # the prompt being built: [part dict]
+FK_MSG = "bv_fk_msg"           # (i18n key, fields, is_error) after the last action
+FK_HISTORY = "bv_fk_history"   # the forks before each added event (undo)
+AUTHOR_HANDOFF = "bv_author_handoff"   # text for the Author page's editor
+
+
+@dataclass(frozen=True)
+class Fork:
+    base: Scenario          # the scenario forked (its title and config)
+    upto: int               # its steps 1..upto are kept
+    steps: tuple            # as a file writes them: those steps (outputs pinned), then the added ones
+
+    def text(self) -> str:
+        return F.fork_text(self.base, self.upto, list(self.steps))
+
+    @property
+    def extra(self) -> tuple:
+        return self.steps[self.upto:]
+
+    @property
+    def file_name(self) -> str:
+        return F.fork_id(self.base.id) + ".yaml"
+
+
+def _run_fork(fork: Fork) -> data.PlayerRun:
+    """Load the fork's YAML (the same text a download gives) and run it; ScenarioError if the
+    file is not valid or an event is not allowed."""
+    loaded = load_text(fork.text(), FORK_FILE)
+    run = data.make_user_run(st.session_state, "fork", loaded)
+    if run.timeline.error is not None:
+        raise run.timeline.error
+    if run.stopped is not None:
+        k, n = run.stopped
+        lang = st.session_state.get(S.LANG, "en")
+        raise ScenarioError(FORK_FILE, None, None, "", t("preview_slow", lang, s=int(
+            data.PREVIEW_TIME_LIMIT_S), k=k, n=n))
+    return run
+
+
+def current_fork(run: data.PlayerRun) -> Fork | None:
+    """The fork the player is showing, if it is showing one."""
+    fork = st.session_state.get(S.FORK)
+    if fork is None or not S.showing_user(st.session_state):
+        return None
+    return fork if st.session_state.get("bv_fork_key") == run.key else None
+
+
+# -- callbacks -------------------------------------------------------------------------------
+def start_fork(run: data.PlayerRun, step: int) -> None:
+    ss = st.session_state
+    fork = Fork(run.scenario, step, tuple(F.fork_steps(run.scenario, step, run.timeline)))
+    try:
+        new = _run_fork(fork)
+    except ScenarioError as e:
+        ss[FK_MSG] = ("fork_refused", {"msg": e.message}, True)
+        return
+    ss[S.FORK], ss["bv_fork_key"], ss[FK_PARTS], ss[FK_HISTORY] = fork, new.key, [], []
+    ss[FK_MSG] = None
+    S.use_user_run(ss, new, new.last)
+
+
+def _apply(fork: Fork, msg: bool = True) -> bool:
+    ss = st.session_state
+    try:
+        new = _run_fork(fork)
+    except ScenarioError as e:
+        ss[FK_MSG] = ("fork_refused", {"msg": e.message}, True)
+        return False
+    ss[S.FORK], ss["bv_fork_key"] = fork, new.key
+    ss[FK_MSG] = ("fork_added", {"n": len(fork.extra), "k": fork.upto}, False) if msg else None
+    S.use_user_run(ss, new, new.last)
+    return True
+
+
+def add_event(event) -> bool:
+    """Append an event to the session's fork and run it; on refusal the fork stays as it was.
+    Every output sampled so far is scripted first, so the steps already shown replay unchanged
+    even when the new event brings new words (the model's choices)."""
+    ss = st.session_state
+    fork, run = ss.get(S.FORK), ss.get(S.USER_RUN)
+    if fork is None or run is None:
+        return False
+    steps = F.fork_steps(run.scenario, len(fork.steps), run.timeline) + [event]
+    if not _apply(Fork(fork.base, fork.upto, tuple(steps))):
+        return False
+    ss[FK_HISTORY] = list(ss.get(FK_HISTORY) or []) + [fork]
+    return True
+
+
+def _undo() -> None:
+    ss = st.session_state
+    history = list(ss.get(FK_HISTORY) or [])
+    if history and _apply(history[-1], msg=False):
+        ss[FK_HISTORY] = history[:-1]
+
+
+def _back() -> None:
+    ss = st.session_state
+    ss[S.FORK] = None
+    S.switch_scenario(ss, ss.get(S.SCENARIO) or S.DEFAULT_SCENARIO)
+
+
+def _msg(key: str, fields: dict, error: bool = True) -> None:
+    st.session_state[FK_MSG] = (key, fields, error)
+
+
+def _pending_part() -> dict:
+    """The part the part inputs describe now; ValueError says what is wrong with it."""
+    ss = st.session_state
+    kind = ss.get("w_fk_pk", "tokens")
+    if kind == "tokens":
+        return F.tokens_part(ss.get("w_fk_ptok", ""))
+    if kind == "text":
+        return F.text_part(ss.get("w_fk_ptext", ""))
+    if kind == "same_as":
+        rid = ss.get("w_fk_psame")
+        if not rid:
+            raise ValueError(t("no_requests", ss[S.LANG]))
+        return F.same_as_part(rid, int(ss.get("w_fk_pfirst") or 0))
+    return F.random_part(int(ss.get("w_fk_prand") or 0))
+
+
+def _add_part() -> None:
+    ss = st.session_state
+    try:
+        part = _pending_part()
+    except ValueError as e:
+        _msg("part_bad", {"msg": str(e)})
+        return
+    ss[FK_PARTS] = list(ss.get(FK_PARTS) or []) + [part]
+    ss[FK_MSG] = None
+
+
+def _clear_parts() -> None:
+    st.session_state[FK_PARTS] = []
+
+
+def _add_from_form() -> None:
+    ss = st.session_state
+    kind = ss.get("w_fk_kind", "arrive")
+    if kind == "arrive":
+        parts = ss.get(FK_PARTS) or []
+        if not parts:                   # the part being typed, not added yet: take it as the prompt
+            try:
+                parts = [_pending_part()]
+            except ValueError:
+                _msg("prompt_empty", {})
+                return
+        rid = (ss.get("w_fk_id") or "").strip()
+        event = F.arrive_event(rid, parts, max_tokens=int(ss.get("w_fk_max") or 0) or None,
+                               cache_salt=(ss.get("w_fk_salt") or "").strip() or None,
+                               lora=(ss.get("w_fk_lora") or "").strip() or None)
+        if add_event(event):
+            ss[FK_PARTS] = []
+            ss["w_fk_id"] = ""
+        return
+    if kind == "decode":
+        event = F.decode_event(int(ss.get("w_fk_dsteps") or 1), ss.get("w_fk_dreq") or None)
+    elif kind == "step":
+        event = F.step_event(int(ss.get("w_fk_steps") or 1))
+    elif kind == "finish":
+        ids = ss.get("w_fk_fin") or []
+        if not ids:
+            _msg("no_live", {})
+            return
+        event = F.finish_event(ids)
+    elif kind == "preempt":
+        rid = ss.get("w_fk_pre")
+        if not rid:
+            _msg("no_running", {})
+            return
+        event = F.preempt_event(rid)
+    else:
+        event = F.reset_event()
+    add_event(event)
+
+
+def _to_author() -> None:
+    fork = st.session_state.get(S.FORK)
+    if fork is not None:
+        st.session_state[AUTHOR_HANDOFF] = fork.text()
+
+
+# -- the fork panel -------------------------------------------------------------------------
+def _part_text(part: dict) -> str:
+    if "tokens" in part:
+        return "tokens [" + " ".join(map(str, part["tokens"])) + "]"
+    if "text" in part:
+        return f"text “{part['text']}”"
+    if "same_as" in part:
+        return f"same_as {part['same_as']}" + (f" (first {part['first']})" if part.get("first") else "")
+    return f"random {part['random']}"
+
+
+def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
+    ss = st.session_state
+    last = run.timeline.snapshot(run.last)
+    reqs = last.requests
+    everyone = list(reqs)
+    live = [rid for rid, r in reqs.items() if r.status != "finished"]
+    running = list(last.running)
+    with st.container(border=True, key="fork_panel"):
+        st.html(f'<div class="bv"><div class="bv-h">{esc(t("fork_title", lang, k=fork.upto))}'
+                f'<small>{esc(t("fork_appends", lang, n=run.last))}</small></div>'
+                f'<div class="bv-small">{esc(t("fork_intro", lang))}</div></div>')
+        kind = st.segmented_control(t("fork_event", lang), EVENT_KINDS, key="w_fk_kind", default="arrive",
+                                    required=True, format_func=lambda k: t("ev_kind_" + k, lang))
+        if kind == "arrive":
+            _arrive_form(lang, everyone, fork)
+        elif kind == "decode":
+            c1, c2 = st.columns([1, 3])
+            c1.number_input(t("decode_steps", lang), 1, 100, 1, key="w_fk_dsteps")
+            c2.multiselect(t("decode_requests", lang), running, key="w_fk_dreq",
+                           placeholder=t("no_running", lang) if not running else "")
+        elif kind == "step":
+            st.number_input(t("step_n", lang), 1, 100, 1, key="w_fk_steps", width=200)
+        elif kind == "finish":
+            if ss.get("w_fk_fin") and not set(ss["w_fk_fin"]) <= set(live):
+                ss["w_fk_fin"] = [r for r in ss["w_fk_fin"] if r in live]
+            st.multiselect(t("finish_ids", lang), live, key="w_fk_fin",
+                           placeholder=t("no_live", lang) if not live else "")
+        elif kind == "preempt":
+            if ss.get("w_fk_pre") not in running:
+                ss["w_fk_pre"] = running[-1] if running else None
+            st.selectbox(t("preempt_id", lang), running, key="w_fk_pre",
+                         placeholder=t("no_running", lang))
+        row = st.container(horizontal=True, gap="small", key="fork_buttons")
+        with row:
+            st.button(t("fork_add", lang), key="b_fk_add", type="primary", icon=":material/add:",
+                      on_click=_add_from_form)
+            st.button(t("fork_undo", lang), key="b_fk_undo", icon=":material/undo:", on_click=_undo,
+                      disabled=not ss.get(FK_HISTORY))
+            st.download_button(t("fork_download", lang), fork.text(), file_name=fork.file_name,
+                               mime="application/x-yaml", key="b_fk_download",
+                               icon=":material/download:", on_click="ignore")
+            if st.button(t("fork_to_author", lang), key="b_fk_author", icon=":material/edit:",
+                         on_click=_to_author):
+                go_to_author()
+            st.button(t("fork_back", lang), key="b_fk_back", icon=":material/close:", on_click=_back)
+        msg = ss.get(FK_MSG)
+        if msg:
+            key, fields, error = msg
+            (st.error if error else st.success)(t(key, lang, **md_fields(fields)))
+
+
+def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:
+    ss = st.session_state
+    taken = set(everyone) | {e["arrive"]["id"] for e in fork.extra
+                             if isinstance(e, dict) and "arrive" in e}
+    taken |= {s.args.id for s in fork.base.steps[:fork.upto] if s.kind == "arrive"}
+    if not ss.get("w_fk_id"):
+        ss["w_fk_id"] = F.next_request_id(taken)
+    parts = ss.get(FK_PARTS) or []
+    c1, c2, c3, c4 = st.columns([1, 1, 1.2, 1.2])
+    c1.text_input(t("req_id", lang), key="w_fk_id", max_chars=64)
+    c2.number_input(t("max_tokens", lang), 0, 100_000, 0, key="w_fk_max")
+    c3.text_input(t("cache_salt", lang), key="w_fk_salt", max_chars=256)
+    c4.text_input(t("lora", lang), key="w_fk_lora", max_chars=64)
+    shown = (f'<b data-prompt>{esc(" + ".join(_part_text(p) for p in parts))}</b>' if parts
+             else f'<span class="bv-muted" data-prompt>{esc(t("prompt_none", lang))}</span>')
+    st.html(f'<div class="bv"><span class="bv-small">{esc(t("prompt_parts", lang))}:</span> {shown}</div>')
+    p1, p2, p3, p4 = st.columns([1.1, 2.2, 0.9, 0.9], vertical_alignment="bottom")
+    kind = p1.selectbox(t("part_kind", lang), PART_KINDS, key="w_fk_pk",
+                        format_func=lambda k: t("part_" + k, lang))
+    with p2:
+        if kind == "tokens":
+            st.text_input(t("part_tokens_in", lang), key="w_fk_ptok", placeholder="1 2 3 4")
+        elif kind == "text":
+            st.text_input(t("part_text_in", lang), key="w_fk_ptext", placeholder="the cat sat")
+        elif kind == "same_as":
+            a, b = st.columns(2)
+            a.selectbox(t("part_same_as_in", lang), everyone, key="w_fk_psame")
+            b.number_input(t("part_first", lang), 0, 1_000_000, 0, key="w_fk_pfirst")
+        else:
+            st.number_input(t("part_random_in", lang), 1, 4096, 4, key="w_fk_prand")
+    p3.button(t("part_add", lang), key="b_fk_part", icon=":material/playlist_add:", on_click=_add_part,
+              width="stretch")
+    p4.button(t("part_clear", lang), key="b_fk_clear", on_click=_clear_parts, disabled=not parts,
+              width="stretch")
+
+
+# -- self-check -----------------------------------------------------------------------------
+def _sc_default(run: data.PlayerRun, step: int) -> str:
+    return "hits" if SC.has_admission(run.timeline, step) else "queue"
+
+
+def _sc_reset(run: data.PlayerRun, cursor: int) -> None:
+    """New step: fresh answer widgets, and the question that suits the step to come."""
+    ss = st.session_state
+    at = (run.key, cursor)
+    if ss.get(SC_AT) == at:
+        return
+    ss[SC_AT] = at
+    ss["w_sc_queue"] = ""
+    ss["w_sc_hits"] = []
+    ss["w_sc_victim"] = None
+    ss["w_sc_victim_t"] = ""
+    if cursor < run.last:
+        ss["w_sc_kind"] = _sc_default(run, cursor + 1)
+
+
+def _sc_answer(run: data.PlayerRun, kind: str) -> tuple[int, ...]:
+    ss = st.session_state
+    if kind == "queue":
+        return SC.parse_ids(ss.get("w_sc_queue") or "")
+    if kind == "hits":
+        if _few_blocks(run):
+            return tuple(ss.get("w_sc_hits") or ())
+        return SC.parse_ids(ss.get("w_sc_hits_t") or "")
+    if _few_blocks(run):
+        v = ss.get("w_sc_victim")
+        return () if v is None else (int(v),)
+    return SC.parse_ids(ss.get("w_sc_victim_t") or "")[:1]
+
+
+def _few_blocks(run: data.PlayerRun) -> bool:
+    return run.timeline.num_gpu_blocks <= 257
+
+
+def _sc_check(run: data.PlayerRun, cursor: int) -> None:
+    ss = st.session_state
+    kind = ss.get("w_sc_kind") or "queue"
+    try:
+        answer = _sc_answer(run, kind)
+    except ValueError as e:
+        ss[SC_RESULT] = {"at": (run.key, cursor, kind), "bad": str(e)}
+        return
+    at = (run.key, cursor, kind)
+    ss[SC_RESULT] = {"at": at, "answer": answer}
+    score = ss.setdefault(SC_SCORE, {})
+    if at not in score:
+        grade = SC.check(run.timeline, cursor + 1, kind, answer, "en", run.labels, run.free_order)
+        score[at] = grade.correct
+
+
+def _sc_show(run: data.PlayerRun) -> None:
+    S.go(st.session_state, "next", run.last, run.n_ops)
+
+
+def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
+    _sc_reset(run, cursor)
+    with st.container(border=True, key="selfcheck"):
+        if cursor >= run.last:
+            st.html(f'<div class="bv bv-small">{esc(t("sc_at_end", lang))}</div>')
+            _sc_score(lang)
+            return
+        k = cursor + 1
+        event = event_label(run.timeline.step_of(k), lang)
+        st.html(f'<div class="bv"><div class="bv-h">{esc(t("sc_title", lang, k=k, event=event))}'
+                f'</div></div>')
+        kind = st.segmented_control(t("sc_question", lang), SC.QUESTIONS, key="w_sc_kind",
+                                    required=True, format_func=lambda q: t("sc_q_" + q, lang))
+        n = run.timeline.num_gpu_blocks
+        if kind == "queue":
+            st.text_input(t("sc_in_queue", lang, k=k), key="w_sc_queue",
+                          placeholder=t("sc_in_queue_ph", lang))
+        elif kind == "hits":
+            if _few_blocks(run):
+                st.multiselect(t("sc_in_hits", lang, k=k), list(range(1, n)), key="w_sc_hits",
+                               placeholder=t("sc_nothing", lang))
+            else:
+                st.text_input(t("sc_in_hits", lang, k=k), key="w_sc_hits_t")
+        else:
+            if _few_blocks(run):
+                st.selectbox(t("sc_in_victim", lang, k=k), [None] + list(range(1, n)), key="w_sc_victim",
+                             format_func=lambda b: t("sc_none_option", lang) if b is None else str(b))
+            else:
+                st.text_input(t("sc_in_victim", lang, k=k), key="w_sc_victim_t")
+        row = st.container(horizontal=True, gap="small", key="sc_buttons")
+        row.button(t("sc_check", lang), key="b_sc_check", type="primary", icon=":material/check:",
+                   on_click=_sc_check, args=(run, cursor))
+        row.button(t("sc_show", lang, k=k), key="b_sc_show", icon=":material/visibility:",
+                   on_click=_sc_show, args=(run,))
+        _sc_result(run, cursor, kind, lang)
+        _sc_score(lang)
+
+
+def _sc_score(lang: str) -> None:
+    score = st.session_state.get(SC_SCORE) or {}
+    if score:
+        st.caption(t("sc_score", lang, right=sum(score.values()), total=len(score)))
+
+
+def _sc_result(run: data.PlayerRun, cursor: int, kind: str, lang: str) -> None:
+    res = st.session_state.get(SC_RESULT)
+    if not res or res["at"] != (run.key, cursor, kind):
+        return
+    if "bad" in res:
+        st.warning(t("sc_bad_input", lang, w=md_escape(res["bad"])))
+        return
+    g = SC.check(run.timeline, cursor + 1, kind, res["answer"], lang, run.labels, run.free_order)
+    details = "".join(f"<li>{esc(d)}</li>" for d in g.details)
+    why = "".join(f"<li>{esc(w)}</li>" for w in g.why)
+    cls = "bv-okbox" if g.correct else "bv-errbox"
+    st.html(f'<div class="bv {cls}" data-correct="{str(g.correct).lower()}" role="status">'
+            f'<div class="bv-sc-verdict">{"✓" if g.correct else "✗"} {esc(g.verdict)}</div>'
+            + (f'<ul class="bv-did">{details}</ul>' if details else "")
+            + f'<div class="bv-small" style="margin-top:.4em">{esc(t("sc_why", lang))}</div>'
+              f'<ul class="bv-did">{why}</ul></div>')

@@ -1,0 +1,164 @@
+"""Export for slides (blockviz.export, blockviz.render.slide, ``python -m blockviz export``): the
+HTML document holds every step, escapes everything a scenario says and reaches for no network; the
+slide figure draws the panels at 1920×1080; the CLI fails with one located line and exit 2."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from blockviz.export import MAX_HTML_STEPS, ExportError, export_html, slide
+from blockviz.render.slide import H, W, wrap
+from blockviz.runner import run
+from blockviz.scenario import load
+
+HOSTILE = "tests/render/scenarios/hostile.yaml"
+
+
+@pytest.fixture(scope="module")
+def six(root):
+    loaded = load(root / "scenarios" / "six-blocks.yaml")
+    return loaded, run(loaded)[1]
+
+
+def test_the_html_holds_every_step_and_opens_at_the_start_step(six):
+    loaded, tl = six
+    doc = export_html(tl, title="Six blocks, one prefix", lang="en", start=4, file="six-blocks.yaml")
+    sections = re.findall(r'<section class="bvx-step" data-step="(\d+)" data-label="([^"]*)"( hidden)?>',
+                          doc)
+    assert [int(s[0]) for s in sections] == list(range(9))
+    assert [s[0] for s in sections if not s[2]] == ["4"]              # only the start step shows
+    assert sections[4][1] == "step 4 of 8"
+    assert 'data-start="4"' in doc and '<span class="bvx-pos" id="bvx-pos">step 4 of 8</span>' in doc
+    assert doc.count('data-queue="4 3 5 6 2 1"') == 3                 # after steps 4, 5 and 7
+    assert "B finishes; its table is freed in reverse" in doc         # the author's note
+    assert "free_blocks (table reversed): blocks 4, 2, 1" in doc       # what the engine did
+    assert 'id="bvx-prev"' in doc and 'id="bvx-next"' in doc and "ArrowRight" in doc
+
+
+def test_the_html_is_self_contained(six):
+    _, tl = six
+    doc = export_html(tl, lang="zh", file="six.yaml")
+    assert doc.startswith("<!DOCTYPE html>") and '<html lang="zh-CN">' in doc
+    assert "default-src 'none'" in doc                                 # CSP: no network at all
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', doc)
+    assert "<link" not in doc and "@import" not in doc and "url(http" not in doc
+    assert "第 0 步 / 共 8 步" in doc and "上一步" in doc and "空闲队列" in doc
+
+
+def test_everything_from_the_file_is_escaped_in_the_html(root):
+    loaded = load(root / HOSTILE)
+    _, tl = run(loaded)
+    doc = export_html(tl, title=loaded.scenario.title.get("en"), lang="en", file="<x>.yaml")
+    body = doc.split("<main>", 1)[1]
+    scripts = re.findall(r"<script>(.*?)</script>", doc, flags=re.S)
+    assert len(scripts) == 1 and "alert" not in scripts[0]             # only our own script
+    assert "<script>alert" not in body and "<img" not in body and "<b>R</b>" not in body
+    assert "&lt;script&gt;alert(&#x27;title&#x27;)&lt;/script&gt; Hostile" in doc
+    assert "&lt;b&gt;R&lt;/b&gt;" in body and "&lt;x&gt;.yaml" in body
+
+
+def test_too_many_steps_or_a_step_out_of_range_is_an_export_error(six, monkeypatch):
+    _, tl = six
+    with pytest.raises(ExportError, match=r"^f.yaml: step 9 is out of range: this scenario has steps "
+                                          r"0 to 8$"):
+        export_html(tl, start=9, file="f.yaml")
+    with pytest.raises(ExportError, match="out of range"):
+        slide(tl, -1, file="f.yaml")
+    monkeypatch.setattr("blockviz.export.MAX_HTML_STEPS", 5)
+    with pytest.raises(ExportError, match="too many for one HTML file"):
+        export_html(tl, file="f.yaml")
+    assert MAX_HTML_STEPS >= 1000
+
+
+def test_the_slide_draws_every_panel_at_1920x1080(six):
+    _, tl = six
+    fig = slide(tl, 4, title="Six blocks, one prefix", lang="en")
+    assert (fig.layout.width, fig.layout.height) == (W, H) == (1920, 1080)
+    texts = [a.text for a in fig.layout.annotations]
+    joined = "\n".join(texts)
+    for words in ("step 4 of 8", "B finishes", "GPU blocks", "Free queue", "Prefix hash table",
+                  "Requests", "What the engine did", "Six blocks, one prefix", "next to be taken"):
+        assert words in joined, words
+    # seven block cards, six queue cells, head → tail
+    assert [x for x in texts if x in ("<b>0</b>", "<b>4</b>")]
+    assert texts.count("<b>→ head</b>") == 1 and texts.count("<b>→ tail</b>") == 2
+    assert all(0 <= s.x0 <= W and 0 <= s.y1 <= H for s in fig.layout.shapes)
+    assert all(0 <= a.x <= W and 0 <= a.y <= H for a in fig.layout.annotations)
+
+
+def test_the_slide_speaks_chinese_and_escapes(root):
+    loaded = load(root / HOSTILE)
+    _, tl = run(loaded)
+    fig = slide(tl, 1, title=loaded.scenario.title.get("zh"), lang="zh")
+    joined = "\n".join(a.text for a in fig.layout.annotations)
+    assert "第 1 步 / 共 3 步" in joined and "空闲队列" in joined
+    assert "<script>" not in joined and "<img" not in joined and "&lt;img src=x" in joined
+
+
+def test_wrap_breaks_latin_at_spaces_and_cjk_anywhere_but_before_punctuation():
+    fox = "the quick brown fox jumps over the lazy dog"
+    lines = wrap(fox, 200, 20)
+    assert all(len(x) < 25 for x in lines) and " ".join(lines) == fox
+    zh = wrap("块 3 还带着 H7：现在（被重新分配时）才把它从 hash 表删掉——惰性淘汰。", 200, 20)
+    assert len(zh) > 1 and not any(x[0] in "、，。：）" for x in zh)
+    assert wrap("a" * 500, 100, 20, max_lines=2)[-1].endswith("…")
+
+
+# -- the command line (in-process: ``main`` is what ``python -m blockviz`` runs) -------------
+def export(capsys, *args: str) -> tuple[int, str, str]:
+    from blockviz.cli import main
+    rc = main(["export", *args])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_cli_export_html(capsys, monkeypatch, root, tmp_path):
+    monkeypatch.chdir(root)
+    out = tmp_path / "six.html"
+    rc, stdout, stderr = export(capsys, "scenarios/six-blocks.yaml", "--step", "3", "--lang", "zh",
+                                "-o", str(out))
+    assert rc == 0, stderr
+    assert stdout.strip() == str(out)
+    doc = out.read_text(encoding="utf-8")
+    assert 'data-start="3"' in doc and "第 3 步 / 共 8 步" in doc and "six-blocks.yaml" in doc
+
+
+@pytest.mark.parametrize("args, message", [
+    (["tests/render/scenarios/nope.yaml"], r"^tests/render/scenarios/nope.yaml: cannot read the file"),
+    (["scenarios/six-blocks.yaml", "--step", "9"],
+     r"^scenarios/six-blocks.yaml: step 9 is out of range: this scenario has steps 0 to 8$"),
+    (["scenarios/six-blocks.yaml", "--step", "-1", "--format", "png"], r"step -1 is out of range"),
+    (["tests/render/scenarios/stops-early.yaml"], r"^tests/render/scenarios/stops-early.yaml:\d+:\d+: "),
+])
+def test_cli_export_errors_are_one_line_and_exit_2(capsys, monkeypatch, root, tmp_path, args, message):
+    monkeypatch.chdir(root)
+    rc, _, stderr = export(capsys, *args, "-o", str(tmp_path / "x.out"))
+    assert rc == 2
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and re.search(message, lines[0]), stderr
+    assert not (tmp_path / "x.out").exists()
+
+
+def test_cli_export_a_bad_file_is_located(capsys, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("id: x\ntitle: x\nsteps:\n  - finish: Z\n", encoding="utf-8")
+    rc, _, stderr = export(capsys, str(bad), "--format", "png", "-o", str(tmp_path / "x.png"))
+    assert rc == 2
+    assert stderr.strip() == f"{bad}:4:13: steps[0].finish: request 'Z' is used before it arrives"
+
+
+def test_cli_export_png_without_chromium_says_so(cli, tmp_path):
+    """kaleido finds chromium by itself; pointed at a browser that is not there, it cannot start
+    one: a clear message, exit 2, no traceback (a real process: what a user runs)."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, BROWSER_PATH=str(tmp_path / "no-chromium"))
+    r = subprocess.run([sys.executable, "-m", "blockviz", "export", "scenarios/six-blocks.yaml",
+                        "--step", "1", "-o", str(tmp_path / "x.png")], capture_output=True, text=True,
+                       env=env, timeout=180, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "PNG export needs Chromium" in lines[0] and "Traceback" not in r.stderr
+    assert not (tmp_path / "x.png").exists()
