@@ -14,8 +14,9 @@ recorded, and unchanged entries are shared with the previous keyframe.
 from __future__ import annotations
 
 import bisect
+import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -446,23 +447,60 @@ class Timeline:
     def step_stats(self, index: int) -> Stats:
         return self._records[index].stats
 
-    def frames(self, index: int) -> list[Frame]:
-        """The op-level frames inside step ``index``: the state after each op."""
-        if index == 0:
-            return []
-        mirror = _Mirror.of(self.snapshot(index - 1))
-        frames = []
-        for op in self._records[index].ops:
-            if op[0] in ("rewind", "restart"):  # the whole state is replaced
-                mirror = _Mirror.of(self.snapshot(index))
-            mirror.apply(op)
-            frames.append(Frame(op, mirror.queue(), tuple(mirror.ref),
-                                tuple(mirror.hash), tuple(mirror.tokens)))
-        return frames
+    def frames(self, index: int) -> Frames:
+        """The op-level frames inside step ``index``: the state after each op. A lazy sequence:
+        a frame is replayed when it is asked for, so a step of thousands of ops over a big pool
+        costs only the frames actually looked at."""
+        return Frames(self, index)
 
     @property
     def num_keyframes(self) -> int:
         return len(self._keyframe_ids)
+
+
+class Frames(Sequence):
+    """The frames of one step, replayed on demand from the previous step's state (forward from
+    the last frame built; a few recent frames are kept). Thread-safe: built-in timelines are
+    shared by every session of a server."""
+
+    def __init__(self, timeline: Timeline, index: int) -> None:
+        self._tl, self._index = timeline, index
+        self._ops = timeline.step_ops(index) if index > 0 else ()
+        self._mirror: _Mirror | None = None
+        self._at = -1                      # the mirror is the state after op self._at
+        self._recent: OrderedDict[int, Frame] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self._ops)
+        if not 0 <= k < len(self._ops):
+            raise IndexError(f"frame {k} is outside 0..{len(self._ops) - 1}")
+        with self._lock:
+            frame = self._recent.get(k)
+            if frame is None:
+                frame = self._build(k)
+                self._recent[k] = frame
+                if len(self._recent) > 8:
+                    self._recent.popitem(last=False)
+            return frame
+
+    def _build(self, k: int) -> Frame:
+        if self._mirror is None or k < self._at:
+            self._mirror, self._at = _Mirror.of(self._tl.snapshot(self._index - 1)), -1
+        while self._at < k:
+            self._at += 1
+            op = self._ops[self._at]
+            if op[0] in FULL_STATE_EVENTS:  # rewind/restart: the whole state is replaced
+                self._mirror = _Mirror.of(self._tl.snapshot(self._index))
+            self._mirror.apply(op)
+        m = self._mirror
+        return Frame(self._ops[k], m.queue(), tuple(m.ref), tuple(m.hash), tuple(m.tokens))
 
 
 @dataclass(frozen=True)

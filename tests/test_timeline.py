@@ -147,3 +147,23 @@ def test_out_of_range_step():
     tl, _ = record_with_live(load_text("id: t\ntitle: t\nconfig: {model: null}\n").scenario)
     with pytest.raises(IndexError):
         tl.snapshot(1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_frames_are_the_same_in_any_access_order(seed):
+    """Frames are replayed lazily; asking for them backwards or at random gives what a forward
+    walk gives, and the last frame of every step is the step's own state."""
+    rng = random.Random(seed)
+    scenario = Scenario.model_validate(random_scenario(rng, 40))
+    tl, _ = record_with_live(scenario)
+    for i in range(1, len(tl)):
+        forward = list(tl.frames(i))
+        frames = tl.frames(i)
+        order = list(range(len(frames)))
+        rng.shuffle(order)
+        for k in order:
+            assert frames[k] == forward[k], (i, k)
+        if forward:
+            s = tl.snapshot(i)
+            assert forward[-1].free_queue == s.free_queue and forward[-1].ref_cnt == s.ref_cnt
+            assert frames[-1] == forward[-1]

@@ -149,10 +149,10 @@ def builtin_run(sid: str) -> PlayerRun:
     return _run(scenario_dir(), sid)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def frames_of(key: str, index: int, _run: PlayerRun) -> tuple:
-    """The op-level frames of one event (costly for big pools, so few are kept)."""
-    return tuple(_run.timeline.frames(index))
+@st.cache_resource(show_spinner=False, max_entries=16)
+def frames_of(key: str, index: int, _run: PlayerRun):
+    """The op-level frames of one event: a lazy sequence that replays a frame when it is shown."""
+    return _run.timeline.frames(index)
 
 
 # -- the session's own runs (an authored scenario, a fork): kept in st.session_state only -----

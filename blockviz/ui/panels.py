@@ -52,7 +52,7 @@ def _session_memo(run: PlayerRun, what: str, args: tuple, build):
 def _frames(run: PlayerRun, index: int) -> tuple:
     if run.shared:
         return frames_of(run.key, index, run)
-    return _session_memo(run, "frames", (index,), lambda: tuple(run.timeline.frames(index)))
+    return _session_memo(run, "frames", (index,), lambda: run.timeline.frames(index))
 
 
 @dataclass(frozen=True)
