@@ -168,6 +168,7 @@ STRINGS.update({
     "block_ids": ("block(s)", "块"),
     "no_blocks": ("no blocks", "没有块"),
     "computed_of": ("{c} of {n} tokens computed · {p} pending", "已计算 {c} / {n} 个 token · 待计算 {p} 个"),
+    "finished_tokens": ("{n} tokens: {p} prompt + {o} output", "共 {n} 个 token：prompt {p} 个 + 输出 {o} 个"),
     "preempted_times": ("preempted ×{n}", "被抢占 ×{n}"),
     "no_requests": ("No requests yet.", "还没有请求。"),
     "ext_lru": ("least recently used first (dropped first)", "最久未用的在前（最先被丢弃）"),

@@ -53,7 +53,10 @@ def _table(r, fresh: Collection[int], lang: str) -> str:
 def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = False) -> str:
     n, done = r.num_tokens, r.num_computed_tokens
     pct = 100.0 * done / n if n else 0.0
-    tokens = t("computed_of", lang, c=done, n=n, p=n - done)
+    if r.status == "finished":  # nothing is pending for a request that is done
+        tokens = t("finished_tokens", lang, n=n, p=r.num_prompt_tokens, o=n - r.num_prompt_tokens)
+    else:
+        tokens = t("computed_of", lang, c=done, n=n, p=n - done)
     extra = []
     if r.local_hit_blocks:
         extra.append(f'<span class="bv-b bv-local">{r.local_hit_blocks}</span> '
