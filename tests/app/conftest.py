@@ -112,3 +112,16 @@ def test_scenarios(monkeypatch):
     """Point the app at tests/render/scenarios (a 4,096-block pool, hostile markup, ...)."""
     monkeypatch.setenv("BLOCKVIZ_SCENARIOS", str(TEST_SCENARIOS))
     return TEST_SCENARIOS
+
+
+def errors(p) -> list[str]:
+    """The page's error messages as read (markdown escapes removed)."""
+    return [e.value.replace("\\", "") for e in p.at.error]
+
+
+def successes(p) -> list[str]:
+    return [e.value.replace("\\", "") for e in p.at.success]
+
+
+def warnings(p) -> list[str]:
+    return [e.value.replace("\\", "") for e in p.at.warning]

@@ -10,7 +10,7 @@ import re
 from blockviz.authoring import STARTER
 from blockviz.scenario.schema import MAX_FILE_BYTES
 
-from .conftest import ROOT, file_id
+from .conftest import ROOT, errors, file_id, successes
 
 SMALL = """\
 id: tiny
@@ -26,17 +26,6 @@ BAD = SMALL.replace("  - finish: A", "  - finish: Z")          # line 7: Z never
 
 
 
-def errors(p) -> list[str]:
-    """The page's error, success and warning messages as read (markdown escapes removed)."""
-    return [e.value.replace("\\", "") for e in p.at.error]
-
-
-def successes(p) -> list[str]:
-    return [e.value.replace("\\", "") for e in p.at.success]
-
-
-def warnings(p) -> list[str]:
-    return [e.value.replace("\\", "") for e in p.at.warning]
 
 def author(page, params=None):
     p = page(params)

@@ -10,23 +10,12 @@ import re
 from blockviz.runner import run
 from blockviz.scenario import load, load_text
 
-from .conftest import ROOT, file_id
+from .conftest import ROOT, errors, file_id, successes, warnings
 
 SIX = ROOT / "scenarios" / "six-blocks.yaml"
 
 
 
-def errors(p) -> list[str]:
-    """The page's error, success and warning messages as read (markdown escapes removed)."""
-    return [e.value.replace("\\", "") for e in p.at.error]
-
-
-def successes(p) -> list[str]:
-    return [e.value.replace("\\", "") for e in p.at.success]
-
-
-def warnings(p) -> list[str]:
-    return [e.value.replace("\\", "") for e in p.at.warning]
 
 def state_of(snapshot) -> tuple:
     """What must be equal for two runs to be in the same state."""
