@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from blockviz.i18n import t
-from blockviz.ui import author, player
-from blockviz.ui.nav import AUTHOR_PATH, PLAYER_PATH
+from blockviz.ui import author, capacity, player
+from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, PLAYER_PATH
 
 # A presenter link opens with the sidebar folded away (the teacher drives with the keyboard).
 _presenter_link = st.query_params.get("presenter") in ("1", "true", "yes", "on")
@@ -14,10 +14,10 @@ st.set_page_config(layout="wide", page_title="blockviz", page_icon="🧱",
                    initial_sidebar_state="collapsed" if _presenter_link else "auto")
 
 # (page function, i18n key of its title, url path, default page?) — the one list of pages.
-# Next: the capacity-planning page.
 PAGES = [
     (player.page, "page_player", PLAYER_PATH, True),
     (author.page, "page_author", AUTHOR_PATH, False),
+    (capacity.page, "page_capacity", CAPACITY_PATH, False),
 ]
 
 lang = st.session_state.get("bv_lang", "en")

@@ -23,6 +23,7 @@ def md_fields(fields: dict) -> dict:
 
 PLAYER_PATH = "player"
 AUTHOR_PATH = "author"
+CAPACITY_PATH = "capacity"
 
 
 def go_to_player() -> None:

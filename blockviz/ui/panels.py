@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.string_util import clean_text
 
 from ..i18n import event_label, t
 from ..narrate import describe_op, narrate_ops
@@ -17,6 +18,7 @@ from ..ops import OP_FUNCTION
 from ..render import blocks as rblocks
 from ..render.external import external_html
 from ..render.hash_table import hash_table_html
+from ..render.markers import kinds_markdown, strip_html
 from ..render.metrics import metrics_figure
 from ..render.narration import clip, did_html, note_html, step_header_html
 from ..render.payload import payload_caption_html, payload_figure, verify_html
@@ -26,6 +28,46 @@ from ..render.requests import requests_html
 from ..render.theme import esc
 from ..render.view import step_view
 from .data import PlayerRun, frames_of
+from .nav import md_escape
+
+
+class FrozenFigure(go.Figure):
+    """A cached figure: drawn on many reruns, by many sessions, and never changed once built.
+    ``st.plotly_chart`` calls ``to_dict()`` on every draw, and plotly's deep-copies every array
+    each time (for a 4,096-cell heatmap, most of a rerun); this one makes the dict once and hands
+    out that same dict, which its readers (Streamlit, plotly.io.to_json) only read."""
+
+    _bv_dict: dict | None = None
+
+    def to_dict(self) -> dict:
+        if self._bv_dict is None:
+            self._bv_dict = super().to_dict()
+        return self._bv_dict
+
+
+def frozen(fig: go.Figure) -> go.Figure:
+    """``fig``, now a FrozenFigure (the same object: no copy). Only for a figure that is cached
+    and no longer changed."""
+    fig.__class__ = FrozenFigure
+    return fig
+
+
+class PreparedHtml(str):
+    """HTML as ``st.html`` sends it, prepared once when a cached panel is built: ``st.html`` takes
+    an object with ``_repr_html_`` as it is, instead of dedenting and stripping the string again
+    (``streamlit.string_util.clean_text``) on every rerun — a few ms for the big panels of a
+    4,096-block pool. The text it sends is the same."""
+
+    __slots__ = ()
+
+    def _repr_html_(self) -> str:
+        return str.__str__(self)
+
+
+def prepared(markup: str) -> str:
+    """``markup`` as st.html would send it (dedented, stripped), ready to be cached; "" stays ""."""
+    return PreparedHtml(clean_text(markup)) if markup else markup
+
 
 MEMO = "bv_memo"     # session-state key: {run key: {(what, args): value}} for the session's runs
 MEMO_RUNS = 3        # the author's preview, the player's run, one just replaced
@@ -124,8 +166,10 @@ def build_panels(run: PlayerRun, index: int, frame: int | None, lang: str) -> Pa
     ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang, on_gpu=on_gpu)
            if s.external is not None else "")
     written = tuple(sorted({op[2] for op in s.ops if op[0] in ("write", "load")}))
-    return Panels(header, note_part, did, blocks, legend, queue, table, reqs, op, code, ops, ext,
-                  verify_html(s.ops, lang, run.tolerance), written)
+    h = prepared
+    return Panels(h(header), h(note_part), h(did), None if blocks is None else h(blocks), h(legend),
+                  h(queue), h(table), h(reqs), h(op), h(code), h(ops), h(ext),
+                  h(verify_html(s.ops, lang, run.tolerance)), written)
 
 
 def blocks_heatmap(key: str, index: int, frame: int | None, lang: str, run: PlayerRun) -> go.Figure:
@@ -141,18 +185,19 @@ def _shared_heatmap(key: str, index: int, frame: int | None, lang: str, _run: Pl
 
 def _heatmap(run: PlayerRun, index: int, frame: int | None, lang: str) -> go.Figure:
     v = _view(run, index, frame)
-    return rblocks.blocks_figure(v.state, labels=run.labels, lang=lang, changed=v.changed)
+    return frozen(rblocks.blocks_figure(v.state, labels=run.labels, lang=lang, changed=v.changed))
 
 
 def metrics_chart(key: str, index: int, lang: str, run: PlayerRun) -> go.Figure:
     if run.shared:
         return _shared_metrics(key, index, lang, run)
-    return _session_memo(run, "metrics", (index, lang), lambda: metrics_figure(run.series, index, lang))
+    return _session_memo(run, "metrics", (index, lang),
+                         lambda: frozen(metrics_figure(run.series, index, lang)))
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
 def _shared_metrics(key: str, index: int, lang: str, _run: PlayerRun) -> go.Figure:
-    return metrics_figure(_run.series, index, lang)
+    return frozen(metrics_figure(_run.series, index, lang))
 
 
 def payload_chart(key: str, block: int, index: int, layer: int, head: int, kv: int, lang: str,
@@ -177,4 +222,35 @@ def _payload(run: PlayerRun, block: int, index: int, layer: int, head: int, kv: 
     tokens = run.timeline.snapshot(index).block_tokens[block]
     fig = payload_figure(summary, layer=layer, head=head, kv=kv, tokens=tokens,
                          vocab=run.timeline.vocab, lang=lang)
-    return fig, payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)
+    return frozen(fig), payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)
+
+
+def markers_strip(index: int, lang: str, run: PlayerRun) -> str:
+    """The event markers under the timeline slider, the current step's column marked."""
+    if run.shared:
+        return _shared_strip(run.key, index, lang, run)
+    return _session_memo(run, "strip", (index, lang),
+                         lambda: prepared(strip_html(run.kinds, index, lang)))
+
+
+@st.cache_resource(show_spinner=False, max_entries=1024)
+def _shared_strip(key: str, index: int, lang: str, _run: PlayerRun) -> str:
+    return prepared(strip_html(_run.kinds, index, lang))
+
+
+def step_labels(lo: int, hi: int, lang: str, run: PlayerRun) -> tuple[str, ...]:
+    """The step list's labels for steps lo..hi (markdown: the event, inert, and its markers)."""
+    if run.shared:
+        return _shared_step_labels(run.key, lo, hi, lang, run)
+    return _session_memo(run, "labels", (lo, hi, lang), lambda: _step_labels(run, lo, hi, lang))
+
+
+@st.cache_resource(show_spinner=False, max_entries=1024)
+def _shared_step_labels(key: str, lo: int, hi: int, lang: str, _run: PlayerRun) -> tuple[str, ...]:
+    return _step_labels(_run, lo, hi, lang)
+
+
+def _step_labels(run: PlayerRun, lo: int, hi: int, lang: str) -> tuple[str, ...]:
+    tl = run.timeline
+    return tuple(f"{i} · {md_escape(event_label(tl.step_of(i), lang))} {kinds_markdown(run.kinds[i])}"
+                 for i in range(lo, hi + 1))

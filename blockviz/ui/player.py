@@ -7,12 +7,14 @@ everything is a normal run.
 """
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
-from ..i18n import event_label, t
+from ..i18n import t
 from ..render import theme
 from ..render.authoring import AUTHOR_CSS
-from ..render.markers import kinds_markdown, markers_legend_html, strip_html
+from ..render.markers import markers_legend_html
 from . import data, panels, tryit
 from . import state as S
 from .nav import language_toggle, md_escape, md_fields
@@ -105,8 +107,8 @@ def page() -> None:
     ss[S.FULL_RERUN] = False
     ss[S.ARMED] = False
     lang, presenter = ss[S.LANG], ss.get(S.PRESENTER, False)
-    st.html(theme.css(presenter))
-    st.html(AUTHOR_CSS)
+    for css in _stylesheets(presenter):
+        st.html(css)
     _sidebar(run, index, lang, presenter)
     for key, fields in ss.get(S.NOTICES, []):   # values from the URL: inert in markdown
         st.warning(t(key, lang, **{k: md_escape(str(v)) for k, v in fields.items()}))
@@ -116,6 +118,12 @@ def page() -> None:
         _autoplay(run)
     else:
         _body(run)
+
+
+@functools.cache
+def _stylesheets(presenter: bool) -> tuple[str, str]:
+    """The page's two stylesheets, prepared for st.html once (they are sent on every rerun)."""
+    return panels.prepared(theme.css(presenter)), panels.prepared(AUTHOR_CSS)
 
 
 def _autoplay(run: data.PlayerRun) -> None:
@@ -293,7 +301,7 @@ def _controls(run: data.PlayerRun, lang: str, presenter: bool, p: panels.Panels)
         ss["w_slider"] = cursor
         st.slider(t("timeline", lang), 0, run.last, key="w_slider", on_change=_from_widget,
                   args=("w_slider",), label_visibility="collapsed")
-        st.html(strip_html(run.kinds, cursor, lang))
+        st.html(panels.markers_strip(cursor, lang, run))
 
 
 def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter: bool) -> None:
@@ -338,14 +346,11 @@ def _step_list(run: data.PlayerRun, lang: str) -> None:
     lo = max(0, min(cursor - STEP_LIST_WINDOW // 2, run.last + 1 - STEP_LIST_WINDOW))
     hi = min(run.last, lo + STEP_LIST_WINDOW - 1)
     options = list(range(lo, hi + 1))
-    tl = run.timeline
-
-    def label(i: int) -> str:
-        return f"{i} · {md_escape(event_label(tl.step_of(i), lang))} {kinds_markdown(run.kinds[i])}"
+    labels = panels.step_labels(lo, hi, lang, run)     # cached: a revisit formats nothing
 
     ss["w_steps"] = cursor
-    st.radio(t("steps_list", lang), options, key="w_steps", format_func=label, on_change=_from_widget,
-             args=("w_steps",))
+    st.radio(t("steps_list", lang), options, key="w_steps", format_func=lambda i: labels[i - lo],
+             on_change=_from_widget, args=("w_steps",))
     st.html(markers_legend_html(lang))
 
 

@@ -1,0 +1,234 @@
+"""The capacity-planning page: pick a workload (kind and sizes), replay it at several pool sizes
+with both free orders (:func:`blockviz.workload.capacity_plan`, payloads off), and see the
+prefix-cache hit rate against the pool size — one line per free order — with the evictions and
+preemptions behind it and how to read the curves.
+
+Bounded so a plan takes a few seconds (at most MAX_EVENTS events and MAX_SIZES pool sizes, short
+prompts). State (this session only): the last parameters computed and a few plans, keyed by their
+parameters (a plan is immutable data: the same parameters always give the same numbers).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import streamlit as st
+
+from ..i18n import t
+from ..render import theme
+from ..render.capacity import hit_rate_figure, pressure_figure, reading, reading_lines
+from ..workload import KINDS, CapacityPoint, Workload, capacity_plan, default_pool_sizes, generate
+from .nav import language_toggle, md_fields, session_lang
+from .player import default_lang
+
+MAX_EVENTS, MAX_SIZES = 500, 10
+BLOCK_SIZES = (4, 8, 16, 32, 64)
+# whole-number parameters: (lowest, highest) allowed; block_size is one of BLOCK_SIZES
+LIMITS = {"num_events": (10, MAX_EVENTS), "prefix_blocks": (1, 16), "new_tokens": (1, 128),
+          "num_prefixes": (1, 8), "max_live": (1, 16), "max_turns": (1, 8), "seed": (0, 2**31 - 1),
+          "num_sizes": (2, MAX_SIZES)}
+# the generator's own defaults, 300 events: a visible gap between the orders in half a second
+DEFAULTS = {"kind": "shared_prefix", "num_events": 300, "block_size": 16, "prefix_blocks": 4,
+            "new_tokens": 12, "num_prefixes": 2, "max_live": 4, "max_turns": 4, "seed": 0,
+            "num_sizes": 8}
+# parameter -> (i18n label key, i18n help key or None), in the order the form shows them
+FIELDS = {"num_events": ("cap_events", "cap_events_help"),
+          "prefix_blocks": ("cap_prefix_blocks", "cap_prefix_blocks_help"),
+          "new_tokens": ("cap_new_tokens", "cap_new_tokens_help"),
+          "num_prefixes": ("cap_num_prefixes", "cap_num_prefixes_help"),
+          "max_live": ("cap_max_live", None),
+          "max_turns": ("cap_max_turns", "cap_max_turns_help"),
+          "seed": ("cap_seed", None),
+          "num_sizes": ("cap_num_sizes", "cap_num_sizes_help")}
+
+PARAMS = "bv_cap_params"      # the parameters of the plan shown (the last valid ones computed)
+RESULTS = "bv_cap_results"    # {parameters key: Plan}, this session's last few
+KEEP = 6
+
+
+@dataclass(frozen=True)
+class Plan:
+    params: tuple                 # sorted (name, value) pairs: the cache key
+    sizes: tuple[int, ...]
+    points: tuple[CapacityPoint, ...]
+    events: int
+    requests: int
+    seconds: float
+
+    @property
+    def runs(self) -> int:
+        return len(self.points)
+
+
+def params_key(params: Mapping) -> tuple:
+    return tuple(sorted(params.items()))
+
+
+def check(params: Mapping) -> list[tuple[str, dict]]:
+    """What is wrong with the parameters, as (i18n key, fields); empty when they may run."""
+    problems: list[tuple[str, dict]] = []
+    if params.get("kind") not in KINDS:
+        problems.append(("cap_bad_kind", {"value": params.get("kind")}))
+    if params.get("block_size") not in BLOCK_SIZES:
+        problems.append(("cap_bad_value", {"field": "cap_block_size", "value": params.get("block_size"),
+                                           "lo": BLOCK_SIZES[0], "hi": BLOCK_SIZES[-1]}))
+    for name, (lo, hi) in LIMITS.items():
+        v = params.get(name)
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            problems.append(("cap_bad_value", {"field": FIELDS[name][0], "value": v, "lo": lo, "hi": hi}))
+    return problems
+
+
+def workload(params: Mapping) -> Workload:
+    return Workload(kind=params["kind"], block_size=params["block_size"],
+                    num_events=params["num_events"], seed=params["seed"],
+                    max_live=params["max_live"], prefix_blocks=params["prefix_blocks"],
+                    new_tokens=params["new_tokens"], num_prefixes=params["num_prefixes"],
+                    max_turns=params["max_turns"])
+
+
+def compute(params: Mapping, progress: Callable[[int, int], None] | None = None) -> Plan:
+    """The plan for valid parameters (see :func:`check`); ValueError if the workload is beyond the
+    scenario format's limits. ``progress(done, total)`` as capacity_plan reports it."""
+    start = time.perf_counter()
+    scenario = generate(workload(params))
+    sizes = default_pool_sizes(scenario, params["num_sizes"])
+    points = capacity_plan(scenario, sizes, progress=progress)
+    requests = sum(1 for s in scenario.steps if s.kind == "arrive")
+    return Plan(params_key(params), tuple(sizes), tuple(points), len(scenario.steps), requests,
+                time.perf_counter() - start)
+
+
+# -- the page --------------------------------------------------------------------------------
+def page() -> None:
+    ss = st.session_state
+    lang = session_lang(default_lang())
+    if st.query_params:                 # the player's link does not describe this page
+        st.query_params.clear()
+    st.html(theme.css(False))
+    with st.sidebar:
+        language_toggle(lang)
+    st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("cap_title", lang))}</div>'
+            f'<div class="bv-small">{theme.esc(t("cap_intro", lang))}</div></div>')
+    submitted = _form(lang)
+    st.caption(t("cap_bounds", lang, events=MAX_EVENTS, sizes=MAX_SIZES))
+    computed = _submit(lang) if submitted else False
+    plan = ss.get(RESULTS, {}).get(params_key(ss[PARAMS])) if ss.get(PARAMS) else None
+    if plan is None:
+        st.info(t("cap_none_yet", lang))
+    else:
+        _show(plan, lang, computed)
+
+
+def _form(lang: str) -> bool:
+    """The parameters; True on the run after Compute was pressed."""
+    ss = st.session_state
+    start = ss.get(PARAMS) or DEFAULTS
+    for name in ("kind", "block_size", *FIELDS):
+        if f"w_cap_{name}" not in ss:       # first visit, or back from another page
+            ss[f"w_cap_{name}"] = start[name]
+    with st.form("cap_form", border=True):
+        st.markdown(f"**{t('cap_workload', lang)}**")
+        st.segmented_control(t("cap_kind", lang), KINDS, key="w_cap_kind", required=True,
+                             format_func=lambda k: t(f"cap_kind_{k}", lang), help=t("cap_kind_help", lang))
+        names = list(FIELDS)
+        cols = st.columns(5)
+        with cols[0]:
+            st.selectbox(t("cap_block_size", lang), BLOCK_SIZES, key="w_cap_block_size")
+        for i, name in enumerate(names):
+            label, help_key = FIELDS[name]
+            with cols[(i + 1) % 5]:
+                # No min/max here: Streamlit would silently reset a value out of range; check()
+                # refuses it with a message that says what is allowed.
+                st.number_input(t(label, lang), step=1, key=f"w_cap_{name}",
+                                help=t(help_key, lang, max=LIMITS[name][1]) if help_key else None)
+        return st.form_submit_button(t("cap_compute", lang), key="b_cap_compute", type="primary",
+                                     icon=":material/query_stats:")
+
+
+def _read_params() -> dict:
+    ss = st.session_state
+    out = {name: ss.get(f"w_cap_{name}") for name in ("kind", "block_size", *FIELDS)}
+    for name in LIMITS:                   # number_input gives ints for int bounds; be strict anyway
+        v = out[name]
+        if isinstance(v, float) and v.is_integer():
+            out[name] = int(v)
+    return out
+
+
+def _submit(lang: str) -> bool:
+    """Check the form's parameters and compute their plan unless this session has it. True when
+    it was computed now (its progress bar, completed, says so)."""
+    ss = st.session_state
+    params = _read_params()
+    problems = check(params)
+    for key, fields in problems:
+        if "field" in fields:
+            fields = fields | {"field": t(fields["field"], lang)}
+        st.error(t(key, lang, **md_fields(fields)))
+    if problems:
+        return False
+    results = ss.setdefault(RESULTS, {})
+    key = params_key(params)
+    computed = key not in results
+    if computed:
+        bar = st.progress(0.0, text=t("cap_sizing", lang))
+        runs = 2 * params["num_sizes"]
+        shown = [-1]
+
+        def report(done: int, total: int) -> None:
+            pct = min(100, 100 * done // max(1, total))
+            if pct != shown[0]:             # at most 101 updates, whatever the events
+                shown[0] = pct
+                bar.progress(pct / 100, text=t("cap_running", lang, runs=runs,
+                                               events=params["num_events"], pct=pct))
+        try:
+            plan = compute(params, report)
+        except ValueError as e:
+            bar.empty()
+            st.error(t("cap_too_big", lang, **md_fields({"msg": str(e)})))
+            return False
+        bar.progress(1.0, text=t("cap_done", lang, runs=plan.runs, events=plan.events, s=plan.seconds))
+        while len(results) >= KEEP:
+            del results[next(iter(results))]
+        results[key] = plan
+    ss[PARAMS] = params
+    return computed
+
+
+def _heading(text: str) -> None:
+    st.html(f'<div class="bv"><div class="bv-h">{theme.esc(text)}</div></div>')
+
+
+def _show(plan: Plan, lang: str, computed: bool) -> None:
+    points = list(plan.points)
+    if not computed:                  # (a plan computed on this run: its progress bar says this)
+        st.caption(t("cap_cached", lang, runs=plan.runs, events=plan.events, requests=plan.requests,
+                     s=plan.seconds))
+    stopped = [f"{p.num_blocks} / {p.free_order}: {p.error}" for p in points if p.error]
+    if stopped:
+        st.warning(t("cap_run_errors", lang, **md_fields({"msg": "; ".join(stopped)})))
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        _heading(t("cap_hit_title", lang))
+        st.plotly_chart(hit_rate_figure(points, lang), key="cap_hit_chart",
+                        config={"displayModeBar": False})
+        _heading(t("cap_pressure_title", lang))
+        st.plotly_chart(pressure_figure(points, lang), key="cap_pressure_chart",
+                        config={"displayModeBar": False})
+    with right:
+        _heading(t("cap_read_title", lang))
+        st.markdown("\n".join(f"- {line}" for line in reading_lines(reading(points), lang)))
+        _heading(t("cap_how_title", lang))
+        st.markdown(t("cap_how", lang))
+    with st.expander(t("cap_numbers", lang)):
+        st.dataframe([_row(p, lang) for p in points], hide_index=True)
+
+
+def _row(p: CapacityPoint, lang: str) -> dict:
+    return {t("cap_col_pool", lang): p.num_blocks, t("cap_col_order", lang): p.free_order,
+            t("cap_col_hit", lang): f"{100 * p.hit_rate:.1f}%",
+            t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}",
+            t("cap_col_evictions", lang): p.evictions, t("cap_col_preemptions", lang): p.preemptions,
+            t("cap_col_error", lang): p.error or ""}
