@@ -74,8 +74,7 @@ class KVRuntime:
         # A checkpoint copies the payloads; the weights never change and are shared.
         new = copy.copy(self)
         memo[id(self)] = new
-        new.store = copy.copy(self.store)
-        new.store.kv_caches = [c.clone() for c in self.store.kv_caches]
+        new.store = copy.deepcopy(self.store, memo)
         return new
 
     def _candidate_tensor(self, candidates: tuple[int, ...]) -> torch.Tensor:

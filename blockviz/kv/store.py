@@ -12,9 +12,11 @@ what keeps a paged prefill close to the speed of a contiguous copy.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 
@@ -47,6 +49,33 @@ class PagedKVStore:
         shape = (2, num_blocks, block_size, num_kv_heads, head_dim)
         self.kv_caches = [torch.zeros(shape, dtype=dtype, device=self.device)
                           for _ in range(num_layers)]
+        self._make_row_views()
+
+    def _make_row_views(self) -> None:
+        """Per layer, K and V as [num_blocks, row] views (one row per block) — and on the CPU the
+        same memory seen by numpy as one opaque ``row_bytes`` item per block. Moving a block is then
+        a single memcpy inside numpy's fancy indexing, as fast as a contiguous copy, where torch's
+        CPU index ops go element by element. Nothing is copied to make the views: values move bit
+        for bit, and the payloads stay in the torch tensors."""
+        self._rows_of = [tuple(c[kv].view(self.num_blocks, -1) for kv in (0, 1))
+                         for c in self.kv_caches]
+        self.row_bytes = self._rows_of[0][0].shape[1] * self.kv_caches[0].element_size()
+        self._np_rows_of = None
+        if self.device.type == "cpu":
+            self._np_row = np.dtype((np.void, self.row_bytes))
+            self._np_rows_of = [tuple(r.view(torch.uint8).numpy().view(self._np_row) for r in rows)
+                                for rows in self._rows_of]               # [N, 1] each
+
+    def _np_items(self, t: torch.Tensor, nb: int):
+        """``t`` (contiguous, cache dtype, nb whole blocks) as [nb, 1] numpy row items (a view)."""
+        return t.view(torch.uint8).numpy().reshape(nb, self.row_bytes).view(self._np_row)
+
+    def __deepcopy__(self, memo: dict) -> PagedKVStore:
+        new = copy.copy(self)
+        memo[id(self)] = new
+        new.kv_caches = [c.clone() for c in self.kv_caches]
+        new._make_row_views()
+        return new
 
     @property
     def bytes_per_block(self) -> int:
@@ -67,16 +96,6 @@ class PagedKVStore:
         return (self._flat(layer, 0).index_select(0, slots),
                 self._flat(layer, 1).index_select(0, slots))
 
-    def _words(self, *ts: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Contiguous [n, bs*H*D] tensors of whole blocks, viewed together on the CPU as 16-byte
-        words when all of them allow it: CPU index ops move wide words several times faster than
-        fp16/fp32 elements, and a view only reinterprets bytes — values move bit for bit."""
-        if self.device.type == "cpu" and all(
-                t.is_contiguous() and (t.shape[1] * t.element_size()) % 16 == 0
-                and (t.storage_offset() * t.element_size()) % 16 == 0 for t in ts):
-            return tuple(t.view(torch.complex128) for t in ts)
-        return ts
-
     def write_range(self, layer: int, block_table: torch.Tensor, start: int, k: torch.Tensor,
                     v: torch.Tensor) -> None:
         """K/V ([T, H, D]) of the tokens at positions start..start+T-1 of a request whose block
@@ -86,17 +105,23 @@ class PagedKVStore:
         T = k.shape[0]
         end = start + T
         first_full, last_full = -(-start // bs), end // bs        # whole blocks [first, last)
-        if first_full >= last_full:
-            self.write(layer, slot_mapping(block_table, torch.arange(start, end, device=self.device),
-                                           bs), k, v)
-            return
         a, b = first_full * bs - start, last_full * bs - start    # their rows in k, v
-        idx = block_table[first_full:last_full]                   # [nb]
-        cache = self.kv_caches[layer]                             # [2, N, bs, H, D]
-        for kv, src in ((0, k), (1, v)):
-            rows = src[a:b].to(self.dtype).reshape(last_full - first_full, -1)   # [nb, bs*H*D]
-            dst, rows = self._words(cache[kv].view(self.num_blocks, -1), rows.contiguous())
-            dst.index_copy_(0, idx, rows)
+        if first_full < last_full:
+            nb = last_full - first_full
+            idx = block_table if nb == block_table.shape[0] else block_table[first_full:last_full]
+            ks, vs = (src if src.dtype == self.dtype else src.to(self.dtype)
+                      for src in ((k, v) if not a and b == T else (k[a:b], v[a:b])))
+            if self._np_rows_of is not None and ks.is_contiguous() and vs.is_contiguous():
+                np_k, np_v = self._np_rows_of[layer]
+                ix = idx.numpy()
+                np_k[ix] = self._np_items(ks, nb)
+                np_v[ix] = self._np_items(vs, nb)
+            else:
+                cache_k, cache_v = self._rows_of[layer]
+                cache_k.index_copy_(0, idx, ks.reshape(nb, -1))
+                cache_v.index_copy_(0, idx, vs.reshape(nb, -1))
+        else:
+            a, b = T, T
         for lo, hi in ((0, a), (b, T)):                           # partial blocks, if any
             if lo < hi:
                 pos = torch.arange(start + lo, start + hi, device=self.device)
@@ -107,14 +132,17 @@ class PagedKVStore:
         """K, V of positions 0..num_tokens-1 through ``block_table``: one block-level
         index_select per K and V, viewed as [num_tokens, H, D] (copies of the cache)."""
         nb = -(-num_tokens // self.block_size)
-        idx = block_table[:nb]
-        cache = self.kv_caches[layer]
-        out = []
-        for kv in (0, 1):
-            src, = self._words(cache[kv].view(self.num_blocks, -1))
-            rows = src.index_select(0, idx).view(self.dtype)                     # [nb, bs*H*D]
-            out.append(rows.view(-1, self.num_kv_heads, self.head_dim)[:num_tokens])
-        return out[0], out[1]
+        idx = block_table if block_table.shape[0] == nb else block_table[:nb]
+        shape = (-1, self.num_kv_heads, self.head_dim)
+        if self._np_rows_of is not None:
+            ix = idx.numpy()
+            got = [torch.from_numpy(rows[ix].view(np.uint8)).view(self.dtype).view(shape)
+                   for rows in self._np_rows_of[layer]]                   # [nb*bs, H, D]
+        else:
+            got = [rows.index_select(0, idx).view(shape) for rows in self._rows_of[layer]]
+        if nb * self.block_size != num_tokens:
+            got = [t[:num_tokens] for t in got]
+        return got[0], got[1]
 
     def read_blocks(self, block_ids: Sequence[int]) -> torch.Tensor:
         """A copy of whole blocks: [num_layers, 2, len(block_ids), block_size, H, D]."""

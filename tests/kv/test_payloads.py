@@ -200,18 +200,38 @@ def test_compute_dtype_is_float64():
     assert COMPUTE_DTYPE == torch.float64
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("start, n", [(0, 16), (0, 13), (3, 1), (5, 14), (4, 8), (2, 2), (7, 9)])
-def test_block_level_write_and_gather_equal_the_slot_path(start, n):
-    """write_range/gather_prefix move whole blocks at once; they must land exactly where the
-    per-slot mapping says, partial first and last blocks included."""
+def test_block_level_write_and_gather_equal_the_slot_path(start, n, dtype):
+    """write_range/gather_prefix move whole blocks at once (on the CPU through numpy row views);
+    they must land exactly where the per-slot mapping says, partial first and last blocks, every
+    cache dtype, inputs of another dtype and non-contiguous inputs included."""
     table = torch.tensor([6, 1, 4, 9, 2])
-    a, b = PagedKVStore(10, 4, 1, 2, 3), PagedKVStore(10, 4, 1, 2, 3)
+    a, b = PagedKVStore(10, 4, 1, 2, 3, dtype), PagedKVStore(10, 4, 1, 2, 3, dtype)
     for st in (a, b):
-        st.kv_caches[0].normal_(generator=torch.Generator().manual_seed(1))
-    k, v = torch.randn(n, 2, 3), torch.randn(n, 2, 3)
+        st.kv_caches[0].copy_(torch.randn(st.kv_caches[0].shape,
+                                          generator=torch.Generator().manual_seed(1)))
+    k = torch.randn(n, 2, 3, dtype=torch.float64)              # another dtype than the cache
+    v = torch.randn(3, 2, n).to(dtype).permute(2, 1, 0)       # non-contiguous
     a.write_range(0, table, start, k, v)
     b.write(0, slot_mapping(table, torch.arange(start, start + n), 4), k, v)
     assert torch.equal(a.kv_caches[0], b.kv_caches[0])
+    assert torch.equal(a.kv_caches[0][0].view(-1, 2, 3)[slot_mapping(table, torch.arange(
+        start, start + n), 4)], k.to(dtype))
     ka, va = a.gather_prefix(0, table, start + n)
     kb, vb = b.gather(0, slot_mapping(table, torch.arange(start + n), 4))
+    assert ka.dtype == dtype and ka.shape == (start + n, 2, 3)
     assert torch.equal(ka, kb) and torch.equal(va, vb)
+    ka.fill_(0)                                                # a gather returns a copy
+    assert torch.equal(a.kv_caches[0], b.kv_caches[0])
+
+
+def test_a_deep_copied_store_writes_its_own_tensors():
+    table = torch.tensor([3, 1])
+    a = PagedKVStore(5, 4, 2, 1, 4)
+    b = copy.deepcopy(a)
+    b.write_range(1, table, 0, torch.ones(8, 1, 4), torch.ones(8, 1, 4))
+    assert not a.kv_caches[1].any()
+    assert b.kv_caches[1][:, [3, 1]].eq(1).all() and b.kv_caches[1].sum() == 2 * 8 * 4
+    got, _ = b.gather_prefix(1, table, 8)
+    assert got.eq(1).all()
