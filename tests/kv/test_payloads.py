@@ -200,9 +200,10 @@ def test_compute_dtype_is_float64():
     assert COMPUTE_DTYPE == torch.float64
 
 
+@pytest.mark.parametrize("contiguous", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("start, n", [(0, 16), (0, 13), (3, 1), (5, 14), (4, 8), (2, 2), (7, 9)])
-def test_block_level_write_and_gather_equal_the_slot_path(start, n, dtype):
+def test_block_level_write_and_gather_equal_the_slot_path(start, n, dtype, contiguous):
     """write_range/gather_prefix move whole blocks at once (on the CPU through numpy row views);
     they must land exactly where the per-slot mapping says, partial first and last blocks, every
     cache dtype, inputs of another dtype and non-contiguous inputs included."""
@@ -212,7 +213,9 @@ def test_block_level_write_and_gather_equal_the_slot_path(start, n, dtype):
         st.kv_caches[0].copy_(torch.randn(st.kv_caches[0].shape,
                                           generator=torch.Generator().manual_seed(1)))
     k = torch.randn(n, 2, 3, dtype=torch.float64)              # another dtype than the cache
-    v = torch.randn(3, 2, n).to(dtype).permute(2, 1, 0)       # non-contiguous
+    v = torch.randn(3, 2, n).to(dtype).permute(2, 1, 0)       # non-contiguous ...
+    if contiguous:
+        v = v.contiguous()                                     # ... or not
     a.write_range(0, table, start, k, v)
     b.write(0, slot_mapping(table, torch.arange(start, start + n), 4), k, v)
     assert torch.equal(a.kv_caches[0], b.kv_caches[0])
