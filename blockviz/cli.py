@@ -61,7 +61,7 @@ def cmd_play(args) -> int:
     for i in range(len(timeline)):
         print(render_step(timeline, i, lang=args.lang, color=color, labels=labels))
     if timeline.error is not None:
-        print(str(timeline.error), file=sys.stderr)
+        print(timeline.error.localized(args.lang), file=sys.stderr)
         return EXIT_SCENARIO
     return 0
 
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except ScenarioError as e:
-        print(str(e), file=sys.stderr)
+        print(e.localized(getattr(args, "lang", "en")), file=sys.stderr)  # play/export --lang zh
         return EXIT_SCENARIO
     except BrokenPipeError:  # `... | head`
         return 0

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ..authoring import Section
 from ..i18n import t
+from ..i18n_errors import localize_error
 from .theme import AMBER, GREEN, INK, MUTED, RED, esc
 
 AUTHOR_CSS = f"""
@@ -77,7 +78,7 @@ def error_html(err, text: str, lang: str, *, kept: bool = False, title: str | No
     head = esc(title if title is not None else t("invalid", lang))
     return (f'<div class="bv bv-errbox" role="alert" data-line="{err.line or ""}">'
             f'<div class="bv-errhead">{head}</div>'
-            f'<div class="bv-errmsg">{esc(" ".join(str(err.message).split()))}</div>'
+            f'<div class="bv-errmsg">{esc(localize_error(err.message, lang))}</div>'
             f'<div class="bv-errwhere">{esc(where)}{path}</div>'
             f'{source_excerpt_html(text, err.line, err.col)}{keep}</div>')
 

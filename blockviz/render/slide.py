@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from ..i18n import event_label, t
+from ..i18n_errors import error_text
 from ..labels import HashLabels, token_text
 from ..narrate import narrate_ops
 from .requests import ordered_requests
@@ -410,7 +411,7 @@ def slide_figure(timeline, index: int, *, lang: str = "en", title: str = "",
     if title:
         c.text(W - PAD, 34, title, size=22, colour=MUTED, anchor="right")
     sentences = narrate_ops(s.ops, lang, labels, timeline.vocab, timeline.block_size)
-    error = str(timeline.error) if timeline.error is not None and index == last else None
+    error = error_text(timeline.error, lang) if timeline.error is not None and index == last else None
     y = _narration(c, s, sentences, lang, error, 96, 336)
     y = _blocks(c, v, labels, timeline.vocab, lang, y + 22, 612)
     y = _queue(c, v, labels, lang, y + 26)

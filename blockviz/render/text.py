@@ -5,6 +5,7 @@ import textwrap
 import unicodedata
 
 from ..i18n import event_label, t
+from ..i18n_errors import error_text
 from ..labels import HashLabels, token_text
 from ..narrate import narrate_ops
 from ..timeline import Snapshot, Timeline, diff
@@ -141,5 +142,5 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
         out.append(t('engine_did', lang) + ("：" if lang == "zh" else ":"))
         out += [wrap(line, indent="    ").replace("    ", "  • ", 1) for line in lines]
     if timeline.error is not None and index == len(timeline) - 1:
-        out.append(st(t("error_stopped", lang, msg=str(timeline.error)), _BOLD, _YELLOW))
+        out.append(st(t("error_stopped", lang, msg=error_text(timeline.error, lang)), _BOLD, _YELLOW))
     return "\n".join(out) + "\n"

@@ -15,6 +15,7 @@ from typing import Any
 import pydantic
 import yaml
 
+from ..i18n_errors import localize_error
 from .schema import (
     MAX_FILE_BYTES,
     MAX_ITERATIONS_TOTAL,
@@ -39,8 +40,12 @@ class ScenarioError(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
+        return self.localized("en")
+
+    def localized(self, lang: str) -> str:
+        """The same line, its message in ``lang`` (see ``blockviz.i18n_errors``)."""
         where = self.file if self.line is None else f"{self.file}:{self.line}:{self.col}"
-        message = " ".join(self.message.split())  # one line, always
+        message = localize_error(self.message, lang)  # one line, always
         return f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
 
 

@@ -13,6 +13,7 @@ import streamlit as st
 
 from .. import authoring as A
 from ..i18n import t
+from ..i18n_errors import ErrorMessage
 from ..render import theme
 from ..render.authoring import AUTHOR_CSS, error_html, ok_html, reference_html, warn_html
 from ..scenario import ScenarioError, load_text
@@ -57,13 +58,13 @@ def _on_upload() -> None:
         return
     name = f.name
     if f.size > MAX_FILE_BYTES:          # refused before a byte of it is read
-        ss[MSG] = ("upload_refused", {"name": name, "msg": f"the file is {f.size:,} bytes; the "
-                                      f"limit is {MAX_FILE_BYTES:,}"}, "error")
+        ss[MSG] = ("upload_refused", {"name": name, "msg": ErrorMessage(
+            f"the file is {f.size:,} bytes; the limit is {MAX_FILE_BYTES:,}")}, "error")
         return
     try:
         text = A.read_upload(f.getvalue(), name)
     except ScenarioError as e:
-        ss[MSG] = ("upload_refused", {"name": name, "msg": str(e)}, "error")
+        ss[MSG] = ("upload_refused", {"name": name, "msg": e}, "error")
         return
     _set_text(text, ("upload_ok", {"name": name}, "success"))
 
@@ -208,7 +209,7 @@ def _status(err, loaded, lang: str) -> None:
     msg = ss.get(MSG)
     if msg:
         key, fields, kind = msg
-        getattr(st, kind)(t(key, lang, **md_fields(fields)))
+        getattr(st, kind)(t(key, lang, **md_fields(fields, lang)))
         if ss.get(UNDO) is not None and key != "upload_refused":
             st.button(t("undo_replace", lang), key="b_undo", icon=":material/undo:", on_click=_undo)
     text = ss[TEXT]

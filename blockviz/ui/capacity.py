@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from ..i18n import t
+from ..i18n_errors import localize_error
 from ..render import theme
 from ..render.capacity import hit_rate_figure, pressure_figure, reading, reading_lines
 from ..workload import KINDS, CapacityPoint, Workload, capacity_plan, default_pool_sizes, generate
@@ -166,7 +167,7 @@ def _submit(lang: str) -> bool:
     for key, fields in problems:
         if "field" in fields:
             fields = fields | {"field": t(fields["field"], lang)}
-        st.error(t(key, lang, **md_fields(fields)))
+        st.error(t(key, lang, **md_fields(fields, lang)))
     if problems:
         return False
     results = ss.setdefault(RESULTS, {})
@@ -187,7 +188,7 @@ def _submit(lang: str) -> bool:
             plan = compute(params, report)
         except ValueError as e:
             bar.empty()
-            st.error(t("cap_too_big", lang, **md_fields({"msg": str(e)})))
+            st.error(t("cap_too_big", lang, **md_fields({"msg": e}, lang)))
             return False
         bar.progress(1.0, text=t("cap_done", lang, runs=plan.runs, events=plan.events, s=plan.seconds))
         while len(results) >= KEEP:
@@ -206,7 +207,8 @@ def _show(plan: Plan, lang: str, computed: bool) -> None:
     if not computed:                  # (a plan computed on this run: its progress bar says this)
         st.caption(t("cap_cached", lang, runs=plan.runs, events=plan.events, requests=plan.requests,
                      s=plan.seconds))
-    stopped = [f"{p.num_blocks} / {p.free_order}: {p.error}" for p in points if p.error]
+    stopped = [f"{p.num_blocks} / {p.free_order}: {localize_error(p.error, lang)}"
+               for p in points if p.error]
     if stopped:
         st.warning(t("cap_run_errors", lang, **md_fields({"msg": "; ".join(stopped)})))
     left, right = st.columns([3, 2], gap="large")
@@ -231,4 +233,4 @@ def _row(p: CapacityPoint, lang: str) -> dict:
             t("cap_col_hit", lang): f"{100 * p.hit_rate:.1f}%",
             t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}",
             t("cap_col_evictions", lang): p.evictions, t("cap_col_preemptions", lang): p.preemptions,
-            t("cap_col_error", lang): p.error or ""}
+            t("cap_col_error", lang): localize_error(p.error, lang) if p.error else ""}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from ..i18n_errors import ErrorMessage
 from ..labels import HashLabels
 from ..render.markers import step_kinds
 from ..render.metrics import Series, metrics_series
@@ -32,7 +33,7 @@ def scenario_dir() -> str:
 class BuiltinIndex:
     paths: dict[str, Path]        # scenario id -> its file (ids in file-name order)
     titles: dict[str, Text]
-    broken: tuple[tuple[str, str], ...]   # (file name, error) for files that do not load
+    broken: tuple[tuple[str, Exception], ...]   # (file name, error) for files that do not load
 
     @property
     def ids(self) -> list[str]:
@@ -85,11 +86,11 @@ def scan_builtins(directory: Path = SCENARIO_DIR) -> BuiltinIndex:
         try:
             loaded = load(p)
         except ScenarioError as e:
-            broken.append((p.name, str(e)))
+            broken.append((p.name, e))
             continue
         sid = loaded.scenario.id
         if sid in paths:
-            broken.append((p.name, f"duplicate scenario id {sid!r}"))
+            broken.append((p.name, ErrorMessage(f"duplicate scenario id {sid!r}")))
             continue
         paths[sid] = p
         titles[sid] = loaded.scenario.title

@@ -7,6 +7,7 @@ import re
 import streamlit as st
 
 from ..i18n import LANG_NAMES, t
+from ..i18n_errors import error_text
 from . import state as S
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>:$])")
@@ -17,8 +18,10 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
-def md_fields(fields: dict) -> dict:
-    return {k: md_escape(str(v)) for k, v in fields.items()}
+def md_fields(fields: dict, lang: str = "en") -> dict:
+    """Fields for a markdown message; an exception among them is shown in ``lang``."""
+    return {k: md_escape(error_text(v, lang) if isinstance(v, BaseException) else str(v))
+            for k, v in fields.items()}
 
 
 PLAYER_PATH = "player"

@@ -13,6 +13,7 @@ import streamlit as st
 from streamlit.string_util import clean_text
 
 from ..i18n import event_label, t
+from ..i18n_errors import error_text
 from ..narrate import describe_op, narrate_ops
 from ..ops import OP_FUNCTION
 from ..render import blocks as rblocks
@@ -140,7 +141,7 @@ def build_panels(run: PlayerRun, index: int, frame: int | None, lang: str) -> Pa
                               None if frame is None else (v.frame or 0, v.num_frames),
                               title=run.scenario.title.get(lang))
     note = s.note.get(lang) if s.note is not None else None
-    error = str(tl.error) if tl.error is not None and index == run.last else None
+    error = error_text(tl.error, lang) if tl.error is not None and index == run.last else None
     note_part = note_html(note, lang, error=error)
     did = did_html(narrate_ops(s.ops, lang, labels, vocab, bs), lang)
     big = rblocks.use_heatmap(len(v.state.ref_cnt))

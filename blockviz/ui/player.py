@@ -12,6 +12,7 @@ import functools
 import streamlit as st
 
 from ..i18n import t
+from ..i18n_errors import error_text
 from ..render import theme
 from ..render.authoring import AUTHOR_CSS
 from ..render.markers import markers_legend_html
@@ -113,7 +114,7 @@ def page() -> None:
     for key, fields in ss.get(S.NOTICES, []):   # values from the URL: inert in markdown
         st.warning(t(key, lang, **{k: md_escape(str(v)) for k, v in fields.items()}))
     for name, err in index.broken:
-        st.warning(t("scenario_broken", lang, f=md_escape(name), msg=md_escape(err)))
+        st.warning(t("scenario_broken", lang, f=md_escape(name), msg=md_escape(error_text(err, lang))))
     if ss.get(S.PLAYING):
         _autoplay(run)
     else:
@@ -239,7 +240,7 @@ def _learn_row(run: data.PlayerRun, cursor: int, lang: str) -> None:
                   on_click=tryit.start_fork, args=(run, cursor), help=t("fork_help", lang))
     msg = ss.get(tryit.FK_MSG)
     if tryit.current_fork(run) is None and msg and msg[2]:   # a fork that could not start
-        st.error(t(msg[0], lang, **md_fields(msg[1])))
+        st.error(t(msg[0], lang, **md_fields(msg[1], lang)))
         ss[tryit.FK_MSG] = None
 
 

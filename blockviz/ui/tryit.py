@@ -11,6 +11,7 @@ import streamlit as st
 from .. import fork as F
 from .. import selfcheck as SC
 from ..i18n import event_label, t
+from ..i18n_errors import ErrorMessage
 from ..render.theme import esc
 from ..scenario import ScenarioError, load_text
 from ..scenario.schema import Scenario
@@ -78,7 +79,7 @@ def start_fork(run: data.PlayerRun, step: int) -> None:
     try:
         new = _run_fork(fork)
     except ScenarioError as e:
-        ss[FK_MSG] = ("fork_refused", {"msg": e.message}, True)
+        ss[FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
         return
     ss[S.FORK], ss["bv_fork_key"], ss[FK_PARTS], ss[FK_HISTORY] = fork, new.key, [], []
     ss[FK_MSG] = None
@@ -90,7 +91,7 @@ def _apply(fork: Fork, msg: bool = True) -> bool:
     try:
         new = _run_fork(fork)
     except ScenarioError as e:
-        ss[FK_MSG] = ("fork_refused", {"msg": e.message}, True)
+        ss[FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
         return False
     ss[S.FORK], ss["bv_fork_key"] = fork, new.key
     ss[FK_MSG] = ("fork_added", {"n": len(fork.extra), "k": fork.upto}, False) if msg else None
@@ -151,7 +152,7 @@ def _add_part() -> None:
     try:
         part = _pending_part()
     except ValueError as e:
-        _msg("part_bad", {"msg": str(e)})
+        _msg("part_bad", {"msg": e})
         return
     ss[FK_PARTS] = list(ss.get(FK_PARTS) or []) + [part]
     ss[FK_MSG] = None
@@ -266,7 +267,7 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
         msg = ss.get(FK_MSG)
         if msg:
             key, fields, error = msg
-            (st.error if error else st.success)(t(key, lang, **md_fields(fields)))
+            (st.error if error else st.success)(t(key, lang, **md_fields(fields, lang)))
 
 
 def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:

@@ -185,6 +185,20 @@ def test_every_label_follows_the_language_switch(page):
     assert not re.search(r"\b(Valid|Preview|Download)\b", text)
     edit(p, BAD)
     assert "第 7 行，第 13 列" in error_box(p)
+    assert "请求 &#x27;Z&#x27; 在到达（arrive）之前就被使用了" in error_box(p)
+    assert "is used before" not in error_box(p)
+
+
+def test_a_refusal_on_show_follows_the_language_switch(page):
+    p = author(page)
+    p.at.file_uploader(key="w_upload").set_value(("latin.yaml", "id: é\n".encode("latin-1"),
+                                                  "application/x-yaml"))
+    p.run()
+    assert any("latin.yaml was not opened" in e and "not UTF-8 text" in e for e in errors(p))
+    p.at.button_group(key="w_lang").set_value("zh")
+    p.run()
+    assert any("latin.yaml 没有打开" in e and "文件不是 UTF-8 文本（第 4 字节处）" in e
+               for e in errors(p)), errors(p)
 
 
 def test_opening_the_author_page_first_then_the_player_keeps_the_preview_step(page):

@@ -11,6 +11,8 @@ import pytest
 
 from blockviz.ui import state as S
 
+from .conftest import ROOT
+
 
 # -- deep links ------------------------------------------------------------------------------
 def test_deep_link_opens_exactly_there(page):
@@ -183,6 +185,10 @@ def test_run_error_is_shown_at_the_last_step(page, test_scenarios):
     p.click("b_last")
     assert p.header() == "step 2 of 2"
     assert "The run stopped here" in p.html() and "only a running request can be preempted" in p.html()
+    p.at.button_group(key="w_lang").set_value("zh")
+    p.run()
+    assert "运行在此处停止" in p.html() and "只有运行中的请求才能被抢占" in p.html()
+    assert "can be preempted" not in p.html()
 
 
 def test_broken_and_custom_directories_do_not_leak_into_the_builtins(page, test_scenarios):
@@ -196,3 +202,21 @@ def test_values_from_the_url_are_inert_in_the_warning(page):
     p = page({"scenario": "[x](javascript:alert(1))"})
     raw = [w.value for w in p.at.warning]
     assert raw and "\\[x\\]\\(javascript\\:alert\\(1\\)\\)" in raw[0]
+
+
+def test_a_builtin_file_that_does_not_load_is_named_in_either_language(page, monkeypatch, tmp_path):
+    six = (ROOT / "scenarios" / "six-blocks.yaml").read_text()
+    (tmp_path / "a-six.yaml").write_text(six)
+    (tmp_path / "b-again.yaml").write_text(six)                              # the same id
+    (tmp_path / "c-bad.yaml").write_text(six.replace("- finish: B", "- finish: Z", 1))
+    monkeypatch.setenv("BLOCKVIZ_SCENARIOS", str(tmp_path))
+    p = page({"scenario": "six-blocks"})
+    warned = " ".join(p.warnings())
+    assert "b-again.yaml could not be loaded: duplicate scenario id 'six-blocks'" in warned
+    assert "c-bad.yaml could not be loaded" in warned and "is used before it arrives" in warned
+    p.at.button_group(key="w_lang").set_value("zh")
+    p.run()
+    warned = " ".join(p.warnings())
+    assert "b-again.yaml 无法加载：场景 id 'six-blocks' 重复了" in warned
+    assert "c-bad.yaml 无法加载" in warned and "请求 'Z' 在到达（arrive）之前就被使用了" in warned
+    assert p.header() == "第 0 步 / 共 8 步"            # the good file still plays

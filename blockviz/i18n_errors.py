@@ -1,0 +1,233 @@
+"""Error messages in 中文.
+
+Loader, schema, engine and scheduler errors are raised with English messages: that is what the
+command line prints (``FILE:LINE:COL: path: message``, for tools as much as for people), and what
+the tests match. Where a person reads one in the Chinese UI, ``localize_error`` translates it, rule
+by rule: each rule is a whole-message pattern, and a message inside a message (``step 3 (finish):
+...``, the value pydantic complains about) is translated in turn. A message no rule knows stays in
+English — ``tests/format/test_errors_zh.py`` runs every malformed input the suite has and fails
+on any such message.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+_RULES: list[_Rule] = []
+
+
+def _rule(pattern: str, zh: str | Callable[[re.Match[str]], str]) -> None:
+    fn = zh if callable(zh) else (lambda m, zh=zh: zh.format(**m.groupdict()))
+    _RULES.append((re.compile(pattern, re.DOTALL), fn))
+
+
+def localize_error(message: str, lang: str) -> str:
+    """``message`` for a reader of ``lang`` (only ``zh`` changes anything)."""
+    message = " ".join(str(message).split())
+    if lang != "zh":
+        return message
+    return _zh(message) or message
+
+
+def error_text(err: object, lang: str) -> str:
+    """What a person reads for ``err`` in ``lang``: a located ScenarioError keeps its
+    ``FILE:LINE:COL: path:`` prefix; any other exception or text is one message."""
+    localized = getattr(err, "localized", None)
+    if callable(localized):
+        return localized(lang)
+    return localize_error(str(err), lang)
+
+
+class ErrorMessage(Exception):
+    """An English message kept as it is (in session state, say) and translated when shown."""
+
+
+def _zh(message: str) -> str | None:
+    for pattern, fn in _RULES:
+        m = pattern.fullmatch(message)
+        if m:
+            return fn(m)
+    return None
+
+
+_ENGLISH = re.compile(r"[A-Za-z]+ [A-Za-z]+ [A-Za-z]+")
+_QUOTED = re.compile(r"'[^']*'|`[^`]*`")
+
+
+def knows(message: str) -> bool:
+    """Whether ``message`` comes out in Chinese, with no English sentence left in it (words in
+    quotes or backticks are names and values, and stay as they are)."""
+    zh = _zh(" ".join(str(message).split()))
+    return zh is not None and not _ENGLISH.search(_QUOTED.sub("", zh))
+
+
+def _inner(text: str) -> str:
+    return _zh(text) or text
+
+
+def _quoted_list(text: str) -> str:
+    """``'a', 'b' or 'c'`` → ``'a'、'b' 或 'c'``."""
+    return text.replace("', '", "'、'").replace("' or '", "' 或 '")
+
+
+# -- nested: the step an engine error happened at --------------------------------------------
+_rule(r"step (?P<k>\d+) \((?P<kind>\w+)\): (?P<rest>.+)",
+      lambda m: f"第 {m['k']} 步（{m['kind']}）：{_inner(m['rest'])}")
+
+# -- the file -------------------------------------------------------------------------------
+_rule(r"the file is (?P<n>[\d,]+) bytes; the limit is (?P<lim>[\d,]+)",
+      "文件有 {n} 字节，上限是 {lim} 字节")
+_rule(r"the file is larger than (?P<lim>[\d,]+) bytes", "文件超过了 {lim} 字节的上限")
+_rule(r"the file is binary, not a YAML text file", "这是二进制文件，不是 YAML 文本文件")
+_rule(r"the file is not UTF-8 text \(byte (?P<b>\d+)\)", "文件不是 UTF-8 文本（第 {b} 字节处）")
+_rule(r"the file is empty: a scenario needs at least `id:`, `title:` and `steps:`",
+      "文件是空的：一个场景至少需要 `id:`、`title:` 和 `steps:`")
+_rule(r"not a regular file", "这不是一个普通文件")
+_OS_ERRORS = {"No such file or directory": "文件不存在", "Permission denied": "没有读取权限",
+              "Is a directory": "这是一个目录"}
+_rule(r"cannot read the file: (?P<e>.+)",
+      lambda m: f"无法读取文件：{_OS_ERRORS.get(m['e'], m['e'])}")
+
+# -- YAML -----------------------------------------------------------------------------------
+# PyYAML's problems, worded as its C parser (the loader uses it) and its Python one word them.
+_YAML_PROBLEMS = [
+    (r"did not find expected ',' or '(?P<c>[\]}])'", "缺少 ',' 或 '{c}'（列表或映射没有正确闭合？）"),
+    (r"did not find expected node content", "这里缺少一个值"),
+    (r"did not find expected key", "这里应当是一个键（key: value）：缩进对齐了吗？"),
+    (r"did not find expected '-' indicator", "这里应当是以 '-' 开头的列表项：缩进对齐了吗？"),
+    (r"did not find expected <document start>", "这里应当是文档的开头"),
+    (r"mapping values are not allowed (?:here|in this context)",
+     "这里不能出现 'key: value'（值里有冒号就加引号；或者缩进不对？）"),
+    (r"block sequence entries are not allowed (?:here|in this context)",
+     "这里不能出现 '- ' 列表项：缩进对齐了吗？"),
+    (r"could not find expected ':'", "缺少 ':'"),
+    (r"found character (?:'(?P<c>.+)' )?that cannot start any token",
+     "这里有一个不能作为开头的字符（比如制表符、@ 或 `）：YAML 只能用空格缩进，特殊字符要加引号"),
+    (r"found a tab character (?:that violates indentation|where an indentation space is expected)",
+     "这里用了制表符：YAML 只能用空格缩进"),
+    (r"expected <block end>, but found '?(?P<t>[^']+)'?", "缩进不对：这里不应出现 {t}"),
+    (r"found undefined alias(?: '(?P<a>.+)')?", "用到了没有定义的别名（*名字）"),
+    (r"found unexpected end of stream", "文件在这里意外结束了（引号或括号没有闭合？）"),
+    (r"found unexpected ':'", "这里不应出现 ':'"),
+    (r"found unknown escape character(?: '(?P<c>.+)')?", "未知的转义字符"),
+    (r"found duplicate anchor.*", "同一个锚点（&名字）定义了两次"),
+    (r"found unexpected document indicator", "这里不应出现文档分隔符（--- 或 ...）"),
+    (r"did not find expected whitespace or line break", "这里应当是空格或换行"),
+    (r"expected a comment or a line break, but found '(?P<c>.+)'", "这里只能换行或写注释，却出现了 '{c}'"),
+    (r"(?:did not find )?expected alphabetic or numeric character(?:, but found '(?P<c>.+)')?",
+     "这里应当是字母或数字"),
+]
+_YAML_RULES = [(re.compile(p), zh) for p, zh in _YAML_PROBLEMS]
+
+
+def _yaml_problem(problem: str) -> str:
+    for pattern, zh in _YAML_RULES:
+        m = pattern.fullmatch(problem)
+        if m:
+            return zh.format(**m.groupdict())
+    return problem  # as PyYAML words it
+
+
+_rule(r"YAML syntax error: (?P<p>.+)", lambda m: f"YAML 语法错误：{_yaml_problem(m['p'])}")
+_rule(r"YAML error: (?P<p>.+)", lambda m: f"YAML 错误：{_yaml_problem(m['p'])}")
+_rule(r"YAML nested too deeply", "YAML 嵌套太深")
+_rule(r"nested more than (?P<n>\d+) levels deep", "嵌套超过了 {n} 层")
+_rule(r"the document expands to more than (?P<n>[\d,]+) values \(aliases nested too deeply\?\)",
+      "文档展开后超过 {n} 个值（别名嵌套太深？）")
+_rule(r"YAML tag (?P<tag>\S+) is not allowed: scenarios are plain data",
+      "不允许使用 YAML 标签 {tag}：场景文件只能是普通数据")
+_rule(r"mapping keys must be plain names", "映射的键只能是普通的名字")
+_rule(r"duplicate key '(?P<k>.*)'", "键 '{k}' 重复了")
+_rule(r"unsupported YAML node", "不支持的 YAML 结构")
+
+# -- the scenario's shape ---------------------------------------------------------------------
+_rule(r"a scenario is a mapping with `id:`, `title:`, `config:` and `steps:`",
+      "场景应当是一个映射，包含 `id:`、`title:`、`config:` 和 `steps:`")
+_rule(r"unknown field '(?P<f>.*)'", "未知字段 '{f}'（拼写对吗？格式参考里有全部字段）")
+_rule(r"missing required field '(?P<f>.*)'", "缺少必填字段 '{f}'")
+_rule(r"give the text in at least one language \(en or zh\)", "至少用一种语言（en 或 zh）写出文字")
+_rule(r"text has no words", "text 里没有任何词")
+_rule(r"too many distinct words", "不同的词太多了")
+_rule(r"a step is an event name \(e\.g\. `- admit`\) or a mapping \(e\.g\. `- finish: A`\)",
+      "每一步是一个事件名（如 `- admit`）或一个映射（如 `- finish: A`）")
+_rule(r"unknown event '(?P<e>.*)' \(events: (?P<names>.+), or a `note` alone\)",
+      lambda m: f"未知事件 '{m['e']}'（可用的事件：{m['names'].replace(', ', '、')}，"
+                f"或者只写一条 `note`）")
+_rule(r"one event per step, got (?P<ev>.+)",
+      lambda m: f"每一步只能有一个事件，这里有 {m['ev'].replace(', ', '、')}")
+_rule(r"an empty step: give an event or a note", "空的一步：请写一个事件或一条 note")
+_rule(r"write `- admit` \(admit: false is not an event\)",
+      "请写成 `- admit`（admit: false 不是一个事件）")
+_rule(r"write `- (?P<k>\w+)`", "请写成 `- {k}`")
+_rule(r"multimodal items '(?P<a>.*)' and '(?P<b>.*)' overlap", "多模态项 '{a}' 和 '{b}' 的位置重叠了")
+_rule(r"the KV store would need (?P<g>[\d.]+) GiB \(limit (?P<lim>[\d.]+) GiB\): use fewer blocks, "
+      r"a smaller block_size or model, or set model: null to run without payloads",
+      "KV 存储需要 {g} GiB（上限 {lim} GiB）：请减少块数、减小 block_size 或模型，"
+      "或者设 model: null，不带 KV 数据运行")
+_rule(r"device: cuda was asked for, but no CUDA GPU is available here \(use device: auto or cpu\)",
+      "要求使用 device: cuda，但这台机器上没有 CUDA GPU（请用 device: auto 或 cpu）")
+_rule(r"unknown device '(?P<d>.*)' \(auto, cpu or cuda\)", "未知设备 '{d}'（可选 auto、cpu 或 cuda）")
+
+# -- references between steps ---------------------------------------------------------------
+_rule(r"request '(?P<id>.*)' is used before it arrives", "请求 '{id}' 在到达（arrive）之前就被使用了")
+_rule(r"duplicate request id '(?P<id>.*)'", "请求 id '{id}' 重复了")
+_rule(r"unknown checkpoint '(?P<c>.*)' \(saved so far: (?P<s>.*)\)",
+      lambda m: f"未知的检查点 '{m['c']}'（目前保存过的："
+                f"{'还没有' if m['s'] == 'none yet' else m['s'].replace(', ', '、')}）")
+_rule(r"unknown checkpoint '(?P<c>.*)'", "未知的检查点 '{c}'")
+_rule(r"prompts total more than (?P<n>[\d,]+) tokens", "所有提示词加起来超过 {n} 个 token")
+_rule(r"more than (?P<n>[\d,]+) engine iterations in all", "引擎迭代总数超过 {n} 次")
+
+_rule(r"the generated workload is beyond the scenario limits \((?P<m>.+)\); use fewer events or "
+      r"shorter prompts",
+      lambda m: f"生成的负载超出了场景的限制（{_inner(m['m'])}）；请减少事件数或缩短提示词")
+_rule(r"duplicate scenario id '(?P<id>.*)'", "场景 id '{id}' 重复了（另一个文件已经用了它）")
+
+# -- the engine and the scheduler -----------------------------------------------------------
+_STATUS = {"waiting": "等待中", "running": "运行中", "finished": "已结束", "preempted": "被抢占"}
+_rule(r"request '(?P<id>.*)' already exists", "请求 '{id}' 已经存在")
+_rule(r"request '(?P<id>.*)' has already arrived", "请求 '{id}' 已经到达过了")
+_rule(r"request '(?P<id>.*)' has already finished", "请求 '{id}' 已经结束了")
+_rule(r"request '(?P<id>.*)' has an empty prompt", "请求 '{id}' 的提示词是空的")
+_rule(r"unknown request '(?P<id>.*)'", "未知的请求 '{id}'")
+_rule(r"only a running request can be preempted; '(?P<id>.*)' is (?P<st>\w+)",
+      lambda m: f"只有运行中的请求才能被抢占；'{m['id']}' 现在是{_STATUS.get(m['st'], m['st'])}")
+_rule(r"restart needs every request finished; still live: (?P<ids>.+)",
+      lambda m: f"restart 要求所有请求都已结束；还没结束的：{m['ids'].replace(', ', '、')}")
+_rule(r"same_as: request '(?P<id>.*)' has not arrived", "same_as：请求 '{id}' 还没有到达")
+_rule(r"same_as '(?P<id>.*)' asks for its first (?P<n>\d+) tokens but it has (?P<m>\d+)",
+      "same_as '{id}' 要取它的前 {n} 个 token，但它只有 {m} 个")
+_rule(r"multimodal item '(?P<id>.*)' ends at token (?P<end>\d+), past the prompt's (?P<n>\d+) tokens",
+      "多模态项 '{id}' 结束于第 {end} 个 token，超出了提示词的 {n} 个 token")
+
+# -- pydantic's own messages (the value has the wrong type or size) -----------------------------
+_TYPES = {"integer": "整数", "string": "字符串", "boolean": "布尔值（true 或 false）",
+          "number": "数字", "list": "列表", "dictionary": "映射（key: value）",
+          "tuple": "列表", "set": "列表"}
+_rule(r"Input should be a valid (?P<t>\w+)",
+      lambda m: f"这里应当是{_TYPES.get(m['t'], m['t'])}")
+_rule(r"Input should be a valid integer, unable to parse string as an integer",
+      "这里应当是整数（这个字符串不是整数）")
+_rule(r"Input should be a valid integer, got a number with a fractional part",
+      "这里应当是整数（不能有小数部分）")
+_rule(r"Input should be a valid number, unable to parse string as a number",
+      "这里应当是数字（这个字符串不是数字）")
+_rule(r"Input should be a valid boolean, unable to interpret input", "这里应当是 true 或 false")
+_rule(r"Input should be a valid (?P<t>\w+), got (?P<rest>.+)",
+      lambda m: f"这里应当是{_TYPES.get(m['t'], m['t'])}")
+_rule(r"Input should be a valid dictionary or instance of \w+", "这里应当是一个映射（key: value）")
+_rule(r"Input should be a finite number", "这里应当是一个有限的数")
+_rule(r"Input should be an? (?P<t>\w+)", lambda m: f"这里应当是{_TYPES.get(m['t'], m['t'])}")
+_OPS = {"greater than or equal to": "≥", "greater than": ">", "less than or equal to": "≤",
+        "less than": "<"}
+_rule(r"Input should be (?P<op>greater than or equal to|greater than|less than or equal to|less than) "
+      r"(?P<n>\S+)", lambda m: f"这里的值应当 {_OPS[m['op']]} {m['n']}")
+_rule(r"Input should be (?P<opts>'.*')", lambda m: f"这里应当是 {_quoted_list(m['opts'])} 之一")
+_rule(r"String should have at least (?P<n>\d+) characters?", "字符串至少要有 {n} 个字符")
+_rule(r"String should have at most (?P<n>\d+) characters?", "字符串最多只能有 {n} 个字符")
+_rule(r"String should match pattern '(?P<p>.*)'", "字符串应当符合模式 '{p}'")
+_rule(r"List should have at least (?P<n>\d+) items? after validation, not (?P<g>\d+)",
+      "列表至少要有 {n} 项，这里只有 {g} 项")
+_rule(r"List should have at most (?P<n>\d+) items? after validation, not (?P<g>\d+)",
+      "列表最多只能有 {n} 项，这里有 {g} 项")
