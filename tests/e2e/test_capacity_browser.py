@@ -33,6 +33,8 @@ def test_compute_a_plan_and_read_the_chart(browser, server, screenshots, lang):
     page = open_capacity(browser, server, lang)
     page.locator(".st-key-w_cap_num_events input").fill("200")
     page.locator(".st-key-w_cap_num_events input").press("Tab")
+    page.wait_for_timeout(300)                  # the value's own rerun starts ...
+    page.wait_for_selector(IDLE, timeout=60_000)   # ... and ends before the click
     click_key(page, "b_cap_compute")
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 2",
                            timeout=90_000)
