@@ -200,15 +200,19 @@ def test_compute_dtype_is_float64():
     assert COMPUTE_DTYPE == torch.float64
 
 
+@pytest.mark.parametrize("row_path", ["numpy", "torch"])
 @pytest.mark.parametrize("contiguous", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("start, n", [(0, 16), (0, 13), (3, 1), (5, 14), (4, 8), (2, 2), (7, 9)])
-def test_block_level_write_and_gather_equal_the_slot_path(start, n, dtype, contiguous):
-    """write_range/gather_prefix move whole blocks at once (on the CPU through numpy row views);
-    they must land exactly where the per-slot mapping says, partial first and last blocks, every
-    cache dtype, inputs of another dtype and non-contiguous inputs included."""
+def test_block_level_write_and_gather_equal_the_slot_path(start, n, dtype, contiguous, row_path):
+    """write_range/gather_prefix move whole blocks at once (on the CPU through numpy row views;
+    on a GPU through torch index ops, run here on the CPU); they must land exactly where the
+    per-slot mapping says, partial first and last blocks, every cache dtype, inputs of another
+    dtype and non-contiguous inputs included."""
     table = torch.tensor([6, 1, 4, 9, 2])
     a, b = PagedKVStore(10, 4, 1, 2, 3, dtype), PagedKVStore(10, 4, 1, 2, 3, dtype)
+    if row_path == "torch":
+        a._np_rows_of = None                                   # the path a CUDA store takes
     for st in (a, b):
         st.kv_caches[0].copy_(torch.randn(st.kv_caches[0].shape,
                                           generator=torch.Generator().manual_seed(1)))
