@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -162,17 +163,54 @@ def capture_stats(engine: Engine) -> Stats:
 
 
 # -- the pool mirror that ops replay onto ---------------------------------------------------
+_MISSING = object()
+
+
+class RequestsAt(Mapping):
+    """The requests at a replayed step: its keyframe's table plus the views updated since, in
+    the same order a dict updated step by step would have (the keyframe's, then new arrivals).
+    Nothing is copied: with tens of thousands of requests, a copy per jump is what a garbage
+    collection pass would then have to walk."""
+
+    __slots__ = ("_base", "_new")
+
+    def __init__(self, base: Mapping[str, RequestView], new: dict[str, RequestView]) -> None:
+        self._base, self._new = base, new
+
+    def __getitem__(self, rid: str) -> RequestView:
+        v = self._new.get(rid, _MISSING)
+        return self._base[rid] if v is _MISSING else v
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self._new or rid in self._base
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._base
+        base = self._base
+        for rid in self._new:
+            if rid not in base:
+                yield rid
+
+    def __len__(self) -> int:
+        base = self._base
+        return len(base) + sum(1 for rid in self._new if rid not in base)
+
+    def __repr__(self) -> str:
+        return f"RequestsAt({dict(self)!r})"
+
+
 class _Mirror:
     """Mutable copy of the observable pool state; ops replay onto it in O(1) each."""
 
     def __init__(self, ref, hashes, tokens, queue, table, requests, waiting, running):
         n = len(ref)
-        self.ref = list(ref)
+        # ints in arrays, not lists: nothing here for the garbage collector to walk
+        self.ref = array("q", ref)
         self.hash = list(hashes)
         self.tokens = list(tokens)
         self.head, self.tail = n, n + 1
-        self.nxt = [-1] * (n + 2)
-        self.prv = [-1] * (n + 2)
+        self.nxt = array("q", [-1]) * (n + 2)
+        self.prv = array("q", [-1]) * (n + 2)
         prev = self.head
         for b in queue:
             self.nxt[prev] = b
@@ -181,7 +219,10 @@ class _Mirror:
         self.nxt[prev] = self.tail
         self.prv[self.tail] = prev
         self.table: dict[bytes, tuple[bytes, tuple[int, ...]]] = {p[0]: p for p in table}
-        self.requests = dict(requests)
+        if isinstance(requests, RequestsAt):   # a replayed step: the same keyframe underneath
+            self.requests_base, self.requests = requests._base, dict(requests._new)
+        else:
+            self.requests_base, self.requests = requests, {}
         self.waiting, self.running = waiting, running
 
     @classmethod
@@ -251,7 +292,8 @@ class _Mirror:
             index=index, step=rec.step, ref_cnt=tuple(self.ref), block_hash=tuple(self.hash),
             block_tokens=tuple(self.tokens), free_queue=self.queue(),
             hash_table=tuple(self.table.values()),
-            requests=dict(self.requests), waiting=rec.waiting, running=rec.running,
+            requests=RequestsAt(self.requests_base, self.requests), waiting=rec.waiting,
+            running=rec.running,
             kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok,
             none_hash=rec.none_hash, external=rec.external)
 

@@ -20,9 +20,9 @@ def live_state(engine: Engine) -> dict:
         "tokens": tuple(tuple(t) for t in engine.state.block_tokens),
         "queue": tuple(b.block_id for b in pool.free_block_queue),
         "table": tuple((h, tuple(ids)) for h, ids in pool.cached_block_hash_to_block.items()),
-        "requests": {rid: (r.status.value, tuple(engine.manager.get_block_ids(rid)),
-                           r.num_tokens, r.num_computed_tokens, tuple(r.all_token_ids))
-                     for rid, r in engine.scheduler.requests.items()},
+        "requests": [(rid, r.status.value, tuple(engine.manager.get_block_ids(rid)),
+                      r.num_tokens, r.num_computed_tokens, tuple(r.all_token_ids))
+                     for rid, r in engine.scheduler.requests.items()],       # in order
         "waiting": tuple(r.request_id for r in engine.scheduler.waiting),
         "running": tuple(r.request_id for r in engine.scheduler.running),
     }
@@ -32,8 +32,8 @@ def snap_state(s) -> dict:
     return {
         "ref": s.ref_cnt, "hash": s.block_hash, "tokens": s.block_tokens, "queue": s.free_queue,
         "table": s.hash_table,
-        "requests": {rid: (v.status, v.block_ids, v.num_tokens, v.num_computed_tokens, v.token_ids)
-                     for rid, v in s.requests.items()},
+        "requests": [(rid, v.status, v.block_ids, v.num_tokens, v.num_computed_tokens, v.token_ids)
+                     for rid, v in s.requests.items()],
         "waiting": s.waiting, "running": s.running,
     }
 
@@ -167,3 +167,26 @@ def test_frames_are_the_same_in_any_access_order(seed):
             s = tl.snapshot(i)
             assert forward[-1].free_queue == s.free_queue and forward[-1].ref_cnt == s.ref_cnt
             assert frames[-1] == forward[-1]
+
+
+def test_requests_at_a_replayed_step_behave_as_the_updated_dict():
+    from blockviz.timeline import RequestsAt
+    base = {"A": 1, "B": 2, "C": 3}
+    new = {"B": 20, "D": 4, "E": 5}
+    m = RequestsAt(base, new)
+    expect = dict(base)
+    expect.update(new)
+    assert list(m) == list(expect) == ["A", "B", "C", "D", "E"]
+    assert list(m.items()) == list(expect.items()) and len(m) == 5
+    assert m == expect and m["B"] == 20 and m.get("Z") is None and "D" in m and "Z" not in m
+    assert base == {"A": 1, "B": 2, "C": 3}                   # the keyframe's table is shared, unchanged
+
+
+def test_replaying_from_a_replayed_step_does_not_nest_overlays():
+    rng = random.Random(5)
+    tl, live = record_with_live(Scenario.model_validate(random_scenario(rng, 60)), threshold=10**9)
+    for i in range(1, len(tl)):                               # forward, each from the one before
+        s = tl.snapshot(i)
+        assert snap_state(s) == live[i]
+        base = getattr(s.requests, "_base", None)
+        assert base is None or isinstance(base, dict)         # always the keyframe's own dict
