@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 import threading
-from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -204,13 +203,12 @@ class _Mirror:
 
     def __init__(self, ref, hashes, tokens, queue, table, requests, waiting, running):
         n = len(ref)
-        # ints in arrays, not lists: nothing here for the garbage collector to walk
-        self.ref = array("q", ref)
+        self.ref = list(ref)
         self.hash = list(hashes)
         self.tokens = list(tokens)
         self.head, self.tail = n, n + 1
-        self.nxt = array("q", [-1]) * (n + 2)
-        self.prv = array("q", [-1]) * (n + 2)
+        self.nxt = [-1] * (n + 2)
+        self.prv = [-1] * (n + 2)
         prev = self.head
         for b in queue:
             self.nxt[prev] = b
