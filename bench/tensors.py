@@ -4,14 +4,17 @@ A prefill of 4,096 tokens into a 16,384-block store through a block table of 256
 as the model does it: ``PagedKVStore.write_range`` per layer (whole blocks at once, partial ones by
 slot), and reading them back with ``PagedKVStore.gather_prefix`` per layer. Each is timed next to a
 contiguous ``copy_`` (write) or ``clone`` (read: gather also returns new tensors) of exactly the same
-bytes on the same device. The per-slot path (``slot_mapping`` + ``write``/``gather``) is timed too,
-for comparison.
+bytes on the same device, the samples of the two interleaved; a ratio is the median of the
+paired ratios. The per-slot path (``slot_mapping`` + ``write``/``gather``) is timed too, for
+comparison.
 The device is CUDA when there is one, else the CPU. Budget: paged within 3x of contiguous.
 """
 from __future__ import annotations
 
 import random
 import time
+
+from .timing import median
 
 NAME = "tensors"
 BUDGET_RATIO = 3.0
@@ -33,26 +36,36 @@ def _clock(device):
     return time.perf_counter
 
 
-def _per_iter(fn, now, repeat: int, min_sample_s: float) -> float:
-    """Median seconds per call of ``fn`` over ``repeat`` samples of enough calls each."""
+def _calls_per_sample(fn, now, min_sample_s: float) -> int:
     fn()  # warm up (allocator, kernels)
-    n, t = 1, 0.0
-    while True:  # calibrate the calls per sample
+    n = 1
+    while True:
         start = now()
         for _ in range(n):
             fn()
-        t = now() - start
-        if t >= min_sample_s or n >= 1 << 16:
-            break
+        if now() - start >= min_sample_s or n >= 1 << 16:
+            return n
         n *= 2
-    samples = []
+
+
+def _sample(fn, n: int, now) -> float:
+    start = now()
+    for _ in range(n):
+        fn()
+    return (now() - start) / n
+
+
+def _paired(fa, fb, now, repeat: int, min_sample_s: float) -> tuple[float, float, float]:
+    """Median seconds per call of ``fa`` and of ``fb``, and the median of their ratios, with the
+    samples interleaved (a, b, a, b, ...) so that a slow spell of a shared machine hits both."""
+    na, nb = (_calls_per_sample(f, now, min_sample_s) for f in (fa, fb))
+    ta, tb, ratios = [], [], []
     for _ in range(repeat):
-        start = now()
-        for _ in range(n):
-            fn()
-        samples.append((now() - start) / n)
-    samples.sort()
-    return samples[len(samples) // 2]
+        a, b = _sample(fa, na, now), _sample(fb, nb, now)
+        ta.append(a)
+        tb.append(b)
+        ratios.append(a / b)
+    return median(ta), median(tb), median(ratios)
 
 
 def _measure(shape: tuple, num_blocks: int, device, now, repeat: int, min_sample: float) -> dict:
@@ -109,19 +122,21 @@ def _measure(shape: tuple, num_blocks: int, device, now, repeat: int, min_sample
     assert torch.equal(got_k, k[-1]) and torch.equal(got_v, v[-1])
     got_k, got_v = store.gather_prefix(layers - 1, block_table, NUM_TOKENS)
     assert torch.equal(got_k, k[-1]) and torch.equal(got_v, v[-1])
-    times = {name: _per_iter(fn, now, repeat, min_sample) for name, fn in (
-        ("paged_write", paged_write), ("contiguous_write", contiguous_write),
-        ("paged_gather", paged_gather), ("contiguous_read", contiguous_read),
-        ("slot_write", slot_write), ("slot_gather", slot_gather),
-        ("slot_mapping", slots_only))}
+    times, ratios = {}, {}
+    for name, fn, base, base_fn in (
+            ("paged_write", paged_write, "contiguous_write", contiguous_write),
+            ("paged_gather", paged_gather, "contiguous_read", contiguous_read),
+            ("slot_write", slot_write, "contiguous_write", contiguous_write),
+            ("slot_gather", slot_gather, "contiguous_read", contiguous_read)):
+        times[name], t_base, ratios[name] = _paired(fn, base_fn, now, repeat, min_sample)
+        times.setdefault(base, t_base)
+    times["slot_mapping"] = median([_sample(slots_only, 64, now) for _ in range(repeat)])
     return {"layers": layers, "kv_heads": heads, "head_dim": dim, "dtype": dtype_name,
             "bytes_moved": 2 * k.numel() * k.element_size(),
             "store_mb": store.bytes_per_block * (num_blocks + 1) / 2**20,
             "median_s": times,
-            "write_ratio": times["paged_write"] / times["contiguous_write"],
-            "gather_ratio": times["paged_gather"] / times["contiguous_read"],
-            "slot_write_ratio": times["slot_write"] / times["contiguous_write"],
-            "slot_gather_ratio": times["slot_gather"] / times["contiguous_read"]}
+            "write_ratio": ratios["paged_write"], "gather_ratio": ratios["paged_gather"],
+            "slot_write_ratio": ratios["slot_write"], "slot_gather_ratio": ratios["slot_gather"]}
 
 
 def run(repeat: int, quick: bool, say) -> dict:

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+_NP_DTYPES = {torch.float32: np.float32, torch.float16: np.float16, torch.float64: np.float64}
+
 
 def resolve_device(device: str) -> torch.device:
     if device == "cuda":
@@ -63,12 +65,15 @@ class PagedKVStore:
         self._np_rows_of = None
         if self.device.type == "cpu":
             self._np_row = np.dtype((np.void, self.row_bytes))
+            # numpy's own name for the cache dtype (none for bfloat16: that goes through bytes)
+            self._np_dtype = _NP_DTYPES.get(self.dtype)
             self._np_rows_of = [tuple(r.view(torch.uint8).numpy().view(self._np_row) for r in rows)
                                 for rows in self._rows_of]               # [N, 1] each
 
     def _np_items(self, t: torch.Tensor, nb: int):
         """``t`` (contiguous, cache dtype, nb whole blocks) as [nb, 1] numpy row items (a view)."""
-        return t.view(torch.uint8).numpy().reshape(nb, self.row_bytes).view(self._np_row)
+        a = t.numpy() if self._np_dtype is not None else t.view(torch.uint8).numpy()
+        return a.reshape(nb, -1).view(self._np_row)
 
     def __deepcopy__(self, memo: dict) -> PagedKVStore:
         new = copy.copy(self)
@@ -136,8 +141,12 @@ class PagedKVStore:
         shape = (-1, self.num_kv_heads, self.head_dim)
         if self._np_rows_of is not None:
             ix = idx.numpy()
-            got = [torch.from_numpy(rows[ix].view(np.uint8)).view(self.dtype).view(shape)
-                   for rows in self._np_rows_of[layer]]                   # [nb*bs, H, D]
+            if self._np_dtype is not None:
+                got = [torch.from_numpy(rows[ix].view(self._np_dtype)).view(shape)
+                       for rows in self._np_rows_of[layer]]               # [nb*bs, H, D]
+            else:
+                got = [torch.from_numpy(rows[ix].view(np.uint8)).view(self.dtype).view(shape)
+                       for rows in self._np_rows_of[layer]]
         else:
             got = [rows.index_select(0, idx).view(shape) for rows in self._rows_of[layer]]
         if nb * self.block_size != num_tokens:
