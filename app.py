@@ -6,10 +6,11 @@ import streamlit as st
 
 from blockviz.i18n import t
 from blockviz.ui import author, capacity, player
+from blockviz.ui import state as S
 from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, PLAYER_PATH
 
 # A presenter link opens with the sidebar folded away (the teacher drives with the keyboard).
-_presenter_link = st.query_params.get("presenter") in ("1", "true", "yes", "on")
+_presenter_link = S.presenter_flag(st.query_params.get("presenter"))
 st.set_page_config(layout="wide", page_title="blockviz", page_icon="🧱",
                    initial_sidebar_state="collapsed" if _presenter_link else "auto")
 
@@ -20,7 +21,7 @@ PAGES = [
     (capacity.page, "page_capacity", CAPACITY_PATH, False),
 ]
 
-lang = st.session_state.get("bv_lang", "en")
+lang = st.session_state.get(S.LANG, "en")
 nav = st.navigation([st.Page(fn, title=t(key, lang), url_path=path, default=default)
                      for fn, key, path, default in PAGES])
 nav.run()

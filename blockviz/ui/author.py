@@ -138,6 +138,7 @@ def _preview(text: str, loaded) -> None:
     ss = st.session_state
     good = ss.get(GOOD)
     if good is not None and good[0] == text:
+        ss["bv_author_refusal"] = None   # it ran before, so it was not refused (an older text was)
         return
     refusal = data.preview_refusal(loaded)
     if refusal is not None:
@@ -258,10 +259,10 @@ def _preview_panel(lang: str) -> None:
             st.html(part)
     if p.blocks is not None:
         st.html(p.blocks)
-        st.html(p.blocks_legend)
     else:
         st.plotly_chart(panels.blocks_heatmap(run.key, step, None, lang, run), key="author_heatmap",
                         config={"displayModeBar": False})
+    st.html(p.blocks_legend)                 # the cards' legend, or the heatmap's colour key
     st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("free_queue", lang))}'
             f'<small>{theme.esc(t("free_queue_hint", lang))}</small></div></div>')
     st.html(p.queue)

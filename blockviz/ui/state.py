@@ -38,6 +38,11 @@ NOps = Callable[[int], int]  # step index -> number of ops (frames) in that step
 _STEP_RE = re.compile(r"\d{1,9}")
 
 
+def presenter_flag(value) -> bool:
+    """``?presenter=`` as a link writes it."""
+    return value in ("1", "true", "yes", "on")
+
+
 def interval(speed: float) -> float:
     return BASE_INTERVAL_S / speed
 
@@ -195,7 +200,7 @@ def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequen
     step = choose_step(params.get("step"), last, notices)
     frame = choose_op(params.get("op"), step, n_ops_of(sid, step), notices)
     state[SCENARIO], state[CURSOR], state[FRAME], state[LANG] = sid, step, frame, lang
-    state[PRESENTER] = params.get("presenter") in ("1", "true", "yes", "on")
+    state[PRESENTER] = presenter_flag(params.get("presenter"))
     state.setdefault(PLAYING, False)
     state.setdefault(SPEED, 1.0)
     state[ARMED] = False

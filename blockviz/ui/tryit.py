@@ -5,6 +5,7 @@ widgets and keeps the session's fork in ``st.session_state``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import streamlit as st
 
@@ -12,6 +13,7 @@ from .. import fork as F
 from .. import selfcheck as SC
 from ..i18n import event_label, t
 from ..i18n_errors import ErrorMessage
+from ..render import blocks as rblocks
 from ..render.theme import esc
 from ..scenario import ScenarioError, load_text
 from ..scenario.schema import Scenario
@@ -38,6 +40,11 @@ class Fork:
     steps: tuple            # as a file writes them: those steps (outputs pinned), then the added ones
 
     def text(self) -> str:
+        return self._text
+
+    @cached_property
+    def _text(self) -> str:
+        # written once per fork: the download button asks for it on every rerun
         return F.fork_text(self.base, self.upto, list(self.steps))
 
     @property
@@ -322,6 +329,7 @@ def _sc_reset(run: data.PlayerRun, cursor: int) -> None:
     ss["w_sc_hits"] = []
     ss["w_sc_victim"] = None
     ss["w_sc_victim_t"] = ""
+    ss["w_sc_hits_t"] = ""
     if cursor < run.last:
         ss["w_sc_kind"] = _sc_default(run, cursor + 1)
 
@@ -341,7 +349,8 @@ def _sc_answer(run: data.PlayerRun, kind: str) -> tuple[int, ...]:
 
 
 def _few_blocks(run: data.PlayerRun) -> bool:
-    return run.timeline.num_gpu_blocks <= 257
+    # a picker while the pool has at most HEATMAP_THRESHOLD usable blocks (+ the null block)
+    return run.timeline.num_gpu_blocks <= rblocks.HEATMAP_THRESHOLD + 1
 
 
 def _sc_check(run: data.PlayerRun, cursor: int) -> None:
