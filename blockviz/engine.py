@@ -79,7 +79,8 @@ class Engine:
         # What the model may sample when a request's prompt has no words: the id range random
         # prompt parts draw from. A request with words samples among its own prompt's words, so
         # that what it generates never depends on the rest of the file.
-        self.candidates = list(range(*RANDOM_TOKEN_RANGE))
+        # (one tuple, shared by every such request: not 999 ints per request)
+        self.candidates = tuple(range(*RANDOM_TOKEN_RANGE))
         self.ops: list | None = [] if record_ops else None
         self.checkpoints: dict[str, EngineState] = {}
         self.payload_history = payload_history
@@ -242,7 +243,7 @@ class Engine:
                           cache_salt=spec.cache_salt, mm_items=mm, max_tokens=spec.max_tokens)
         words = sorted({t for t in prompt if self.vocab.word(t) is not None})
         self.state.info[spec.id] = RequestInfo(list(spec.output) if spec.output else None,
-                                               tuple(words) if words else tuple(self.candidates))
+                                               tuple(words) if words else self.candidates)
         sched.add_request(request)
         if spec.admit:
             self.engine_step(decode=None, admit=True)

@@ -75,9 +75,9 @@ def observed_outputs(scenario: Scenario, timeline, upto: int) -> dict[int, tuple
         sampled = {op[1] for op in timeline.step_ops(i + 1) if op[0] == "sample"}
         if not sampled:
             continue
-        snap = timeline.snapshot(i + 1)
+        touched = timeline.step_requests(i + 1)    # a sample op names its request: it is here
         for rid in sampled:
-            r = snap.requests.get(rid)
+            r = touched.get(rid)
             if r is None or rid not in alive:
                 continue
             tokens = r.token_ids[r.num_prompt_tokens:]

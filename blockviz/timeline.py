@@ -348,6 +348,7 @@ class Timeline:
         self._since_keyframe = 0
         self._threshold = max(512, self.num_gpu_blocks // 2)
         self._cache: OrderedDict[int, Snapshot] = OrderedDict()
+        self._lock = threading.Lock()
         self._cache_size = cache_size
         self.error: str | None = None
         self.error_step: int | None = None
@@ -418,7 +419,7 @@ class Timeline:
             for b in self._written:
                 self._block_tokens[b] = tuple(tokens[b])
         else:
-            requests = capture_requests(engine, engine.scheduler.requests)
+            requests = rec.req_updates          # a full-state step captured every request
             self._requests = dict(requests)
             self._hash_table = {h: (h, tuple(ids))
                                 for h, ids in pool.cached_block_hash_to_block.items()}
@@ -441,6 +442,10 @@ class Timeline:
             raise IndexError(f"step {index} is outside 0..{len(self._records) - 1}")
         if index in self._keyframes:
             return self._keyframes[index]
+        with self._lock:  # built-in timelines (and this cache) are shared by every session
+            return self._replayed(index)
+
+    def _replayed(self, index: int) -> Snapshot:
         hit = self._cache.get(index)
         if hit is not None:
             self._cache.move_to_end(index)
@@ -483,6 +488,11 @@ class Timeline:
     def step_ops(self, index: int) -> tuple:
         """The op records of step ``index`` (cheap: no materialization)."""
         return self._records[index].ops
+
+    def step_requests(self, index: int) -> Mapping[str, RequestView]:
+        """The requests step ``index`` touched, as they were after it (every request a step's
+        ops name is among them; cheap: no materialization)."""
+        return self._records[index].req_updates
 
     def step_stats(self, index: int) -> Stats:
         return self._records[index].stats
@@ -566,11 +576,16 @@ class Diff:
     changed_requests: frozenset[str]
 
 
+def changed_blocks(a, b) -> frozenset[int]:
+    """Blocks whose ref count, hash or tokens differ from ``a`` to ``b`` (snapshots or frames)."""
+    return frozenset(i for i in range(len(b.ref_cnt))
+                     if a.ref_cnt[i] != b.ref_cnt[i] or a.block_hash[i] != b.block_hash[i]
+                     or a.block_tokens[i] != b.block_tokens[i])
+
+
 def diff(a: Snapshot, b: Snapshot) -> Diff:
     """What differs from ``a`` to ``b`` (any two snapshots of one timeline)."""
-    changed = frozenset(i for i in range(len(b.ref_cnt))
-                        if a.ref_cnt[i] != b.ref_cnt[i] or a.block_hash[i] != b.block_hash[i]
-                        or a.block_tokens[i] != b.block_tokens[i])
+    changed = changed_blocks(a, b)
     qa, qb = set(a.free_queue), set(b.free_queue)
     ha, hb = {h for h, _ in a.hash_table}, {h for h, _ in b.hash_table}
     reqs = frozenset(rid for rid in set(a.requests) | set(b.requests)

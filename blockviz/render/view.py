@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..timeline import Timeline, diff
+from ..timeline import Timeline, changed_blocks, diff
 from .hash_table import table_from_state
 from .queue import moved_to_ends
 from .requests import popped_blocks
@@ -34,12 +34,6 @@ class StepView:
         return self.snapshot.ops
 
 
-def _changed(a, b) -> frozenset[int]:
-    return frozenset(i for i in range(len(b.ref_cnt))
-                     if a.ref_cnt[i] != b.ref_cnt[i] or a.block_hash[i] != b.block_hash[i]
-                     or a.block_tokens[i] != b.block_tokens[i])
-
-
 def step_view(timeline: Timeline, index: int, frame: int | None = None,
               frames: Sequence | None = None) -> StepView:
     """``frames``: ``timeline.frames(index)`` if the caller has it cached."""
@@ -63,6 +57,6 @@ def step_view(timeline: Timeline, index: int, frame: int | None = None,
     now_h = {h for h, _ in table}
     old_h = [h for h, _ in old]
     head, tail = moved_to_ends([f.op])
-    return StepView(index, frame, len(frames), f, s, _changed(before, f), head, tail, table,
+    return StepView(index, frame, len(frames), f, s, changed_blocks(before, f), head, tail, table,
                     frozenset(now_h - set(old_h)), tuple(h for h in old_h if h not in now_h),
                     popped_blocks([f.op]), frozenset(), f.op)
