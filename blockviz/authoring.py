@@ -12,7 +12,7 @@ import yaml
 
 from .fork import next_request_id, to_yaml
 from .scenario import ScenarioError, json_schema, load_bytes
-from .scenario.schema import EVENT_NAMES, MAX_FILE_BYTES
+from .scenario.schema import EVENT_NAMES
 
 STARTER = """\
 # A new scenario. Edit it: every change is checked, and a valid one runs in the preview.
@@ -284,11 +284,8 @@ def read_upload(raw: bytes, name: str) -> str:
     """The text of an uploaded scenario file, or ScenarioError when the file is refused: larger
     than MAX_FILE_BYTES (checked before anything is parsed), binary, not UTF-8, not YAML, or with
     a YAML tag. A readable file with a mistake in it is accepted: the editor shows the error."""
-    if len(raw) > MAX_FILE_BYTES:
-        raise ScenarioError(name, None, None, "", f"the file is {len(raw):,} bytes; the limit is "
-                                                  f"{MAX_FILE_BYTES:,}")
     try:
-        load_bytes(raw, name)
+        load_bytes(raw, name)                 # refuses a file over MAX_FILE_BYTES before parsing
     except ScenarioError as e:
         if e.line is None or e.message.startswith("YAML tag"):
             raise

@@ -97,6 +97,7 @@ def cmd_export(args) -> int:
     from .export import ExportError, check_step, export_html, slide, write_png
     from .labels import HashLabels
     fmt = args.format or ("png" if args.output and args.output.lower().endswith(".png") else "html")
+    out = args.output
     try:
         loaded = _load(args.file)
         engine, timeline = _run(args, loaded)
@@ -115,7 +116,7 @@ def cmd_export(args) -> int:
         print(str(e), file=sys.stderr)
         return EXIT_SCENARIO
     except OSError as e:
-        print(f"{args.output or args.file}: cannot write the file: {e.strerror}", file=sys.stderr)
+        print(f"{out or args.file}: cannot write the file: {e.strerror}", file=sys.stderr)
         return EXIT_SCENARIO
     print(out)
     return 0

@@ -9,6 +9,7 @@ step is pre-rendered into its own hidden <section>, and the script only shows on
 from __future__ import annotations
 
 from .i18n import event_label, t
+from .i18n_errors import error_text
 from .labels import HashLabels
 from .narrate import narrate_ops
 from .render import blocks as rblocks
@@ -113,7 +114,7 @@ def step_html(timeline, index: int, lang: str, labels: HashLabels, title: str = 
     vocab, bs = timeline.vocab, timeline.block_size
     header = step_header_html(index, last, event_label(s.step, lang), lang, title=title)
     note = s.note.get(lang) if s.note is not None else None
-    error = str(timeline.error) if timeline.error is not None and index == last else None
+    error = error_text(timeline.error, lang) if timeline.error is not None and index == last else None
     did = did_html(narrate_ops(s.ops, lang, labels, vocab, bs), lang)
     n = len(v.state.ref_cnt)
     if rblocks.use_heatmap(n):
@@ -157,9 +158,9 @@ def export_html(timeline, *, title: str = "", lang: str = "en", start: int = 0,
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(title or 'blockviz')}</title>{css(False)}{EXPORT_CSS}</head>"
             f'<body data-start="{int(start)}"><div class="bvx-bar">'
-            f'<button id="bvx-prev" type="button">◀ {esc(t("x_prev", lang))}</button>'
+            f'<button id="bvx-prev" type="button">◀ {esc(t("nav_prev", lang))}</button>'
             f'<span class="bvx-pos" id="bvx-pos">{esc(t("step_k_of_n", lang, k=start, n=n - 1))}</span>'
-            f'<button id="bvx-next" type="button">{esc(t("x_next", lang))} ▶</button>'
+            f'<button id="bvx-next" type="button">{esc(t("nav_next", lang))} ▶</button>'
             f'<span class="bvx-keys">{esc(t("x_keys", lang))}</span></div>'
             f'<main>{"".join(sections)}<div class="bvx-foot">{esc(made)}</div></main>'
             f"{SCRIPT}</body></html>\n")

@@ -416,7 +416,7 @@ STRINGS.update({
     "ev_kind_preempt": ("preempt", "preempt（抢占）"),
     "ev_kind_reset_prefix_cache": ("reset_prefix_cache", "reset_prefix_cache（重置前缀缓存）"),
     "req_id": ("Request id", "请求 id"),
-    "prompt_parts": ("Prompt", "Prompt"),
+    "prompt_parts": ("Prompt", "提示词"),
     "prompt_empty": ("Add at least one part to the prompt.", "请至少给 prompt 添加一个部分。"),
     "prompt_none": ("(empty: build it from parts below)", "（空：用下面的部分拼出来）"),
     "part_kind": ("Part", "部分"),
@@ -474,8 +474,6 @@ STRINGS.update({
 
 # -- export (blockviz/export.py, python -m blockviz export) -----------------------------------
 STRINGS.update({
-    "x_prev": ("Previous", "上一步"),
-    "x_next": ("Next", "下一步"),
     "x_keys": ("← → step · Home / End", "← → 单步 · Home / End"),
     "x_made": ("Made with blockviz from {file}", "由 blockviz 根据 {file} 生成"),
     "x_big_pool": ("{n} GPU blocks: too many to draw one card each in a file; open it in the app for "

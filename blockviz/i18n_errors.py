@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .i18n import STRINGS
+
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 _RULES: list[_Rule] = []
 
 
-def _rule(pattern: str, zh: str | Callable[[re.Match[str]], str]) -> None:
+def _rule(pattern: str, zh: str | Callable[[re.Match[str]], str], into: list[_Rule] = _RULES) -> None:
     fn = zh if callable(zh) else (lambda m, zh=zh: zh.format(**m.groupdict()))
-    _RULES.append((re.compile(pattern, re.DOTALL), fn))
+    into.append((re.compile(pattern), fn))
 
 
 def localize_error(message: str, lang: str) -> str:
@@ -43,8 +45,8 @@ class ErrorMessage(Exception):
     """An English message kept as it is (in session state, say) and translated when shown."""
 
 
-def _zh(message: str) -> str | None:
-    for pattern, fn in _RULES:
+def _zh(message: str, rules: list[_Rule] | None = None) -> str | None:
+    for pattern, fn in _RULES if rules is None else rules:
         m = pattern.fullmatch(message)
         if m:
             return fn(m)
@@ -91,42 +93,52 @@ _rule(r"cannot read the file: (?P<e>.+)",
 
 # -- YAML -----------------------------------------------------------------------------------
 # PyYAML's problems, worded as its C parser (the loader uses it) and its Python one word them.
-_YAML_PROBLEMS = [
-    (r"did not find expected ',' or '(?P<c>[\]}])'", "缺少 ',' 或 '{c}'（列表或映射没有正确闭合？）"),
-    (r"did not find expected node content", "这里缺少一个值"),
-    (r"did not find expected key", "这里应当是一个键（key: value）：缩进对齐了吗？"),
-    (r"did not find expected '-' indicator", "这里应当是以 '-' 开头的列表项：缩进对齐了吗？"),
-    (r"did not find expected <document start>", "这里应当是文档的开头"),
-    (r"mapping values are not allowed (?:here|in this context)",
-     "这里不能出现 'key: value'（值里有冒号就加引号；或者缩进不对？）"),
-    (r"block sequence entries are not allowed (?:here|in this context)",
-     "这里不能出现 '- ' 列表项：缩进对齐了吗？"),
-    (r"could not find expected ':'", "缺少 ':'"),
-    (r"found character (?:'(?P<c>.+)' )?that cannot start any token",
-     "这里有一个不能作为开头的字符（比如制表符、@ 或 `）：YAML 只能用空格缩进，特殊字符要加引号"),
-    (r"found a tab character (?:that violates indentation|where an indentation space is expected)",
-     "这里用了制表符：YAML 只能用空格缩进"),
-    (r"expected <block end>, but found '?(?P<t>[^']+)'?", "缩进不对：这里不应出现 {t}"),
-    (r"found undefined alias(?: '(?P<a>.+)')?", "用到了没有定义的别名（*名字）"),
-    (r"found unexpected end of stream", "文件在这里意外结束了（引号或括号没有闭合？）"),
-    (r"found unexpected ':'", "这里不应出现 ':'"),
-    (r"found unknown escape character(?: '(?P<c>.+)')?", "未知的转义字符"),
-    (r"found duplicate anchor.*", "同一个锚点（&名字）定义了两次"),
-    (r"found unexpected document indicator", "这里不应出现文档分隔符（--- 或 ...）"),
-    (r"did not find expected whitespace or line break", "这里应当是空格或换行"),
-    (r"expected a comment or a line break, but found '(?P<c>.+)'", "这里只能换行或写注释，却出现了 '{c}'"),
-    (r"(?:did not find )?expected alphabetic or numeric character(?:, but found '(?P<c>.+)')?",
-     "这里应当是字母或数字"),
-]
-_YAML_RULES = [(re.compile(p), zh) for p, zh in _YAML_PROBLEMS]
+_YAML_RULES: list[_Rule] = []
+_rule(r"did not find expected ',' or '(?P<c>[\]}])'",
+      "缺少 ',' 或 '{c}'（列表或映射没有正确闭合？）", into=_YAML_RULES)
+_rule(r"did not find expected node content",
+      "这里缺少一个值", into=_YAML_RULES)
+_rule(r"did not find expected key",
+      "这里应当是一个键（key: value）：缩进对齐了吗？", into=_YAML_RULES)
+_rule(r"did not find expected '-' indicator",
+      "这里应当是以 '-' 开头的列表项：缩进对齐了吗？", into=_YAML_RULES)
+_rule(r"did not find expected <document start>",
+      "这里应当是文档的开头", into=_YAML_RULES)
+_rule(r"mapping values are not allowed (?:here|in this context)",
+      "这里不能出现 'key: value'（值里有冒号就加引号；或者缩进不对？）", into=_YAML_RULES)
+_rule(r"block sequence entries are not allowed (?:here|in this context)",
+      "这里不能出现 '- ' 列表项：缩进对齐了吗？", into=_YAML_RULES)
+_rule(r"could not find expected ':'",
+      "缺少 ':'", into=_YAML_RULES)
+_rule(r"found character (?:'(?P<c>.+)' )?that cannot start any token",
+      "这里有一个不能作为开头的字符（比如制表符、@ 或 `）：YAML 只能用空格缩进，特殊字符要加引号",
+      into=_YAML_RULES)
+_rule(r"found a tab character (?:that violates indentation|where an indentation space is expected)",
+      "这里用了制表符：YAML 只能用空格缩进", into=_YAML_RULES)
+_rule(r"expected <block end>, but found '?(?P<t>[^']+)'?",
+      "缩进不对：这里不应出现 {t}", into=_YAML_RULES)
+_rule(r"found undefined alias(?: '(?P<a>.+)')?",
+      "用到了没有定义的别名（*名字）", into=_YAML_RULES)
+_rule(r"found unexpected end of stream",
+      "文件在这里意外结束了（引号或括号没有闭合？）", into=_YAML_RULES)
+_rule(r"found unexpected ':'",
+      "这里不应出现 ':'", into=_YAML_RULES)
+_rule(r"found unknown escape character(?: '(?P<c>.+)')?",
+      "未知的转义字符", into=_YAML_RULES)
+_rule(r"found duplicate anchor.*",
+      "同一个锚点（&名字）定义了两次", into=_YAML_RULES)
+_rule(r"found unexpected document indicator",
+      "这里不应出现文档分隔符（--- 或 ...）", into=_YAML_RULES)
+_rule(r"did not find expected whitespace or line break",
+      "这里应当是空格或换行", into=_YAML_RULES)
+_rule(r"expected a comment or a line break, but found '(?P<c>.+)'",
+      "这里只能换行或写注释，却出现了 '{c}'", into=_YAML_RULES)
+_rule(r"(?:did not find )?expected alphabetic or numeric character(?:, but found '(?P<c>.+)')?",
+      "这里应当是字母或数字", into=_YAML_RULES)
 
 
 def _yaml_problem(problem: str) -> str:
-    for pattern, zh in _YAML_RULES:
-        m = pattern.fullmatch(problem)
-        if m:
-            return zh.format(**m.groupdict())
-    return problem  # as PyYAML words it
+    return _zh(problem, _YAML_RULES) or problem  # as PyYAML words it, if no rule knows it
 
 
 _rule(r"YAML syntax error: (?P<p>.+)", lambda m: f"YAML 语法错误：{_yaml_problem(m['p'])}")
@@ -184,15 +196,18 @@ _rule(r"the generated workload is beyond the scenario limits \((?P<m>.+)\); use 
       lambda m: f"生成的负载超出了场景的限制（{_inner(m['m'])}）；请减少事件数或缩短提示词")
 _rule(r"duplicate scenario id '(?P<id>.*)'", "场景 id '{id}' 重复了（另一个文件已经用了它）")
 
+def _status_zh(status: str) -> str:
+    return STRINGS.get("status_" + status, (status, status))[1]   # the label the panels show
+
+
 # -- the engine and the scheduler -----------------------------------------------------------
-_STATUS = {"waiting": "等待中", "running": "运行中", "finished": "已结束", "preempted": "被抢占"}
 _rule(r"request '(?P<id>.*)' already exists", "请求 '{id}' 已经存在")
 _rule(r"request '(?P<id>.*)' has already arrived", "请求 '{id}' 已经到达过了")
 _rule(r"request '(?P<id>.*)' has already finished", "请求 '{id}' 已经结束了")
 _rule(r"request '(?P<id>.*)' has an empty prompt", "请求 '{id}' 的提示词是空的")
 _rule(r"unknown request '(?P<id>.*)'", "未知的请求 '{id}'")
 _rule(r"only a running request can be preempted; '(?P<id>.*)' is (?P<st>\w+)",
-      lambda m: f"只有运行中的请求才能被抢占；'{m['id']}' 现在是{_STATUS.get(m['st'], m['st'])}")
+      lambda m: f"只有运行中的请求才能被抢占；'{m['id']}' 现在是{_status_zh(m['st'])}")
 _rule(r"restart needs every request finished; still live: (?P<ids>.+)",
       lambda m: f"restart 要求所有请求都已结束；还没结束的：{m['ids'].replace(', ', '、')}")
 _rule(r"same_as: request '(?P<id>.*)' has not arrived", "same_as：请求 '{id}' 还没有到达")

@@ -140,13 +140,9 @@ class PagedKVStore:
         idx = block_table if block_table.shape[0] == nb else block_table[:nb]
         shape = (-1, self.num_kv_heads, self.head_dim)
         if self._np_rows_of is not None:
-            ix = idx.numpy()
-            if self._np_dtype is not None:
-                got = [torch.from_numpy(rows[ix].view(self._np_dtype)).view(shape)
-                       for rows in self._np_rows_of[layer]]               # [nb*bs, H, D]
-            else:
-                got = [torch.from_numpy(rows[ix].view(np.uint8)).view(self.dtype).view(shape)
-                       for rows in self._np_rows_of[layer]]
+            ix, as_np = idx.numpy(), self._np_dtype or np.uint8
+            got = [torch.from_numpy(rows[ix].view(as_np)).view(self.dtype).view(shape)
+                   for rows in self._np_rows_of[layer]]                   # [nb*bs, H, D]
         else:
             got = [rows.index_select(0, idx).view(shape) for rows in self._rows_of[layer]]
         if nb * self.block_size != num_tokens:

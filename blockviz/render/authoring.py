@@ -24,23 +24,23 @@ AUTHOR_CSS = f"""
 .bv-errhead {{ font-weight: 800; color: {RED}; font-size: 1.05em; }}
 .bv-errmsg {{ font-size: 1.05em; margin: .25em 0; }}
 .bv-errwhere {{ color: {MUTED}; font-size: .9em; }}
-.bv-errwhere code, .bv-ref code {{ background: #eef1f4; padding: 0 .3em; border-radius: .2em; }}
+.bv-errwhere code, .bv-docref code {{ background: #eef1f4; padding: 0 .3em; border-radius: .2em; }}
 .bv-okbox {{ border-left: .3em solid {GREEN}; padding: .3em .7em; background: #eef7ee;
             border-radius: .25em; font-weight: 600; }}
 .bv-warnbox {{ border-left: .3em solid {AMBER}; padding: .3em .7em; background: #fff8e1;
               border-radius: .25em; }}
-.bv-ref h4 {{ margin: .9em 0 .2em 0; font-size: 1em; }}
-.bv-ref h5 {{ margin: .7em 0 .1em 0; font-size: .95em; }}
-.bv-ref h5 code {{ font-size: 1.05em; }}
-.bv-ref table {{ border-collapse: collapse; width: 100%; font-size: .85em; margin: .2em 0; }}
-.bv-ref td, .bv-ref th {{ border-bottom: 1px solid #e3e6e8; padding: .15em .4em; text-align: left;
+.bv-docref h4 {{ margin: .9em 0 .2em 0; font-size: 1em; }}
+.bv-docref h5 {{ margin: .7em 0 .1em 0; font-size: .95em; }}
+.bv-docref h5 code {{ font-size: 1.05em; }}
+.bv-docref table {{ border-collapse: collapse; width: 100%; font-size: .85em; margin: .2em 0; }}
+.bv-docref td, .bv-docref th {{ border-bottom: 1px solid #e3e6e8; padding: .15em .4em; text-align: left;
                          vertical-align: top; }}
-.bv-ref th {{ color: {MUTED}; font-weight: 600; }}
-.bv-ref pre {{ background: #f6f8fa; border-radius: .3em; padding: .3em .6em; font-size: .82em;
+.bv-docref th {{ color: {MUTED}; font-weight: 600; }}
+.bv-docref pre {{ background: #f6f8fa; border-radius: .3em; padding: .3em .6em; font-size: .82em;
               margin: .2em 0 .4em 0; white-space: pre-wrap; }}
-.bv-ref .bv-req {{ color: {RED}; font-weight: 700; }}
-.bv-ref p {{ margin: .1em 0; font-size: .9em; }}
-.bv-ref .bv-small {{ font-size: .92em; }}
+.bv-docref .bv-required {{ color: {RED}; font-weight: 700; }}
+.bv-docref p {{ margin: .1em 0; font-size: .9em; }}
+.bv-docref .bv-small {{ font-size: .92em; }}
 
 /* the editor: code, not prose */
 .st-key-w_author_text textarea {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
@@ -102,7 +102,7 @@ def _fields_table(fields, lang: str) -> str:
             f'<th>{esc(t("ref_default", lang))}</th></tr>')
     rows = []
     for f in fields:
-        default = (f'<span class="bv-req">{esc(t("ref_required", lang))}</span>' if f.required
+        default = (f'<span class="bv-required">{esc(t("ref_required", lang))}</span>' if f.required
                    else f"<code>{esc(f.default)}</code>")
         desc = f'<br><span class="bv-small">{esc(f.description)}</span>' if f.description else ""
         rows.append(f"<tr><td><code>{esc(f.name)}</code>{desc}</td><td>{esc(f.type)}</td>"
@@ -147,4 +147,4 @@ def reference_html(sections: Sequence[Section], lang: str) -> str:
                    f'<p>{esc(t(help_key, lang))}{bare}</p>'
                    f'{_fields_table(s.fields if table else (), lang)}'
                    f'{_example(s.example, lang)}')
-    return f'<div class="bv bv-ref">{"".join(out)}</div>'
+    return f'<div class="bv bv-docref">{"".join(out)}</div>'
