@@ -113,27 +113,7 @@ class OursPool:
                          ops=[] if self.recording else None)
 
     def calls(self, trace: Trace, pool: BlockPool) -> list[tuple]:
-        """The trace as (bound method, args), block ids resolved to this pool's blocks."""
-        blocks, reqs = pool.blocks, trace.requests
-        out = []
-        for c in trace.calls:
-            kind = c[0]
-            if kind == "get_new_blocks":
-                out.append((pool.get_new_blocks, (c[1],)))
-            elif kind == "touch":
-                out.append((pool.touch, ([blocks[i] for i in c[1]],)))
-            elif kind == "cache_full_blocks":
-                out.append((pool.cache_full_blocks, (reqs[c[1]], [blocks[i] for i in c[2]],
-                                                     c[3], c[4], c[5])))
-            elif kind == "free_blocks":
-                out.append((pool.free_blocks, ([blocks[i] for i in c[1]],)))
-            elif kind == "get_cached_block":
-                out.append((pool.get_cached_block, (c[1],)))
-            elif kind == "take_events":
-                out.append((pool.take_events, ()))
-            elif kind == "reset_prefix_cache":
-                out.append((pool.reset_prefix_cache, ()))
-        return out
+        return resolve_calls(trace, pool, trace.requests)
 
     def lookup_result(self, block) -> int | None:
         return None if block is None else block.block_id
@@ -142,6 +122,32 @@ class OursPool:
         return pool_state((b.block_id for b in pool.free_block_queue.get_all_free_blocks()),
                           (b.ref_cnt for b in pool.blocks),
                           dict(pool.cached_block_hash_to_block.items()))
+
+
+def resolve_calls(trace: Trace, pool, reqs, cache_extra: tuple = (),
+                  lookup_extra: tuple = ()) -> list[tuple]:
+    """The trace as (bound method, args) on ``pool``, block ids resolved to its blocks; vLLM's
+    pool takes its KV cache group as ``cache_extra`` and ``lookup_extra``."""
+    blocks = pool.blocks
+    out = []
+    for c in trace.calls:
+        kind = c[0]
+        if kind == "get_new_blocks":
+            out.append((pool.get_new_blocks, (c[1],)))
+        elif kind == "touch":
+            out.append((pool.touch, ([blocks[i] for i in c[1]],)))
+        elif kind == "cache_full_blocks":
+            out.append((pool.cache_full_blocks, (reqs[c[1]], [blocks[i] for i in c[2]],
+                                                 c[3], c[4], c[5], *cache_extra)))
+        elif kind == "free_blocks":
+            out.append((pool.free_blocks, ([blocks[i] for i in c[1]],)))
+        elif kind == "get_cached_block":
+            out.append((pool.get_cached_block, (c[1], *lookup_extra)))
+        elif kind in ("take_events", "reset_prefix_cache"):
+            out.append((getattr(pool, kind), ()))
+        else:
+            raise ValueError(f"unknown call in the trace: {kind!r}")
+    return out
 
 
 class VllmRequest:
@@ -169,37 +175,16 @@ class VllmPool:
     def __init__(self, vllm) -> None:
         self.vllm = vllm
         self._group_ids = [GROUP_ID]
-        self._requests: dict[int, dict] = {}
 
     def new(self, trace: Trace, events: bool):
         return self.vllm.block_pool.BlockPool(trace.num_gpu_blocks, True, trace.block_size,
                                               enable_kv_cache_events=events)
 
     def calls(self, trace: Trace, pool) -> list[tuple]:
-        reqs = self._requests.get(id(trace))
-        if reqs is None:
-            reqs = self._requests[id(trace)] = {rid: VllmRequest(r)
-                                                for rid, r in trace.requests.items()}
-        blocks, group, group_ids = pool.blocks, GROUP_ID, self._group_ids
-        out = []
-        for c in trace.calls:
-            kind = c[0]
-            if kind == "get_new_blocks":
-                out.append((pool.get_new_blocks, (c[1],)))
-            elif kind == "touch":
-                out.append((pool.touch, ([blocks[i] for i in c[1]],)))
-            elif kind == "cache_full_blocks":
-                out.append((pool.cache_full_blocks, (reqs[c[1]], [blocks[i] for i in c[2]],
-                                                     c[3], c[4], c[5], group)))
-            elif kind == "free_blocks":
-                out.append((pool.free_blocks, ([blocks[i] for i in c[1]],)))
-            elif kind == "get_cached_block":
-                out.append((pool.get_cached_block, (c[1], group_ids)))
-            elif kind == "take_events":
-                out.append((pool.take_events, ()))
-            elif kind == "reset_prefix_cache":
-                out.append((pool.reset_prefix_cache, ()))
-        return out
+        # (built before the clock starts, like the block lists)
+        reqs = {rid: VllmRequest(r) for rid, r in trace.requests.items()}
+        return resolve_calls(trace, pool, reqs, cache_extra=(GROUP_ID,),
+                             lookup_extra=(self._group_ids,))
 
     def lookup_result(self, blocks) -> int | None:
         return None if blocks is None else blocks[0].block_id

@@ -121,7 +121,3 @@ def errors(p) -> list[str]:
 
 def successes(p) -> list[str]:
     return [e.value.replace("\\", "") for e in p.at.success]
-
-
-def warnings(p) -> list[str]:
-    return [e.value.replace("\\", "") for e in p.at.warning]

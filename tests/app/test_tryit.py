@@ -10,7 +10,7 @@ import re
 from blockviz.runner import run
 from blockviz.scenario import load, load_text
 
-from .conftest import ROOT, errors, file_id, successes, warnings
+from .conftest import ROOT, errors, file_id, successes
 
 SIX = ROOT / "scenarios" / "six-blocks.yaml"
 
@@ -147,7 +147,7 @@ def test_self_check_grades_right_and_wrong_predictions(page):
     assert any("0 of 1 right so far" in c.value for c in p.at.caption)   # the first try counts
     p.at.text_input(key="w_sc_queue").set_value("4 three")
     p.click("b_sc_check")
-    assert any("“three” is not a block id" in w for w in warnings(p))
+    assert any("“three” is not a block id" in w for w in p.warnings())
     # reveal, then (b) which blocks hit: step 6 is C arriving with A's prefix
     p.click("b_sc_show")
     assert p.header() == "step 4 of 8"
