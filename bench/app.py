@@ -173,7 +173,7 @@ def _open(script: Path, params: dict):
 def _scenario_dir(tmp: Path, big: dict) -> None:
     import yaml
 
-    from blockviz.workload import Workload, generate, generate_dict
+    from blockviz.teach.workload import Workload, generate, generate_dict
     shutil.copy(ROOT / "scenarios" / "six-blocks.yaml", tmp)
     w = Workload(**big)
     generate(w)                                    # within the format's limits

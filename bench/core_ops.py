@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from blockviz.workload import Workload, generate
+from blockviz.teach.workload import Workload, generate
 
 from . import trace as T
 from .timing import fmt_s, median, ratio, table, timed

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from blockviz.workload import Workload
+from blockviz.teach.workload import Workload
 
 from .timing import fmt_s, median, table
 

@@ -1,7 +1,7 @@
 """One scale measurement in a fresh process (``python -m bench.scale_child JSON``), so that its
 peak RSS is its own. Pinned to one CPU; prints one JSON line.
 
-Measures: generating and validating the scenario, ``blockviz.runner.run`` to the end with a full
+Measures: generating and validating the scenario, ``blockviz.sim.runner.run`` to the end with a full
 timeline (wall and CPU time), peak RSS, and ``Timeline.snapshot(i)`` at random steps never asked
 for before (each jump from a cold start, apart from what the timeline keeps itself).
 """
@@ -36,10 +36,10 @@ def _peak_rss_mb() -> float:
 def measure(params: dict) -> dict:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    from blockviz import workload as W
-    from blockviz.runner import run
     from blockviz.scenario import Scenario
     from blockviz.scenario.load import check_references
+    from blockviz.sim.runner import run
+    from blockviz.teach import workload as W
 
     t = time.perf_counter()
     data = W.generate_dict(W.Workload(**params["workload"]))

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockviz.core import BlockPool
-from blockviz.engine import Engine
 from blockviz.scenario import Scenario
+from blockviz.sim.engine import Engine
 
 GROUP_ID = 0  # the one full-attention KV cache group
 

@@ -1,5 +1,6 @@
-"""``python -m blockviz`` — validate | play | json | schema | verify | export.
+"""``blockviz`` (or ``python -m blockviz``) — app | validate | play | json | schema | verify | export.
 
+Wherever a scenario file is accepted, a built-in lesson's id works too (``blockviz json six-blocks``).
 Every problem with a scenario is one located line on stderr and exit status 2; never a traceback.
 """
 from __future__ import annotations
@@ -8,13 +9,48 @@ import argparse
 import json
 import sys
 
-from .scenario import ScenarioError, json_schema, load
+from blockviz.scenario import ScenarioError, json_schema, load
+from blockviz.scenario.lessons import lesson_files, resolve
 
 EXIT_SCENARIO = 2
 
+# What `blockviz app` tells Streamlit (the one place: an installed copy has no .streamlit/ folder).
+STREAMLIT_OPTIONS = {
+    "server.headless": "true",
+    "server.runOnSave": "false",
+    "browser.gatherUsageStats": "false",
+    "client.toolbarMode": "minimal",
+    "theme.base": "light",
+    "theme.primaryColor": "#1565c0",
+}
+
 
 def _load(path: str):
-    return load(path)
+    return load(resolve(path))
+
+
+def cmd_app(args) -> int:
+    """Start the player: ``streamlit run`` on the app script inside the package. Options the user
+    gives go after ours, so theirs win."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent / "ui" / "streamlit_app.py"
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script)]
+    for key, value in STREAMLIT_OPTIONS.items():
+        cmd += [f"--{key}", value]
+    cmd += args.streamlit_args
+    port = next((a.split("=", 1)[1] for a in args.streamlit_args if a.startswith("--server.port=")),
+                None)
+    if port is None and "--server.port" in args.streamlit_args:
+        i = args.streamlit_args.index("--server.port")
+        port = args.streamlit_args[i + 1] if i + 1 < len(args.streamlit_args) else None
+    print(f"blockviz: the player will be at http://localhost:{port or 8501} (Ctrl+C stops it)",
+          file=sys.stderr)
+    if os.name == "posix":
+        os.execv(sys.executable, cmd)      # Ctrl+C and signals go straight to Streamlit
+    return subprocess.call(cmd)
 
 
 def cmd_validate(args) -> int:
@@ -26,7 +62,7 @@ def cmd_validate(args) -> int:
 
 
 def _run(args, loaded):
-    from .runner import run
+    from blockviz.sim.runner import run
     engine, timeline = run(loaded, payloads=not getattr(args, "no_payloads", False),
                            device=getattr(args, "device", None))
     if timeline.error is not None:
@@ -35,7 +71,7 @@ def _run(args, loaded):
 
 
 def cmd_json(args) -> int:
-    from .contract import timeline_dict
+    from blockviz.sim.contract import timeline_dict
     loaded = _load(args.file)
     engine, timeline = _run(args, loaded)
     doc = timeline_dict(loaded.scenario.id, engine, timeline, frames=not args.no_frames)
@@ -51,10 +87,10 @@ def cmd_schema(args) -> int:
 
 
 def cmd_play(args) -> int:
-    from .labels import HashLabels
-    from .render.text import render_step
+    from blockviz.render.text import render_step
+    from blockviz.teach.labels import HashLabels
     loaded = _load(args.file)
-    from .runner import run
+    from blockviz.sim.runner import run
     engine, timeline = run(loaded, device=args.device)
     color = sys.stdout.isatty() if args.color is None else args.color
     labels = HashLabels.for_timeline(timeline)
@@ -67,7 +103,7 @@ def cmd_play(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .kv import tolerance
+    from blockviz.kv import tolerance
     loaded = _load(args.file)
     engine, timeline = _run(args, loaded)
     if engine.kv is None:
@@ -94,8 +130,8 @@ def cmd_verify(args) -> int:
 def cmd_export(args) -> int:
     from pathlib import Path
 
-    from .export import ExportError, check_step, export_html, slide, write_png
-    from .labels import HashLabels
+    from blockviz.render.export import ExportError, check_step, export_html, slide, write_png
+    from blockviz.teach.labels import HashLabels
     fmt = args.format or ("png" if args.output and args.output.lower().endswith(".png") else "html")
     out = args.output
     try:
@@ -123,9 +159,18 @@ def cmd_export(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m blockviz",
-                                description="Step through vLLM's KV-cache block manager.")
+    lessons = ", ".join(lesson_files())
+    p = argparse.ArgumentParser(
+        prog="blockviz", description="Step through vLLM's KV-cache block manager.",
+        epilog=f"FILE may also be a built-in lesson's id: {lessons}.")
     sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("app", help="start the player in the browser (Streamlit)",
+                       description="Start the player (the built-in six-block lesson) at "
+                                   "http://localhost:8501. Every further argument goes to "
+                                   "`streamlit run`, e.g. --server.port 8600.")
+    a.add_argument("streamlit_args", nargs=argparse.REMAINDER,
+                   help="options for streamlit run (e.g. --server.port 8600)")
+    a.set_defaults(fn=cmd_app)
     v = sub.add_parser("validate", help="check a scenario file without running it")
     v.add_argument("file")
     v.set_defaults(fn=cmd_validate)

@@ -29,8 +29,8 @@ def cli():
 @pytest.fixture(scope="session")
 def run_file():
     """``run_file(path, **kw)`` -> (engine, timeline) of a scenario file."""
-    from blockviz.runner import run
     from blockviz.scenario import load
+    from blockviz.sim.runner import run
 
     def _run(path, **kw):
         return run(load(path), **kw)

@@ -11,7 +11,7 @@ import pytest
 
 from bench import trace as T
 from bench import vllm_shim
-from blockviz import workload as W
+from blockviz.teach import workload as W
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from blockviz.labels import HashLabels
-from blockviz.narrate import narrate_ops
+from blockviz.teach.labels import HashLabels
+from blockviz.teach.narrate import narrate_ops
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))
 
@@ -53,9 +53,9 @@ def test_scenario_is_deterministic(path, run_file):
 def test_later_steps_never_change_earlier_ones(path):
     """A step's outcome depends only on the file up to it: cutting the file (or appending to it,
     as an author or a fork does) leaves every earlier step exactly as it was."""
-    from blockviz.runner import run
     from blockviz.scenario import load
     from blockviz.scenario.load import LoadedScenario
+    from blockviz.sim.runner import run
 
     full = load(path)
     engine, whole = run(full)

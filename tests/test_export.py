@@ -1,4 +1,4 @@
-"""Export for slides (blockviz.export, blockviz.render.slide, ``python -m blockviz export``): the
+"""Export for slides (blockviz.render.export, blockviz.render.slide, ``python -m blockviz export``): the
 HTML document holds every step, escapes everything a scenario says and reaches for no network; the
 slide figure draws the panels at 1920×1080; the CLI fails with one located line and exit 2."""
 from __future__ import annotations
@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from blockviz.export import MAX_HTML_STEPS, ExportError, export_html, slide
+from blockviz.render.export import MAX_HTML_STEPS, ExportError, export_html, slide
 from blockviz.render.slide import H, W, wrap
-from blockviz.runner import run
 from blockviz.scenario import load
+from blockviz.sim.runner import run
 
 HOSTILE = "tests/render/scenarios/hostile.yaml"
 
@@ -65,7 +65,7 @@ def test_too_many_steps_or_a_step_out_of_range_is_an_export_error(six, monkeypat
         export_html(tl, start=9, file="f.yaml")
     with pytest.raises(ExportError, match="out of range"):
         slide(tl, -1, file="f.yaml")
-    monkeypatch.setattr("blockviz.export.MAX_HTML_STEPS", 5)
+    monkeypatch.setattr("blockviz.render.export.MAX_HTML_STEPS", 5)
     with pytest.raises(ExportError, match="too many for one HTML file"):
         export_html(tl, file="f.yaml")
     assert MAX_HTML_STEPS >= 1000

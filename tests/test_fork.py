@@ -1,4 +1,4 @@
-"""Forks as scenario files (blockviz.fork) and the Author page's pure parts (blockviz.authoring):
+"""Forks as scenario files (blockviz.sim.fork) and the Author page's pure parts (blockviz.teach.authoring):
 a fork keeps the original config and first K steps and replays to the same state; the event
 builders write the documented format; snippets land at the end of the step list; uploads are
 refused before parsing when too big, binary, not UTF-8 or tagged."""
@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from blockviz import authoring as A
-from blockviz import fork as F
-from blockviz.runner import run
 from blockviz.scenario import ScenarioError, load, load_text
 from blockviz.scenario.schema import MAX_FILE_BYTES
+from blockviz.sim import fork as F
+from blockviz.sim.runner import run
+from blockviz.teach import authoring as A
 
 from .conftest import SCENARIOS
 

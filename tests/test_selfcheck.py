@@ -1,12 +1,12 @@
-"""Self-check grading (blockviz.selfcheck): pure functions over a recorded timeline and an answer."""
+"""Self-check grading (blockviz.teach.selfcheck): pure functions over a recorded timeline and an answer."""
 from __future__ import annotations
 
 import pytest
 
-from blockviz.labels import HashLabels
-from blockviz.runner import run
 from blockviz.scenario import load, load_text
-from blockviz.selfcheck import (
+from blockviz.sim.runner import run
+from blockviz.teach.labels import HashLabels
+from blockviz.teach.selfcheck import (
     check,
     expected,
     grade_hits,

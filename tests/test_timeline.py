@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from blockviz.engine import Engine, EngineError
 from blockviz.scenario import load_text
 from blockviz.scenario.schema import Scenario
-from blockviz.timeline import Timeline, diff
+from blockviz.sim.engine import Engine, EngineError
+from blockviz.sim.timeline import Timeline, diff
 
 
 def live_state(engine: Engine) -> dict:
@@ -170,7 +170,7 @@ def test_frames_are_the_same_in_any_access_order(seed):
 
 
 def test_requests_at_a_replayed_step_behave_as_the_updated_dict():
-    from blockviz.timeline import RequestsAt
+    from blockviz.sim.timeline import RequestsAt
     base = {"A": 1, "B": 2, "C": 3}
     new = {"B": 20, "D": 4, "E": 5}
     m = RequestsAt(base, new)

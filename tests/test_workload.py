@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from blockviz import workload as W
-from blockviz.runner import run
 from blockviz.scenario import load_text
+from blockviz.sim.runner import run
+from blockviz.teach import workload as W
 
 SMALL = {"num_blocks": 12, "block_size": 4, "max_live": 3, "prefix_blocks": 2, "new_tokens": 6}
 

@@ -3,11 +3,11 @@
 No torch, plotly or streamlit here: the core runs anywhere and is the single source of truth that
 everything else (engine, timeline, renderers, app) observes.
 """
-from .block import KVCacheBlock
-from .block_pool import FREE_ORDERS, BlockHashToBlockMap, BlockPool
-from .events import AllBlocksCleared, BlockRemoved, BlockStored
-from .free_queue import FreeKVCacheBlockQueue
-from .hashing import (
+from blockviz.core.block import KVCacheBlock
+from blockviz.core.block_pool import FREE_ORDERS, BlockHashToBlockMap, BlockPool
+from blockviz.core.events import AllBlocksCleared, BlockRemoved, BlockStored
+from blockviz.core.free_queue import FreeKVCacheBlockQueue
+from blockviz.core.hashing import (
                       HASH_FUNCTIONS,
                       BlockHasher,
                       LoRA,
@@ -15,10 +15,10 @@ from .hashing import (
                       get_hash_fn_by_name,
                       hash_to_event_int,
 )
-from .invariants import InvariantError, check_invariants
-from .manager import KVCacheManager, PrefixCacheStats
-from .request import Request, RequestStatus
-from .scheduler import ScheduledRequest, Scheduler, SchedulerError, SchedulerOutput
+from blockviz.core.invariants import InvariantError, check_invariants
+from blockviz.core.manager import KVCacheManager, PrefixCacheStats
+from blockviz.core.request import Request, RequestStatus
+from blockviz.core.scheduler import ScheduledRequest, Scheduler, SchedulerError, SchedulerOutput
 
 __all__ = [
     "AllBlocksCleared", "BlockHashToBlockMap", "BlockHasher", "BlockPool", "BlockRemoved",

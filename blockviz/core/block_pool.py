@@ -29,13 +29,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from .block import KVCacheBlock
-from .events import AllBlocksCleared, BlockRemoved, BlockStored, KVCacheEvent, to_event_extra_keys
-from .free_queue import FreeKVCacheBlockQueue
-from .hashing import generate_block_hash_extra_keys, hash_to_event_int
+from blockviz.core.block import KVCacheBlock
+from blockviz.core.events import (
+    AllBlocksCleared,
+    BlockRemoved,
+    BlockStored,
+    KVCacheEvent,
+    to_event_extra_keys,
+)
+from blockviz.core.free_queue import FreeKVCacheBlockQueue
+from blockviz.core.hashing import generate_block_hash_extra_keys, hash_to_event_int
 
 if TYPE_CHECKING:
-    from .request import Request
+    from blockviz.core.request import Request
 
 FREE_ORDERS = ("split", "append")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from .block import KVCacheBlock
+from blockviz.core.block import KVCacheBlock
 
 
 class FreeKVCacheBlockQueue:

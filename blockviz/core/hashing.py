@@ -15,13 +15,10 @@ import pickle
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import cbor2
 import xxhash as _xxhash
-
-if TYPE_CHECKING:
-    from .request import Request
 
 HashFn = Callable[[Any], bytes]
 
@@ -78,7 +75,16 @@ class MMItem:
     length: int
 
 
-def generate_block_hash_extra_keys(request: Request, start: int, end: int) -> tuple | None:
+class HashedRequest(Protocol):
+    """What hashing reads of a request (core.request.Request provides it)."""
+    lora: LoRA | None
+    mm_items: Sequence[MMItem]
+    cache_salt: str | None
+    block_hashes: list[bytes]
+    all_token_ids: Sequence[int]
+
+
+def generate_block_hash_extra_keys(request: HashedRequest, start: int, end: int) -> tuple | None:
     """Extra keys of the block covering tokens [start, end): tagged tuples, in vLLM's order —
     LoRA on every block, each overlapping multimodal item with its offset relative to the block,
     and the cache salt on block 0 only (the chain carries it to every later block)."""
@@ -123,7 +129,7 @@ class BlockHasher:
                           extra_keys: tuple | None = None) -> bytes:
         return self.hash_fn((parent_block_hash or self.none_hash, tuple(token_ids), extra_keys))
 
-    def new_block_hashes(self, request: Request, block_size: int) -> list[bytes]:
+    def new_block_hashes(self, request: HashedRequest, block_size: int) -> list[bytes]:
         """Hashes of the request's full blocks that it has no hash for yet (vLLM's
         ``request_block_hasher``): called at creation and after every appended token."""
         hashes = request.block_hashes

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .block_pool import BlockPool
-from .manager import KVCacheManager
+from blockviz.core.block_pool import BlockPool
+from blockviz.core.manager import KVCacheManager
 
 
 class InvariantError(AssertionError):

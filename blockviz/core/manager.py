@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .block import KVCacheBlock
-from .block_pool import BlockPool
-from .request import Request
+from blockviz.core.block import KVCacheBlock
+from blockviz.core.block_pool import BlockPool
+from blockviz.core.request import Request
 
 
 def cdiv(a: int, b: int) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 
-from .hashing import BlockHasher, LoRA, MMItem
+from blockviz.core.hashing import BlockHasher, LoRA, MMItem
 
 
 class RequestStatus(enum.StrEnum):

@@ -19,8 +19,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .manager import KVCacheManager
-from .request import Request, RequestStatus
+from blockviz.core.manager import KVCacheManager
+from blockviz.core.request import Request, RequestStatus
 
 
 class ExternalTier(Protocol):

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from .store import PagedKVStore
+from blockviz.kv.store import PagedKVStore
 
 COMPUTE_DTYPE = torch.float64
 VOCAB_SIZE = 65_536

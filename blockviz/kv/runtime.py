@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..scenario.schema import ModelConfig
-from .model import TinyModel
-from .store import PagedKVStore, resolve_device
+from blockviz.kv.model import TinyModel
+from blockviz.kv.store import PagedKVStore, resolve_device
+from blockviz.scenario.schema import ModelConfig
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 

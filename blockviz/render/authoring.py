@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..authoring import Section
-from ..i18n import t
-from ..i18n_errors import localize_error
-from .theme import AMBER, GREEN, INK, MUTED, RED, esc
+from blockviz.i18n import t
+from blockviz.i18n.errors import localize_error
+from blockviz.render.theme import AMBER, GREEN, INK, MUTED, RED, esc
+from blockviz.teach.authoring import Section
 
 AUTHOR_CSS = f"""
 <style>

@@ -9,9 +9,9 @@ from collections.abc import Collection
 
 import plotly.graph_objects as go
 
-from ..i18n import t
-from ..labels import HashLabels, token_text
-from .theme import AMBER, GREEN, GREY, NULL_BG, RED, esc
+from blockviz.i18n import t
+from blockviz.render.theme import AMBER, GREEN, GREY, NULL_BG, RED, esc
+from blockviz.teach.labels import HashLabels, token_text
 
 # Past this many GPU blocks the cards give way to one heatmap cell per block.
 HEATMAP_THRESHOLD = 256

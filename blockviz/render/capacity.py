@@ -1,8 +1,8 @@
 """Capacity planning, drawn: the prefix-cache hit rate against the pool size, one line per free
 order, and the evictions and preemptions behind it — from the points of
-:func:`blockviz.workload.capacity_plan`. Pure: plotly figures and plain text, no Streamlit.
+:func:`blockviz.teach.workload.capacity_plan`. Pure: plotly figures and plain text, no Streamlit.
 
-The pool sizes are geometric (:func:`blockviz.workload.default_pool_sizes`), so the x axes are
+The pool sizes are geometric (:func:`blockviz.teach.workload.default_pool_sizes`), so the x axes are
 logarithmic, with a tick at every size that was run. The two orders keep one line style each in
 every chart: split (vLLM ≥ 0.24) solid, append (≤ 0.23) dashed.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..i18n import t
-from .theme import GREEN, INK, MUTED, ORANGE, RED
+from blockviz.i18n import t
+from blockviz.render.theme import GREEN, INK, MUTED, ORANGE, RED
 
 ORDERS = ("split", "append")
 DASH = {"split": "solid", "append": "dash"}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from ..i18n import t
-from ..labels import HashLabels, token_text
-from .theme import esc
+from blockviz.i18n import t
+from blockviz.render.theme import esc
+from blockviz.teach.labels import HashLabels, token_text
 
 
 def external_html(external, *, labels: HashLabels, vocab=None, lang: str = "en",

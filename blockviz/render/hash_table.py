@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from ..i18n import t
-from ..labels import HashLabels
-from .theme import esc
+from blockviz.i18n import t
+from blockviz.render.theme import esc
+from blockviz.teach.labels import HashLabels
 
 MAX_ROWS = 60
 MAX_INDENT = 6    # a 100-block chain stays readable: deeper levels share the last indent

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..i18n import t
-from .theme import MARKER_COLOURS, esc
+from blockviz.i18n import t
+from blockviz.render.theme import MARKER_COLOURS, esc
 
 KINDS = ("allocate", "hit", "external", "evict", "free", "preempt")
 MAX_COLUMNS = 240   # longer timelines: one strip column per range of steps

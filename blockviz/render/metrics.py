@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from ..i18n import t
-from .theme import BLUE, GREEN, INK, PURPLE, RED
+from blockviz.i18n import t
+from blockviz.render.theme import BLUE, GREEN, INK, PURPLE, RED
 
 
 @dataclass(frozen=True)

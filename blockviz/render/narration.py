@@ -1,11 +1,11 @@
 """Narration: the step's note (the scenario author's words) and what the engine did (generated
-from the op records by ``blockviz.narrate``), plus the run's error at the step where it stopped."""
+from the op records by ``blockviz.teach.narrate``), plus the run's error at the step where it stopped."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..i18n import t
-from .theme import esc
+from blockviz.i18n import t
+from blockviz.render.theme import esc
 
 
 def step_header_html(index: int, last: int, event: str, lang: str, frame: tuple[int, int] | None = None,
@@ -41,7 +41,7 @@ def note_html(note: str | None, lang: str, *, error: str | None = None) -> str:
 
 
 def did_html(sentences: Sequence[str], lang: str, *, title: bool = True) -> str:
-    """What the engine did, one sentence per op (``blockviz.narrate.narrate_ops``)."""
+    """What the engine did, one sentence per op (``blockviz.teach.narrate.narrate_ops``)."""
     if not sentences:
         return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("no_ops", lang))}</div></div>'
     head = f'<div class="bv-small">{esc(t("engine_did", lang))}</div>' if title else ""

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from ..i18n import t
-from ..labels import token_text
-from .theme import GREEN, RED, esc
+from blockviz.i18n import t
+from blockviz.render.theme import GREEN, RED, esc
+from blockviz.teach.labels import token_text
 
 
 def payload_figure(summary, *, layer: int, head: int, kv: int, tokens: Sequence[int] = (),

@@ -7,8 +7,8 @@ split order of vLLM >= 0.24 and the classic append-only order of vLLM <= 0.23.
 """
 from __future__ import annotations
 
-from ..i18n import t
-from .theme import esc
+from blockviz.i18n import t
+from blockviz.render.theme import esc
 
 PSEUDOCODE: dict[str, tuple[str, ...]] = {
     "add_request": (

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from ..i18n import t
-from ..labels import HashLabels
-from .theme import esc
+from blockviz.i18n import t
+from blockviz.render.theme import esc
+from blockviz.teach.labels import HashLabels
 
 HEAD_CELLS = 48   # cells drawn from the head of a long queue ...
 TAIL_CELLS = 12   # ... and from its tail, with a count of the rest between them

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from ..i18n import t
-from .theme import esc
+from blockviz.i18n import t
+from blockviz.render.theme import esc
 
 MAX_TABLE_CELLS = 40
 MAX_REQUESTS = 40

@@ -1,6 +1,6 @@
 """One step as a 1920×1080 slide: a plotly figure drawn with shapes and annotations (GPU blocks,
 free queue, hash table, requests, narration), legible from the back of a room. Pure: a timeline
-in, a figure out; ``blockviz.export`` turns it into a PNG with kaleido.
+in, a figure out; ``blockviz.render.export`` turns it into a PNG with kaleido.
 
 Coordinates are pixels, y growing downwards (the y axis is reversed). Plotly annotations do not
 wrap, so text is wrapped here by an estimate of its width (CJK characters count double).
@@ -14,12 +14,10 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from ..i18n import event_label, t
-from ..i18n_errors import error_text
-from ..labels import HashLabels, token_text
-from ..narrate import narrate_ops
-from .requests import ordered_requests
-from .theme import (
+from blockviz.i18n import event_label, t
+from blockviz.i18n.errors import error_text
+from blockviz.render.requests import ordered_requests
+from blockviz.render.theme import (
     AMBER,
     BLUE,
     GREEN,
@@ -34,7 +32,9 @@ from .theme import (
     PURPLE,
     RED,
 )
-from .view import step_view
+from blockviz.render.view import step_view
+from blockviz.teach.labels import HashLabels, token_text
+from blockviz.teach.narrate import narrate_ops
 
 W, H = 1920, 1080
 PAD = 48

@@ -4,11 +4,11 @@ from __future__ import annotations
 import textwrap
 import unicodedata
 
-from ..i18n import event_label, t
-from ..i18n_errors import error_text
-from ..labels import HashLabels, token_text
-from ..narrate import narrate_ops
-from ..timeline import Snapshot, Timeline, diff
+from blockviz.i18n import event_label, t
+from blockviz.i18n.errors import error_text
+from blockviz.sim.timeline import Snapshot, Timeline, diff
+from blockviz.teach.labels import HashLabels, token_text
+from blockviz.teach.narrate import narrate_ops
 
 _RESET, _BOLD, _DIM = "\x1b[0m", "\x1b[1m", "\x1b[2m"
 _GREEN, _YELLOW, _GREY = "\x1b[32m", "\x1b[33m", "\x1b[90m"

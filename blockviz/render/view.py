@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..timeline import Timeline, changed_blocks, diff
-from .hash_table import table_from_state
-from .queue import moved_to_ends
-from .requests import popped_blocks
+from blockviz.render.hash_table import table_from_state
+from blockviz.render.queue import moved_to_ends
+from blockviz.render.requests import popped_blocks
+from blockviz.sim.timeline import Timeline, changed_blocks, diff
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Scenario files: the format (schema), safe located loading (load), prompt parts (tokens)."""
-from .load import LoadedScenario, ScenarioError, load, load_bytes, load_text
-from .schema import Scenario, Step, json_schema
+from blockviz.scenario.load import LoadedScenario, ScenarioError, load, load_bytes, load_text
+from blockviz.scenario.schema import Scenario, Step, json_schema
 
 __all__ = ["LoadedScenario", "Scenario", "ScenarioError", "Step", "json_schema", "load",
            "load_bytes", "load_text"]

@@ -15,8 +15,8 @@ from typing import Any
 import pydantic
 import yaml
 
-from ..i18n_errors import localize_error
-from .schema import (
+from blockviz.i18n.errors import localize_error
+from blockviz.scenario.schema import (
     MAX_FILE_BYTES,
     MAX_ITERATIONS_TOTAL,
     MAX_PROMPT_TOKENS_TOTAL,
@@ -43,7 +43,7 @@ class ScenarioError(Exception):
         return self.localized("en")
 
     def localized(self, lang: str) -> str:
-        """The same line, its message in ``lang`` (see ``blockviz.i18n_errors``)."""
+        """The same line, its message in ``lang`` (see ``blockviz.i18n.errors``)."""
         where = self.file if self.line is None else f"{self.file}:{self.line}:{self.col}"
         message = localize_error(self.message, lang)  # one line, always
         return f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"

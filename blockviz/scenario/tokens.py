@@ -11,7 +11,7 @@ import random
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 
-from .schema import VOCAB_SIZE, RandomPart, SameAsPart, Scenario, TextPart, TokensPart
+from blockviz.scenario.schema import VOCAB_SIZE, RandomPart, SameAsPart, Scenario, TextPart, TokensPart
 
 WORD_BASE = 1_000
 WORD_SPAN = VOCAB_SIZE - WORD_BASE

@@ -11,17 +11,16 @@ import hashlib
 
 import streamlit as st
 
-from .. import authoring as A
-from ..i18n import t
-from ..i18n_errors import ErrorMessage
-from ..render import theme
-from ..render.authoring import AUTHOR_CSS, error_html, ok_html, reference_html, warn_html
-from ..scenario import ScenarioError, load_text
-from ..scenario.schema import MAX_FILE_BYTES
-from . import data, panels, tryit
-from . import state as S
-from .nav import go_to_player, language_toggle, md_fields, session_lang
-from .player import default_lang
+from blockviz.i18n import t
+from blockviz.i18n.errors import ErrorMessage
+from blockviz.render import theme
+from blockviz.render.authoring import AUTHOR_CSS, error_html, ok_html, reference_html, warn_html
+from blockviz.scenario import ScenarioError, load_text
+from blockviz.scenario.schema import MAX_FILE_BYTES
+from blockviz.teach import authoring as A
+from blockviz.ui import data, panels, tryit
+from blockviz.ui import state as S
+from blockviz.ui.nav import default_lang, go_to_player, language_toggle, md_fields, session_lang
 
 FILE = "scenario.yaml"       # the name errors carry for the editor's text
 

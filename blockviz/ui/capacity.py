@@ -1,5 +1,5 @@
 """The capacity-planning page: pick a workload (kind and sizes), replay it at several pool sizes
-with both free orders (:func:`blockviz.workload.capacity_plan`, payloads off), and see the
+with both free orders (:func:`blockviz.teach.workload.capacity_plan`, payloads off), and see the
 prefix-cache hit rate against the pool size — one line per free order — with the evictions and
 preemptions behind it and how to read the curves.
 
@@ -15,13 +15,19 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ..i18n import t
-from ..i18n_errors import localize_error
-from ..render import theme
-from ..render.capacity import hit_rate_figure, pressure_figure, reading, reading_lines
-from ..workload import KINDS, CapacityPoint, Workload, capacity_plan, default_pool_sizes, generate
-from .nav import language_toggle, md_fields, session_lang
-from .player import default_lang
+from blockviz.i18n import t
+from blockviz.i18n.errors import localize_error
+from blockviz.render import theme
+from blockviz.render.capacity import hit_rate_figure, pressure_figure, reading, reading_lines
+from blockviz.teach.workload import (
+    KINDS,
+    CapacityPoint,
+    Workload,
+    capacity_plan,
+    default_pool_sizes,
+    generate,
+)
+from blockviz.ui.nav import default_lang, language_toggle, md_fields, session_lang
 
 MAX_EVENTS, MAX_SIZES = 500, 10
 BLOCK_SIZES = (4, 8, 16, 32, 64)

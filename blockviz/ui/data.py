@@ -1,7 +1,7 @@
 """The built-in scenarios, parsed and run once per server process and shared by every session
 (``st.cache_resource``: a Timeline is immutable after recording; the Engine is dropped).
 
-Scenario ids come only from ``scenarios/*.yaml`` as found at start-up: a URL names an id from that
+Scenario ids come only from the built-in lessons' files (``scenario.lessons``) as found at start-up: a URL names an id from that
 set or nothing; no path is ever built from user input. (The directory itself is the operator's:
 ``BLOCKVIZ_SCENARIOS`` may point the server, or a test, at another folder of scenario files.)
 """
@@ -14,19 +14,17 @@ from pathlib import Path
 
 import streamlit as st
 
-from ..i18n_errors import ErrorMessage
-from ..labels import HashLabels
-from ..render.markers import step_kinds
-from ..render.metrics import Series, metrics_series
-from ..scenario import ScenarioError, load
-from ..scenario.schema import Scenario, Text
-from ..timeline import Timeline
-
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
-
+from blockviz.i18n.errors import ErrorMessage
+from blockviz.render.markers import step_kinds
+from blockviz.render.metrics import Series, metrics_series
+from blockviz.scenario import ScenarioError, load
+from blockviz.scenario.lessons import lessons_dir
+from blockviz.scenario.schema import Scenario, Text
+from blockviz.sim.timeline import Timeline
+from blockviz.teach.labels import HashLabels
 
 def scenario_dir() -> str:
-    return os.environ.get("BLOCKVIZ_SCENARIOS") or str(SCENARIO_DIR)
+    return str(lessons_dir())
 
 
 @dataclass(frozen=True)
@@ -78,7 +76,8 @@ class PlayerRun:
         return self.scenario.config.connector is not None
 
 
-def scan_builtins(directory: Path = SCENARIO_DIR) -> BuiltinIndex:
+def scan_builtins(directory: Path | None = None) -> BuiltinIndex:
+    directory = lessons_dir() if directory is None else directory
     paths: dict[str, Path] = {}
     titles: dict[str, Text] = {}
     broken: list[tuple[str, str]] = []
@@ -110,8 +109,8 @@ def make_run(key: str, loaded, *, time_limit_s: float | None = None) -> PlayerRu
     """Run a loaded scenario to the end (or its first disallowed event) and keep the timeline.
     With ``time_limit_s``, the run ends after the first step that finishes past the limit
     (``stopped`` says where)."""
-    from ..kv import tolerance
-    from ..runner import Stop, run
+    from blockviz.kv import tolerance
+    from blockviz.sim.runner import Stop, run
     stopped: list[tuple[int, int]] = []
     progress = None
     if time_limit_s is not None:

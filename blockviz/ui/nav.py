@@ -6,9 +6,9 @@ import re
 
 import streamlit as st
 
-from ..i18n import LANG_NAMES, t
-from ..i18n_errors import error_text
-from . import state as S
+from blockviz.i18n import LANG_NAMES, t
+from blockviz.i18n.errors import error_text
+from blockviz.ui import state as S
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>:$])")
 
@@ -29,14 +29,31 @@ AUTHOR_PATH = "author"
 CAPACITY_PATH = "capacity"
 
 
+def register_pages(pages: dict[str, st.Page]) -> None:
+    """app.py hands over the pages it gave ``st.navigation`` (url path -> page), so that a page
+    can send the user to another without importing it."""
+    st.session_state[S.PAGES] = pages
+
+
+def go_to(path: str) -> None:
+    st.switch_page(st.session_state[S.PAGES][path])
+
+
 def go_to_player() -> None:
-    from .player import page
-    st.switch_page(st.Page(page, url_path=PLAYER_PATH, default=True))
+    go_to(PLAYER_PATH)
 
 
 def go_to_author() -> None:
-    from .author import page
-    st.switch_page(st.Page(page, url_path=AUTHOR_PATH))
+    go_to(AUTHOR_PATH)
+
+
+def default_lang() -> str:
+    """The browser's language when it is Chinese, else English (before the user chooses)."""
+    try:
+        locale = st.context.locale or ""
+    except Exception:  # noqa: BLE001 - no browser context (tests)
+        locale = ""
+    return "zh" if locale.lower().startswith("zh") else "en"
 
 
 def _set_lang() -> None:

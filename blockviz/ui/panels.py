@@ -12,24 +12,24 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.string_util import clean_text
 
-from ..i18n import event_label, t
-from ..i18n_errors import error_text
-from ..narrate import describe_op, narrate_ops
-from ..ops import OP_FUNCTION
-from ..render import blocks as rblocks
-from ..render.external import external_html
-from ..render.hash_table import hash_table_html
-from ..render.markers import kinds_markdown, strip_html
-from ..render.metrics import metrics_figure
-from ..render.narration import clip, did_html, note_html, step_header_html
-from ..render.payload import payload_caption_html, payload_figure, verify_html
-from ..render.pseudocode import ops_list_html, pseudocode_html
-from ..render.queue import queue_html
-from ..render.requests import requests_html
-from ..render.theme import esc
-from ..render.view import step_view
-from .data import PlayerRun, frames_of
-from .nav import md_escape
+from blockviz.core.ops import OP_FUNCTION
+from blockviz.i18n import event_label, t
+from blockviz.i18n.errors import error_text
+from blockviz.render import blocks as rblocks
+from blockviz.render.external import external_html
+from blockviz.render.hash_table import hash_table_html
+from blockviz.render.markers import kinds_markdown, strip_html
+from blockviz.render.metrics import metrics_figure
+from blockviz.render.narration import clip, did_html, note_html, step_header_html
+from blockviz.render.payload import payload_caption_html, payload_figure, verify_html
+from blockviz.render.pseudocode import ops_list_html, pseudocode_html
+from blockviz.render.queue import queue_html
+from blockviz.render.requests import requests_html
+from blockviz.render.theme import esc
+from blockviz.render.view import step_view
+from blockviz.teach.narrate import describe_op, narrate_ops
+from blockviz.ui.data import PlayerRun, frames_of
+from blockviz.ui.nav import md_escape
 
 
 class FrozenFigure(go.Figure):

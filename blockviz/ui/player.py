@@ -11,24 +11,16 @@ import functools
 
 import streamlit as st
 
-from ..i18n import t
-from ..i18n_errors import error_text
-from ..render import theme
-from ..render.authoring import AUTHOR_CSS
-from ..render.markers import markers_legend_html
-from . import data, panels, tryit
-from . import state as S
-from .nav import language_toggle, md_escape, md_fields
+from blockviz.i18n import t
+from blockviz.i18n.errors import error_text
+from blockviz.render import theme
+from blockviz.render.authoring import AUTHOR_CSS
+from blockviz.render.markers import markers_legend_html
+from blockviz.ui import data, panels, tryit
+from blockviz.ui import state as S
+from blockviz.ui.nav import default_lang, language_toggle, md_escape, md_fields
 
 STEP_LIST_WINDOW = 120     # the sidebar lists at most this many steps around the cursor
-
-def default_lang() -> str:
-    try:
-        locale = st.context.locale or ""
-    except Exception:  # noqa: BLE001 - no browser context (tests)
-        locale = ""
-    return "zh" if locale.lower().startswith("zh") else "en"
-
 
 # -- callbacks (they only change session state) --------------------------------------------
 def _go(action: str) -> None:

@@ -1,6 +1,6 @@
 """The player's learning tools: "try it yourself" (fork the scenario at the current step, add events
 by form, each one run at once) and self-check (predict the next step, then be told what was right
-and why). The rules live in ``blockviz.fork`` and ``blockviz.selfcheck``; this module only draws
+and why). The rules live in ``blockviz.sim.fork`` and ``blockviz.teach.selfcheck``; this module only draws
 widgets and keeps the session's fork in ``st.session_state``."""
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ from functools import cached_property
 
 import streamlit as st
 
-from .. import fork as F
-from .. import selfcheck as SC
-from ..i18n import event_label, t
-from ..i18n_errors import ErrorMessage
-from ..render import blocks as rblocks
-from ..render.theme import esc
-from ..scenario import ScenarioError, load_text
-from ..scenario.schema import Scenario
-from . import data
-from . import state as S
-from .nav import go_to_author, md_escape, md_fields
+from blockviz.i18n import event_label, t
+from blockviz.i18n.errors import ErrorMessage
+from blockviz.render import blocks as rblocks
+from blockviz.render.theme import esc
+from blockviz.scenario import ScenarioError, load_text
+from blockviz.scenario.schema import Scenario
+from blockviz.sim import fork as F
+from blockviz.teach import selfcheck as SC
+from blockviz.ui import data
+from blockviz.ui import state as S
+from blockviz.ui.nav import go_to_author, md_escape, md_fields
 
 FORK_FILE = "fork.yaml"
 EVENT_KINDS = ("arrive", "decode", "step", "finish", "preempt", "reset_prefix_cache")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from blockviz.authoring import STARTER
 from blockviz.scenario.schema import MAX_FILE_BYTES
+from blockviz.teach.authoring import STARTER
 
 from .conftest import ROOT, errors, file_id, successes
 

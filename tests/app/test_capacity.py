@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from blockviz.teach.workload import KINDS, default_pool_sizes, generate
 from blockviz.ui import capacity as C
-from blockviz.workload import KINDS, default_pool_sizes, generate
 
 from .conftest import errors
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from blockviz.scenario.lessons import lessons_dir
 from blockviz.ui import state as S
 
 from .conftest import ROOT
@@ -67,7 +68,7 @@ def test_scenario_names_never_reach_the_file_system(page, monkeypatch):
     st.cache_resource.clear()                  # make the app scan and run again, under the spy
     p = page({"scenario": "../../etc/passwd", "step": "1"})
     assert p.state["bv_scenario"] == "six-blocks"
-    assert seen and all(path.parent == data.SCENARIO_DIR.resolve() for path in seen)
+    assert seen and all(path.parent == lessons_dir().resolve() for path in seen)
     notices: list = []
     assert S.choose_scenario("six-blocks/../../x", ["six-blocks"], notices) == "six-blocks"
     assert S.choose_scenario("six-blocks", ["six-blocks"], notices) == "six-blocks"

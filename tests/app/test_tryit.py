@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from blockviz.runner import run
 from blockviz.scenario import load, load_text
+from blockviz.sim.runner import run
 
 from .conftest import ROOT, errors, file_id, successes
 

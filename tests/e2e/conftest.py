@@ -44,14 +44,14 @@ def chromium_path() -> str:
 
 @pytest.fixture(scope="session")
 def server():
-    """``streamlit run app.py`` on a free port; yields the base URL; terminated at the end."""
+    """``blockviz app`` on a free port; yields the base URL; terminated at the end."""
     port = _free_port()
     (ROOT / "artifacts").mkdir(exist_ok=True)
     log = open(ROOT / "artifacts" / "e2e-server.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "-m", "blockviz", "app",
          "--server.address", "127.0.0.1", "--server.port", str(port),
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+         "--server.fileWatcherType", "none"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -7,9 +7,9 @@ import struct
 
 import pytest
 
-from blockviz.export import export_html, slide, write_png
-from blockviz.runner import run
+from blockviz.render.export import export_html, slide, write_png
 from blockviz.scenario import load
+from blockviz.sim.runner import run
 
 pytestmark = pytest.mark.browser
 

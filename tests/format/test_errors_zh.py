@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from blockviz.i18n_errors import ErrorMessage, error_text, knows, localize_error
-from blockviz.runner import run
+from blockviz.i18n.errors import ErrorMessage, error_text, knows, localize_error
 from blockviz.scenario import ScenarioError, load_bytes, load_text
+from blockviz.sim.runner import run
 
 H = "id: t\ntitle: {en: T}\n"
 C = "config: {num_blocks: 6, block_size: 4, model: null}\n"

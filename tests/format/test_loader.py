@@ -164,7 +164,7 @@ def test_rewind_forgets_requests_that_arrived_after_the_checkpoint():
 
 # -- runtime errors: an event the reached state does not allow --------------------------------
 def run_text(text):
-    from blockviz.runner import run
+    from blockviz.sim.runner import run
     return run(load_text(text, "f.yaml"), payloads=False)
 
 

@@ -7,11 +7,11 @@ import copy
 import pytest
 import torch
 
-from blockviz.engine import Engine
 from blockviz.kv import KVRuntime, PagedKVStore, TinyModel, resolve_device, slot_mapping
 from blockviz.kv.model import COMPUTE_DTYPE
 from blockviz.scenario import load, load_text
 from blockviz.scenario.schema import ModelConfig
+from blockviz.sim.engine import Engine
 
 
 def test_slot_mapping_follows_the_block_table():

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from blockviz.labels import HashLabels
-from blockviz.runner import run
 from blockviz.scenario import load
+from blockviz.sim.runner import run
+from blockviz.teach.labels import HashLabels
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from blockviz.render import capacity as C
-from blockviz.workload import CapacityPoint
+from blockviz.teach.workload import CapacityPoint
 
 SIZES = [8, 16, 32, 64]
 # pool size -> (split, append): (hit rate, evictions, preemptions). Split leads in tight pools;

@@ -7,8 +7,6 @@ import time
 import pytest
 
 from blockviz.i18n import event_label
-from blockviz.labels import HashLabels
-from blockviz.narrate import narrate_ops
 from blockviz.render import blocks as rblocks
 from blockviz.render.external import external_html
 from blockviz.render.hash_table import hash_table_html
@@ -19,6 +17,8 @@ from blockviz.render.pseudocode import PSEUDOCODE, op_line, pseudocode_html
 from blockviz.render.queue import queue_html
 from blockviz.render.requests import requests_html
 from blockviz.render.view import step_view
+from blockviz.teach.labels import HashLabels
+from blockviz.teach.narrate import narrate_ops
 
 
 # -- heatmap ---------------------------------------------------------------------------------

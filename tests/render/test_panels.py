@@ -7,7 +7,6 @@ from html.parser import HTMLParser
 
 import pytest
 
-from blockviz.labels import HashLabels
 from blockviz.render.blocks import blocks_html, legend_html
 from blockviz.render.hash_table import hash_table_html, table_from_state
 from blockviz.render.markers import step_kinds, strip_html
@@ -16,6 +15,7 @@ from blockviz.render.queue import moved_to_ends, queue_html
 from blockviz.render.requests import requests_html
 from blockviz.render.theme import css
 from blockviz.render.view import step_view
+from blockviz.teach.labels import HashLabels
 
 
 class Elements(HTMLParser):

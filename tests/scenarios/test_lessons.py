@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from blockviz.core.hashing import BlockHasher, hash_to_event_int
-from blockviz.ops import op_to_dict
-from blockviz.runner import run
+from blockviz.core.ops import op_to_dict
 from blockviz.scenario import load
+from blockviz.sim.runner import run
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 LESSONS = ["last-token-rule", "eviction-order", "preempt-resume", "tenants-and-lora",

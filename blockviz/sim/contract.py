@@ -2,8 +2,8 @@
 so every field named there is kept, exactly; other keys may be added."""
 from __future__ import annotations
 
-from .ops import op_to_dict
-from .timeline import Snapshot, Timeline
+from blockviz.core.ops import op_to_dict
+from blockviz.sim.timeline import Snapshot, Timeline
 
 
 def config_dict(timeline_engine) -> dict:

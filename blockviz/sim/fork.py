@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .scenario.schema import VOCAB_SIZE, Scenario, Step, Text
+from blockviz.scenario.schema import VOCAB_SIZE, Scenario, Step, Text
 
 BARE_EVENTS = ("admit", "reset_prefix_cache", "restart")   # written as a bare word: `- admit`
 MAX_ID = 64

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from .core import Request
+from blockviz.core import Request
 
 if TYPE_CHECKING:
-    from .engine import Engine, StepResult
-    from .scenario.schema import Step, Text
+    from blockviz.scenario.schema import Step, Text
+    from blockviz.sim.engine import Engine, StepResult
 
 # Events after which the engine state is not the previous state plus ops: keyframe them.
 FULL_STATE_EVENTS = frozenset({"rewind", "restart"})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .i18n import STRINGS
+from blockviz.i18n import STRINGS
 
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 _RULES: list[_Rule] = []

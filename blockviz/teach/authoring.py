@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
-from .fork import next_request_id, to_yaml
-from .scenario import ScenarioError, json_schema, load_bytes
-from .scenario.schema import EVENT_NAMES
+from blockviz.scenario import ScenarioError, json_schema, load_bytes
+from blockviz.scenario.schema import EVENT_NAMES
+from blockviz.sim.fork import next_request_id, to_yaml
 
 STARTER = """\
 # A new scenario. Edit it: every change is checked, and a valid one runs in the preview.

@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from .engine import Engine, EngineError
-from .scenario.load import LoadedScenario, ScenarioError, check_references
-from .scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario
+from blockviz.scenario.load import LoadedScenario, ScenarioError, check_references
+from blockviz.scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario
+from blockviz.sim.engine import Engine, EngineError
 
 KINDS = ("shared_prefix", "multi_turn", "few_shot", "random")
 FREE_ORDERS = ("split", "append")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .labels import HashLabels, token_text
-from .scenario.tokens import Vocabulary
+from blockviz.scenario.tokens import Vocabulary
+from blockviz.teach.labels import HashLabels, token_text
 
 MAX_IDS = 16  # a sentence names at most this many blocks
 

@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import (
+from blockviz.core import (
     BlockHasher,
     KVCacheManager,
     LoRA,
@@ -26,8 +26,8 @@ from .core import (
     SchedulerError,
     SchedulerOutput,
 )
-from .scenario.schema import ArriveSpec, Scenario, Step
-from .scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
+from blockviz.scenario.schema import ArriveSpec, Scenario, Step
+from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
 
 
 class EngineError(Exception):
@@ -90,12 +90,12 @@ class Engine:
                                  ops=self.ops)
         kv = None
         if payloads and cfg.model is not None:
-            from .kv.runtime import KVRuntime  # torch is imported only when payloads are on
+            from blockviz.kv.runtime import KVRuntime  # torch is imported only when payloads are on
             kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, cfg.model,
                            device=device or cfg.device, seed=cfg.seed)
         connector = None
         if cfg.connector is not None:
-            from .connector import ExternalKVTier
+            from blockviz.sim.connector import ExternalKVTier
             connector = ExternalKVTier(cfg.connector.num_blocks, cfg.block_size, kv)
             connector.ops = self.ops
         self.state = EngineState(

@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .i18n import t
-from .labels import HashLabels
-from .narrate import narrate_ops
+from blockviz.i18n import t
+from blockviz.teach.labels import HashLabels
+from blockviz.teach.narrate import narrate_ops
 
 QUESTIONS = ("queue", "hits", "victim")
 

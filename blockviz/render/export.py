@@ -8,18 +8,18 @@ step is pre-rendered into its own hidden <section>, and the script only shows on
 """
 from __future__ import annotations
 
-from .i18n import event_label, t
-from .i18n_errors import error_text
-from .labels import HashLabels
-from .narrate import narrate_ops
-from .render import blocks as rblocks
-from .render.hash_table import hash_table_html
-from .render.narration import did_html, note_html, step_header_html
-from .render.queue import queue_html
-from .render.requests import requests_html
-from .render.slide import H, W, slide_figure
-from .render.theme import css, esc
-from .render.view import step_view
+from blockviz.i18n import event_label, t
+from blockviz.i18n.errors import error_text
+from blockviz.render import blocks as rblocks
+from blockviz.render.hash_table import hash_table_html
+from blockviz.render.narration import did_html, note_html, step_header_html
+from blockviz.render.queue import queue_html
+from blockviz.render.requests import requests_html
+from blockviz.render.slide import H, W, slide_figure
+from blockviz.render.theme import css, esc
+from blockviz.render.view import step_view
+from blockviz.teach.labels import HashLabels
+from blockviz.teach.narrate import narrate_ops
 
 MAX_HTML_STEPS = 2_000     # one file holds every step rendered; past this, export fewer
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .core import check_invariants
-from .engine import Engine, EngineError
-from .scenario.load import LoadedScenario, ScenarioError
-from .timeline import Timeline
+from blockviz.core import check_invariants
+from blockviz.scenario.load import LoadedScenario, ScenarioError
+from blockviz.sim.engine import Engine, EngineError
+from blockviz.sim.timeline import Timeline
 
 
 class Stop(Exception):

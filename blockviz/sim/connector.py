@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from .core import Request
+from blockviz.core import Request
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Every word blockviz shows, in English and 中文.
 
 ``t(key, lang, **fields)`` looks a label up; keys are language-neutral (widget keys and tests use
-them, never the text). Narration of what the engine did lives in ``blockviz.narrate``.
+them, never the text). Narration of what the engine did lives in ``blockviz.teach.narrate``.
 """
 from __future__ import annotations
 
@@ -209,7 +209,7 @@ STRINGS.update({
 })
 
 
-# -- self-check (blockviz.selfcheck) ----------------------------------------------------------
+# -- self-check (blockviz.teach.selfcheck) ----------------------------------------------------------
 STRINGS.update({
     "sc_nothing": ("(none)", "（无）"),
     "sc_queue_right": ("Right: after this step the free queue reads {q} (head first).",
@@ -529,10 +529,10 @@ STRINGS.update({
     "cap_compute": ("Compute", "计算"),
     "cap_bounds": ("Bounded so a plan takes a few seconds: at most {events} events and {sizes} pool "
                    "sizes (each size is replayed once per free order). For bigger studies call "
-                   "blockviz.workload.capacity_plan from Python.",
+                   "blockviz.teach.workload.capacity_plan from Python.",
                    "为了几秒钟内算完，有上限：最多 {events} 个事件、{sizes} 个块池大小"
                    "（每个大小对每种释放顺序各重放一次）。更大的研究请在 Python 里调用 "
-                   "blockviz.workload.capacity_plan。"),
+                   "blockviz.teach.workload.capacity_plan。"),
     "cap_bad_value": ("{field}: {value} is not allowed; use a whole number from {lo} to {hi}.",
                       "{field}：不允许 {value}；请用 {lo} 到 {hi} 之间的整数。"),
     "cap_bad_kind": ("Unknown workload kind “{value}”.", "未知的负载类型 “{value}”。"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .scenario.tokens import Vocabulary
+from blockviz.scenario.tokens import Vocabulary
 
 
 class HashLabels:

@@ -1,0 +1,30 @@
+"""The Streamlit app: the pages and the navigation between them. Streamlit runs a script file on
+every rerun, which calls :func:`main`: the repository's ``app.py`` and the installed
+``blockviz/ui/streamlit_app.py`` (what ``blockviz app`` starts) are both one line of it."""
+from __future__ import annotations
+
+import streamlit as st
+
+from blockviz.i18n import t
+from blockviz.ui import author, capacity, player
+from blockviz.ui import state as S
+from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, PLAYER_PATH, register_pages
+
+# (page function, i18n key of its title, url path, default page?) — the one list of pages.
+PAGES = [
+    (player.page, "page_player", PLAYER_PATH, True),
+    (author.page, "page_author", AUTHOR_PATH, False),
+    (capacity.page, "page_capacity", CAPACITY_PATH, False),
+]
+
+
+def main() -> None:
+    # A presenter link opens with the sidebar folded away (the teacher drives with the keyboard).
+    presenter_link = S.presenter_flag(st.query_params.get("presenter"))
+    st.set_page_config(layout="wide", page_title="blockviz", page_icon="🧱",
+                       initial_sidebar_state="collapsed" if presenter_link else "auto")
+    lang = st.session_state.get(S.LANG, "en")
+    pages = {path: st.Page(fn, title=t(key, lang), url_path=path, default=default)
+             for fn, key, path, default in PAGES}
+    register_pages(pages)
+    st.navigation(list(pages.values())).run()
