@@ -112,19 +112,16 @@ def cmd_verify(args) -> int:
         return EXIT_SCENARIO
     device = engine.kv.device_name
     tol = tolerance(device)
-    checks = [op for i in range(len(timeline)) for op in timeline.step_ops(i) if op[0] == "verify"]
+    found = [(i, op) for i in range(len(timeline)) for op in timeline.step_ops(i)
+              if op.kind == "verify"]
     good = 0
-    for i in range(len(timeline)):
-        for op in timeline.step_ops(i):
-            if op[0] != "verify":
-                continue
-            _, rid, hit, new, diff, _dev = op
-            ok = diff <= tol
-            good += ok
-            print(f"step {i}: {rid}: {hit} hit tokens, {new} computed, max abs difference "
-                  f"{diff:.3g} {'ok' if ok else 'MISMATCH'}")
-    print(f"verified: {good}/{len(checks)} cache hits reproduce recomputation (device: {device})")
-    return 0 if good == len(checks) else 1
+    for i, op in found:
+        ok = op.max_abs_diff <= tol
+        good += ok
+        print(f"step {i}: {op.request_id}: {op.hit_tokens} hit tokens, {op.new_tokens} computed, "
+              f"max abs difference {op.max_abs_diff:.3g} {'ok' if ok else 'MISMATCH'}")
+    print(f"verified: {good}/{len(found)} cache hits reproduce recomputation (device: {device})")
+    return 0 if good == len(found) else 1
 
 
 def cmd_export(args) -> int:

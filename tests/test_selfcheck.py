@@ -103,8 +103,8 @@ steps:
 """
     _, tl = run(load_text(text))
     ops = tl.step_ops(3)
-    assert any(op[0] == "lookup" and op[2] for op in ops)        # it found A's blocks ...
-    assert any(op[0] == "alloc_failed" for op in ops)            # ... but could not allocate
+    assert any(op.kind == "lookup" and op.block_ids for op in ops)  # it found A's blocks ...
+    assert any(op.kind == "alloc_failed" for op in ops)             # ... but could not allocate
     assert hit_blocks(ops) == () and expected(tl, 3, "hits") == ()
 
 

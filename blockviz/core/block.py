@@ -23,6 +23,10 @@ class KVCacheBlock:
         # Block 0 of the pool: a placeholder that is never queued, hashed or ref-counted.
         self.is_null = False
 
+    def reset_hash(self) -> None:
+        """Forget the block's hash (eviction, or a reset of the prefix cache)."""
+        self.block_hash = None
+
     def __deepcopy__(self, memo: dict) -> KVCacheBlock:
         # Blocks are copied by their BlockPool (which relinks the queue); reaching one here means
         # something was deep-copied without its pool.

@@ -12,17 +12,10 @@ hash map. Its contract, which the tests check at pointer level:
     to the tail. ``append`` (vLLM <= 0.23, "classic"): all to the tail;
   * the map does not de-duplicate: two blocks may carry one hash; lookups return the first inserted.
 
-Every mutation can be recorded as an op tuple in ``ops`` (a list, or None to switch recording off):
-the timeline replays them and the UI highlights them. Op shapes:
-
-  ("popleft", ids)              get_new_blocks took these from the head (each ref_cnt -> 1)
-  ("evict", block_id, hash)     ...and this one still had a hash: it leaves the map now
-  ("touch", ids, removed_ids)   ref_cnt += 1 each; removed_ids were free and left the queue
-  ("cache", request_id, ids, hashes, first_index, parent_hash)   cache_full_blocks registered
-                                these (hashes chain on from parent_hash, None at the start)
-  ("free", ids)                 free_blocks: ref_cnt -= 1 each, in this order
-  ("free_head", ids) / ("free_tail", ids)           where the ones reaching 0 went
-  ("reset", ok)                 reset_prefix_cache
+Every mutation can be recorded as an op record in ``ops`` (a list, or None to switch recording off):
+the timeline replays them and the UI highlights them. The records (``Popleft``, ``Evict``,
+``Touch``, ``Cache``, ``Free``, ``FreeHead``, ``FreeTail``, ``Reset``) are defined, with what each
+field means, in ``blockviz.core.ops``.
 """
 from __future__ import annotations
 
@@ -39,6 +32,7 @@ from blockviz.core.events import (
 )
 from blockviz.core.free_queue import FreeKVCacheBlockQueue
 from blockviz.core.hashing import generate_block_hash_extra_keys, hash_to_event_int
+from blockviz.core.ops import Cache, Evict, Free, FreeHead, FreeTail, Popleft, Reset, Touch
 
 if TYPE_CHECKING:
     from blockviz.core.request import Request
@@ -176,25 +170,25 @@ class BlockPool:
             block.ref_cnt = 1
             evict = evict or block.block_hash is not None
         if self.ops is not None:
-            self.ops.append(("popleft", tuple(b.block_id for b in blocks)))
+            self.ops.append(Popleft(tuple(b.block_id for b in blocks)))
         if evict:  # lazy eviction: a reused block's old hash leaves the map only now
             for block in blocks:
                 if block.block_hash is not None:
-                    self._evict_cached_block(block)
+                    self._maybe_evict_cached_block(block)
         return blocks
 
-    def _evict_cached_block(self, block: KVCacheBlock) -> bool:
+    def _maybe_evict_cached_block(self, block: KVCacheBlock) -> bool:
         """Drop ``block``'s hash from the map and the block (vLLM ``_maybe_evict_cached_block``)."""
         block_hash = block.block_hash
         if block_hash is None:
             return False
         popped = self.cached_block_hash_to_block.pop(block_hash, block.block_id)
-        block.block_hash = None
+        block.reset_hash()
         if popped is None:
             return False
         self.num_evictions += 1
         if self.ops is not None:
-            self.ops.append(("evict", block.block_id, block_hash))
+            self.ops.append(Evict(block.block_id, block_hash))
         if self.enable_kv_cache_events:
             self.kv_event_queue.append(BlockRemoved((hash_to_event_int(block_hash),)))
         return True
@@ -211,8 +205,8 @@ class BlockPool:
                 removed.append(block.block_id)
             block.ref_cnt += 1
         if self.ops is not None:
-            self.ops.append(("touch", tuple(b.block_id for b in blocks if not b.is_null),
-                             tuple(removed)))
+            self.ops.append(Touch(tuple(b.block_id for b in blocks if not b.is_null),
+                                 tuple(removed)))
 
     def cache_full_blocks(self, request: Request, blocks: Sequence[KVCacheBlock],
                           num_cached_blocks: int, num_full_blocks: int, block_size: int) -> None:
@@ -235,8 +229,8 @@ class BlockPool:
             cached_hashes.append(block_hash)
         if self.ops is not None:
             parent = block_hashes[num_cached_blocks - 1] if num_cached_blocks > 0 else None
-            self.ops.append(("cache", request.request_id, tuple(cached_ids), tuple(cached_hashes),
-                             num_cached_blocks, parent))
+            self.ops.append(Cache(request.request_id, tuple(cached_ids), tuple(cached_hashes),
+                                 num_cached_blocks, parent))
         if self.enable_kv_cache_events:
             self.kv_event_queue.append(self._block_stored_event(
                 request, cached_hashes, num_cached_blocks, num_full_blocks, block_size))
@@ -279,30 +273,30 @@ class BlockPool:
         self.free_block_queue.prepend_n(to_head)
         self.free_block_queue.append_n(to_tail)
         if self.ops is not None:
-            self.ops.append(("free", tuple(freed_ids)))
+            self.ops.append(Free(tuple(freed_ids)))
             if to_head:
-                self.ops.append(("free_head", tuple(b.block_id for b in to_head)))
+                self.ops.append(FreeHead(tuple(b.block_id for b in to_head)))
             if to_tail:
-                self.ops.append(("free_tail", tuple(b.block_id for b in to_tail)))
+                self.ops.append(FreeTail(tuple(b.block_id for b in to_tail)))
 
     def evict_blocks(self, block_ids: Iterable[int]) -> None:
         """Drop these blocks' hashes from the prefix cache; held blocks stay held."""
         for block_id in block_ids:
             if not 0 <= block_id < self.num_gpu_blocks:
                 raise ValueError(f"invalid block id {block_id} (pool of {self.num_gpu_blocks})")
-            self._evict_cached_block(self.blocks[block_id])
+            self._maybe_evict_cached_block(self.blocks[block_id])
 
     def reset_prefix_cache(self) -> bool:
         """Forget every hash — only when no request holds a block; else change nothing."""
         if self.num_gpu_blocks - self.get_num_free_blocks() != 1:
             if self.ops is not None:
-                self.ops.append(("reset", False))
+                self.ops.append(Reset(False))
             return False
         self.cached_block_hash_to_block = BlockHashToBlockMap()
         for block in self.blocks:
-            block.block_hash = None
+            block.reset_hash()
         if self.ops is not None:
-            self.ops.append(("reset", True))
+            self.ops.append(Reset(True))
         if self.enable_kv_cache_events:
             self.kv_event_queue.append(AllBlocksCleared())
         return True

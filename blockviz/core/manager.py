@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from blockviz.core.block import KVCacheBlock
 from blockviz.core.block_pool import BlockPool
+from blockviz.core.ops import AllocFailed, Lookup
 from blockviz.core.request import Request
 
 
@@ -73,8 +74,8 @@ class KVCacheManager:
             hits.append(block)
         ops = self.block_pool.ops
         if ops is not None:
-            ops.append(("lookup", request.request_id, tuple(b.block_id for b in hits),
-                        max_cache_hit_length, len(request.block_hashes)))
+            ops.append(Lookup(request.request_id, tuple(b.block_id for b in hits),
+                              max_cache_hit_length, len(request.block_hashes)))
         return hits, len(hits) * self.block_size
 
     def get_num_blocks_to_allocate(self, request: Request, num_tokens: int,
@@ -106,7 +107,7 @@ class KVCacheManager:
         needed = self.get_num_blocks_to_allocate(request, num_tokens_need_slot, new_computed_blocks)
         if needed > pool.get_num_free_blocks():
             if pool.ops is not None:
-                pool.ops.append(("alloc_failed", rid, needed, pool.get_num_free_blocks()))
+                pool.ops.append(AllocFailed(rid, needed, pool.get_num_free_blocks()))
             return None
 
         if (new_computed_blocks or num_external_computed_tokens > 0) \

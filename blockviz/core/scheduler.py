@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from blockviz.core.manager import KVCacheManager
+from blockviz.core.ops import Admit, Arrive, Finish, Preempt, Sample, Schedule
 from blockviz.core.request import Request, RequestStatus
 
 
@@ -60,7 +61,7 @@ class Scheduler:
         self.waiting: list[Request] = []
         self.running: list[Request] = []
 
-    def _op(self, *op) -> None:
+    def _op(self, op) -> None:
         ops = self.kv_cache_manager.block_pool.ops
         if ops is not None:
             ops.append(op)
@@ -71,7 +72,7 @@ class Scheduler:
             raise SchedulerError(f"request {request.request_id!r} already exists")
         self.requests[request.request_id] = request
         self.waiting.append(request)
-        self._op("arrive", request.request_id)
+        self._op(Arrive(request.request_id))
 
     def finish_request(self, request_id: str) -> None:
         request = self._get(request_id)
@@ -83,7 +84,7 @@ class Scheduler:
         else:
             self.waiting.remove(request)
         request.status = RequestStatus.FINISHED
-        self._op("finish", request_id)
+        self._op(Finish(request_id))
 
     def _release(self, request: Request) -> None:
         """Let the connector save the request's cached blocks, then free its table."""
@@ -107,7 +108,7 @@ class Scheduler:
         self.running.remove(request)
         self.waiting.insert(0, request)
         self.kv_cache_manager.prefix_cache_stats.preemptions += 1
-        self._op("preempt", request.request_id)
+        self._op(Preempt(request.request_id))
 
     def _get(self, request_id: str) -> Request:
         try:
@@ -137,7 +138,7 @@ class Scheduler:
                 if mgr.allocate_slots(request, 1) is not None:
                     out.scheduled.append(ScheduledRequest(
                         request, request.num_computed_tokens, 1, is_prefill=False))
-                    self._op("schedule", request.request_id, 1)
+                    self._op(Schedule(request.request_id, 1))
                     break
                 victim = self.running[-1]
                 self._preempt(victim)
@@ -177,7 +178,7 @@ class Scheduler:
                 hit_block_ids=tuple(b.block_id for b in hits),
                 external_block_ids=tuple(b.block_id for b in
                                          table[n_local_blocks:n_local_blocks + n_ext_blocks])))
-            self._op("admit", request.request_id, num_local, num_external, num_new)
+            self._op(Admit(request.request_id, num_local, num_external, num_new))
 
     def update_from_output(self, out: SchedulerOutput, sampled: dict[str, int]) -> list[str]:
         """Append each scheduled request's sampled token; finish those at ``max_tokens``."""
@@ -186,11 +187,11 @@ class Scheduler:
             request = item.request
             token = sampled[request.request_id]
             request.append_output_token_ids(token)
-            self._op("sample", request.request_id, token)
+            self._op(Sample(request.request_id, token))
             if request.max_tokens is not None and request.num_output_tokens >= request.max_tokens:
                 self._release(request)
                 self.running.remove(request)
                 request.status = RequestStatus.FINISHED
                 finished.append(request.request_id)
-                self._op("finish", request.request_id)
+                self._op(Finish(request.request_id))
         return finished

@@ -11,19 +11,19 @@ KINDS = ("allocate", "hit", "external", "evict", "free", "preempt")
 MAX_COLUMNS = 240   # longer timelines: one strip column per range of steps
 
 
-def step_kinds(ops: Sequence[tuple]) -> frozenset[str]:
+def step_kinds(ops: Sequence) -> frozenset[str]:
     kinds = set()
     for op in ops:
-        k = op[0]
+        k = op.kind
         if k == "popleft":
             kinds.add("allocate")
-        elif k == "touch" and op[1]:
+        elif k == "touch" and op.block_ids:
             kinds.add("hit")
         elif k == "load":
             kinds.add("external")
         elif k == "evict":
             kinds.add("evict")
-        elif k == "free" and op[1]:
+        elif k == "free" and op.block_ids:
             kinds.add("free")
         elif k == "preempt":
             kinds.add("preempt")

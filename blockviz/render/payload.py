@@ -38,17 +38,18 @@ def payload_caption_html(block: int, summary, *, layer: int, head: int, kv: int,
             f'{esc(t("fingerprint", lang))} <code>{esc(summary.fingerprint[:16])}</code></div></div>')
 
 
-def verify_ops(ops: Sequence[tuple]) -> list[tuple]:
-    return [op for op in ops if op[0] == "verify"]
+def verify_ops(ops: Sequence) -> list:
+    return [op for op in ops if op.kind == "verify"]
 
 
-def verify_html(ops: Sequence[tuple], lang: str, tolerance: float = 0.0) -> str:
-    """This step's hit = recompute checks: (verify, rid, hit_tokens, new_tokens, max_abs_diff, device)."""
+def verify_html(ops: Sequence, lang: str, tolerance: float = 0.0) -> str:
+    """This step's hit = recompute checks (``Verify`` records)."""
     checks = verify_ops(ops)
     if not checks:
         return f'<div class="bv"><div class="bv-small">{esc(t("verify_none", lang))}</div></div>'
     rows = []
-    for _, rid, hit, new, d, dev in checks:
+    for op in checks:
+        rid, hit, new, d, dev = op.request_id, op.hit_tokens, op.new_tokens, op.max_abs_diff, op.device
         ok = d <= tolerance
         key = "hit_check_ok" if ok else "hit_check_bad"
         colour = GREEN if ok else RED

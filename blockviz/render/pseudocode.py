@@ -154,18 +154,18 @@ def free_blocks_fn(free_order: str) -> str:
     return "free_blocks_append" if free_order == "append" else "free_blocks_split"
 
 
-def op_line(op: tuple, free_order: str = "split") -> tuple[str, int]:
+def op_line(op, free_order: str = "split") -> tuple[str, int]:
     """(pseudocode function, 0-based line) that ``op`` executes."""
-    k = op[0]
+    k = op.kind
     free_fn = free_blocks_fn(free_order)
     if k == "arrive":
         return "add_request", 2
     if k == "lookup":
-        return "get_computed_blocks", 6 if op[2] else 5
+        return "get_computed_blocks", 6 if op.block_ids else 5
     if k == "alloc_failed":
         return "allocate_slots", 3
     if k == "touch":
-        return "touch", 3 if op[2] else 4
+        return "touch", 3 if op.removed_from_queue else 4
     if k == "popleft":
         return "get_new_blocks", 1
     if k == "evict":
@@ -179,7 +179,7 @@ def op_line(op: tuple, free_order: str = "split") -> tuple[str, int]:
     if k == "free_tail":
         return free_fn, 7 if free_fn == "free_blocks_split" else 4
     if k == "reset":
-        return "reset_prefix_cache", 3 if op[1] else 2
+        return "reset_prefix_cache", 3 if op.ok else 2
     if k == "admit":
         return "schedule", 12
     if k == "schedule":
@@ -207,7 +207,7 @@ def op_line(op: tuple, free_order: str = "split") -> tuple[str, int]:
     return "engine", 0
 
 
-def pseudocode_html(op: tuple, *, lang: str = "en", free_order: str = "split",
+def pseudocode_html(op, *, lang: str = "en", free_order: str = "split",
                     description: str = "", vllm_function: str = "") -> str:
     fn, line = op_line(op, free_order)
     lines = PSEUDOCODE[fn]
@@ -222,7 +222,7 @@ def pseudocode_html(op: tuple, *, lang: str = "en", free_order: str = "split",
 
 def ops_list_html(ops, current: int, lang: str = "en") -> str:
     """The ops of one event as small chips, the current one highlighted."""
-    items = "".join(f'<li class="bv-cur">{j + 1}. {esc(op[0])}</li>' if j == current
-                    else f'<li>{j + 1}. {esc(op[0])}</li>' for j, op in enumerate(ops))
+    items = "".join(f'<li class="bv-cur">{j + 1}. {esc(op.kind)}</li>' if j == current
+                    else f'<li>{j + 1}. {esc(op.kind)}</li>' for j, op in enumerate(ops))
     return (f'<div class="bv"><div class="bv-small">{esc(t("ops_in_step", lang, n=len(ops)))}</div>'
             f'<ul class="bv-ops">{items}</ul></div>')

@@ -21,10 +21,10 @@ def moved_to_ends(ops: Sequence[tuple]) -> tuple[frozenset[int], frozenset[int]]
     head: set[int] = set()
     tail: set[int] = set()
     for op in ops:
-        if op[0] == "free_head":
-            head.update(op[1])
-        elif op[0] == "free_tail":
-            tail.update(op[1])
+        if op.kind == "free_head":
+            head.update(op.block_ids)
+        elif op.kind == "free_tail":
+            tail.update(op.block_ids)
     return frozenset(head), frozenset(tail)
 
 

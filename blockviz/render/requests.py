@@ -16,8 +16,8 @@ def popped_blocks(ops: Sequence[tuple]) -> frozenset[int]:
     """Blocks get_new_blocks handed out in these ops."""
     out: set[int] = set()
     for op in ops:
-        if op[0] == "popleft":
-            out.update(op[1])
+        if op.kind == "popleft":
+            out.update(op.block_ids)
     return frozenset(out)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blockviz.core import Request
+from blockviz.core.ops import Drop, Save
 
 
 @dataclass
@@ -46,7 +47,7 @@ class ExternalKVTier:
                                 for h, b in self.store.items())
         return new
 
-    def _op(self, *op) -> None:
+    def _op(self, op) -> None:
         if self.ops is not None:
             self.ops.append(op)
 
@@ -79,11 +80,11 @@ class ExternalKVTier:
             data = None if payloads is None else payloads[:, :, j:j + 1].clone()
             self.store[h] = SavedBlock(toks, data)
             self.num_saved += 1
-            self._op("save", request.request_id, bid, h)
+            self._op(Save(request.request_id, bid, h))
         while len(self.store) > self.capacity:
             h, _ = self.store.popitem(last=False)
             self.num_dropped += 1
-            self._op("drop", h)
+            self._op(Drop(h))
 
     # -- worker side ------------------------------------------------------------------------
     def load(self, request: Request, block_ids, num_local_tokens: int, block_tokens) -> None:

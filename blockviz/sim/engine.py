@@ -26,6 +26,7 @@ from blockviz.core import (
     SchedulerError,
     SchedulerOutput,
 )
+from blockviz.core.ops import Load, Restart, Rewind, Verify, Write
 from blockviz.scenario.schema import ArriveSpec, Scenario, Step
 from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
 
@@ -131,7 +132,7 @@ class Engine:
     def connector(self):
         return self.state.connector
 
-    def _op(self, *op) -> None:
+    def _op(self, op) -> None:
         if self.ops is not None:
             self.ops.append(op)
 
@@ -169,7 +170,7 @@ class Engine:
                 self.state = self._copy_state(self.checkpoints[args])
                 self._attach_ops()
                 self.pool.take_events()  # a rewind emits no KV events
-                self._op("rewind", args)
+                self._op(Rewind(args))
             elif kind == "restart":
                 self._restart()
         except SchedulerError as e:
@@ -206,7 +207,7 @@ class Engine:
         st.block_tokens = [[] for _ in range(self.num_gpu_blocks)]
         if st.kv is not None:
             st.kv.store.zero_()
-        self._op("restart", st.generation, st.hasher.none_hash)
+        self._op(Restart(st.generation, st.hasher.none_hash))
 
     def _attach_ops(self) -> None:
         self.pool.ops = self.ops
@@ -273,7 +274,7 @@ class Engine:
                                     self.state.block_tokens)
                 for bid in item.external_block_ids:
                     self._written.add(bid)
-                    self._op("load", req.request_id, bid, tuple(self.state.block_tokens[bid]))
+                    self._op(Load(req.request_id, bid, tuple(self.state.block_tokens[bid])))
             pos, end = item.start, item.start + item.num_new_tokens
             while pos < end:
                 block = table[pos // bs]
@@ -284,7 +285,7 @@ class Engine:
                 del held[offset:]
                 held.extend(toks)
                 self._written.add(block.block_id)
-                self._op("write", req.request_id, block.block_id, offset, tuple(toks))
+                self._op(Write(req.request_id, block.block_id, offset, tuple(toks)))
                 pos = upto
         model_tokens: dict[str, int] = {}
         if self.kv is not None and out.scheduled:
@@ -293,8 +294,8 @@ class Engine:
                 out.scheduled, tables,
                 {s.request.request_id: info[s.request.request_id].candidates for s in out.scheduled})
             for c in checks:
-                self._op("verify", c.request_id, c.hit_tokens, c.new_tokens, c.max_abs_diff,
-                         c.device)
+                self._op(Verify(c.request_id, c.hit_tokens, c.new_tokens, c.max_abs_diff,
+                                c.device))
         sampled: dict[str, int] = {}
         for item in out.scheduled:
             req = item.request

@@ -72,7 +72,7 @@ def observed_outputs(scenario: Scenario, timeline, upto: int) -> dict[int, tuple
             saved[step.args] = dict(alive)
         elif step.kind == "rewind":
             alive = dict(saved.get(step.args, alive))
-        sampled = {op[1] for op in timeline.step_ops(i + 1) if op[0] == "sample"}
+        sampled = {op.request_id for op in timeline.step_ops(i + 1) if op.kind == "sample"}
         if not sampled:
             continue
         touched = timeline.step_requests(i + 1)    # a sample op names its request: it is here

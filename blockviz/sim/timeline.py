@@ -29,10 +29,10 @@ if TYPE_CHECKING:
 
 # Events after which the engine state is not the previous state plus ops: keyframe them.
 FULL_STATE_EVENTS = frozenset({"rewind", "restart"})
-# Ops that name a request at position 1: the requests a step touched.
+# Ops that name a request: the requests a step touched.
 REQUEST_OPS = frozenset({"arrive", "admit", "schedule", "sample", "finish", "preempt", "lookup",
                          "cache", "write", "load", "alloc_failed", "save"})
-# The only ops that change a block's tokens (the block id at position 2); full-state events aside.
+# The only ops that change a block's tokens; full-state events aside.
 TOKEN_OPS = frozenset({"write", "load"})
 
 
@@ -103,7 +103,7 @@ class Snapshot:
     running: tuple[str, ...]
     kv_events: tuple[dict, ...]
     stats: Stats
-    ops: tuple[tuple, ...]
+    ops: tuple  # op records (blockviz.core.ops)
     reset_ok: bool | None = None
     none_hash: bytes = b""
     # the external tier, least recently used first: (hash, token ids)
@@ -249,41 +249,40 @@ class _Mirror:
             b = nxt[b]
         return tuple(out)
 
-    def apply(self, op: tuple) -> None:
-        kind = op[0]
+    def apply(self, op) -> None:
+        kind = op.kind
         if kind == "popleft":
-            for b in op[1]:
+            for b in op.block_ids:
                 self._unlink(b)
                 self.ref[b] = 1
         elif kind == "evict":
-            _, b, h = op
-            _table_evict(self.table, h, b)
-            self.hash[b] = None
+            _table_evict(self.table, op.block_hash, op.block_id)
+            self.hash[op.block_id] = None
         elif kind == "touch":
-            for b in op[2]:
+            for b in op.removed_from_queue:
                 self._unlink(b)
-            for b in op[1]:
+            for b in op.block_ids:
                 self.ref[b] += 1
         elif kind == "cache":
-            for b, h in zip(op[2], op[3]):
+            for b, h in zip(op.block_ids, op.hashes):
                 self.hash[b] = h
                 _table_insert(self.table, h, b)
         elif kind == "free":
-            for b in op[1]:
+            for b in op.block_ids:
                 self.ref[b] -= 1
         elif kind == "free_head":
-            self._insert_after(self.head, op[1])
+            self._insert_after(self.head, op.block_ids)
         elif kind == "free_tail":
-            self._insert_after(self.prv[self.tail], op[1])
+            self._insert_after(self.prv[self.tail], op.block_ids)
         elif kind == "reset":
-            if op[1]:
+            if op.ok:
                 self.table.clear()
                 self.hash = [None] * len(self.hash)
         elif kind == "write":
-            _, _, b, offset, toks = op
-            self.tokens[b] = self.tokens[b][:offset] + toks
+            b = op.block_id
+            self.tokens[b] = self.tokens[b][:op.offset] + op.token_ids
         elif kind == "load":
-            self.tokens[op[2]] = op[3]
+            self.tokens[op.block_id] = op.token_ids
 
     def freeze(self, index: int, rec: _Record) -> Snapshot:
         return Snapshot(
@@ -317,8 +316,8 @@ def _table_evict(table: dict, h: bytes, b: int) -> None:
             table[h] = (h, rest)
 
 
-def _op_cost(op: tuple) -> int:
-    return 1 + sum(len(x) for x in op[1:] if isinstance(x, tuple))
+def _op_cost(op) -> int:
+    return 1 + sum(len(x) for x in op if isinstance(x, tuple))
 
 
 @dataclass
@@ -379,17 +378,17 @@ class Timeline:
             seen: dict[str, None] = {}
             table = self._hash_table
             for op in ops:
-                kind = op[0]
+                kind = op.kind
                 if kind in REQUEST_OPS:
-                    seen[op[1]] = None
+                    seen[op.request_id] = None
                     if kind in TOKEN_OPS:
-                        self._written.add(op[2])
+                        self._written.add(op.block_id)
                     elif kind == "cache":
-                        for b, h in zip(op[2], op[3]):
+                        for b, h in zip(op.block_ids, op.hashes):
                             _table_insert(table, h, b)
                 elif kind == "evict":
-                    _table_evict(table, op[2], op[1])
-                elif kind == "reset" and op[1]:
+                    _table_evict(table, op.block_hash, op.block_id)
+                elif kind == "reset" and op.ok:
                     table.clear()
             dirty = list(seen)
         rec = _Record(step, ops, tuple(result.kv_events) if result else (), capture_stats(engine),
@@ -546,7 +545,7 @@ class Frames(Sequence):
         while self._at < k:
             self._at += 1
             op = self._ops[self._at]
-            if op[0] in FULL_STATE_EVENTS:  # rewind/restart: the whole state is replaced
+            if op.kind in FULL_STATE_EVENTS:  # rewind/restart: the whole state is replaced
                 self._mirror = _Mirror.of(self._tl.snapshot(self._index))
             self._mirror.apply(op)
         m = self._mirror
@@ -555,7 +554,7 @@ class Frames(Sequence):
 
 @dataclass(frozen=True)
 class Frame:
-    op: tuple
+    op: Any  # an op record (blockviz.core.ops)
     free_queue: tuple[int, ...]
     ref_cnt: tuple[int, ...]
     block_hash: tuple[bytes | None, ...]
@@ -563,7 +562,7 @@ class Frame:
 
     @property
     def kind(self) -> str:
-        return self.op[0]
+        return self.op.kind
 
 
 @dataclass(frozen=True)

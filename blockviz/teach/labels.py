@@ -13,8 +13,8 @@ class HashLabels:
         self.label: dict[bytes, str] = {}
         self.parent: dict[bytes, bytes | None] = {}
 
-    def add_cache_op(self, op: tuple) -> None:
-        hashes, parent = op[3], op[5]
+    def add_cache_op(self, op) -> None:
+        hashes, parent = op.hashes, op.parent_hash
         for h in hashes:
             if h not in self.label:
                 self.label[h] = f"H{len(self.label) + 1}"
@@ -22,11 +22,11 @@ class HashLabels:
             parent = h
 
     @classmethod
-    def from_ops(cls, ops_per_step: Iterable[Iterable[tuple]]) -> HashLabels:
+    def from_ops(cls, ops_per_step: Iterable[Iterable]) -> HashLabels:
         labels = cls()
         for ops in ops_per_step:
             for op in ops:
-                if op[0] == "cache":
+                if op.kind == "cache":
                     labels.add_cache_op(op)
         return labels
 

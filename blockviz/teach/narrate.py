@@ -28,14 +28,16 @@ def _hs(hashes, labels: HashLabels) -> str:
     return ", ".join(labels(h) for h in hashes)
 
 
-def describe_op(op: tuple, lang: str, labels: HashLabels, vocab: Vocabulary | None = None,
+def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = None,
                 block_size: int = 0) -> str:
     zh = lang == "zh"
-    k = op[0]
+    k = op.kind
     if k == "arrive":
-        return f"请求 {op[1]} 到达，进入等待队列。" if zh else f"{op[1]} arrives and joins the waiting queue."
+        rid = op.request_id
+        return f"请求 {rid} 到达，进入等待队列。" if zh else f"{rid} arrives and joins the waiting queue."
     if k == "lookup":
-        rid, hits, limit, n_hashes = op[1], op[2], op[3], op[4]
+        rid, hits = op.request_id, op.block_ids
+        limit, n_hashes = op.hit_tokens_limit, op.num_block_hashes
         capped = block_size and len(hits) == limit // block_size and n_hashes > len(hits)
         if not hits:
             base = (f"get_computed_blocks({rid})：前缀 hash 表里没有它的第一个块，没有命中。" if zh else
@@ -53,12 +55,13 @@ def describe_op(op: tuple, lang: str, labels: HashLabels, vocab: Vocabulary | No
                      f"must be computed to get its logits.")
         return base
     if k == "alloc_failed":
-        return (f"allocate_slots({op[1]}) 返回 None：需要 {op[2]} 个空闲块，只有 {op[3]} 个。"
+        rid, need, free = op.request_id, op.blocks_needed, op.blocks_free
+        return (f"allocate_slots({rid}) 返回 None：需要 {need} 个空闲块，只有 {free} 个。"
                 f"什么都没改变。" if zh else
-                f"allocate_slots({op[1]}) returns None: it needs {op[2]} free block(s) and "
-                f"{op[3]} are free. Nothing changed.")
+                f"allocate_slots({rid}) returns None: it needs {need} free block(s) and "
+                f"{free} are free. Nothing changed.")
     if k == "touch":
-        ids, removed = op[1], op[2]
+        ids, removed = op.block_ids, op.removed_from_queue
         s = (f"touch：块 {_ids(ids)} 的 ref_cnt 加 1（共享，不拷贝）。" if zh else
              f"touch: {_blk(ids)} ref_cnt + 1 (shared, not copied).")
         if removed:
@@ -70,22 +73,23 @@ def describe_op(op: tuple, lang: str, labels: HashLabels, vocab: Vocabulary | No
                   f"a hit on free blocks.")
         return s
     if k == "popleft":
-        return (f"get_new_blocks：从空闲队列队首取走块 {_ids(op[1])}，ref_cnt 设为 1。" if zh else
-                f"get_new_blocks: takes {_blk(op[1])} from the head of the free queue "
+        return (f"get_new_blocks：从空闲队列队首取走块 {_ids(op.block_ids)}，ref_cnt 设为 1。" if zh else
+                f"get_new_blocks: takes {_blk(op.block_ids)} from the head of the free queue "
                 f"(ref_cnt = 1).")
     if k == "evict":
-        return (f"块 {op[1]} 还带着 {labels(op[2])}：现在（被重新分配时）才把它从 hash 表删掉——"
+        bid, label = op.block_id, labels(op.block_hash)
+        return (f"块 {bid} 还带着 {label}：现在（被重新分配时）才把它从 hash 表删掉——"
                 f"惰性淘汰。" if zh else
-                f"Block {op[1]} still carried {labels(op[2])}: it leaves the hash table only now, "
+                f"Block {bid} still carried {label}: it leaves the hash table only now, "
                 f"as the block is reused — lazy eviction.")
     if k == "cache":
-        ids, hashes = op[2], op[3]
+        ids, hashes = op.block_ids, op.hashes
         return (f"cache_full_blocks：块 {_ids(ids)} 已装满，登记为 {_hs(hashes, labels)}"
                 f"（在调度时登记，早于前向计算）。" if zh else
                 f"cache_full_blocks: {_blk(ids)} {'is' if len(ids) == 1 else 'are'} full → "
                 f"registered as {_hs(hashes, labels)} (at schedule time, before the forward pass).")
     if k == "admit":
-        rid, local, ext, new = op[1], op[2], op[3], op[4]
+        rid, local, ext, new = op.request_id, op.local_hit_tokens, op.external_hit_tokens, op.num_new_tokens
         if zh:
             s = f"{rid} 被接纳运行：本地命中 {local} 个 token"
             s += f"，外部命中 {ext} 个" if ext else ""
@@ -94,59 +98,60 @@ def describe_op(op: tuple, lang: str, labels: HashLabels, vocab: Vocabulary | No
         s += f", {ext} from the external tier" if ext else ""
         return s + f", {new} to compute."
     if k == "schedule":
-        return (f"{op[1]} 解码：为下一个 token 分配槽位。" if zh else
-                f"{op[1]} decodes: a slot for its next token.")
+        return (f"{op.request_id} 解码：为下一个 token 分配槽位。" if zh else
+                f"{op.request_id} decodes: a slot for its next token.")
     if k == "preempt":
-        return (f"抢占 {op[1]}：释放它的块（倒序），num_computed_tokens 归零，放回等待队列最前面。"
+        return (f"抢占 {op.request_id}：释放它的块（倒序），num_computed_tokens 归零，放回等待队列最前面。"
                 if zh else
-                f"{op[1]} is preempted: its blocks are freed (reversed), num_computed_tokens = 0, "
+                f"{op.request_id} is preempted: its blocks are freed (reversed), num_computed_tokens = 0, "
                 f"and it goes to the front of the waiting queue.")
     if k == "free":
-        return (f"free_blocks（块表倒序）：块 {_ids(op[1])} 的 ref_cnt 各减 1。" if zh else
-                f"free_blocks (table reversed): {_blk(op[1])} ref_cnt − 1.")
+        return (f"free_blocks（块表倒序）：块 {_ids(op.block_ids)} 的 ref_cnt 各减 1。" if zh else
+                f"free_blocks (table reversed): {_blk(op.block_ids)} ref_cnt − 1.")
     if k == "free_head":
-        return (f"块 {_ids(op[1])} 没有 hash，不可能被命中 → 放到队首，最先被复用。" if zh else
-                f"{_blk(op[1]).capitalize()}: no hash, can never hit → to the head, reused first.")
+        return (f"块 {_ids(op.block_ids)} 没有 hash，不可能被命中 → 放到队首，最先被复用。" if zh else
+                f"{_blk(op.block_ids).capitalize()}: no hash, can never hit → to the head, reused first.")
     if k == "free_tail":
-        return (f"块 {_ids(op[1])} → 放到队尾，最后才被淘汰；带 hash 的块仍留在 hash 表里。" if zh else
-                f"{_blk(op[1]).capitalize()}: → to the tail, evicted last; a block with a hash stays "
+        return (f"块 {_ids(op.block_ids)} → 放到队尾，最后才被淘汰；带 hash 的块仍留在 hash 表里。" if zh else
+                f"{_blk(op.block_ids).capitalize()}: → to the tail, evicted last; a block with a hash stays "
                 f"in the hash table.")
     if k == "reset":
-        if op[1]:
+        if op.ok:
             return ("reset_prefix_cache：清空所有 hash，空闲队列顺序不变。" if zh else
                     "reset_prefix_cache: every hash is cleared; the free queue keeps its order.")
         return ("reset_prefix_cache 失败：还有请求持有块，什么都没改变。" if zh else
                 "reset_prefix_cache refused: requests still hold blocks, nothing changed.")
     if k == "write":
-        rid, bid, offset, toks = op[1], op[2], op[3], op[4]
+        rid, bid, offset, toks = op.request_id, op.block_id, op.offset, op.token_ids
         return (f"前向计算把 {rid} 的 {len(toks)} 个 token（{token_text(toks, vocab, 6)}）的 K/V "
                 f"写入块 {bid}（从第 {offset} 个槽位开始）。" if zh else
                 f"The forward pass writes the K/V of {len(toks)} token(s) of {rid} "
                 f"({token_text(toks, vocab, 6)}) into block {bid} from slot {offset}.")
     if k == "load":
-        return (f"外部缓存层把 {op[1]} 的 K/V 拷贝进新分配的块 {op[2]}。" if zh else
-                f"The external tier copies {op[1]}'s K/V into the fresh block {op[2]}.")
+        return (f"外部缓存层把 {op.request_id} 的 K/V 拷贝进新分配的块 {op.block_id}。" if zh else
+                f"The external tier copies {op.request_id}'s K/V into the fresh block {op.block_id}.")
     if k == "save":
-        return (f"外部缓存层保存 {op[1]} 的块 {op[2]}（{labels(op[3])}）。" if zh else
-                f"The external tier saves block {op[2]} of {op[1]} ({labels(op[3])}).")
+        return (f"外部缓存层保存 {op.request_id} 的块 {op.block_id}（{labels(op.block_hash)}）。" if zh else
+                f"The external tier saves block {op.block_id} of {op.request_id} ({labels(op.block_hash)}).")
     if k == "drop":
-        return (f"外部缓存层已满：丢弃最久未用的 {labels(op[1])}。" if zh else
-                f"The external tier is full: it drops the least recently used {labels(op[1])}.")
+        return (f"外部缓存层已满：丢弃最久未用的 {labels(op.block_hash)}。" if zh else
+                f"The external tier is full: it drops the least recently used {labels(op.block_hash)}.")
     if k == "sample":
-        return (f"{op[1]} 采样得到下一个 token：{token_text([op[2]], vocab)}。" if zh else
-                f"{op[1]} samples its next token: {token_text([op[2]], vocab)}.")
+        return (f"{op.request_id} 采样得到下一个 token：{token_text([op.token_id], vocab)}。" if zh else
+                f"{op.request_id} samples its next token: {token_text([op.token_id], vocab)}.")
     if k == "finish":
-        return (f"{op[1]} 结束。" if zh else f"{op[1]} finishes.")
+        return (f"{op.request_id} 结束。" if zh else f"{op.request_id} finishes.")
     if k == "rewind":
-        return (f"回到存档 “{op[1]}”：整个引擎状态（包括张量）恢复原样。" if zh else
-                f"Rewind to “{op[1]}”: the whole engine state, tensors included, is restored.")
+        return (f"回到存档 “{op.checkpoint}”：整个引擎状态（包括张量）恢复原样。" if zh else
+                f"Rewind to “{op.checkpoint}”: the whole engine state, tensors included, is restored.")
     if k == "restart":
-        return (f"新的引擎进程（第 {op[1]} 代）：GPU 缓存从空开始，NONE_HASH = {op[2].hex()[:12]}…"
+        gen, none_hash = op.generation, op.none_hash.hex()[:12]
+        return (f"新的引擎进程（第 {gen} 代）：GPU 缓存从空开始，NONE_HASH = {none_hash}…"
                 if zh else
-                f"A new engine process (generation {op[1]}): the GPU cache starts empty, "
-                f"NONE_HASH = {op[2].hex()[:12]}…")
+                f"A new engine process (generation {gen}): the GPU cache starts empty, "
+                f"NONE_HASH = {none_hash}…")
     if k == "verify":
-        rid, hit, new, diff, dev = op[1:6]
+        rid, hit, diff, dev = op.request_id, op.hit_tokens, op.max_abs_diff, op.device
         same = "逐位相同" if diff == 0 else f"最大差 {diff:.2e}"
         return (f"验证：{rid} 复用 {hit} 个 token 的缓存算出的注意力输出，与从头重新计算的结果{same}"
                 f"（{dev}）。" if zh else
@@ -160,12 +165,12 @@ def describe_op(op: tuple, lang: str, labels: HashLabels, vocab: Vocabulary | No
 _QUIET = frozenset({"schedule"})
 
 
-def _silent(op: tuple) -> bool:
+def _silent(op) -> bool:
     """An op that did nothing worth a sentence (e.g. touching no blocks)."""
-    return op[0] in _QUIET or (op[0] in ("touch", "popleft", "free") and not op[1])
+    return op.kind in _QUIET or (op.kind in ("touch", "popleft", "free") and not op.block_ids)
 
 
-def narrate_ops(ops: Sequence[tuple], lang: str, labels: HashLabels,
+def narrate_ops(ops: Sequence, lang: str, labels: HashLabels,
                 vocab: Vocabulary | None = None, block_size: int = 0) -> list[str]:
     """One sentence per op, runs of writes by one request folded into one sentence."""
     out: list[str] = []
@@ -173,15 +178,16 @@ def narrate_ops(ops: Sequence[tuple], lang: str, labels: HashLabels,
     zh = lang == "zh"
     while i < len(ops):
         op = ops[i]
-        if op[0] == "write":
+        if op.kind == "write":
             j = i
-            while j < len(ops) and ops[j][0] == "write" and ops[j][1] == op[1]:
+            while j < len(ops) and ops[j].kind == "write" and ops[j].request_id == op.request_id:
                 j += 1
             if j - i > 1:
-                blocks = [o[2] for o in ops[i:j]]
-                n = sum(len(o[4]) for o in ops[i:j])
-                out.append(f"前向计算把 {op[1]} 的 {n} 个 token 的 K/V 写入块 {_ids(blocks)}。" if zh
-                           else f"The forward pass writes the K/V of {n} tokens of {op[1]} into "
+                blocks = [o.block_id for o in ops[i:j]]
+                n = sum(len(o.token_ids) for o in ops[i:j])
+                rid = op.request_id
+                out.append(f"前向计算把 {rid} 的 {n} 个 token 的 K/V 写入块 {_ids(blocks)}。" if zh
+                           else f"The forward pass writes the K/V of {n} tokens of {rid} into "
                                 f"blocks {_ids(blocks)}.")
                 i = j
                 continue

@@ -64,8 +64,8 @@ def hit_blocks(ops: Iterable[tuple]) -> tuple[int, ...]:
     failed hits nothing — the request keeps waiting)."""
     out: list[int] = []
     for op in ops:
-        if op[0] == "touch":
-            out += [b for b in op[1] if b not in out]
+        if op.kind == "touch":
+            out += [b for b in op.block_ids if b not in out]
     return tuple(sorted(out))
 
 
@@ -82,7 +82,7 @@ def expected(timeline, index: int, kind: str) -> tuple[int, ...]:
 
 def has_admission(timeline, index: int) -> bool:
     """Whether step ``index`` looks anything up (the hits question is interesting)."""
-    return any(op[0] == "lookup" for op in timeline.step_ops(index))
+    return any(op.kind == "lookup" for op in timeline.step_ops(index))
 
 
 # -- grading (plain values) ---------------------------------------------------------------
@@ -142,7 +142,7 @@ def why(timeline, index: int, kind: str, lang: str, labels: HashLabels,
         free_order: str = "split") -> tuple[str, ...]:
     rule = {"queue": f"sc_rule_queue_{free_order}", "victim": "sc_rule_victim",
             "hits": "sc_rule_hits"}[kind]
-    ops = [op for op in timeline.step_ops(index) if op[0] in _WHY_OPS[kind]]
+    ops = [op for op in timeline.step_ops(index) if op.kind in _WHY_OPS[kind]]
     said = narrate_ops(ops, lang, labels, timeline.vocab, timeline.block_size)
     return (t(rule, lang),) + tuple(said or [t("sc_no_ops", lang)])
 

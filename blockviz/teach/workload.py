@@ -325,10 +325,10 @@ class _HighWater(list):
     high = 0
     short = False
 
-    def append(self, op: tuple) -> None:
-        if op[0] == "popleft" and op[1]:
-            self.high = max(self.high, max(op[1]))
-        elif op[0] == "alloc_failed":
+    def append(self, op) -> None:
+        if op.kind == "popleft" and op.block_ids:
+            self.high = max(self.high, max(op.block_ids))
+        elif op.kind == "alloc_failed":
             self.short = True
 
 

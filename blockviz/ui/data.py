@@ -1,13 +1,13 @@
 """The built-in scenarios, parsed and run once per server process and shared by every session
 (``st.cache_resource``: a Timeline is immutable after recording; the Engine is dropped).
 
-Scenario ids come only from the built-in lessons' files (``scenario.lessons``) as found at start-up: a URL names an id from that
-set or nothing; no path is ever built from user input. (The directory itself is the operator's:
-``BLOCKVIZ_SCENARIOS`` may point the server, or a test, at another folder of scenario files.)
+Scenario ids come only from the built-in lessons' files (``scenario.lessons``) as found at
+start-up: a URL names an id from that set or nothing; no path is ever built from user input.
+(The directory itself is the operator's: ``BLOCKVIZ_SCENARIOS`` may point the server, or a test,
+at another folder of scenario files.)
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from blockviz.scenario.lessons import lessons_dir
 from blockviz.scenario.schema import Scenario, Text
 from blockviz.sim.timeline import Timeline
 from blockviz.teach.labels import HashLabels
+
 
 def scenario_dir() -> str:
     return str(lessons_dir())

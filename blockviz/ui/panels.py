@@ -12,7 +12,6 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.string_util import clean_text
 
-from blockviz.core.ops import OP_FUNCTION
 from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import error_text
 from blockviz.render import blocks as rblocks
@@ -159,14 +158,14 @@ def build_panels(run: PlayerRun, index: int, frame: int | None, lang: str) -> Pa
             op = (f'<div class="bv"><div class="bv-op">'
                   f'{esc(clip(describe_op(v.op, lang, labels, vocab, bs)))}</div></div>')
             code = pseudocode_html(v.op, lang=lang, free_order=run.free_order,
-                                   vllm_function=OP_FUNCTION.get(v.op[0], ""))
+                                   vllm_function=v.op.fn)
             ops = ops_list_html(s.ops, v.frame or 0, lang)
         else:
             op = f'<div class="bv"><div class="bv-op">{esc(t("no_ops", lang))}</div></div>'
     on_gpu = {h for h, _ in v.table}
     ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang, on_gpu=on_gpu)
            if s.external is not None else "")
-    written = tuple(sorted({op[2] for op in s.ops if op[0] in ("write", "load")}))
+    written = tuple(sorted({op.block_id for op in s.ops if op.kind in ("write", "load")}))
     h = prepared
     return Panels(h(header), h(note_part), h(did), None if blocks is None else h(blocks), h(legend),
                   h(queue), h(table), h(reqs), h(op), h(code), h(ops), h(ext),

@@ -368,13 +368,13 @@ OPS = st.one_of(
 )
 
 
-def run_sequence(vllm, capacity, block_size, caching, ops):
+def run_sequence(vllm, capacity, block_size, caching, calls):
     pair = Pair(vllm, -(-capacity // block_size) + 1, block_size, caching)
     pair.compare()
-    for n, op in enumerate(ops):
-        kind = op[0]
+    for n, call in enumerate(calls):
+        kind = call[0]
         if kind == "arrive":
-            _, family, cut, tail, extra, token, external = op
+            _, family, cut, tail, extra, token, external = call
             salt = lora = None
             if vllm.free_order == "split":  # extra keys only where vLLM's hashing is 0.33's
                 salt = "s1" if extra == 1 else None
@@ -382,17 +382,17 @@ def run_sequence(vllm, capacity, block_size, caching, ops):
             pair.arrive(f"r{n}", FAMILIES[family][:cut] + tail or [7], salt, lora)
             pair.admit_all(token, external)
         elif kind == "step":
-            pair.step(op[1])
+            pair.step(call[1])
         elif kind == "decode":
             if pair.running:
-                pair.decode(pair.running[op[1] % len(pair.running)], op[2])
+                pair.decode(pair.running[call[1] % len(pair.running)], call[2])
         elif kind == "finish":
-            pair.finish(op[1])
+            pair.finish(call[1])
         elif kind == "preempt":
-            pair.preempt(op[1])
+            pair.preempt(call[1])
         elif kind == "evict":
-            pair.evict(op[1])
-        elif op[1] == 0:
+            pair.evict(call[1])
+        elif call[1] == 0:
             pair.reset()
         pair.compare()
 

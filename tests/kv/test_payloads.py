@@ -96,9 +96,9 @@ def test_every_cache_hit_reproduces_recomputation(path, run_file):
     assert tl.error is None
     if engine.kv is None:
         pytest.skip("scenario runs without payloads")
-    checks = [op for i in range(len(tl)) for op in tl.step_ops(i) if op[0] == "verify"]
+    checks = [op for i in range(len(tl)) for op in tl.step_ops(i) if op.kind == "verify"]
     for op in checks:
-        assert op[4] == 0.0, f"{path.stem}: {op}"  # bit for bit on the CPU
+        assert op.max_abs_diff == 0.0, f"{path.stem}: {op}"  # bit for bit on the CPU
 
 
 def test_six_blocks_verifies_two_hits(cli, root):
@@ -118,8 +118,8 @@ def test_a_corrupted_cached_block_is_caught():
         engine.apply(step)
     engine.kv.store.kv_caches[1][0, 2, 1] += 1.0   # block 2 (H2), layer 1 K, one slot
     result = engine.apply(steps[5])                # C hits blocks 1 and 2
-    verify = [op for op in result.ops if op[0] == "verify"]
-    assert verify and verify[0][4] > 0
+    verify = [op for op in result.ops if op.kind == "verify"]
+    assert verify and verify[0].max_abs_diff > 0
 
 
 def test_eviction_overwrites_the_payload(run_file, root):
@@ -166,22 +166,22 @@ def test_external_hits_load_the_bytes_that_were_saved():
     assert a_blocks is None  # finished
     engine.apply(steps[1])   # X evicts A's cached blocks from the GPU (but not from the tier)
     result = engine.apply(steps[2])
-    loads = [op for op in result.ops if op[0] == "load"]
-    admit = [op for op in result.ops if op[0] == "admit"][0]
-    assert admit[3] > 0 and loads, "B gets external hits"
+    loads = [op for op in result.ops if op.kind == "load"]
+    admit = [op for op in result.ops if op.kind == "admit"][0]
+    assert admit.external_hit_tokens > 0 and loads, "B gets external hits"
     req = engine.scheduler.requests["B"]
-    first_ext = admit[2] // 4
+    first_ext = admit.local_hit_tokens // 4
     for j, op in enumerate(loads):
-        bid = op[2]
+        bid = op.block_id
         h = req.block_hashes[first_ext + j]
         got = engine.kv.read_blocks([bid])
         assert torch.equal(got, saved[h].to(got.dtype)), "loaded bytes equal the saved bytes"
     stats = engine.manager.prefix_cache_stats
-    assert stats.external_hits == admit[3] and stats.hits == admit[2]
+    assert stats.external_hits == admit.external_hit_tokens and stats.hits == admit.local_hit_tokens
     # queries count each request's tokens at admission; the tier is asked for what was not local
     assert stats.queries == 13 + 20 + 14
     assert stats.external_queries == stats.queries - stats.hits
-    assert [op for op in result.ops if op[0] == "verify"][0][4] == 0.0
+    assert [op for op in result.ops if op.kind == "verify"][0].max_abs_diff == 0.0
 
 
 def test_cuda_asked_for_without_a_gpu_is_a_clear_error(cli, tmp_path):

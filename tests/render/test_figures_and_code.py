@@ -6,6 +6,20 @@ import time
 
 import pytest
 
+from blockviz.core.ops import (
+    AllocFailed,
+    Cache,
+    Evict,
+    Free,
+    FreeHead,
+    FreeTail,
+    Lookup,
+    Popleft,
+    Preempt,
+    Reset,
+    Touch,
+    Verify,
+)
 from blockviz.i18n import event_label
 from blockviz.render import blocks as rblocks
 from blockviz.render.external import external_html
@@ -81,26 +95,26 @@ def test_every_op_of_the_walkthrough_maps_to_a_real_line(six):
         for op in six.step_ops(i):
             fn, line = op_line(op)
             assert 0 <= line < len(PSEUDOCODE[fn]), op
-            kinds.add(op[0])
+            kinds.add(op.kind)
     assert {"popleft", "evict", "touch", "cache", "free", "free_head", "free_tail"} <= kinds
 
 
 @pytest.mark.parametrize("op, order, text", [
-    (("popleft", (1, 2)), "split", "free_block_queue.popleft_n(n)"),
-    (("evict", 2, b"h"), "split", "_maybe_evict_cached_block(block)"),
-    (("touch", (1, 2), (1,)), "split", "free_block_queue.remove(block)"),
-    (("touch", (1, 2), ()), "split", "block.ref_cnt += 1"),
-    (("cache", "A", (1,), (b"h",), 0, None), "split", "cached_block_hash_to_block.insert"),
-    (("free", (3, 2, 1)), "split", "block.ref_cnt -= 1"),
-    (("free_head", (3,)), "split", "free_block_queue.prepend_n(to_head)"),
-    (("free_tail", (2, 1)), "split", "free_block_queue.append_n(to_tail)"),
-    (("free_tail", (3, 2, 1)), "append", "free_block_queue.append_n(freed)"),
-    (("reset", True), "split", "cached_block_hash_to_block = {}"),
-    (("reset", False), "split", "return False"),
-    (("lookup", "A", (), 9, 2), "split", "if block is None: break"),
-    (("lookup", "A", (1,), 9, 2), "split", "hits.append(block)"),
-    (("alloc_failed", "A", 3, 1), "split", "return None"),
-    (("preempt", "A"), "split", "waiting.insert(0, request)"),
+    (Popleft((1, 2)), "split", "free_block_queue.popleft_n(n)"),
+    (Evict(2, b"h"), "split", "_maybe_evict_cached_block(block)"),
+    (Touch((1, 2), (1,)), "split", "free_block_queue.remove(block)"),
+    (Touch((1, 2), ()), "split", "block.ref_cnt += 1"),
+    (Cache("A", (1,), (b"h",), 0, None), "split", "cached_block_hash_to_block.insert"),
+    (Free((3, 2, 1)), "split", "block.ref_cnt -= 1"),
+    (FreeHead((3,)), "split", "free_block_queue.prepend_n(to_head)"),
+    (FreeTail((2, 1)), "split", "free_block_queue.append_n(to_tail)"),
+    (FreeTail((3, 2, 1)), "append", "free_block_queue.append_n(freed)"),
+    (Reset(True), "split", "cached_block_hash_to_block = {}"),
+    (Reset(False), "split", "return False"),
+    (Lookup("A", (), 9, 2), "split", "if block is None: break"),
+    (Lookup("A", (1,), 9, 2), "split", "hits.append(block)"),
+    (AllocFailed("A", 3, 1), "split", "return None"),
+    (Preempt("A"), "split", "waiting.insert(0, request)"),
 ])
 def test_pseudocode_highlights_the_line_the_op_executes(op, order, text):
     html = pseudocode_html(op, free_order=order)
@@ -111,8 +125,8 @@ def test_pseudocode_highlights_the_line_the_op_executes(op, order, text):
 
 
 def test_free_blocks_pseudocode_differs_by_vllm_version():
-    split = pseudocode_html(("free", (1,)), free_order="split")
-    classic = pseudocode_html(("free", (1,)), free_order="append")
+    split = pseudocode_html(Free((1,)), free_order="split")
+    classic = pseudocode_html(Free((1,)), free_order="append")
     assert "prepend_n" in split and "vLLM &gt;= 0.24" in split
     assert "prepend_n" not in classic and "vLLM &lt;= 0.23" in classic
 
@@ -133,7 +147,7 @@ def test_verify_check_of_a_hit_step(six):
     html = verify_html(six.step_ops(2), "en")
     assert "✓" in html and "cache hit = recomputation" in html and "8 cached + 2 new tokens" in html
     assert "No cache hit was checked" in verify_html(six.step_ops(1), "en")
-    bad = verify_html((("verify", "X", 8, 2, 0.5, "cuda"),), "zh", tolerance=1e-5)
+    bad = verify_html((Verify("X", 8, 2, 0.5, "cuda"),), "zh", tolerance=1e-5)
     assert "✗" in bad and "不一致" in bad
 
 

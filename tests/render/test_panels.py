@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from blockviz.core.ops import FreeHead, FreeTail
 from blockviz.render.blocks import blocks_html, legend_html
 from blockviz.render.hash_table import hash_table_html, table_from_state
 from blockviz.render.markers import step_kinds, strip_html
@@ -71,7 +72,7 @@ def test_queue_marks_nothing_in_a_step_that_frees_nothing(six, six_labels):
     # step 5 is a checkpoint: nothing moved, so nothing is marked
     cells = classes_by_block(queue_at(six, six_labels, 5), "bv-q")
     assert all(not ({"bv-to-head", "bv-to-tail"} & c) for c in cells.values())
-    assert moved_to_ends([("free_head", (3,)), ("free_tail", (2, 1))]) == (frozenset({3}), frozenset({2, 1}))
+    assert moved_to_ends([FreeHead((3,)), FreeTail((2, 1))]) == (frozenset({3}), frozenset({2, 1}))
 
 
 def test_long_queue_is_cut_with_a_count(big):
@@ -200,7 +201,7 @@ def test_frames_show_the_state_after_each_op(six):
     kinds = [f.kind for f in frames]
     j_pop, j_cache = kinds.index("popleft"), kinds.index("cache")
     v = step_view(six, 1, j_pop, frames)
-    assert v.op[0] == "popleft" and v.changed == {1, 2, 3}
+    assert v.op.kind == "popleft" and v.changed == {1, 2, 3}
     assert v.state.ref_cnt[1:4] == (1, 1, 1) and v.state.free_queue == (4, 5, 6)
     assert v.table == () and v.fresh == {1, 2, 3}
     v = step_view(six, 1, j_cache, frames)
