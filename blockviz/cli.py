@@ -206,7 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    if argv[:1] == ["app"] and not {"-h", "--help"} & set(argv[1:]):
+        # everything after `app` is streamlit's, options and values in their order
+        args = argparse.Namespace(command="app", fn=cmd_app, streamlit_args=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     try:
         return args.fn(args)
     except ScenarioError as e:
