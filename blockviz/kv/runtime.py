@@ -15,7 +15,6 @@ import torch
 
 from blockviz.kv.model import TinyModel
 from blockviz.kv.store import PagedKVStore, resolve_device
-from blockviz.scenario.schema import ModelConfig
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -53,16 +52,16 @@ def tolerance(device: str) -> float:
 
 
 class KVRuntime:
-    def __init__(self, num_gpu_blocks: int, block_size: int, model: ModelConfig, *,
+    def __init__(self, num_gpu_blocks: int, block_size: int, *, num_layers: int = 2,
+                 num_kv_heads: int = 2, head_dim: int = 8, dtype: str = "float32",
                  device: str = "auto", seed: int = 0, verify_hits: bool = True) -> None:
         self.device = resolve_device(device)
         if self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = False
         self.block_size = block_size
-        self.store = PagedKVStore(num_gpu_blocks, block_size, model.num_layers, model.num_kv_heads,
-                                  model.head_dim, DTYPES[model.dtype], self.device)
-        self.model = TinyModel(model.num_layers, model.num_kv_heads, model.head_dim, seed,
-                               self.device)
+        self.store = PagedKVStore(num_gpu_blocks, block_size, num_layers, num_kv_heads,
+                                  head_dim, DTYPES[dtype], self.device)
+        self.model = TinyModel(num_layers, num_kv_heads, head_dim, seed, self.device)
         self._candidates: dict[tuple[int, ...], torch.Tensor] = {}
         self.verify_hits = verify_hits
 

@@ -92,7 +92,7 @@ class Engine:
         kv = None
         if payloads and cfg.model is not None:
             from blockviz.kv.runtime import KVRuntime  # torch is imported only when payloads are on
-            kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, cfg.model,
+            kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, **cfg.model.model_dump(),
                            device=device or cfg.device, seed=cfg.seed)
         connector = None
         if cfg.connector is not None:

@@ -137,7 +137,7 @@ def test_rewind_restores_payloads(run_file, root):
 
 
 def test_checkpoint_copies_tensors_and_shares_weights():
-    kv = KVRuntime(5, 4, ModelConfig(), device="cpu")
+    kv = KVRuntime(5, 4, **ModelConfig().model_dump(), device="cpu")
     kv.store.kv_caches[0].fill_(1.0)
     dup = copy.deepcopy(kv)
     kv.store.kv_caches[0].fill_(2.0)
