@@ -156,9 +156,29 @@ def test_requests_keep_every_arrival_and_count_tokens(six):
     s = six["steps"][4]
     a = s["requests"]["A"]
     assert a["status"] == "finished" and a["num_prompt_tokens"] == 10
-    assert a["num_tokens"] == 11 and a["num_computed_tokens"] == 10  # one sampled token
-    assert a["token_ids"][:8] == [1, 2, 3, 4, 5, 6, 7, 8] and len(a["token_ids"]) == 11
+    # A sampled a token at its prefill, and decoded it (sampling another) in the step that
+    # admitted B: vLLM serves running requests first.
+    assert a["num_tokens"] == 12 and a["num_computed_tokens"] == 11
+    assert a["finish_reason"] == "abort"
+    assert a["token_ids"][:8] == [1, 2, 3, 4, 5, 6, 7, 8] and len(a["token_ids"]) == 12
     assert s["stats"]["prefix_cache_queries"] == 20 and s["stats"]["prefix_cache_hits"] == 8
+    st = s["stats"]
+    assert (st["requests"], st["queries"], st["hits"]) == (2, 20, 8)
+    assert (st["preempted_requests"], st["preempted_queries"], st["preempted_hits"]) == (0, 0, 0)
+
+
+def test_each_snapshot_lists_the_engine_steps_it_ran(six):
+    steps = six["steps"]
+    assert steps[0]["engine_steps"] == [] and steps[3]["engine_steps"] == []   # start, a finish
+    (one,) = steps[1]["engine_steps"]
+    assert one["scheduled"] == {"A": 10} and one["admitted"]["A"]["local_hit_tokens"] == 0
+    assert one["preempted"] == [] and one["finished"] == [] and one["token_budget"] == 8192
+    (two,) = steps[2]["engine_steps"]
+    assert list(two["scheduled"].items()) == [("A", 1), ("B", 2)]   # running first
+    assert two["decode"] == ["A"] and two["admitted"] == {
+        "B": {"local_hit_tokens": 8, "external_hit_tokens": 0, "resumed": False}}
+    assert two["num_scheduled_tokens"] == 3 and set(two["sampled"]) == {"A", "B"}
+    assert "teaching_only" not in steps[2]["event"]
 
 
 def test_schema_command_describes_the_format(cli):

@@ -30,19 +30,45 @@ def cdiv(a: int, b: int) -> int:
 
 @dataclass
 class PrefixCacheStats:
-    """Counted at each successful admission (resumed requests included)."""
-    queries: int = 0           # tokens of the requests looked up
-    hits: int = 0              # of those, tokens found in the local prefix cache
-    external_queries: int = 0  # tokens asked of the external tier (num_tokens - local hits)
-    external_hits: int = 0     # tokens it supplied
-    preemptions: int = 0
+    """vLLM's ``PrefixCacheStats`` (vllm/v1/metrics/stats.py), cumulative from the start.
+
+    Recorded once per successful admission that looked the request up: a request never preempted
+    adds to ``requests``/``queries``/``hits``; a resumed one only to the ``preempted_*`` fields.
+    vLLM's reported hit rate is ``hits / queries``: resumed re-lookups are not in it.
+    """
+    requests: int = 0
+    queries: int = 0            # tokens of the requests looked up
+    hits: int = 0               # of those, tokens found in the prefix cache
+    preempted_requests: int = 0
+    preempted_queries: int = 0
+    preempted_hits: int = 0
+    reset: bool = False         # reset_prefix_cache succeeded (vLLM: the hit-rate window restarts)
+
+    def record(self, num_tokens: int, num_hits: int, preempted: bool) -> None:
+        if preempted:
+            self.preempted_requests += 1
+            self.preempted_queries += num_tokens
+            self.preempted_hits += num_hits
+            return
+        self.requests += 1
+        self.queries += num_tokens
+        self.hits += num_hits
+
+    @property
+    def total_queries(self) -> int:
+        return self.queries + self.preempted_queries
+
+    @property
+    def total_hits(self) -> int:
+        return self.hits + self.preempted_hits
 
 
 class KVCacheManager:
     def __init__(self, num_gpu_blocks: int, block_size: int, *, enable_caching: bool = True,
                  free_order: str = "split", enable_kv_cache_events: bool = True,
-                 ops: list | None = None) -> None:
+                 ops: list | None = None, max_model_len: int = 1 << 20) -> None:
         self.block_size = block_size
+        self.max_model_len = max_model_len
         self.enable_caching = enable_caching
         self.block_pool = BlockPool(num_gpu_blocks, enable_caching, free_order=free_order,
                                     enable_kv_cache_events=enable_kv_cache_events, ops=ops)
@@ -93,16 +119,31 @@ class KVCacheManager:
     def allocate_slots(self, request: Request, num_new_tokens: int,
                        num_new_computed_tokens: int = 0,
                        new_computed_blocks: Sequence[KVCacheBlock] = (),
-                       num_external_computed_tokens: int = 0) -> list[KVCacheBlock] | None:
-        """Give the request slots for ``num_new_tokens`` more tokens; None (and no change) if short."""
+                       num_external_computed_tokens: int = 0, *,
+                       delay_cache_blocks: bool = False,
+                       full_sequence_must_fit: bool = False) -> list[KVCacheBlock] | None:
+        """Give the request slots for ``num_new_tokens`` more tokens; None (and no change) if short.
+
+        ``full_sequence_must_fit`` (the scheduler's admission gate): first check that the *whole*
+        sequence would fit, not only this chunk. ``delay_cache_blocks``: allocate but cache
+        nothing (an asynchronous KV load fills the blocks later)."""
         if num_new_tokens == 0 and num_external_computed_tokens == 0 and num_new_computed_tokens == 0:
             raise ValueError("num_new_tokens must be greater than 0 when there are no "
                              "computed tokens to adopt")
         rid = request.request_id
         pool = self.block_pool
         num_local_computed = request.num_computed_tokens + num_new_computed_tokens
-        total_computed = num_local_computed + num_external_computed_tokens
-        num_tokens_need_slot = total_computed + num_new_tokens
+        total_computed = min(num_local_computed + num_external_computed_tokens,
+                             self.max_model_len)
+        if full_sequence_must_fit:
+            full = min(request.num_tokens, self.max_model_len)
+            needed = self.get_num_blocks_to_allocate(request, full, new_computed_blocks)
+            if needed > pool.get_num_free_blocks():
+                if pool.ops is not None:
+                    pool.ops.append(AllocFailed(rid, needed, pool.get_num_free_blocks(),
+                                                full_sequence=True))
+                return None
+        num_tokens_need_slot = min(total_computed + num_new_tokens, self.max_model_len)
 
         needed = self.get_num_blocks_to_allocate(request, num_tokens_need_slot, new_computed_blocks)
         if needed > pool.get_num_free_blocks():
@@ -120,7 +161,7 @@ class KVCacheManager:
         new_blocks = pool.get_new_blocks(num_new_blocks) if num_new_blocks > 0 else []
         req_blocks.extend(new_blocks)
 
-        if self.enable_caching:
+        if self.enable_caching and not delay_cache_blocks:
             self.cache_blocks(request, min(total_computed + num_new_tokens, request.num_tokens))
         return new_blocks
 
@@ -159,8 +200,17 @@ class KVCacheManager:
     def get_block_ids(self, request_id: str) -> list[int]:
         return [b.block_id for b in self.req_to_blocks.get(request_id, ())]
 
+    def record_prefix_cache_stats(self, request: Request, num_hits: int) -> None:
+        """At admission, for a request that looked the cache up (vLLM: only with caching on)."""
+        if self.enable_caching:
+            self.prefix_cache_stats.record(request.num_tokens, num_hits,
+                                           preempted=request.num_preemptions > 0)
+
     def reset_prefix_cache(self) -> bool:
-        return self.block_pool.reset_prefix_cache()
+        if not self.block_pool.reset_prefix_cache():
+            return False
+        self.prefix_cache_stats.reset = True
+        return True
 
     def take_events(self):
         return self.block_pool.take_events()

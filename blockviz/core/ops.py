@@ -90,10 +90,12 @@ class Lookup(NamedTuple):
 
 
 class AllocFailed(NamedTuple):
-    """``allocate_slots`` returned None: it needed more free blocks than there were."""
+    """``allocate_slots`` returned None: it needed more free blocks than there were
+    (``full_sequence``: the admission gate, sized for the whole sequence, not just this chunk)."""
     request_id: str
     blocks_needed: int
     blocks_free: int
+    full_sequence: bool = False
     kind = "alloc_failed"
     fn = "KVCacheManager.allocate_slots"
 
@@ -116,9 +118,11 @@ class Admit(NamedTuple):
 
 
 class Schedule(NamedTuple):
-    """A running request was scheduled for ``num_new_tokens`` tokens."""
+    """A running request was scheduled for ``num_new_tokens`` tokens: a decode token, or (not
+    ``decode``) the next chunk of its prefill."""
     request_id: str
     num_new_tokens: int
+    decode: bool = True
     kind = "schedule"
     fn = "Scheduler.schedule"
 
@@ -137,7 +141,10 @@ class Sample(NamedTuple):
 
 
 class Finish(NamedTuple):
+    """The request finished: ``reason`` is vLLM's finish reason ("abort": the client's abort, a
+    scenario's ``finish``; "length": max_tokens or max_model_len reached)."""
     request_id: str
+    reason: str = "abort"
     kind = "finish"
     fn = "Scheduler.finish_requests"
 

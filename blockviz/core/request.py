@@ -13,10 +13,19 @@ from blockviz.core.hashing import BlockHasher, LoRA, MMItem
 
 
 class RequestStatus(enum.StrEnum):
+    """vLLM's ``RequestStatus``, with its finished statuses folded into one (the JSON contract's
+    ``finished``); ``Request.finish_reason`` keeps vLLM's reason: ``FINISH_LENGTH`` for
+    ``FINISHED_LENGTH_CAPPED`` (max_tokens or max_model_len), ``FINISH_ABORT`` for
+    ``FINISHED_ABORTED`` (the client's abort: a scenario's ``finish``)."""
     WAITING = "waiting"
+    WAITING_FOR_REMOTE_KVS = "waiting_for_remote_kvs"
     RUNNING = "running"
     PREEMPTED = "preempted"
     FINISHED = "finished"
+
+
+FINISH_LENGTH = "length"
+FINISH_ABORT = "abort"
 
 
 class Request:
@@ -35,8 +44,18 @@ class Request:
         self.mm_items = sorted(mm_items, key=lambda m: m.offset)
         self.max_tokens = max_tokens
         self.status = RequestStatus.WAITING
+        self.finish_reason: str | None = None
         self.num_computed_tokens = 0
         self.num_preemptions = 0
+        # Async scheduling (vLLM's AsyncScheduler): tokens scheduled whose sampled output has not
+        # been applied yet, tokens of steps not yet processed, and the in-flight share of a
+        # preempted request whose output still arrives later.
+        self.num_output_placeholders = 0
+        self.num_in_flight_tokens = 0
+        self.num_stale_output_tokens = 0
+        self.drop_stale_output = False
+        # True while the request is scheduled as a non-final prefill chunk (it samples nothing).
+        self.is_prefill_chunk = False
         self._hasher = hasher
         self._block_size = block_size
         self.block_hashes: list[bytes] = []

@@ -1,17 +1,35 @@
-"""The teaching scheduler — the block-manager side of vllm/v1/core/sched/scheduler.py (vLLM 0.33),
-with no token budget, chunked prefill or speculative decoding: FCFS admission, one decode token per
-running request, preemption of the last running request when memory runs out.
+"""The scheduler — vllm/v1/core/sched/scheduler.py (vLLM 0.33, FCFS) on the paths a single
+full-attention model without speculative decoding, encoders, LoRA limits or pausing takes.
 
-An engine step is schedule -> execute -> update. This module does the first and the last; the
-engine runs the model in between:
+One engine step is schedule -> execute -> update; this module does the first and the last, the
+engine runs the model in between. :meth:`Scheduler.schedule` follows vLLM's order exactly:
 
-  * :meth:`Scheduler.schedule` — decode first: for each running request (in running order) that the
-    caller lists, ``allocate_slots(req, 1)``; on None preempt the *last* running request and retry
-    (if the victim is the request itself, stop scheduling). Then, if nothing was preempted, admit
-    waiting requests in order: local hit (``get_computed_blocks``), then external hit (connector),
-    then ``allocate_slots`` for the rest; the first that does not fit stops admission.
-  * :meth:`Scheduler.update_from_output` — each scheduled request gets its sampled token, in
-    scheduling order; one that reached ``max_tokens`` finishes and frees its blocks.
+  1. *Running requests first*, in ``running`` order, while the token budget
+     (``max_num_batched_tokens``) lasts: each gets ``num_tokens - num_computed_tokens`` new tokens
+     (a decode token, or its prefill's next chunk), capped by ``long_prefill_token_threshold``
+     (only when more than one request is running or waiting), the remaining budget and
+     ``max_model_len``; then ``allocate_slots``. When that returns None the *last* running
+     request is preempted and the allocation retried; if the victim is the request itself,
+     scheduling of running requests stops.
+  2. *Then waiting requests*, only if nothing was preempted in this step, while budget remains
+     and fewer than ``max_num_seqs`` run: the head's prefix-cache hit (only when it has computed
+     nothing yet), then ``allocate_slots(..., full_sequence_must_fit=True)`` — the whole sequence
+     must fit, not just its first chunk. The first that does not fit stops admission
+     (head-of-line blocking); with chunked prefill off, so does the first whose remaining
+     prompt exceeds the budget. Stats are recorded at a successful admission.
+  3. Every scheduled request's ``num_computed_tokens`` grows by its scheduled tokens *before*
+     the forward pass (``_update_after_schedule``); blocks were cached inside ``allocate_slots``.
+
+:meth:`Scheduler.update_from_output` appends each sampled token (a partial prefill chunk samples
+none) and finishes a request at ``max_tokens`` or ``max_model_len`` (``FINISHED_LENGTH_CAPPED``).
+
+``async_scheduling`` is vLLM's ``AsyncScheduler``: a scheduled decode counts an output
+*placeholder* until its token is applied one step later, so step n+1 is scheduled before step n's
+output is known.
+
+Teaching-only forms (vLLM never does these; the engine marks them): ``schedule(only=...)``
+schedules a chosen subset of the running requests and admits nothing; :meth:`preempt_request`
+preempts a chosen running request.
 """
 from __future__ import annotations
 
@@ -19,9 +37,41 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from blockviz.core.manager import KVCacheManager
+from blockviz.core.manager import KVCacheManager, PrefixCacheStats
 from blockviz.core.ops import Admit, Arrive, Finish, Preempt, Sample, Schedule
-from blockviz.core.request import Request, RequestStatus
+from blockviz.core.request import FINISH_ABORT, FINISH_LENGTH, Request, RequestStatus
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """vLLM 0.33's scheduler settings that blockviz models, with vLLM's names and defaults."""
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 256
+    enable_chunked_prefill: bool = True
+    long_prefill_token_threshold: int = 0
+    max_model_len: int = 1 << 20
+    async_scheduling: bool = False
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message) for each setting vLLM's ``SchedulerConfig.verify_max_model_len``
+        rejects."""
+        out = []
+        if self.max_num_batched_tokens < self.max_model_len and not self.enable_chunked_prefill:
+            out.append(("max_num_batched_tokens",
+                        f"max_num_batched_tokens ({self.max_num_batched_tokens}) is smaller than "
+                        f"max_model_len ({self.max_model_len}) with chunked prefill off: vLLM "
+                        f"rejects this (raise the budget, lower max_model_len, or turn "
+                        f"enable_chunked_prefill on)"))
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            out.append(("max_num_seqs",
+                        f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= "
+                        f"max_num_seqs ({self.max_num_seqs}): vLLM rejects this"))
+        if self.long_prefill_token_threshold > self.max_model_len:
+            out.append(("long_prefill_token_threshold",
+                        f"long_prefill_token_threshold ({self.long_prefill_token_threshold}) "
+                        f"cannot be greater than max_model_len ({self.max_model_len}): vLLM "
+                        f"rejects this"))
+        return out
 
 
 class ExternalTier(Protocol):
@@ -36,17 +86,34 @@ class ScheduledRequest:
     request: Request
     start: int                   # position of the first token computed this step
     num_new_tokens: int          # tokens whose K/V this step computes
-    is_prefill: bool
+    admitted: bool = False       # taken from the waiting queue in this step
+    resumed: bool = False        # ... after a preemption
     local_hit_tokens: int = 0
     external_hit_tokens: int = 0
     hit_block_ids: tuple[int, ...] = ()
     external_block_ids: tuple[int, ...] = ()
+    decode: bool = False         # a decode token (the request had finished its prefill before)
+    samples: bool = False        # the step completes its prefill (or decodes): a token is sampled
+
+    @property
+    def hit_tokens(self) -> int:
+        return self.local_hit_tokens + self.external_hit_tokens
 
 
 @dataclass
 class SchedulerOutput:
-    scheduled: list[ScheduledRequest] = field(default_factory=list)
+    scheduled: list[ScheduledRequest] = field(default_factory=list)  # running first, then admitted
     preempted: list[str] = field(default_factory=list)
+    token_budget: int = 0        # max_num_batched_tokens of this step
+    teaching_only: bool = False  # a schedule vLLM's scheduler would not make
+
+    @property
+    def num_scheduled_tokens(self) -> dict[str, int]:
+        return {s.request.request_id: s.num_new_tokens for s in self.scheduled}
+
+    @property
+    def total_num_scheduled_tokens(self) -> int:
+        return sum(s.num_new_tokens for s in self.scheduled)
 
 
 class SchedulerError(Exception):
@@ -54,60 +121,99 @@ class SchedulerError(Exception):
 
 
 class Scheduler:
-    def __init__(self, manager: KVCacheManager, connector: ExternalTier | None = None) -> None:
+    def __init__(self, manager: KVCacheManager, connector: ExternalTier | None = None,
+                 config: SchedulerConfig | None = None) -> None:
         self.kv_cache_manager = manager
         self.connector = connector
+        self.config = config = config or SchedulerConfig()
+        if manager.max_model_len != config.max_model_len:
+            raise ValueError("the manager and the scheduler disagree on max_model_len")
+        # Every request that ever arrived, finished ones included (vLLM forgets those; the
+        # timeline shows them).
         self.requests: dict[str, Request] = {}
         self.waiting: list[Request] = []
         self.running: list[Request] = []
+        self.finished_req_ids: set[str] = set()   # finished since the last schedule()
+        self.num_preemptions = 0
+        # The connector's PrefixCacheStats (vLLM: connector_prefix_cache_stats).
+        self.connector_prefix_cache_stats = PrefixCacheStats()
 
     def _op(self, op) -> None:
         ops = self.kv_cache_manager.block_pool.ops
         if ops is not None:
             ops.append(op)
 
+    # -- queries --------------------------------------------------------------------------
+    def has_unfinished_requests(self) -> bool:
+        return bool(self.running or self.waiting)
+
+    def has_requests(self) -> bool:
+        """vLLM's engine steps only while this holds (a step after an abort still runs)."""
+        return self.has_unfinished_requests() or bool(self.finished_req_ids)
+
+    def max_tokens_of(self, request: Request) -> int:
+        """vLLM's input processor sets an unset ``max_tokens`` to what the context has left."""
+        if request.max_tokens is not None:
+            return request.max_tokens
+        return self.config.max_model_len - request.num_prompt_tokens
+
     # -- arrivals and departures ----------------------------------------------------------
     def add_request(self, request: Request) -> None:
         if request.request_id in self.requests:
             raise SchedulerError(f"request {request.request_id!r} already exists")
+        if request.num_prompt_tokens >= self.config.max_model_len:
+            raise SchedulerError(
+                f"request {request.request_id!r}: its prompt ({request.num_prompt_tokens} "
+                f"tokens) plus at least one output token is longer than max_model_len "
+                f"({self.config.max_model_len}); vLLM rejects it")
         self.requests[request.request_id] = request
         self.waiting.append(request)
         self._op(Arrive(request.request_id))
 
     def finish_request(self, request_id: str) -> None:
+        """The client aborts the request (vLLM ``finish_requests(..., FINISHED_ABORTED)``)."""
         request = self._get(request_id)
-        if request.status is RequestStatus.FINISHED:
+        if request.is_finished():
             raise SchedulerError(f"request {request_id!r} has already finished")
         if request.status is RequestStatus.RUNNING:
-            self._release(request)
             self.running.remove(request)
         else:
             self.waiting.remove(request)
         request.status = RequestStatus.FINISHED
-        self._op(Finish(request_id))
+        request.finish_reason = FINISH_ABORT
+        self._free_request(request)
+        self._op(Finish(request_id, FINISH_ABORT))
 
-    def _release(self, request: Request) -> None:
+    def _free_request(self, request: Request) -> None:
         """Let the connector save the request's cached blocks, then free its table."""
+        self.finished_req_ids.add(request.request_id)
         if self.connector is not None:
             self.connector.request_finished(request,
                                             self.kv_cache_manager.get_block_ids(request.request_id))
         self.kv_cache_manager.free(request)
 
     def preempt_request(self, request_id: str) -> None:
+        """Teaching-only: preempt a chosen running request (vLLM only ever preempts the last
+        running request, and only when an allocation fails)."""
         request = self._get(request_id)
         if request.status is not RequestStatus.RUNNING:
             raise SchedulerError(f"only a running request can be preempted; "
                                  f"{request_id!r} is {request.status.value}")
+        self.running.remove(request)
         self._preempt(request)
 
     def _preempt(self, request: Request) -> None:
+        """vLLM ``_preempt_request`` (the caller took it out of ``running``)."""
         self.kv_cache_manager.free(request)
-        request.num_computed_tokens = 0
-        request.num_preemptions += 1
         request.status = RequestStatus.PREEMPTED
-        self.running.remove(request)
+        request.num_computed_tokens = 0
+        # Async: the in-flight output still arrives, but must not move the reset counters.
+        request.drop_stale_output = request.drop_stale_output and request.num_stale_output_tokens > 0
+        request.num_stale_output_tokens = request.num_in_flight_tokens
+        request.num_output_placeholders = 0
+        request.num_preemptions += 1
+        self.num_preemptions += 1
         self.waiting.insert(0, request)
-        self.kv_cache_manager.prefix_cache_stats.preemptions += 1
         self._op(Preempt(request.request_id))
 
     def _get(self, request_id: str) -> Request:
@@ -117,81 +223,164 @@ class Scheduler:
             raise SchedulerError(f"unknown request {request_id!r}") from None
 
     # -- one step -------------------------------------------------------------------------
-    def schedule(self, decode: Collection[str] | None, admit: bool) -> SchedulerOutput:
-        """Schedule one step: the decode of the running requests in ``decode`` (None: none), then,
-        if ``admit`` and nothing was preempted, admission of waiting requests."""
-        out = SchedulerOutput()
-        if decode is not None:
-            self._schedule_running(decode, out)
-        if admit and not out.preempted:
-            self._schedule_waiting(out)
-        for item in out.scheduled:  # vLLM's _update_after_schedule
-            item.request.num_computed_tokens = item.start + item.num_new_tokens
+    def schedule(self, only: Collection[str] | None = None) -> SchedulerOutput:
+        """One vLLM ``schedule()``. ``only`` (teaching-only): schedule just these running
+        requests, and admit nothing."""
+        cfg = self.config
+        out = SchedulerOutput(token_budget=cfg.max_num_batched_tokens,
+                              teaching_only=only is not None)
+        # The threshold exists so a long prefill cannot starve others: alone, it is off.
+        threshold = (cfg.long_prefill_token_threshold
+                     if len(self.running) + len(self.waiting) > 1 else 0)
+        budget = self._schedule_running(out, cfg.max_num_batched_tokens, threshold, only)
+        if only is None and not out.preempted:
+            self._schedule_waiting(out, budget, threshold)
+        self._update_after_schedule(out)
+        self.finished_req_ids = set()
         return out
 
-    def _schedule_running(self, decode: Collection[str], out: SchedulerOutput) -> None:
+    def _schedule_running(self, out: SchedulerOutput, budget: int, threshold: int,
+                          only: Collection[str] | None) -> int:
         mgr = self.kv_cache_manager
-        for request in list(self.running):
-            if request.request_id not in decode or request not in self.running:
+        max_model_len = self.config.max_model_len
+        i = 0
+        while i < len(self.running) and budget > 0:
+            request = self.running[i]
+            if only is not None and request.request_id not in only:
+                i += 1
+                continue
+            ph = request.num_output_placeholders
+            if ph > 0 and (request.num_computed_tokens + 2 - ph
+                           >= request.num_prompt_tokens + self.max_tokens_of(request)):
+                i += 1  # async: the step in flight already reaches max_tokens
+                continue
+            num_new = request.num_tokens + ph - request.num_computed_tokens
+            if 0 < threshold < num_new:
+                num_new = threshold
+            num_new = min(num_new, budget, max_model_len - request.num_computed_tokens - 1)
+            if num_new <= 0:
+                i += 1
                 continue
             while True:
-                if mgr.allocate_slots(request, 1) is not None:
-                    out.scheduled.append(ScheduledRequest(
-                        request, request.num_computed_tokens, 1, is_prefill=False))
-                    self._op(Schedule(request.request_id, 1))
+                new_blocks = mgr.allocate_slots(request, num_new)
+                if new_blocks is not None:
                     break
-                victim = self.running[-1]
+                victim = self.running.pop()
                 self._preempt(victim)
                 out.preempted.append(victim.request_id)
-                out.scheduled = [s for s in out.scheduled if s.request is not victim]
                 if victim is request:
                     break
-            if request not in self.running:
-                return
+            if new_blocks is None:
+                break
+            decode = not request.is_prefill_chunk
+            out.scheduled.append(ScheduledRequest(request, request.num_computed_tokens, num_new,
+                                                  decode=decode))
+            self._op(Schedule(request.request_id, num_new, decode))
+            budget -= num_new
+            i += 1
+        return budget
 
-    def _schedule_waiting(self, out: SchedulerOutput) -> None:
+    def _schedule_waiting(self, out: SchedulerOutput, budget: int, threshold: int) -> None:
         mgr = self.kv_cache_manager
-        stats = mgr.prefix_cache_stats
-        while self.waiting:
+        cfg = self.config
+        skipped: list[Request] = []
+        while budget > 0 and self.waiting:
+            if len(self.running) >= cfg.max_num_seqs:
+                break
             request = self.waiting[0]
-            hits, num_local = mgr.get_computed_blocks(request)
-            num_external = 0
-            if self.connector is not None:
-                num_external = self.connector.get_num_new_matched_tokens(request, num_local)
-            num_new = request.num_tokens - num_local - num_external
-            if mgr.allocate_slots(request, num_new, num_local, hits, num_external) is None:
-                return  # head-of-line blocking: it stays first in line
-            stats.queries += request.num_tokens
-            stats.hits += num_local
-            if self.connector is not None:
-                stats.external_queries += request.num_tokens - num_local
-                stats.external_hits += num_external
+            if request.num_stale_output_tokens and not request.drop_stale_output:
+                # Async: its preempted step's output is still in flight; resuming now could
+                # resample a position that output later delivers.
+                skipped.append(self.waiting.pop(0))
+                continue
+            looked_up = request.num_computed_tokens == 0
+            hits, num_local, num_external = [], 0, 0
+            if looked_up:
+                hits, num_local = mgr.get_computed_blocks(request)
+                if self.connector is not None:
+                    num_external = self.connector.get_num_new_matched_tokens(request, num_local)
+                num_computed = num_local + num_external
+            else:
+                num_computed = request.num_computed_tokens
+            num_new = request.num_tokens - num_computed
+            if 0 < threshold < num_new:
+                num_new = threshold
+            if not cfg.enable_chunked_prefill and num_new > budget:
+                break
+            num_new = min(num_new, budget)
+            if mgr.allocate_slots(request, num_new, num_local, hits, num_external,
+                                  full_sequence_must_fit=True) is None:
+                break  # head-of-line blocking: it stays first in line
+            preempted_before = request.num_preemptions > 0
+            if looked_up:
+                mgr.record_prefix_cache_stats(request, num_local)
+                if self.connector is not None and request.num_tokens - num_local:
+                    self.connector_prefix_cache_stats.record(
+                        request.num_tokens - num_local, num_external, preempted_before)
             self.waiting.pop(0)
             self.running.append(request)
+            resumed = request.status is RequestStatus.PREEMPTED
             request.status = RequestStatus.RUNNING
+            request.num_computed_tokens = num_computed
             table = mgr.req_to_blocks[request.request_id]
             n_local_blocks = len(hits)
-            n_ext_blocks = (num_local + num_external) // mgr.block_size - n_local_blocks
+            n_ext_blocks = num_computed // mgr.block_size - n_local_blocks if num_external else 0
             out.scheduled.append(ScheduledRequest(
-                request, num_local + num_external, num_new, is_prefill=True,
+                request, num_computed, num_new, admitted=True, resumed=resumed,
                 local_hit_tokens=num_local, external_hit_tokens=num_external,
                 hit_block_ids=tuple(b.block_id for b in hits),
                 external_block_ids=tuple(b.block_id for b in
                                          table[n_local_blocks:n_local_blocks + n_ext_blocks])))
             self._op(Admit(request.request_id, num_local, num_external, num_new))
+            budget -= num_new
+        self.waiting[0:0] = skipped
+
+    def _update_after_schedule(self, out: SchedulerOutput) -> None:
+        for item in out.scheduled:
+            request = item.request
+            request.num_computed_tokens += item.num_new_tokens
+            request.num_in_flight_tokens += item.num_new_tokens
+            request.is_prefill_chunk = request.num_computed_tokens < (
+                request.num_tokens + request.num_output_placeholders)
+            item.samples = not request.is_prefill_chunk
+            if self.config.async_scheduling and item.samples:
+                request.num_output_placeholders += 1
 
     def update_from_output(self, out: SchedulerOutput, sampled: dict[str, int]) -> list[str]:
-        """Append each scheduled request's sampled token; finish those at ``max_tokens``."""
+        """Apply each scheduled request's sampled token (``sampled`` holds one for every item
+        that ``samples``); finish those at ``max_tokens`` or ``max_model_len``."""
+        mgr = self.kv_cache_manager
         finished: list[str] = []
         for item in out.scheduled:
             request = item.request
+            request.num_in_flight_tokens -= item.num_new_tokens
+            stale = request.num_stale_output_tokens > 0
+            if stale:
+                request.num_stale_output_tokens -= item.num_new_tokens
+            if request.is_finished() or (stale and request.drop_stale_output):
+                continue  # aborted while its step was in flight
+            if not item.samples:
+                continue  # a partial prefill chunk samples nothing
+            status_before = request.status
+            had_placeholders = request.num_output_placeholders > 0
             token = sampled[request.request_id]
             request.append_output_token_ids(token)
             self._op(Sample(request.request_id, token))
-            if request.max_tokens is not None and request.num_output_tokens >= request.max_tokens:
-                self._release(request)
-                self.running.remove(request)
+            stopped = (request.num_tokens >= self.config.max_model_len
+                       or request.num_output_tokens >= self.max_tokens_of(request))
+            if not stale and had_placeholders:
+                request.num_output_placeholders -= 1
+                if status_before is RequestStatus.RUNNING:
+                    mgr.cache_blocks(request,
+                                     request.num_computed_tokens - request.num_in_flight_tokens)
+            if stopped:
+                if status_before is RequestStatus.RUNNING:
+                    self.running.remove(request)
+                else:
+                    self.waiting.remove(request)
                 request.status = RequestStatus.FINISHED
+                request.finish_reason = FINISH_LENGTH
+                self._free_request(request)
                 finished.append(request.request_id)
-                self._op(Finish(request.request_id))
+                self._op(Finish(request.request_id, FINISH_LENGTH))
         return finished

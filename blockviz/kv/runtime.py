@@ -83,27 +83,29 @@ class KVRuntime:
                                                                device=self.device)
         return t
 
-    def execute(self, scheduled, tables,
-                candidates: dict[str, tuple[int, ...]]) -> tuple[dict[str, int], list[HitCheck]]:
-        """One forward pass over every scheduled request: request id -> argmax token among its
-        ``candidates``, and a HitCheck for every admission that reused cached K/V."""
+    def execute(self, scheduled, tables, candidates: dict[str, tuple[int, ...]],
+                known_tokens: dict[str, list[int]]) -> tuple[dict[str, int], list[HitCheck]]:
+        """One forward pass over every scheduled request (positions ``start .. start + n`` of
+        ``known_tokens[request id]``): request id -> argmax token among its ``candidates`` for
+        every request that samples, and a HitCheck for every admission that reused cached K/V."""
         out: dict[str, int] = {}
         checks: list[HitCheck] = []
         with torch.no_grad():
             for item in scheduled:
-                req = item.request
+                rid = item.request.request_id
                 end = item.start + item.num_new_tokens
-                table = torch.as_tensor([b.block_id for b in tables[req.request_id]],
+                table = torch.as_tensor([b.block_id for b in tables[rid]],
                                         dtype=torch.long, device=self.device)
-                tokens = torch.as_tensor(req.all_token_ids[:end], dtype=torch.long,
+                tokens = torch.as_tensor(known_tokens[rid][:end], dtype=torch.long,
                                          device=self.device)
                 hidden, attn = self.model.forward_paged(self.store, tokens[item.start:],
                                                         item.start, table)
-                cand = self._candidate_tensor(candidates[req.request_id])
-                logits = self.model.logits(hidden, cand)
-                out[req.request_id] = int(cand[int(logits.argmax())])
-                if item.is_prefill and item.start > 0 and self.verify_hits:
-                    checks.append(self._check(req.request_id, tokens, item, attn))
+                if item.samples:
+                    cand = self._candidate_tensor(candidates[rid])
+                    logits = self.model.logits(hidden, cand)
+                    out[rid] = int(cand[int(logits.argmax())])
+                if item.admitted and item.hit_tokens > 0 and self.verify_hits:
+                    checks.append(self._check(rid, tokens, item, attn))
         return out, checks
 
     def _check(self, rid: str, tokens: torch.Tensor, item, attn: torch.Tensor) -> HitCheck:

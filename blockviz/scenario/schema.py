@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from blockviz.core.scheduler import SchedulerConfig
+
 # Limits (scenario-format.md): what a file may ask for, checked before anything runs.
 MAX_NUM_BLOCKS = 65_536
 MAX_BLOCK_SIZE = 1_024
@@ -90,6 +92,36 @@ class ConnectorConfig(_Model):
     num_blocks: Annotated[StrictInt, Field(ge=1, le=MAX_NUM_BLOCKS)] = 16
 
 
+MAX_MODEL_LEN = 1 << 24
+
+
+class SchedulerSpec(_Model):
+    """vLLM 0.33's scheduler settings (vLLM's names and defaults; vLLM's own checks apply)."""
+    max_num_batched_tokens: Annotated[StrictInt, Field(
+        ge=1, le=MAX_MODEL_LEN, description="the token budget of one engine step")] = 8192
+    max_num_seqs: Annotated[StrictInt, Field(
+        ge=1, le=MAX_MODEL_LEN, description="at most this many requests run at once")] = 256
+    enable_chunked_prefill: Annotated[StrictBool, Field(
+        description="false: a prompt is prefilled in one step, so the budget must cover "
+                    "max_model_len")] = True
+    long_prefill_token_threshold: Annotated[StrictInt, Field(
+        ge=0, le=MAX_MODEL_LEN,
+        description="cap a prefill chunk at this many tokens when others run or wait; 0: off")] = 0
+    max_model_len: Annotated[StrictInt, Field(
+        ge=2, le=MAX_MODEL_LEN,
+        description="a request stops at this many tokens (FINISHED_LENGTH_CAPPED)")] = 1 << 20
+    async_scheduling: Annotated[StrictBool, Field(
+        description="vLLM's AsyncScheduler: step n+1 is scheduled before step n's output is "
+                    "applied (outputs one step late)")] = False
+
+    @model_validator(mode="after")
+    def _vllm_accepts(self) -> SchedulerSpec:
+        problems = SchedulerConfig(**self.__dict__).problems()
+        if problems:
+            raise ValueError(problems[0][1])
+        return self
+
+
 class Config(_Model):
     num_blocks: Annotated[StrictInt, Field(ge=1, le=MAX_NUM_BLOCKS,
                                            description="usable blocks; the null block 0 is added")] = 6
@@ -103,6 +135,7 @@ class Config(_Model):
     model: ModelConfig | None = ModelConfig()
     device: Literal["auto", "cpu", "cuda"] = "auto"
     connector: ConnectorConfig | None = None
+    scheduler: SchedulerSpec = SchedulerSpec()
 
     @field_validator("hash_seed", mode="before")
     @classmethod

@@ -23,9 +23,12 @@ def snapshot_dict(s: Snapshot, frames: list | None) -> dict:
                "hash": h.hex() if h is not None else None, "token_ids": list(s.block_tokens[i])}
               for i, h in enumerate(s.block_hash)]
     note = s.note
+    event = s.event
+    if s.teaching_only:
+        event = {**event, "teaching_only": True}
     d = {
         "index": s.index,
-        "event": s.event,
+        "event": event,
         "note": None if note is None else {"en": note.get("en"), "zh": note.get("zh")},
         "blocks": blocks,
         "free_queue": list(s.free_queue),
@@ -35,6 +38,7 @@ def snapshot_dict(s: Snapshot, frames: list | None) -> dict:
         "running": list(s.running),
         "kv_events": [dict(e) for e in s.kv_events],
         "stats": s.stats.to_dict(),
+        "engine_steps": [e.to_dict() for e in s.engine_steps],
     }
     d["none_hash"] = s.none_hash.hex()
     if s.reset_ok is not None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from blockviz.core import (
@@ -27,8 +29,15 @@ from blockviz.core import (
     SchedulerOutput,
 )
 from blockviz.core.ops import Load, Restart, Rewind, Verify, Write
+from blockviz.core.scheduler import SchedulerConfig
 from blockviz.scenario.schema import ArriveSpec, Scenario, Step
 from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
+from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats
+
+
+# Events vLLM's scheduler has no equivalent for (the app badges them; validate --strict refuses).
+def is_teaching_only(step: Step) -> bool:
+    return step.kind == "preempt" or (step.kind == "decode" and bool(step.args.requests))
 
 
 class EngineError(Exception):
@@ -43,6 +52,9 @@ class RequestInfo:
     candidates: tuple[int, ...]
     local_hit_blocks: int = 0
     external_hit_blocks: int = 0
+    # Tokens the worker sampled whose output the scheduler has not applied yet (async
+    # scheduling: one step's worth); the next forward pass already reads them.
+    pending: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -56,6 +68,9 @@ class EngineState:
     kv: Any = None
     connector: Any = None
     generation: int = 0
+    # async scheduling: (scheduler output, sampled tokens) of steps executed but not yet
+    # applied, newest first (vLLM's EngineCore batch queue, two deep)
+    batch_queue: list = field(default_factory=list)
 
 
 @dataclass
@@ -66,6 +81,8 @@ class StepResult:
     # block id -> PayloadSummary of blocks whose K/V this step changed (all blocks after a
     # rewind or restart); empty without payloads or payload history
     payloads: dict = field(default_factory=dict)
+    engine_steps: list[EngineStepView] = field(default_factory=list)
+    teaching_only: bool = False
 
 
 class Engine:
@@ -86,9 +103,9 @@ class Engine:
         self.checkpoints: dict[str, EngineState] = {}
         self.payload_history = payload_history
         self._written: set[int] = set()  # blocks whose K/V the current step wrote
-        manager = KVCacheManager(self.num_gpu_blocks, cfg.block_size,
-                                 enable_caching=cfg.enable_caching, free_order=cfg.free_order,
-                                 ops=self.ops)
+        self._engine_steps: list[EngineStepView] = []
+        self.scheduler_config = SchedulerConfig(**cfg.scheduler.model_dump())
+        manager = self._new_manager()
         kv = None
         if payloads and cfg.model is not None:
             from blockviz.kv.runtime import KVRuntime  # torch is imported only when payloads are on
@@ -100,9 +117,15 @@ class Engine:
             connector = ExternalKVTier(cfg.connector.num_blocks, cfg.block_size, kv)
             connector.ops = self.ops
         self.state = EngineState(
-            manager=manager, scheduler=Scheduler(manager, connector),
+            manager=manager, scheduler=Scheduler(manager, connector, self.scheduler_config),
             hasher=self._new_hasher(0), block_tokens=[[] for _ in range(self.num_gpu_blocks)],
             info={}, kv=kv, connector=connector)
+
+    def _new_manager(self) -> KVCacheManager:
+        cfg = self.config
+        return KVCacheManager(self.num_gpu_blocks, cfg.block_size,
+                              enable_caching=cfg.enable_caching, free_order=cfg.free_order,
+                              ops=self.ops, max_model_len=self.scheduler_config.max_model_len)
 
     def _new_hasher(self, generation: int) -> BlockHasher:
         # The xxhash variants draw NONE_HASH's seed at random per process (vLLM: os.urandom);
@@ -143,18 +166,20 @@ class Engine:
         result = StepResult()
         kind, args = step.kind, step.args
         self._written.clear()
+        self._engine_steps = []
+        self.manager.prefix_cache_stats.reset = False
         try:
             if kind == "arrive":
                 self._arrive(args)
             elif kind == "admit":
-                self.engine_step(decode=None, admit=True)
+                self.engine_step()
             elif kind == "decode":
+                only = set(args.requests) if args.requests else None
                 for _ in range(args.steps):
-                    ids = set(args.requests) if args.requests else self._running_ids()
-                    self.engine_step(decode=ids, admit=False)
+                    self.engine_step(only)
             elif kind == "step":
                 for _ in range(args):
-                    self.engine_step(decode=self._running_ids(), admit=True)
+                    self.engine_step()
             elif kind == "finish":
                 for rid in args:
                     self.scheduler.finish_request(rid)
@@ -177,6 +202,8 @@ class Engine:
             raise EngineError(str(e)) from None
         if self.ops is not None:
             result.ops = self.ops[start:]
+        result.engine_steps = self._engine_steps
+        result.teaching_only = is_teaching_only(step)
         result.kv_events = [e.to_dict() for e in self.pool.take_events()]
         if self.kv is not None and self.payload_history:
             changed = range(self.num_gpu_blocks) if kind in ("rewind", "restart") else self._written
@@ -195,10 +222,7 @@ class Engine:
         old = self.manager
         st = self.state
         st.generation += 1
-        cfg = self.config
-        manager = KVCacheManager(self.num_gpu_blocks, cfg.block_size,
-                                 enable_caching=cfg.enable_caching, free_order=cfg.free_order,
-                                 ops=self.ops)
+        manager = self._new_manager()
         manager.prefix_cache_stats = old.prefix_cache_stats
         manager.block_pool.num_evictions = old.block_pool.num_evictions
         st.manager = manager
@@ -213,9 +237,6 @@ class Engine:
         self.pool.ops = self.ops
         if self.connector is not None:
             self.connector.ops = self.ops
-
-    def _running_ids(self) -> set[str]:
-        return {r.request_id for r in self.scheduler.running}
 
     def _arrive(self, spec: ArriveSpec) -> None:
         sched = self.scheduler
@@ -247,25 +268,81 @@ class Engine:
                                                tuple(words) if words else self.candidates)
         sched.add_request(request)
         if spec.admit:
-            self.engine_step(decode=None, admit=True)
+            self.engine_step()
 
     # -- one engine step: schedule -> execute -> update -----------------------------------
-    def engine_step(self, decode: set[str] | None, admit: bool) -> SchedulerOutput:
-        out = self.scheduler.schedule(decode, admit)
+    def engine_step(self, only: set[str] | None = None) -> None:
+        """One vLLM engine step (``EngineCore.step``; with async scheduling,
+        ``step_with_batch_queue``: step n+1 is scheduled before step n's output is applied).
+        ``only`` (teaching-only): schedule just these running requests, admit nothing."""
+        sched = self.scheduler
+        queue = self.state.batch_queue
+        if not self.scheduler_config.async_scheduling:
+            if not sched.has_requests():
+                return
+            out = self._schedule(only)
+            sampled = self._execute(out)
+            self._record_step(out, self._update(out, sampled))
+            return
+        if not sched.has_requests() and not queue:
+            return
+        if sched.has_requests():
+            out = self._schedule(only)
+            queue.insert(0, (out, self._execute(out)))
+            if len(queue) < 2 and (out.total_num_scheduled_tokens > 0 or sched.has_requests()):
+                self._record_step(out, None)
+                return
+        else:
+            out = None
+        done, sampled = queue.pop()
+        self._record_step(out, self._update(done, sampled))
+
+    def _schedule(self, only: set[str] | None) -> SchedulerOutput:
+        out = self.scheduler.schedule(only)
         for item in out.scheduled:
-            if item.is_prefill:
+            if item.admitted:
                 info = self.state.info[item.request.request_id]
                 info.local_hit_blocks = len(item.hit_block_ids)
                 info.external_hit_blocks = len(item.external_block_ids)
-        sampled = self._execute(out)
-        self.scheduler.update_from_output(out, sampled)
         return out
+
+    def _update(self, out: SchedulerOutput, sampled: dict[str, int]):
+        """Apply a step's output; the worker's pending tokens are delivered (or dropped, for a
+        request aborted meanwhile). Returns (finished, applied tokens)."""
+        info = self.state.info
+        before = {rid: self.scheduler.requests[rid].num_output_tokens for rid in sampled}
+        finished = self.scheduler.update_from_output(out, sampled)
+        applied = []
+        for rid, token in sampled.items():
+            pending = info[rid].pending
+            if pending:
+                pending.pop(0)
+            if self.scheduler.requests[rid].num_output_tokens > before[rid]:
+                applied.append((rid, token))
+        return finished, applied
+
+    def _record_step(self, out: SchedulerOutput | None, update) -> None:
+        finished, applied = update if update is not None else ((), ())
+        scheduled = () if out is None else tuple(
+            ScheduledView(s.request.request_id, s.num_new_tokens, s.decode, s.admitted,
+                          s.resumed, s.local_hit_tokens, s.external_hit_tokens, s.samples)
+            for s in out.scheduled)
+        self._engine_steps.append(EngineStepView(
+            scheduled, tuple(out.preempted) if out else (), tuple(finished), tuple(applied),
+            self.scheduler_config.max_num_batched_tokens, bool(out and out.teaching_only)))
+
+    def known_tokens(self, req: Request) -> list[int]:
+        """The tokens the worker knows: the request's, then those sampled but not yet applied."""
+        pending = self.state.info[req.request_id].pending
+        return req.all_token_ids + pending if pending else req.all_token_ids
 
     def _execute(self, out: SchedulerOutput) -> dict[str, int]:
         """The forward pass: load external hits, write K/V of every scheduled token into its slot
-        (block_table[pos // block_size], pos % block_size), and sample one token per request."""
+        (block_table[pos // block_size], pos % block_size), and sample one token for every
+        request whose prefill is complete (a partial chunk samples none)."""
         tables = self.manager.req_to_blocks
         bs = self.block_size
+        tokens = {s.request.request_id: self.known_tokens(s.request) for s in out.scheduled}
         for item in out.scheduled:
             req = item.request
             table = tables[req.request_id]
@@ -275,12 +352,13 @@ class Engine:
                 for bid in item.external_block_ids:
                     self._written.add(bid)
                     self._op(Load(req.request_id, bid, tuple(self.state.block_tokens[bid])))
+            known = tokens[req.request_id]
             pos, end = item.start, item.start + item.num_new_tokens
             while pos < end:
                 block = table[pos // bs]
                 offset = pos % bs
                 upto = min(end, (pos // bs + 1) * bs)
-                toks = req.all_token_ids[pos:upto]
+                toks = known[pos:upto]
                 held = self.state.block_tokens[block.block_id]
                 del held[offset:]
                 held.extend(toks)
@@ -288,30 +366,35 @@ class Engine:
                 self._op(Write(req.request_id, block.block_id, offset, tuple(toks)))
                 pos = upto
         model_tokens: dict[str, int] = {}
+        info = self.state.info
         if self.kv is not None and out.scheduled:
-            info = self.state.info
             model_tokens, checks = self.kv.execute(
                 out.scheduled, tables,
-                {s.request.request_id: info[s.request.request_id].candidates for s in out.scheduled})
+                {s.request.request_id: info[s.request.request_id].candidates for s in out.scheduled},
+                tokens)
             for c in checks:
                 self._op(Verify(c.request_id, c.hit_tokens, c.new_tokens, c.max_abs_diff,
                                 c.device))
         sampled: dict[str, int] = {}
         for item in out.scheduled:
+            if not item.samples:
+                continue
             req = item.request
-            script = self.state.info[req.request_id].scripted_output
-            k = req.num_output_tokens
+            rid = req.request_id
+            script = info[rid].scripted_output
+            k = len(tokens[rid]) - req.num_prompt_tokens   # the output position it samples
             if script is not None and k < len(script):
-                sampled[req.request_id] = script[k]
-            elif req.request_id in model_tokens:
-                sampled[req.request_id] = model_tokens[req.request_id]
+                sampled[rid] = script[k]
+            elif rid in model_tokens:
+                sampled[rid] = model_tokens[rid]
             else:
-                sampled[req.request_id] = self._toy_sample(req)
+                sampled[rid] = self._toy_sample(req, len(tokens[rid]))
+            info[rid].pending.append(sampled[rid])
         return sampled
 
-    def _toy_sample(self, req: Request) -> int:
+    def _toy_sample(self, req: Request, num_tokens: int) -> int:
         """Without payloads (model: null) the next token is drawn from a seeded stream."""
-        rng = random.Random(f"{self.config.seed}/sample/{req.request_id}/{req.num_tokens}")
+        rng = random.Random(f"{self.config.seed}/sample/{req.request_id}/{num_tokens}")
         return rng.choice(self.state.info[req.request_id].candidates)
 
     # -- checkpoints ----------------------------------------------------------------------
@@ -333,3 +416,67 @@ class Engine:
     # -- observation ----------------------------------------------------------------------
     def request_status(self, rid: str) -> RequestStatus:
         return self.scheduler.requests[rid].status
+
+    def capture(self, rids: Iterable[str] | None = None, *, pool: bool = False) -> Capture:
+        """Everything observers show, in one call: views of the requests ``rids`` (None: every
+        request, in arrival order), the queues, the stats, and with ``pool`` the pool's state."""
+        sched = self.scheduler
+        reqs = sched.requests
+        tables = self.manager.req_to_blocks
+        info = self.state.info
+        views = {}
+        for rid in (reqs if rids is None else rids):
+            r: Request = reqs[rid]
+            blocks = tables.get(rid)
+            i = info[rid]
+            views[rid] = RequestView(
+                rid, r.status.value, r.num_prompt_tokens, r.num_tokens, r.num_computed_tokens,
+                r.num_preemptions, i.local_hit_blocks, i.external_hit_blocks, r.max_tokens,
+                r.lora.name if r.lora else None, r.cache_salt, r.finish_reason,
+                r.num_output_placeholders, r.all_token_ids, blocks,
+                len(blocks) if blocks is not None else 0)
+        c = self.connector
+        external = None if c is None else tuple((h, b.token_ids) for h, b in c.store.items())
+        return Capture(views, tuple(r.request_id for r in sched.waiting),
+                       tuple(r.request_id for r in sched.running), self._stats(),
+                       self.state.hasher.none_hash, external,
+                       self._capture_pool() if pool else None)
+
+    def _stats(self) -> Stats:
+        pool = self.pool
+        s = self.manager.prefix_cache_stats
+        c = self.scheduler.connector_prefix_cache_stats
+        return Stats(pool.get_num_free_blocks(), round(pool.get_usage(), 6), s.total_queries,
+                     s.total_hits, c.total_queries, c.total_hits, self.scheduler.num_preemptions,
+                     pool.num_evictions, len(pool.cached_block_hash_to_block), s.requests,
+                     s.queries, s.hits, s.preempted_requests, s.preempted_queries,
+                     s.preempted_hits, s.reset)
+
+    def _capture_pool(self) -> PoolCapture:
+        pool = self.pool
+        return PoolCapture(
+            ref_cnt=tuple(map(attrgetter("ref_cnt"), pool.blocks)),
+            block_hash=tuple(map(attrgetter("block_hash"), pool.blocks)),
+            free_queue=tuple(b.block_id for b in pool.free_block_queue),
+            hash_table=tuple((h, tuple(ids)) for h, ids in pool.cached_block_hash_to_block.items()),
+            block_tokens=self.state.block_tokens)
+
+
+@dataclass(frozen=True)
+class PoolCapture:
+    ref_cnt: tuple[int, ...]
+    block_hash: tuple[bytes | None, ...]
+    free_queue: tuple[int, ...]
+    hash_table: tuple[tuple[bytes, tuple[int, ...]], ...]
+    block_tokens: list[list[int]]   # live lists: copy what you keep
+
+
+@dataclass(frozen=True)
+class Capture:
+    requests: dict[str, RequestView]
+    waiting: tuple[str, ...]
+    running: tuple[str, ...]
+    stats: Stats
+    none_hash: bytes
+    external: tuple[tuple[bytes, tuple[int, ...]], ...] | None
+    pool: PoolCapture | None = None

@@ -17,11 +17,10 @@ import bisect
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from operator import attrgetter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from blockviz.core import Request
+from blockviz.sim.views import EngineStepView, RequestView, Stats
 
 if TYPE_CHECKING:
     from blockviz.scenario.schema import Step, Text
@@ -34,59 +33,6 @@ REQUEST_OPS = frozenset({"arrive", "admit", "schedule", "sample", "finish", "pre
                          "cache", "write", "load", "alloc_failed", "save"})
 # The only ops that change a block's tokens; full-state events aside.
 TOKEN_OPS = frozenset({"write", "load"})
-
-
-@dataclass(frozen=True)
-class RequestView:
-    request_id: str
-    status: str
-    num_prompt_tokens: int
-    num_tokens: int
-    num_computed_tokens: int
-    num_preemptions: int
-    local_hit_blocks: int
-    external_hit_blocks: int
-    max_tokens: int | None
-    lora: str | None
-    cache_salt: str | None
-    # append-only lists shared with the engine (never mutated past the recorded lengths)
-    _tokens: list = field(repr=False, compare=False)
-    _blocks: list | None = field(repr=False, compare=False)
-    _num_blocks: int = 0
-
-    @property
-    def token_ids(self) -> tuple[int, ...]:
-        return tuple(self._tokens[:self.num_tokens])
-
-    @property
-    def block_ids(self) -> tuple[int, ...]:
-        if self._blocks is None:
-            return ()
-        return tuple(b.block_id for b in self._blocks[:self._num_blocks])
-
-    def to_dict(self) -> dict:
-        return {"status": self.status, "block_table": list(self.block_ids),
-                "num_prompt_tokens": self.num_prompt_tokens, "num_tokens": self.num_tokens,
-                "num_computed_tokens": self.num_computed_tokens, "token_ids": list(self.token_ids),
-                "num_preemptions": self.num_preemptions, "local_hit_blocks": self.local_hit_blocks,
-                "external_hit_blocks": self.external_hit_blocks, "max_tokens": self.max_tokens,
-                "lora": self.lora, "cache_salt": self.cache_salt}
-
-
-@dataclass(frozen=True)
-class Stats:
-    num_free_blocks: int
-    usage: float
-    prefix_cache_queries: int
-    prefix_cache_hits: int
-    external_queries: int
-    external_hits: int
-    preemptions: int
-    evictions: int
-    num_cached_blocks: int
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -108,6 +54,10 @@ class Snapshot:
     none_hash: bytes = b""
     # the external tier, least recently used first: (hash, token ids)
     external: tuple[tuple[bytes, tuple[int, ...]], ...] | None = None
+    # the vLLM engine steps the event ran (schedule -> execute -> update), in order
+    engine_steps: tuple[EngineStepView, ...] = ()
+    # the event is a form vLLM's scheduler has no equivalent for (a teaching device)
+    teaching_only: bool = False
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -127,38 +77,6 @@ class Snapshot:
     def next_victim(self) -> int | None:
         """The block the next allocation takes: the head of the free queue."""
         return self.free_queue[0] if self.free_queue else None
-
-
-def capture_requests(engine: Engine, rids) -> dict[str, RequestView]:
-    reqs = engine.scheduler.requests
-    tables = engine.manager.req_to_blocks
-    info = engine.state.info
-    out = {}
-    for rid in rids:
-        r: Request = reqs[rid]
-        blocks = tables.get(rid)
-        i = info[rid]
-        out[rid] = RequestView(
-            rid, r.status.value, r.num_prompt_tokens, r.num_tokens, r.num_computed_tokens,
-            r.num_preemptions, i.local_hit_blocks, i.external_hit_blocks, r.max_tokens,
-            r.lora.name if r.lora else None, r.cache_salt, r.all_token_ids, blocks,
-            len(blocks) if blocks is not None else 0)
-    return out
-
-
-def capture_external(engine: Engine):
-    c = engine.connector
-    if c is None:
-        return None
-    return tuple((h, b.token_ids) for h, b in c.store.items())
-
-
-def capture_stats(engine: Engine) -> Stats:
-    pool = engine.pool
-    s = engine.manager.prefix_cache_stats
-    return Stats(pool.get_num_free_blocks(), round(pool.get_usage(), 6), s.queries, s.hits,
-                 s.external_queries, s.external_hits, s.preemptions, pool.num_evictions,
-                 len(pool.cached_block_hash_to_block))
 
 
 # -- the pool mirror that ops replay onto ---------------------------------------------------
@@ -292,7 +210,8 @@ class _Mirror:
             requests=RequestsAt(self.requests_base, self.requests), waiting=rec.waiting,
             running=rec.running,
             kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok,
-            none_hash=rec.none_hash, external=rec.external)
+            none_hash=rec.none_hash, external=rec.external, engine_steps=rec.engine_steps,
+            teaching_only=rec.teaching_only)
 
 
 # The hash table as ``hash -> (hash, block ids in insertion order)``: the pairs are the snapshot's
@@ -332,6 +251,8 @@ class _Record:
     req_updates: dict[str, RequestView]
     none_hash: bytes
     external: tuple | None
+    engine_steps: tuple[EngineStepView, ...] = ()
+    teaching_only: bool = False
 
 
 class Timeline:
@@ -370,11 +291,9 @@ class Timeline:
     def record(self, engine: Engine, step: Step | None, result: StepResult | None) -> None:
         ops = tuple(result.ops) if result else ()
         index = len(self._records)
-        sched = engine.scheduler
         full = step is None or step.kind in FULL_STATE_EVENTS
-        if full:
-            dirty = list(sched.requests)
-        else:
+        dirty: list[str] | None = None   # None: every request
+        if not full:
             seen: dict[str, None] = {}
             table = self._hash_table
             for op in ops:
@@ -391,26 +310,29 @@ class Timeline:
                 elif kind == "reset" and op.ok:
                     table.clear()
             dirty = list(seen)
-        rec = _Record(step, ops, tuple(result.kv_events) if result else (), capture_stats(engine),
-                      result.reset_ok if result else None,
-                      tuple(r.request_id for r in sched.waiting),
-                      tuple(r.request_id for r in sched.running),
-                      capture_requests(engine, dirty), engine.state.hasher.none_hash,
-                      capture_external(engine))
+        cost = sum(_op_cost(op) for op in ops) + (len(dirty) if dirty is not None else 0)
+        keyframe = full or self._since_keyframe + cost > self._threshold
+        cap = engine.capture(dirty, pool=keyframe)
+        rec = _Record(step, ops, tuple(result.kv_events) if result else (), cap.stats,
+                      result.reset_ok if result else None, cap.waiting, cap.running,
+                      cap.requests, cap.none_hash, cap.external,
+                      tuple(result.engine_steps) if result else (),
+                      result.teaching_only if result else False)
         self._records.append(rec)
         self._requests.update(rec.req_updates)
         if result is not None:
             for b, summary in result.payloads.items():
                 self._payloads.setdefault(b, []).append((index, summary))
-        self._since_keyframe += sum(_op_cost(op) for op in ops) + len(dirty)
-        if full or self._since_keyframe > self._threshold:
-            self._keyframes[index] = self._capture(engine, index, rec)
+        self._since_keyframe += cost
+        if keyframe:
+            self._keyframes[index] = self._capture(cap, index, rec,
+                                                   engine.scenario.start_note if index == 0 else None)
             self._keyframe_ids.append(index)
             self._since_keyframe = 0
 
-    def _capture(self, engine: Engine, index: int, rec: _Record) -> Snapshot:
-        pool = engine.pool
-        tokens = engine.state.block_tokens
+    def _capture(self, cap, index: int, rec: _Record, start_note) -> Snapshot:
+        pool = cap.pool
+        tokens = pool.block_tokens
         if index > 0 and rec.step is not None and rec.step.kind not in FULL_STATE_EVENTS:
             # Between rewinds, requests are the previous state plus each step's updates, and
             # only written blocks have new tokens (unchanged ones share the previous tuples).
@@ -420,20 +342,17 @@ class Timeline:
         else:
             requests = rec.req_updates          # a full-state step captured every request
             self._requests = dict(requests)
-            self._hash_table = {h: (h, tuple(ids))
-                                for h, ids in pool.cached_block_hash_to_block.items()}
+            self._hash_table = {h: (h, ids) for h, ids in pool.hash_table}
             self._block_tokens = [tuple(t) for t in tokens]
         self._written.clear()
         return Snapshot(
-            index=index, step=rec.step, ref_cnt=tuple(map(attrgetter("ref_cnt"), pool.blocks)),
-            block_hash=tuple(map(attrgetter("block_hash"), pool.blocks)),
-            block_tokens=tuple(self._block_tokens),
-            free_queue=tuple(b.block_id for b in pool.free_block_queue),
+            index=index, step=rec.step, ref_cnt=pool.ref_cnt, block_hash=pool.block_hash,
+            block_tokens=tuple(self._block_tokens), free_queue=pool.free_queue,
             hash_table=tuple(self._hash_table.values()),
             requests=requests, waiting=rec.waiting, running=rec.running,
             kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok,
-            none_hash=rec.none_hash, external=rec.external,
-            start_note=engine.scenario.start_note if index == 0 else None)
+            none_hash=rec.none_hash, external=rec.external, start_note=start_note,
+            engine_steps=rec.engine_steps, teaching_only=rec.teaching_only)
 
     # -- access ---------------------------------------------------------------------------
     def snapshot(self, index: int) -> Snapshot:

@@ -351,72 +351,86 @@ def test_get_usage_counts_cached_free_blocks_as_free(make_req):
 
 # -- through the scheduler ----------------------------------------------------------------------
 
+def step(sched, tokens: dict[str, int] | None = None, only=None):
+    """One engine step: schedule, then each sampling request gets its token (default 50)."""
+    out = sched.schedule(only)
+    sched.update_from_output(out, {s.request.request_id: (tokens or {}).get(s.request.request_id, 50)
+                                   for s in out.scheduled if s.samples})
+    return out
+
+
 def test_preempt_and_resume_re_hits_its_own_prefix(make_req):
     """A preempted request frees its table (reversed), restarts from num_computed_tokens = 0 at
     the front of the waiting queue, keeps its output tokens, and on resumption finds its own full
-    blocks still cached: hit limit num_tokens - 1 = 10 -> both blocks."""
+    blocks still cached: hit limit num_tokens - 1 = 10 -> both blocks. vLLM counts the resumed
+    lookup apart from the first one (PrefixCacheStats.preempted_*)."""
     mgr = KVCacheManager(7, 4)
     sched = Scheduler(mgr)
     x = make_req("X", list(range(1, 10)))
     sched.add_request(x)
-    out = sched.schedule(decode=None, admit=True)
-    sched.update_from_output(out, {"X": 50})
-    out = sched.schedule(decode=["X"], admit=False)
-    sched.update_from_output(out, {"X": 51})
+    step(sched, {"X": 50})                  # admitted: 9 prompt tokens, samples 50
+    step(sched, {"X": 51})                  # decodes 50, samples 51
     assert tables(mgr) == {"X": [1, 2, 3]} and x.num_computed_tokens == 10
 
-    sched.preempt_request("X")
+    sched.preempt_request("X")              # teaching-only: vLLM preempts only under pressure
     assert x.status is RequestStatus.PREEMPTED and x.num_computed_tokens == 0
     assert sched.waiting == [x] and sched.running == [] and x.num_preemptions == 1
     assert free_ids(mgr.block_pool) == [3, 4, 5, 6, 2, 1]           # 3 unhashed -> head
     assert x.all_token_ids == list(range(1, 10)) + [50, 51]
 
-    out = sched.schedule(decode=[], admit=True)
+    out = sched.schedule()
     (item,) = out.scheduled
-    assert item.is_prefill and item.local_hit_tokens == 8 and item.hit_block_ids == (1, 2)
+    assert item.admitted and item.resumed and item.local_hit_tokens == 8
+    assert item.hit_block_ids == (1, 2)
     assert item.start == 8 and item.num_new_tokens == 3                # recompute 9, 50, 51
     assert tables(mgr) == {"X": [1, 2, 3]} and x.status is RequestStatus.RUNNING
     assert x.num_computed_tokens == 11
-    assert (mgr.prefix_cache_stats.queries, mgr.prefix_cache_stats.hits) == (9 + 11, 0 + 8)
+    s = mgr.prefix_cache_stats
+    assert (s.requests, s.queries, s.hits) == (1, 9, 0)
+    assert (s.preempted_requests, s.preempted_queries, s.preempted_hits) == (1, 11, 8)
     check_invariants(mgr.block_pool, mgr)
 
 
 def test_decode_pressure_preempts_the_last_running_request(make_req):
-    """Four usable blocks, P and Q two blocks each. P's decode needs a third block: none is free,
-    so the *last* running request, Q, is preempted (its table freed reversed, hashed blocks to the
-    tail) and P's retry takes the head — Q's last block, evicting HQ2. Nothing is admitted in a
-    step that preempted. Later Q re-hits its surviving first block."""
+    """Four usable blocks; P has 7 prompt tokens, Q 8. Step 1 admits P ([1, 2]); step 2 decodes P
+    first (its 8th token fills block 2, cached now) and then admits Q ([3, 4]). Step 3: P's next
+    token needs a third block, none is free, so the *last* running request, Q, is preempted (its
+    table freed reversed, hashed blocks to the tail) and P's retry takes the head — Q's last
+    block, evicting HQ2. Nothing is admitted in a step that preempted. Q's return must fit whole
+    (9 tokens: 3 blocks), so it waits until P finishes; then it re-hits its surviving HQ1."""
     mgr = KVCacheManager(5, 4)
     pool = mgr.block_pool
     sched = Scheduler(mgr)
-    p = make_req("P", list(range(1, 9)))
+    p = make_req("P", list(range(1, 8)))
     q = make_req("Q", list(range(21, 29)))
     hq1, hq2 = doc_chain(list(range(21, 29)))
-    for r, tok in ((p, 90), (q, 91)):
-        sched.add_request(r)
-        sched.update_from_output(sched.schedule(decode=None, admit=True), {r.request_id: tok})
+    sched.add_request(p)
+    step(sched, {"P": 90})
+    sched.add_request(q)
+    out = step(sched, {"P": 91, "Q": 92})
+    assert [(s.request, s.num_new_tokens, s.admitted) for s in out.scheduled] == [
+        (p, 1, False), (q, 8, True)]
     assert tables(mgr) == {"P": [1, 2], "Q": [3, 4]} and free_ids(pool) == []
+    p_h1, p_h2 = doc_chain(list(range(1, 8)) + [90])
+    assert hash_map(pool) == [(p_h1, [1]), (p_h2, [2]), (hq1, [3]), (hq2, [4])]
     events(pool)
 
-    out = sched.schedule(decode=["P", "Q"], admit=True)
+    out = step(sched, {"P": 93})
     assert out.preempted == ["Q"] and [s.request for s in out.scheduled] == [p]
     assert q.status is RequestStatus.PREEMPTED and sched.waiting == [q]
     assert tables(mgr) == {"P": [1, 2, 4]} and free_ids(pool) == [3]
     assert events(pool) == [("BlockRemoved", (event_int(hq2),))]
-    sched.update_from_output(out, {"P": 92})
 
-    # Q cannot come back yet: 1 free hit + 2 new blocks > 1 free block; it stays first in line.
-    out = sched.schedule(decode=["P"], admit=True)
+    # Q (9 tokens now) cannot come back: 1 free hit + 2 new blocks > 1 free block; it stays first.
+    out = step(sched, {"P": 94})
     assert [s.request for s in out.scheduled] == [p] and sched.waiting == [q]
-    sched.update_from_output(out, {"P": 93})
 
     sched.finish_request("P")                       # [4, 2, 1]: 4 unhashed -> head
     assert free_ids(pool) == [4, 3, 2, 1]
-    out = sched.schedule(decode=[], admit=True)
+    out = sched.schedule()
     (item,) = out.scheduled
     assert item.request is q and item.hit_block_ids == (3,) and item.local_hit_tokens == 4
     assert tables(mgr) == {"Q": [3, 4, 2]}
-    p_h2 = doc_chain(list(range(1, 9)))[1]
     assert events(pool) == [("BlockRemoved", (event_int(p_h2),)),
                             ("BlockStored", (event_int(hq2),), event_int(hq1), (25, 26, 27, 28), 4)]
     check_invariants(pool, mgr)

@@ -51,6 +51,7 @@ from blockviz.core import (
     Scheduler,
     check_invariants,
 )
+from blockviz.core.scheduler import SchedulerConfig
 
 FAMILIES = [list(range(1, 17)), list(range(1, 9)) + list(range(40, 48)), list(range(60, 76))]
 
@@ -80,7 +81,8 @@ class CheckedManager(KVCacheManager):
         return hits, n
 
     def allocate_slots(self, request, num_new_tokens, num_new_computed_tokens=0,
-                       new_computed_blocks=(), num_external_computed_tokens=0):
+                       new_computed_blocks=(), num_external_computed_tokens=0, *,
+                       full_sequence_must_fit=False):
         pool, bs, rid = self.block_pool, self.block_size, request.request_id
         before = snapshot(self, [request])
         queue = free_ids(pool)
@@ -91,9 +93,16 @@ class CheckedManager(KVCacheManager):
         total = request.num_computed_tokens + num_new_computed_tokens + num_new_tokens
         free_hits = [b for b in new_computed_blocks if b.ref_cnt == 0]
         needed = max(cdiv(total, bs) - len(held) - len(new_computed_blocks), 0) + len(free_hits)
+        if full_sequence_must_fit:  # the admission gate sizes the whole sequence
+            needed_full = max(cdiv(request.num_tokens, bs) - len(held) - len(new_computed_blocks),
+                              0) + len(free_hits)
+            if needed <= len(queue) < needed_full:
+                event("refused: the chunk fits, the whole sequence does not")
+            needed = max(needed, needed_full)
 
         new = super().allocate_slots(request, num_new_tokens, num_new_computed_tokens,
-                                     new_computed_blocks, num_external_computed_tokens)
+                                     new_computed_blocks, num_external_computed_tokens,
+                                     full_sequence_must_fit=full_sequence_must_fit)
         if new is None:
             event("allocate_slots refused")
             assert needed > len(queue), "allocate_slots refused although the blocks fit"
@@ -152,13 +161,25 @@ class CheckedManager(KVCacheManager):
 class CoreMachine(RuleBasedStateMachine):
     @initialize(capacity=st.integers(8, 28), block_size=st.integers(1, 4),
                 free_order=st.sampled_from(["split", "append"]), caching=st.booleans(),
-                rng=st.randoms(use_true_random=False))
-    def setup(self, capacity, block_size, free_order, caching, rng):
+                rng=st.randoms(use_true_random=False),
+                budget=st.sampled_from([8192, 2, 3, 4, 8]), seqs=st.sampled_from([256, 1, 2, 3]),
+                chunked=st.booleans(), threshold=st.sampled_from([0, 0, 1, 3]))
+    def setup(self, capacity, block_size, free_order, caching, rng, budget, seqs, chunked,
+              threshold):
         # `capacity` tokens of KV: small enough for constant pressure, big enough for a prompt.
+        # vLLM's rules: with chunked prefill off the budget covers max_model_len; the budget
+        # is at least max_num_seqs.
+        max_model_len = 64 if not chunked else 1 << 20
+        config = SchedulerConfig(max_num_batched_tokens=budget if chunked else 64,
+                                 max_num_seqs=min(seqs, budget if chunked else 64),
+                                 enable_chunked_prefill=chunked,
+                                 long_prefill_token_threshold=threshold, max_model_len=max_model_len)
+        assert not config.problems()
         self.mgr = CheckedManager(cdiv(capacity, block_size) + 1, block_size,
-                                  enable_caching=caching, free_order=free_order)
+                                  enable_caching=caching, free_order=free_order,
+                                  max_model_len=max_model_len)
         self.pool = self.mgr.block_pool
-        self.sched = Scheduler(self.mgr)
+        self.sched = Scheduler(self.mgr, config=config)
         self.hasher = BlockHasher("sha256")
         self.rng = rng
         self.count = 0
@@ -167,24 +188,32 @@ class CoreMachine(RuleBasedStateMachine):
     def requests(self, *statuses):
         return [r for r in self.sched.requests.values() if r.status in statuses]
 
-    def run_step(self, decode, admit):
+    def run_step(self, only=None):
         running_before = [r.request_id for r in self.sched.running]
-        out = self.sched.schedule(decode=decode, admit=admit)
+        out = self.sched.schedule(only)
+        cfg = self.sched.config
+        assert out.total_num_scheduled_tokens <= cfg.max_num_batched_tokens
+        assert len(self.sched.running) <= cfg.max_num_seqs or only is not None
         if out.preempted:
-            event("decode preempted")
-            assert not any(s.is_prefill for s in out.scheduled), "admitted in a preempting step"
+            event("preempted under pressure")
+            assert not any(s.admitted for s in out.scheduled), "admitted in a preempting step"
             # victims are always the last running request, one after the other
             assert out.preempted == running_before[::-1][:len(out.preempted)]
+        if any(not s.samples for s in out.scheduled):
+            event("a partial prefill chunk")
         for s in out.scheduled:
             assert s.request.status is RequestStatus.RUNNING
             assert s.local_hit_tokens <= s.request.num_tokens - 1
             assert s.request.num_computed_tokens == s.start + s.num_new_tokens
+            assert s.samples == (s.request.num_computed_tokens == s.request.num_tokens)
+            if only is not None:
+                assert s.request.request_id in only and not s.admitted
         for rid in out.preempted:
             r = self.sched.requests[rid]
             assert r.status is RequestStatus.PREEMPTED and r.num_computed_tokens == 0
             assert r in self.sched.waiting
         self.sched.update_from_output(
-            out, {s.request.request_id: self.rng.randrange(4) for s in out.scheduled})
+            out, {s.request.request_id: self.rng.randrange(4) for s in out.scheduled if s.samples})
 
     # -- rules ------------------------------------------------------------------------------
     @rule(family=st.integers(0, 2), cut=st.sampled_from([0, 2, 4, 6, 8, 12]),
@@ -197,19 +226,19 @@ class CoreMachine(RuleBasedStateMachine):
                       max_tokens=max_tokens)
         self.sched.add_request(req)
         if admit:
-            self.run_step(decode=None, admit=True)
+            self.run_step()
 
     @rule(n=st.integers(1, 4))
     def step(self, n):
         for _ in range(n):
-            self.run_step(decode={r.request_id for r in self.sched.running}, admit=True)
+            self.run_step()
 
     @precondition(lambda self: self.sched.running)
     @rule(data=st.data())
     def decode(self, data):
         ids = [r.request_id for r in self.sched.running]
         chosen = data.draw(st.lists(st.sampled_from(ids), min_size=1, unique=True))
-        self.run_step(decode=set(chosen), admit=False)
+        self.run_step(only=set(chosen))        # teaching-only: a chosen subset, no admission
 
     @precondition(lambda self: self.sched.running or self.sched.waiting)
     @rule(data=st.data())

@@ -19,8 +19,10 @@ Two drivers produce the rows:
     ``get_computed_blocks(req)`` -> (hits, n); ``allocate_slots(req, num_tokens - n, n, hits)``;
     then ``num_computed_tokens = num_tokens`` (``_update_after_schedule``) and one sampled token
     appended (a prefill samples one token); "finished" is ``KVCacheManager.free(req)``.
-  * ``scheduler``: the same through ``blockviz.core.Scheduler`` (``add_request``,
-    ``schedule(decode=None, admit=True)``, ``update_from_output``, ``finish_request``).
+  * ``scheduler``: the same through ``blockviz.core.Scheduler`` (``add_request``, one engine
+    step = ``schedule()`` + ``update_from_output``, ``finish_request``). As in vLLM, the step that
+    admits B serves the running A first: A decodes one token (12 tokens, 11 computed), which
+    lands in A's third block and so changes no row.
 """
 from __future__ import annotations
 
@@ -98,18 +100,22 @@ class ManagerDriver:
 
 
 class SchedulerDriver:
-    """The same through blockviz.core.Scheduler: one admission pass, then the sampled token."""
+    """The same through blockviz.core.Scheduler: one engine step per arrival."""
 
     def __init__(self, mgr: KVCacheManager) -> None:
         self.sched = Scheduler(mgr)
 
     def admit(self, req):
+        running = list(self.sched.running)
         self.sched.add_request(req)
-        out = self.sched.schedule(decode=None, admit=True)
-        assert [s.request for s in out.scheduled] == [req] and not out.preempted
-        self.sched.update_from_output(out, {req.request_id: SAMPLED})
-        assert req.status is RequestStatus.RUNNING
-        return list(out.scheduled[0].hit_block_ids)
+        out = self.sched.schedule()
+        # running first (one decode token each), then the admission
+        assert [s.request for s in out.scheduled] == running + [req] and not out.preempted
+        assert [s.num_new_tokens for s in out.scheduled[:-1]] == [1] * len(running)
+        self.sched.update_from_output(out, {s.request.request_id: SAMPLED for s in out.scheduled})
+        assert req.status is RequestStatus.RUNNING and req.num_computed_tokens == req.num_tokens - 1
+        assert all(r.num_computed_tokens == r.num_tokens - 1 for r in running)
+        return list(out.scheduled[-1].hit_block_ids)
 
     def finish(self, req):
         self.sched.finish_request(req.request_id)

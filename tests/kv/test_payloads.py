@@ -177,10 +177,11 @@ def test_external_hits_load_the_bytes_that_were_saved():
         got = engine.kv.read_blocks([bid])
         assert torch.equal(got, saved[h].to(got.dtype)), "loaded bytes equal the saved bytes"
     stats = engine.manager.prefix_cache_stats
-    assert stats.external_hits == admit.external_hit_tokens and stats.hits == admit.local_hit_tokens
+    ext = engine.scheduler.connector_prefix_cache_stats
+    assert ext.hits == admit.external_hit_tokens and stats.hits == admit.local_hit_tokens
     # queries count each request's tokens at admission; the tier is asked for what was not local
     assert stats.queries == 13 + 20 + 14
-    assert stats.external_queries == stats.queries - stats.hits
+    assert ext.queries == stats.queries - stats.hits
     assert [op for op in result.ops if op.kind == "verify"][0].max_abs_diff == 0.0
 
 

@@ -117,7 +117,8 @@ def test_card_shows_id_ref_count_hash_label_and_tokens(six, six_labels):
     assert "1 2 3 4" in card1
     assert card1.count('class="bv-on"') == 4          # a full block: four filled slots
     card3 = html[html.index('data-block="3"'):html.index('data-block="4"')]
-    assert card3.count('class="bv-on"') == 2          # A's last two tokens
+    # A's last two prompt tokens, and the token it decoded in the step that admitted B
+    assert card3.count('class="bv-on"') == 3
 
 
 def test_legend_names_every_colour_in_both_languages():
