@@ -316,24 +316,28 @@ STRINGS.update({
     "ref_bare": ("Written as a bare word: no value.", "只写事件名，不带值。"),
     "ref_value": ("Value:", "值："),
     # what each event does (scenario-format.md)
-    "evh_arrive": ("A new request: its full blocks are hashed, it joins the waiting queue, then an "
-                   "admission pass runs (unless admit: false).",
-                   "新请求：对它的满块计算 hash，加入等待队列，然后进行一轮接纳（除非 admit: false）。"),
-    "evh_admit": ("An admission pass: while the waiting queue is not empty, look up its head's prefix, "
-                  "allocate slots; stop at the first request that does not fit.",
-                  "一轮接纳：只要等待队列不空，就为队首请求查前缀缓存、分配槽位；遇到放不下的请求就停。"),
-    "evh_decode": ("N iterations: each listed running request (default: all) gets a slot for one more "
-                   "token; when short, the last running request is preempted.",
-                   "N 次迭代：列出的每个运行中的请求（默认全部）"
-                   "为下一个 token 分配槽位；不够时抢占最后一个运行中的请求。"),
-    "evh_step": ("N full scheduler iterations: decode every running request, then admit waiting ones.",
-                 "N 次完整的调度迭代：先为所有运行中的请求解码，再接纳等待中的请求。"),
+    "evh_arrive": ("A new request: its full blocks are hashed, it joins the waiting queue, then one "
+                   "engine step runs (unless admit: false) — which serves the running requests first.",
+                   "新请求：对它的满块计算 hash，加入等待队列，然后运行一个引擎步（除非 admit: false）"
+                   "——这一步会先服务运行中的请求。"),
+    "evh_admit": ("One engine step (kept for older files; the same as step: 1).",
+                  "一个引擎步（为旧文件保留；等同于 step: 1）。"),
+    "evh_decode": ("N engine steps. Teaching-only with requests: [...]: only those running requests are "
+                   "scheduled and nothing is admitted — vLLM never does that.",
+                   "N 个引擎步。带 requests: [...] 时是教学演示：只调度列出的运行中请求、不接纳新请求——"
+                   "vLLM 从不这样做。"),
+    "evh_step": ("N vLLM engine steps: running requests first (a decode token or the next prefill "
+                 "chunk) within the token budget, then waiting ones if nothing was preempted.",
+                 "N 个 vLLM 引擎步：在 token 预算内先调度运行中的请求（一个解码 token 或 prefill 的"
+                 "下一块），没有发生抢占时再接纳等待中的请求。"),
     "evh_finish": ("The request ends: its blocks are freed (table reversed). A waiting request is just "
                    "removed.",
                    "请求结束：释放它的块（块表倒序）。等待中的请求直接移除。"),
-    "evh_preempt": ("Free a running request's blocks, reset its progress, put it at the front of the "
-                    "waiting queue.",
-                    "释放一个运行中请求的块，计算进度清零，放回等待队列最前面。"),
+    "evh_preempt": ("Teaching-only (vLLM preempts only the last running request, when memory runs "
+                    "out): free a running request's blocks, reset its progress, put it at the front "
+                    "of the waiting queue.",
+                    "教学演示（vLLM 只在显存不够时抢占最后一个运行中的请求）：释放一个运行中请求的块，"
+                    "计算进度清零，放回等待队列最前面。"),
     "evh_reset_prefix_cache": ("BlockPool.reset_prefix_cache(): drop every hash (refused while requests "
                                "hold blocks).",
                                "BlockPool.reset_prefix_cache()：清掉所有 hash（有请求持有块时会失败）。"),
@@ -529,8 +533,10 @@ STRINGS.update({
     "cap_no_evict_mark": ("no evictions from here →", "从这里起不再淘汰 →"),
     "cap_how_title": ("How to read it", "怎么读这张图"),
     "cap_how": ("- Each point is one replay of the same workload with a pool of that many blocks; the "
-                "hit rate is the share of prompt tokens the prefix cache supplied (vLLM's "
-                "prefix_cache_hits / prefix_cache_queries).\n"
+                "hit rate is vLLM's: of the tokens of every request at its first admission, the share "
+                "the prefix cache supplied (PrefixCacheStats hits / queries). A preempted request "
+                "that comes back is looked up again, but vLLM counts that re-lookup apart "
+                "(preempted_queries / preempted_hits), not in the rate.\n"
                 "- **Where the curves meet, the free order no longer matters.** At the right end "
                 "nothing cached is ever evicted (the dotted line), so both orders keep every prefix and "
                 "reach the workload's ceiling: about the share of its prompt tokens that repeat an earlier "
@@ -542,11 +548,13 @@ STRINGS.update({
                 "the tail, to be evicted last. Append (≤ 0.23) puts them all at the tail, so a new "
                 "request takes cached prefixes while useless blocks wait: more evictions, fewer hits.\n"
                 "- The leftmost pool fits the largest single request; smaller pools cannot run it. "
-                "Preemptions mean the running requests did not fit at once; a preempted request is "
-                "looked up again and mostly hits its own blocks, so a tight pool can even score a "
-                "little above the ceiling.",
-                "- 每个点是同一个负载在这么多块的块池里重放一次；命中率是提示词 token 中由前缀缓存"
-                "提供的比例（vLLM 的 prefix_cache_hits / prefix_cache_queries）。\n"
+                "Preemptions mean the running requests did not fit at once: each costs a recompute, "
+                "and its re-lookup (which mostly hits the request's own blocks) is shown beside the "
+                "rate, never inside it.",
+                "- 每个点是同一个负载在这么多块的块池里重放一次；命中率按 vLLM 的算法：每个请求第一次被"
+                "接纳时，它的 token 中由前缀缓存提供的比例（PrefixCacheStats 的 hits / queries）。"
+                "被抢占的请求回来时会重新查找一次，但 vLLM 把这次查找单独记账"
+                "（preempted_queries / preempted_hits），不算进命中率。\n"
                 "- **两条曲线重合的地方，释放顺序不再重要。** 在最右端，已缓存的块从不被淘汰（虚线处），"
                 "两种顺序都保住了所有前缀，达到这个负载的上限：大约是提示词 token 中重复之前提示的比例。"
                 "曲线也可能更早重合：那时被淘汰的块，之后再也没有请求用到。\n"
@@ -555,8 +563,8 @@ STRINGS.update({
                 "放到队尾，最后被淘汰。append（≤ 0.23）把它们都放到队尾，于是新请求会先拿走已缓存的"
                 "前缀，而没用的块还在排队：淘汰更多，命中更少。\n"
                 "- 最左边的块池刚好放得下最大的单个请求，更小的块池跑不了它。"
-                "抢占说明运行中的请求不能同时放下；被抢占的请求会重新查找一次，大多命中自己的块，"
-                "所以紧张的块池甚至可能略高于上限。"),
+                "抢占说明运行中的请求不能同时放下：每次抢占都要重算；它回来时的重新查找（大多命中"
+                "自己的块）显示在命中率旁边，从不算在里面。"),
     "cap_read_title": ("This plan", "这次的结果"),
     "cap_read_ceiling": ("With room to spare this workload hits {rate}; split gets there from {split} "
                          "blocks on, append from {append}.",

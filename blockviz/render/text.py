@@ -8,7 +8,7 @@ from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import error_text
 from blockviz.sim.timeline import Snapshot, Timeline, diff
 from blockviz.teach.labels import HashLabels, token_text
-from blockviz.teach.narrate import narrate_ops
+from blockviz.teach.narrate import narrate_ops, schedule_lines
 
 _RESET, _BOLD, _DIM = "\x1b[0m", "\x1b[1m", "\x1b[2m"
 _GREEN, _YELLOW, _GREY = "\x1b[32m", "\x1b[33m", "\x1b[90m"
@@ -108,6 +108,8 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
     n = len(timeline) - 1
     head = f"── {t('step_k_of_n', lang, k=index, n=n)} · {event_label(s.step, lang)} "
     out = [st(head + "─" * max(4, 78 - len(head)), _BOLD)]
+    if s.teaching_only:
+        out.append(st(f"[{t('teaching_only', lang)}] {t('teaching_only_why', lang)}", _YELLOW))
     if s.note is not None:
         out.append(wrap(s.note.get(lang)))
     block_lines = render_blocks(s, labels, vocab, d.changed_blocks, st, lang)
@@ -137,6 +139,8 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
     if s.external is not None:
         ext = " ".join(labels(h) for h, _ in s.external) or t("empty", lang)
         out.append(_label(t('external_tier', lang)) + ext)
+    for i, line in enumerate(schedule_lines(s.engine_steps, lang)):
+        out.append((_label(t('engine_steps', lang)) if i == 0 else " " * 18) + line)
     lines = narrate_ops(s.ops, lang, labels, vocab, timeline.block_size)
     if lines:
         out.append(t('engine_did', lang) + ("：" if lang == "zh" else ":"))

@@ -56,6 +56,13 @@ def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = No
         return base
     if k == "alloc_failed":
         rid, need, free = op.request_id, op.blocks_needed, op.blocks_free
+        if op.full_sequence:
+            return (f"allocate_slots({rid}) 返回 None：接纳时整个序列都必须放得下"
+                    f"（full_sequence_must_fit），需要 {need} 个空闲块，只有 {free} 个。"
+                    f"什么都没改变，它留在等待队列最前面。" if zh else
+                    f"allocate_slots({rid}) returns None: at admission the whole sequence must fit "
+                    f"(full_sequence_must_fit), which needs {need} free block(s), and {free} are "
+                    f"free. Nothing changed; it stays first in line.")
         return (f"allocate_slots({rid}) 返回 None：需要 {need} 个空闲块，只有 {free} 个。"
                 f"什么都没改变。" if zh else
                 f"allocate_slots({rid}) returns None: it needs {need} free block(s) and "
@@ -98,8 +105,14 @@ def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = No
         s += f", {ext} from the external tier" if ext else ""
         return s + f", {new} to compute."
     if k == "schedule":
-        return (f"{op.request_id} 解码：为下一个 token 分配槽位。" if zh else
-                f"{op.request_id} decodes: a slot for its next token.")
+        rid, n = op.request_id, op.num_new_tokens
+        if op.decode:
+            return (f"{rid} 正在运行，先调度它：为下一个 token 分配槽位（解码）。" if zh else
+                    f"{rid} is running, so it is scheduled first: a slot for its next token "
+                    f"(a decode).")
+        return (f"{rid} 正在运行，先调度它：prefill 的下一块，{n} 个 token（分块 prefill）。" if zh else
+                f"{rid} is running, so it is scheduled first: the next chunk of its prefill, "
+                f"{n} token(s) (chunked prefill).")
     if k == "preempt":
         return (f"抢占 {op.request_id}：释放它的块（倒序），num_computed_tokens 归零，放回等待队列最前面。"
                 if zh else
@@ -140,7 +153,14 @@ def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = No
         return (f"{op.request_id} 采样得到下一个 token：{token_text([op.token_id], vocab)}。" if zh else
                 f"{op.request_id} samples its next token: {token_text([op.token_id], vocab)}.")
     if k == "finish":
-        return (f"{op.request_id} 结束。" if zh else f"{op.request_id} finishes.")
+        rid = op.request_id
+        if op.reason == "length":
+            return (f"{rid} 达到长度上限（max_tokens 或 max_model_len），结束"
+                    f"（FINISHED_LENGTH_CAPPED），它的块随即释放。" if zh else
+                    f"{rid} reaches its length limit (max_tokens or max_model_len) and finishes "
+                    f"(FINISHED_LENGTH_CAPPED); its blocks are freed at once.")
+        return (f"{rid} 被客户端中止，结束（FINISHED_ABORTED）。" if zh else
+                f"{rid} is aborted by the client and finishes (FINISHED_ABORTED).")
     if k == "rewind":
         return (f"回到存档 “{op.checkpoint}”：整个引擎状态（包括张量）恢复原样。" if zh else
                 f"Rewind to “{op.checkpoint}”: the whole engine state, tensors included, is restored.")
@@ -161,13 +181,59 @@ def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = No
     return k
 
 
-# ops that the step narration leaves out (decisions already said by another op)
-_QUIET = frozenset({"schedule"})
+def schedule_line(es, lang: str) -> str:
+    """One engine step in a line: "A: 1 decode token · B: 2 new (8 hit) · budget 11/8192",
+    then who was preempted and who finished."""
+    zh = lang == "zh"
+    parts = []
+    for s in es.scheduled:
+        n, rid = s.num_tokens, s.request_id
+        if s.decode:
+            parts.append(f"{rid}：解码 {n} 个 token" if zh else
+                         f"{rid}: {n} decode token{'s' if n != 1 else ''}")
+            continue
+        hit = s.local_hit_tokens + s.external_hit_tokens
+        what = ("恢复" if s.resumed else "新") if s.admitted else "续"
+        if not zh:
+            what = ("resumed" if s.resumed else "new") if s.admitted else "more"
+        chunk = not s.samples
+        if zh:
+            txt = f"{rid}：{what}{'（分块）' if chunk else ''} {n} 个 token"
+            if hit:
+                txt += f"（命中 {hit}）"
+        else:
+            txt = f"{rid}: {n} {what}{' (a chunk)' if chunk else ''}"
+            if hit:
+                txt += f" ({hit} hit)"
+        parts.append(txt)
+    if not parts:
+        parts.append("没有调度任何请求" if zh else "nothing scheduled")
+    parts.append(f"预算 {es.num_scheduled_tokens}/{es.token_budget}" if zh else
+                 f"budget {es.num_scheduled_tokens}/{es.token_budget}")
+    line = " · ".join(parts)
+    if es.preempted:
+        line += (f" · 抢占 {', '.join(es.preempted)}" if zh else
+                 f" · preempted {', '.join(es.preempted)}")
+    if es.finished:
+        line += (f" · 结束 {', '.join(es.finished)}" if zh else
+                 f" · finished {', '.join(es.finished)}")
+    return line
+
+
+def schedule_lines(engine_steps, lang: str) -> list[str]:
+    """Each engine step of an event, numbered when there are several."""
+    lines = [schedule_line(es, lang) for es in engine_steps]
+    if len(lines) > 1:
+        word = "第 {} 步：" if lang == "zh" else "step {}: "
+        lines = [word.format(i + 1) + ln for i, ln in enumerate(lines)]
+    return lines
 
 
 def _silent(op) -> bool:
-    """An op that did nothing worth a sentence (e.g. touching no blocks)."""
-    return op.kind in _QUIET or (op.kind in ("touch", "popleft", "free") and not op.block_ids)
+    """An op that did nothing worth a sentence (touching no blocks), or a plain decode (the
+    schedule line says it)."""
+    return ((op.kind == "schedule" and op.decode)
+            or (op.kind in ("touch", "popleft", "free") and not op.block_ids))
 
 
 def narrate_ops(ops: Sequence, lang: str, labels: HashLabels,

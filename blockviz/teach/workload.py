@@ -261,12 +261,15 @@ def loaded(scenario: Scenario) -> LoadedScenario:
 class CapacityPoint:
     num_blocks: int
     free_order: str
-    hit_rate: float        # prefix_cache_hits / prefix_cache_queries (0 when nothing was asked)
+    hit_rate: float        # vLLM's: hits / queries (0 when nothing was asked); resumed
+                           # requests' re-lookups are not in it
     queries: int
     hits: int
     evictions: int         # cached blocks whose hash left the map at reuse
     preemptions: int
     error: str | None = None  # the event that stopped the run early, if any
+    preempted_queries: int = 0   # the re-lookups of resumed requests, beside the rate
+    preempted_hits: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -289,11 +292,12 @@ def run_stats(scenario: Scenario, *, progress: Callable[[int], None] | None = No
             break
         if progress is not None and i % every == 0:
             progress(i)
-    s = engine.manager.prefix_cache_stats
+    s = engine.capture(()).stats
     largest = max((-(-r.num_tokens // engine.block_size)
                    for r in engine.scheduler.requests.values()), default=1)
-    return ({"queries": s.queries, "hits": s.hits, "preemptions": s.preemptions,
-             "evictions": engine.pool.num_evictions, "largest_request_blocks": largest}, error)
+    return ({"queries": s.queries, "hits": s.hits, "preempted_queries": s.preempted_queries,
+             "preempted_hits": s.preempted_hits, "preemptions": s.preemptions,
+             "evictions": s.evictions, "largest_request_blocks": largest}, error)
 
 
 def capacity_plan(scenario: Scenario, pool_sizes: Iterable[int],
@@ -313,7 +317,8 @@ def capacity_plan(scenario: Scenario, pool_sizes: Iterable[int],
         stats, error = run_stats(variant, progress=report)
         q, h = stats["queries"], stats["hits"]
         points.append(CapacityPoint(size, order, h / q if q else 0.0, q, h, stats["evictions"],
-                                    stats["preemptions"], error))
+                                    stats["preemptions"], error, stats["preempted_queries"],
+                                    stats["preempted_hits"]))
         if progress is not None:
             progress((r + 1) * n, total)
     return points
