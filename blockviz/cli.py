@@ -56,6 +56,14 @@ def cmd_app(args) -> int:
 def cmd_validate(args) -> int:
     loaded = _load(args.file)
     s = loaded.scenario
+    if args.strict:
+        for i, step in enumerate(s.steps):
+            if step.teaching_only:
+                raise loaded.error(("steps", i, step.kind), (
+                    f"step {i + 1} ({step.kind}) is a teaching-only form: vLLM's scheduler never "
+                    f"does this (it preempts only the last running request, under memory "
+                    f"pressure, and schedules every running request each step); use `step` "
+                    f"events, or drop --strict"))
     print(f"{args.file}: ok — scenario {s.id!r}, {len(s.steps)} steps, "
           f"{s.config.num_blocks} blocks of {s.config.block_size} tokens")
     return 0
@@ -170,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(fn=cmd_app)
     v = sub.add_parser("validate", help="check a scenario file without running it")
     v.add_argument("file")
+    v.add_argument("--strict", action="store_true",
+                   help="also refuse the teaching-only forms (preempt: ID, decode: {requests})")
     v.set_defaults(fn=cmd_validate)
     j = sub.add_parser("json", help="run a scenario and print every step as JSON (the contract)")
     j.add_argument("file")

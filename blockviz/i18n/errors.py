@@ -215,6 +215,29 @@ _rule(r"same_as '(?P<id>.*)' asks for its first (?P<n>\d+) tokens but it has (?P
       "same_as '{id}' 要取它的前 {n} 个 token，但它只有 {m} 个")
 _rule(r"multimodal item '(?P<id>.*)' ends at token (?P<end>\d+), past the prompt's (?P<n>\d+) tokens",
       "多模态项 '{id}' 结束于第 {end} 个 token，超出了提示词的 {n} 个 token")
+_rule(r"request '(?P<id>.*)': its prompt \((?P<n>\d+) tokens\) plus at least one output token is "
+      r"longer than max_model_len \((?P<m>\d+)\); vLLM rejects it",
+      "请求 '{id}'：它的提示词（{n} 个 token）再加至少一个输出 token 就超过了 max_model_len（{m}）；"
+      "vLLM 会拒绝它")
+
+# -- config.scheduler: what vLLM's SchedulerConfig refuses -------------------------------------
+_rule(r"max_num_batched_tokens \((?P<b>\d+)\) is smaller than max_model_len \((?P<m>\d+)\) with "
+      r"chunked prefill off: vLLM rejects this \(raise the budget, lower max_model_len, or turn "
+      r"enable_chunked_prefill on\)",
+      "关闭分块 prefill 时，max_num_batched_tokens（{b}）小于 max_model_len（{m}）：vLLM 会拒绝这样的"
+      "配置（请提高预算、降低 max_model_len，或打开 enable_chunked_prefill）")
+_rule(r"max_num_batched_tokens \((?P<b>\d+)\) must be >= max_num_seqs \((?P<s>\d+)\): vLLM rejects "
+      r"this",
+      "max_num_batched_tokens（{b}）必须 ≥ max_num_seqs（{s}）：vLLM 会拒绝这样的配置"
+      "（预算小时，把 max_num_seqs 也调小）")
+_rule(r"long_prefill_token_threshold \((?P<t>\d+)\) cannot be greater than max_model_len "
+      r"\((?P<m>\d+)\): vLLM rejects this",
+      "long_prefill_token_threshold（{t}）不能大于 max_model_len（{m}）：vLLM 会拒绝这样的配置")
+_rule(r"step (?P<k>\d+) \((?P<kind>\w+)\) is a teaching-only form: vLLM's scheduler never does this "
+      r"\(it preempts only the last running request, under memory pressure, and schedules every "
+      r"running request each step\); use `step` events, or drop --strict",
+      "第 {k} 步（{kind}）是教学演示用的写法：vLLM 的调度器从不这样做（它只在显存不够时抢占最后一个"
+      "运行中的请求，并且每一步都调度所有运行中的请求）；请改用 `step` 事件，或者去掉 --strict")
 
 # -- pydantic's own messages (the value has the wrong type or size) -----------------------------
 _TYPES = {"integer": "整数", "string": "字符串", "boolean": "布尔值（true 或 false）",

@@ -1,5 +1,9 @@
 """Metrics over the timeline: pool usage, prefix-cache hit rates (local and external separately,
-cumulative as vLLM counts them) and evictions, with the current step marked."""
+cumulative as vLLM counts them) and evictions, with the current step marked.
+
+The hit rate is vLLM's (PrefixCacheStats ``hits / queries``): requests at their first admission.
+The re-lookups of resumed (preempted) requests are drawn beside it, as their own line, never
+inside it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -18,6 +22,7 @@ class Series:
     ext_hit_rate: tuple[float | None, ...]
     evictions: tuple[int, ...]
     has_external: bool
+    resumed_hit_rate: tuple[float | None, ...] = ()   # preempted_hits / preempted_queries
 
     def __len__(self) -> int:
         return len(self.usage)
@@ -29,10 +34,12 @@ def _rate(hits: int, queries: int) -> float | None:
 
 def metrics_series(stats: Sequence, has_external: bool = False) -> Series:
     """From ``timeline.step_stats(i)`` for every step (cheap: no snapshots)."""
+    resumed = tuple(_rate(s.preempted_hits, s.preempted_queries) for s in stats)
     return Series(tuple(round(100.0 * s.usage, 2) for s in stats),
-                  tuple(_rate(s.prefix_cache_hits, s.prefix_cache_queries) for s in stats),
+                  tuple(_rate(s.hits, s.queries) for s in stats),
                   tuple(_rate(s.external_hits, s.external_queries) for s in stats),
-                  tuple(s.evictions for s in stats), has_external)
+                  tuple(s.evictions for s in stats), has_external,
+                  resumed if any(r is not None for r in resumed) else ())
 
 
 def metrics_figure(series: Series, current: int, lang: str = "en", height: int = 260) -> go.Figure:
@@ -40,8 +47,12 @@ def metrics_figure(series: Series, current: int, lang: str = "en", height: int =
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=x, y=list(series.usage), name=t("usage", lang) + " %",
                              line=dict(color=BLUE, width=2.5), line_shape="hv"))
-    fig.add_trace(go.Scatter(x=x, y=list(series.hit_rate), name=t("hit_rate", lang) + " %",
+    fig.add_trace(go.Scatter(x=x, y=list(series.hit_rate), name=t("hit_rate_vllm", lang) + " %",
                              line=dict(color=GREEN, width=2.5), connectgaps=False))
+    if series.resumed_hit_rate:
+        fig.add_trace(go.Scatter(x=x, y=list(series.resumed_hit_rate),
+                                 name=t("resumed_lookups", lang) + " %",
+                                 line=dict(color=GREEN, width=1.5, dash="dot"), connectgaps=False))
     if series.has_external:
         fig.add_trace(go.Scatter(x=x, y=list(series.ext_hit_rate), name=t("ext_hit_rate", lang) + " %",
                                  line=dict(color=PURPLE, width=2.5, dash="dot")))

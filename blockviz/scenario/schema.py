@@ -315,6 +315,13 @@ class Step(_Model):
         kind = self.kind
         return None if kind is None else getattr(self, kind)
 
+    @property
+    def teaching_only(self) -> bool:
+        """A form vLLM's scheduler has no equivalent for: ``preempt: ID`` (vLLM preempts only the
+        last running request, under memory pressure) and ``decode: {requests: [...]}`` (vLLM
+        schedules every running request and admits waiting ones in the same step)."""
+        return self.preempt is not None or (self.decode is not None and bool(self.decode.requests))
+
     def event_dict(self) -> dict:
         """The event as the JSON contract shows it: ``{name: arguments}`` (``{"note": true}`` for
         a narration-only step)."""

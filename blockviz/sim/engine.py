@@ -35,10 +35,6 @@ from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_pro
 from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats
 
 
-# Events vLLM's scheduler has no equivalent for (the app badges them; validate --strict refuses).
-def is_teaching_only(step: Step) -> bool:
-    return step.kind == "preempt" or (step.kind == "decode" and bool(step.args.requests))
-
 
 class EngineError(Exception):
     """An event that the reached state does not allow (the run stops at this step)."""
@@ -203,7 +199,7 @@ class Engine:
         if self.ops is not None:
             result.ops = self.ops[start:]
         result.engine_steps = self._engine_steps
-        result.teaching_only = is_teaching_only(step)
+        result.teaching_only = step.teaching_only
         result.kv_events = [e.to_dict() for e in self.pool.take_events()]
         if self.kv is not None and self.payload_history:
             changed = range(self.num_gpu_blocks) if kind in ("rewind", "restart") else self._written

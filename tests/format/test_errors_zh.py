@@ -65,6 +65,15 @@ CASES = {
     "finished twice": S + A + "  - finish: A\n  - finish: A\n",
     "restart while live": S + A + "  - admit\n  - restart\n",
     "same_as too long": S + A + "  - arrive: {id: B, prompt: [{same_as: A, first: 9}]}\n",
+    # config.scheduler: what vLLM's SchedulerConfig refuses, and what its input processor refuses
+    "unchunked budget under max_model_len": cfg("scheduler: {enable_chunked_prefill: false, "
+                                                "max_num_batched_tokens: 64, max_num_seqs: 4, "
+                                                "max_model_len: 128}"),
+    "budget under max_num_seqs": cfg("scheduler: {max_num_batched_tokens: 16}"),
+    "threshold over max_model_len": cfg("scheduler: {long_prefill_token_threshold: 64, "
+                                        "max_model_len: 32}"),
+    "prompt fills max_model_len": H + "config: {num_blocks: 6, block_size: 4, model: null, "
+                                  "scheduler: {max_model_len: 3}}\nsteps:\n" + A,
 }
 
 

@@ -164,6 +164,33 @@ def test_metrics_follow_the_timeline_and_mark_the_current_step(six):
     assert len(metrics_figure(ext, 0, "zh").data) == 4
 
 
+PRESSURE = """
+id: pressure
+title: {en: p, zh: p}
+config: {num_blocks: 3, block_size: 4, model: null}
+steps:
+  - arrive: {id: A, prompt: [1, 2, 3, 4], admit: false}
+  - arrive: {id: B, prompt: [11, 12, 13, 14]}
+  - step
+  - finish: A
+  - step
+"""
+
+
+def test_metrics_keep_resumed_lookups_out_of_vllms_hit_rate():
+    """Both decode into a second block: A takes the last free one, B (last) is preempted; after
+    A finishes B comes back and hits its own first block (4 of 5 tokens). vLLM's rate stays at
+    0 / 8; the resumed re-lookup, 4 / 5, is its own line."""
+    from blockviz.scenario.load import load_text
+    from blockviz.sim.runner import run
+    _, tl = run(load_text(PRESSURE))
+    series = metrics_series([tl.step_stats(i) for i in range(len(tl))])
+    assert series.hit_rate[-1] == 0.0 and series.resumed_hit_rate[-1] == pytest.approx(80.0)
+    assert series.resumed_hit_rate[:4] == (None,) * 4
+    fig = metrics_figure(series, 5, "zh")
+    assert [d.name for d in fig.data][1:3] == ["命中率（vLLM） %", "恢复时的重新查找 %"]
+
+
 def test_external_tier_lists_hashes_least_recently_used_first(six_labels):
     h = next(iter(six_labels.label))
     html = external_html(((h, (1, 2, 3, 4)), (b"other", (5,))), labels=six_labels, on_gpu={h})
