@@ -21,7 +21,8 @@ def test_strict_refuses_a_teaching_only_step_with_its_line(tmp_path, cli):
     assert cli("validate", str(f)).returncode == 0
     p = cli("validate", "--strict", str(f))
     assert p.returncode == 2 and "Traceback" not in p.stderr
-    assert p.stderr.startswith(f"{f}:7:") and "steps[2].decode: step 3 (decode) is a teaching-only" in p.stderr
+    assert p.stderr.startswith(f"{f}:7:")
+    assert "steps[2].decode: step 3 (decode) is a teaching-only" in p.stderr
 
 
 def test_teaching_only_steps_are_marked_in_the_json(tmp_path, cli):

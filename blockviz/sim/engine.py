@@ -35,7 +35,6 @@ from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_pro
 from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats
 
 
-
 class EngineError(Exception):
     """An event that the reached state does not allow (the run stops at this step)."""
 
