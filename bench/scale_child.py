@@ -78,7 +78,7 @@ def measure(params: dict) -> dict:
         "jump_s": jumps, "keyframes": timeline.num_keyframes,
         "requests": len(engine.scheduler.requests),
         "prefix_cache_queries": stats.queries, "prefix_cache_hits": stats.hits,
-        "evictions": engine.pool.num_evictions, "preemptions": stats.preemptions,
+        "evictions": engine.pool.num_evictions, "preemptions": engine.scheduler.num_preemptions,
         "payload_device": timeline.payload_device,
     }
 

@@ -169,24 +169,40 @@ def test_frames_are_the_same_in_any_access_order(seed):
             assert frames[-1] == forward[-1]
 
 
-def test_requests_at_a_replayed_step_behave_as_the_updated_dict():
-    from blockviz.sim.timeline import RequestsAt
-    base = {"A": 1, "B": 2, "C": 3}
-    new = {"B": 20, "D": 4, "E": 5}
-    m = RequestsAt(base, new)
-    expect = dict(base)
-    expect.update(new)
-    assert list(m) == list(expect) == ["A", "B", "C", "D", "E"]
-    assert list(m.items()) == list(expect.items()) and len(m) == 5
-    assert m == expect and m["B"] == 20 and m.get("Z") is None and "D" in m and "Z" not in m
-    assert base == {"A": 1, "B": 2, "C": 3}                   # the keyframe's table is shared, unchanged
+def test_requests_at_a_step_are_the_live_dict_in_arrival_order():
+    """A step's requests are built from each request's versions on demand: the same keys, order
+    and values as the engine's dict was then — also across a rewind, which undoes the requests
+    that arrived after its checkpoint."""
+    text = """id: t
+title: t
+config: {num_blocks: 6, block_size: 4, model: null}
+steps:
+  - arrive: {id: A, prompt: [1, 2, 3, 4, 5]}
+  - checkpoint: c
+  - arrive: {id: B, prompt: [1, 2, 3, 4, 9]}
+  - finish: A
+  - rewind: c
+  - arrive: {id: C, prompt: [7, 8]}
+"""
+    tl, states = record_with_live(load_text(text).scenario)
+    names = [list(tl.snapshot(i).requests) for i in range(len(tl))]
+    assert names == [[], ["A"], ["A"], ["A", "B"], ["A", "B"], ["A"], ["A", "C"]]
+    m = tl.snapshot(4).requests
+    assert len(m) == 2 and "B" in m and "C" not in m and m.get("C") is None
+    assert m["A"].status == "finished" and tl.snapshot(5).requests["A"].status == "running"
+    assert dict(m.items()) == {rid: m[rid] for rid in ("A", "B")}
+    for i, live in enumerate(states):
+        assert snap_state(tl.snapshot(i))["requests"] == live["requests"]
 
 
-def test_replaying_from_a_replayed_step_does_not_nest_overlays():
+def test_serving_steps_never_grows_the_timeline():
+    """Jumps replay onto mirrors of their own: what the timeline holds after recording stays as
+    it was, however often and in whatever order steps are served."""
     rng = random.Random(5)
-    tl, live = record_with_live(Scenario.model_validate(random_scenario(rng, 60)), threshold=10**9)
-    for i in range(1, len(tl)):                               # forward, each from the one before
-        s = tl.snapshot(i)
-        assert snap_state(s) == live[i]
-        base = getattr(s.requests, "_base", None)
-        assert base is None or isinstance(base, dict)         # always the keyframe's own dict
+    tl, live = record_with_live(Scenario.model_validate(random_scenario(rng, 60)), threshold=0)
+    held = (len(tl._explicit), len(tl._log.records), len(tl._reg.views), tl.num_keyframes)
+    for i in [rng.randrange(len(tl)) for _ in range(200)]:
+        assert snap_state(tl.snapshot(i)) == live[i]
+        list(tl.frames(i))
+    assert (len(tl._explicit), len(tl._log.records), len(tl._reg.views),
+            tl.num_keyframes) == held

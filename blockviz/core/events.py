@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BlockStored:
     block_hashes: tuple[int, ...]
     parent_block_hash: int | None
@@ -26,7 +26,7 @@ class BlockStored:
                     None if k is None else list(k) for k in self.extra_keys]}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BlockRemoved:
     block_hashes: tuple[int, ...]
 
@@ -34,7 +34,7 @@ class BlockRemoved:
         return {"type": "BlockRemoved", "block_hashes": list(self.block_hashes)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AllBlocksCleared:
     def to_dict(self) -> dict:
         return {"type": "AllBlocksCleared"}

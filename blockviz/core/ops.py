@@ -151,11 +151,13 @@ class Finish(NamedTuple):
 
 # -- the worker and the engine ---------------------------------------------------------------------
 class Write(NamedTuple):
-    """The forward pass wrote K/V of ``token_ids`` into the block from slot ``offset`` on."""
+    """The forward pass wrote K/V of ``token_ids`` into the block from slot ``offset`` on; the
+    first of them is the request's token at ``position``."""
     request_id: str
     block_id: int
     offset: int
     token_ids: tuple[int, ...]
+    position: int = 0
     kind = "write"
     fn = "GPUModelRunner.execute_model"
 

@@ -36,9 +36,9 @@ class Request:
         if not prompt_token_ids:
             raise ValueError(f"request {request_id!r} has an empty prompt")
         self.request_id = request_id
-        self.prompt_token_ids = list(prompt_token_ids)
+        # One list (vLLM keeps the prompt apart too; a long timeline holds every request).
         self.all_token_ids: list[int] = list(prompt_token_ids)
-        self.num_prompt_tokens = len(self.prompt_token_ids)
+        self.num_prompt_tokens = len(self.all_token_ids)
         self.lora = lora
         self.cache_salt = cache_salt
         self.mm_items = sorted(mm_items, key=lambda m: m.offset)
@@ -60,6 +60,10 @@ class Request:
         self._block_size = block_size
         self.block_hashes: list[bytes] = []
         self._update_block_hashes()
+
+    @property
+    def prompt_token_ids(self) -> list[int]:
+        return self.all_token_ids[:self.num_prompt_tokens]
 
     @property
     def num_tokens(self) -> int:

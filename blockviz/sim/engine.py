@@ -71,13 +71,17 @@ class EngineState:
 @dataclass
 class StepResult:
     ops: list = field(default_factory=list)
-    kv_events: list[dict] = field(default_factory=list)
+    events: list = field(default_factory=list)   # KV cache events (core.events), in order
     reset_ok: bool | None = None
     # block id -> PayloadSummary of blocks whose K/V this step changed (all blocks after a
     # rewind or restart); empty without payloads or payload history
     payloads: dict = field(default_factory=dict)
     engine_steps: list[EngineStepView] = field(default_factory=list)
     teaching_only: bool = False
+
+    @property
+    def kv_events(self) -> list[dict]:
+        return [e if isinstance(e, dict) else e.to_dict() for e in self.events]
 
 
 class Engine:
@@ -157,7 +161,8 @@ class Engine:
     # -- events ---------------------------------------------------------------------------
     def apply(self, step: Step) -> StepResult:
         """Run one scenario step. Raises EngineError if the state does not allow it."""
-        start = len(self.ops) if self.ops is not None else 0
+        if self.ops is not None:
+            self.ops.clear()   # the step's ops go to its result; the engine keeps none of them
         result = StepResult()
         kind, args = step.kind, step.args
         self._written.clear()
@@ -196,10 +201,10 @@ class Engine:
         except SchedulerError as e:
             raise EngineError(str(e)) from None
         if self.ops is not None:
-            result.ops = self.ops[start:]
+            result.ops = list(self.ops)
         result.engine_steps = self._engine_steps
         result.teaching_only = step.teaching_only
-        result.kv_events = [e.to_dict() for e in self.pool.take_events()]
+        result.events = list(self.pool.take_events())
         if self.kv is not None and self.payload_history:
             changed = range(self.num_gpu_blocks) if kind in ("rewind", "restart") else self._written
             result.payloads = {b: self.kv.summary(b) for b in sorted(changed)}
@@ -358,7 +363,7 @@ class Engine:
                 del held[offset:]
                 held.extend(toks)
                 self._written.add(block.block_id)
-                self._op(Write(req.request_id, block.block_id, offset, tuple(toks)))
+                self._op(Write(req.request_id, block.block_id, offset, tuple(toks), pos))
                 pos = upto
         model_tokens: dict[str, int] = {}
         info = self.state.info
@@ -429,7 +434,7 @@ class Engine:
                 r.num_preemptions, i.local_hit_blocks, i.external_hit_blocks, r.max_tokens,
                 r.lora.name if r.lora else None, r.cache_salt, r.finish_reason,
                 r.num_output_placeholders, r.all_token_ids, blocks,
-                len(blocks) if blocks is not None else 0)
+                len(blocks) if blocks is not None else 0, r.block_hashes)
         c = self.connector
         external = None if c is None else tuple((h, b.token_ids) for h, b in c.store.items())
         return Capture(views, tuple(r.request_id for r in sched.waiting),

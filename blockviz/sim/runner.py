@@ -50,7 +50,7 @@ def run(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = N
     op (pool level) and after every event (block tables too). A disallowed event stops the run:
     ``timeline.error`` is then a located ScenarioError."""
     engine = make_engine(loaded, payloads=payloads, device=device, check=check)
-    timeline = Timeline(engine)
+    timeline = Timeline(engine, check=check)
     steps = loaded.scenario.steps if upto is None else loaded.scenario.steps[:upto]
     for i, step in enumerate(steps):
         try:

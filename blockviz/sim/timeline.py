@@ -1,26 +1,32 @@
 """The timeline: an immutable snapshot after every event, op-level frames inside each event,
 random access, and the diff between two snapshots.
 
-Memory grows with what changed, not with steps x blocks: the timeline keeps a full *keyframe* of
-the engine state now and then (at the start, after every rewind, and whenever the changes since the
-last one add up to about a pool's worth) and, for every step, only the op records the engine
-emitted plus the requests those ops touched. Any step is materialized by replaying the ops since
-the nearest keyframe onto a small mirror of the pool (O(1) per op; the ops say what happened,
-e.g. which blocks went to the head and which to the tail, so the mirror decides nothing).
-A keyframe costs O(pool + requests) without any replay: ref counts, hashes and the free queue are
-read from the engine; requests, the hash table and block tokens are kept up to date as steps are
-recorded, and unchanged entries are shared with the previous keyframe.
+Memory grows with what changed, and compactly: for every step the timeline keeps its op records
+packed into one integer array (sim.oplog), a packed version of each request the step touched, its
+engine steps and stats in columns, and the KV events. A *keyframe* — a compact copy of the pool
+state (sim.mirror) — is kept at the start, after every rewind or restart, and whenever the changes
+since the last one add up to a few pools' worth. Any step is served by replaying the packed ops
+since the nearest keyframe (or since a step served just before, when that is nearer) onto a mirror
+of the pool; the ops say what happened, so the mirror decides nothing.
+
+Requests are served lazily: each request identity keeps its own list of versions, and a step's
+``requests`` mapping finds, for each request that had arrived by then, its latest version — no
+request table is ever copied. The recording mirror is checked against the engine after every step
+when ``check`` is on (the runner's ``check=True``, which every built-in lesson's test uses).
 """
 from __future__ import annotations
 
 import bisect
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from blockviz.sim.views import EngineStepView, RequestView, Stats
+from blockviz.sim import oplog as L
+from blockviz.sim.mirror import Keyframe, Mirror
+from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats
 
 if TYPE_CHECKING:
     from blockviz.scenario.schema import Step, Text
@@ -31,8 +37,6 @@ FULL_STATE_EVENTS = frozenset({"rewind", "restart"})
 # Ops that name a request: the requests a step touched.
 REQUEST_OPS = frozenset({"arrive", "admit", "schedule", "sample", "finish", "preempt", "lookup",
                          "cache", "write", "load", "alloc_failed", "save"})
-# The only ops that change a block's tokens; full-state events aside.
-TOKEN_OPS = frozenset({"write", "load"})
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,9 @@ class Snapshot:
     engine_steps: tuple[EngineStepView, ...] = ()
     # the event is a form vLLM's scheduler has no equivalent for (a teaching device)
     teaching_only: bool = False
+    start_note: Text | None = None
+    # the mirror this snapshot was frozen from (a later step can be replayed from it)
+    _mirror: Any = field(default=None, repr=False, compare=False)
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -66,8 +73,6 @@ class Snapshot:
     @property
     def event(self) -> dict | None:
         return None if self.step is None else self.step.event_dict()
-
-    start_note: Text | None = None
 
     @property
     def note(self) -> Text | None:
@@ -79,310 +84,360 @@ class Snapshot:
         return self.free_queue[0] if self.free_queue else None
 
 
-# -- the pool mirror that ops replay onto ---------------------------------------------------
-_MISSING = object()
+# -- requests, by versions ---------------------------------------------------------------------
+# A version of a request, packed: the fields that change, in this order.
+_ROW = ("status", "num_tokens", "num_computed_tokens", "num_preemptions", "local_hit_blocks",
+        "external_hit_blocks", "num_output_placeholders", "finish_reason", "blocks", "num_blocks")
+_W = len(_ROW)
+
+
+class _Names:
+    """Small strings (statuses, finish reasons) as codes; -1 is None."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._code: dict[str, int] = {}
+
+    def code(self, name: str | None) -> int:
+        if name is None:
+            return -1
+        c = self._code.get(name)
+        if c is None:
+            c = self._code[name] = len(self.names)
+            self.names.append(name)
+        return c
+
+    def name(self, c: int) -> str | None:
+        return None if c < 0 else self.names[c]
+
+
+@dataclass
+class _Epoch:
+    """The requests from a full-state step on, in arrival order (a rewind starts a new one)."""
+    start: int
+    order: list[int] = field(default_factory=list)          # identities
+    arrivals: array = field(default_factory=lambda: array("i"))  # record index of each
+    by_rid: dict[str, int] = field(default_factory=dict)     # request id -> position in order
 
 
 class RequestsAt(Mapping):
-    """The requests at a replayed step: its keyframe's table plus the views updated since, in
-    the same order a dict updated step by step would have (the keyframe's, then new arrivals).
-    Nothing is copied: with tens of thousands of requests, a copy per jump is what a garbage
-    collection pass would then have to walk."""
+    """The requests as they were after step ``index``, built from their versions on demand (a
+    view is made when asked for and kept)."""
 
-    __slots__ = ("_base", "_new")
+    __slots__ = ("_tl", "_index", "_epoch", "_count", "_views")
 
-    def __init__(self, base: Mapping[str, RequestView], new: dict[str, RequestView]) -> None:
-        self._base, self._new = base, new
+    def __init__(self, tl: Timeline, index: int) -> None:
+        self._tl, self._index = tl, index
+        e = tl._epoch_at(index)
+        self._epoch, self._count = e, bisect.bisect_right(e.arrivals, index)
+        self._views: dict[str, RequestView] = {}
 
     def __getitem__(self, rid: str) -> RequestView:
-        v = self._new.get(rid, _MISSING)
-        return self._base[rid] if v is _MISSING else v
+        v = self._views.get(rid)
+        if v is not None:
+            return v
+        pos = self._epoch.by_rid.get(rid)
+        if pos is None or pos >= self._count:
+            raise KeyError(rid)
+        v = self._views[rid] = self._tl._view(self._epoch.order[pos], self._index)
+        return v
 
     def __contains__(self, rid: object) -> bool:
-        return rid in self._new or rid in self._base
+        pos = self._epoch.by_rid.get(rid)  # type: ignore[arg-type]
+        return pos is not None and pos < self._count
 
     def __iter__(self) -> Iterator[str]:
-        yield from self._base
-        base = self._base
-        for rid in self._new:
-            if rid not in base:
-                yield rid
+        rid = self._tl._reg.rid
+        for ident in self._epoch.order[:self._count]:
+            yield rid(ident)
 
     def __len__(self) -> int:
-        base = self._base
-        return len(base) + sum(1 for rid in self._new if rid not in base)
+        return self._count
 
     def __repr__(self) -> str:
         return f"RequestsAt({dict(self)!r})"
 
 
-class _Mirror:
-    """Mutable copy of the observable pool state; ops replay onto it in O(1) each."""
-
-    def __init__(self, ref, hashes, tokens, queue, table, requests, waiting, running):
-        n = len(ref)
-        self.ref = list(ref)
-        self.hash = list(hashes)
-        self.tokens = list(tokens)
-        self.head, self.tail = n, n + 1
-        self.nxt = [-1] * (n + 2)
-        self.prv = [-1] * (n + 2)
-        prev = self.head
-        for b in queue:
-            self.nxt[prev] = b
-            self.prv[b] = prev
-            prev = b
-        self.nxt[prev] = self.tail
-        self.prv[self.tail] = prev
-        self.table: dict[bytes, tuple[bytes, tuple[int, ...]]] = {p[0]: p for p in table}
-        if isinstance(requests, RequestsAt):   # a replayed step: the same keyframe underneath
-            self.requests_base, self.requests = requests._base, dict(requests._new)
-        else:
-            self.requests_base, self.requests = requests, {}
-        self.waiting, self.running = waiting, running
-
-    @classmethod
-    def of(cls, s: Snapshot) -> _Mirror:
-        return cls(s.ref_cnt, s.block_hash, s.block_tokens, s.free_queue, s.hash_table,
-                   s.requests, s.waiting, s.running)
-
-    def _unlink(self, b: int) -> None:
-        p, n = self.prv[b], self.nxt[b]
-        self.nxt[p], self.prv[n] = n, p
-        self.prv[b] = self.nxt[b] = -1
-
-    def _insert_after(self, after: int, ids) -> None:
-        end = self.nxt[after]
-        prev = after
-        for b in ids:
-            self.nxt[prev], self.prv[b] = b, prev
-            prev = b
-        self.nxt[prev], self.prv[end] = end, prev
-
-    def queue(self) -> tuple[int, ...]:
-        out = []
-        b, nxt, tail = self.nxt[self.head], self.nxt, self.tail
-        while b != tail:
-            out.append(b)
-            b = nxt[b]
-        return tuple(out)
-
-    def apply(self, op) -> None:
-        kind = op.kind
-        if kind == "popleft":
-            for b in op.block_ids:
-                self._unlink(b)
-                self.ref[b] = 1
-        elif kind == "evict":
-            _table_evict(self.table, op.block_hash, op.block_id)
-            self.hash[op.block_id] = None
-        elif kind == "touch":
-            for b in op.removed_from_queue:
-                self._unlink(b)
-            for b in op.block_ids:
-                self.ref[b] += 1
-        elif kind == "cache":
-            for b, h in zip(op.block_ids, op.hashes):
-                self.hash[b] = h
-                _table_insert(self.table, h, b)
-        elif kind == "free":
-            for b in op.block_ids:
-                self.ref[b] -= 1
-        elif kind == "free_head":
-            self._insert_after(self.head, op.block_ids)
-        elif kind == "free_tail":
-            self._insert_after(self.prv[self.tail], op.block_ids)
-        elif kind == "reset":
-            if op.ok:
-                self.table.clear()
-                self.hash = [None] * len(self.hash)
-        elif kind == "write":
-            b = op.block_id
-            self.tokens[b] = self.tokens[b][:op.offset] + op.token_ids
-        elif kind == "load":
-            self.tokens[op.block_id] = op.token_ids
-
-    def freeze(self, index: int, rec: _Record) -> Snapshot:
-        return Snapshot(
-            index=index, step=rec.step, ref_cnt=tuple(self.ref), block_hash=tuple(self.hash),
-            block_tokens=tuple(self.tokens), free_queue=self.queue(),
-            hash_table=tuple(self.table.values()),
-            requests=RequestsAt(self.requests_base, self.requests), waiting=rec.waiting,
-            running=rec.running,
-            kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok,
-            none_hash=rec.none_hash, external=rec.external, engine_steps=rec.engine_steps,
-            teaching_only=rec.teaching_only)
+# -- engine steps, packed ----------------------------------------------------------------------
+_DECODE, _ADMITTED, _RESUMED, _SAMPLES = 1, 2, 4, 8
 
 
-# The hash table as ``hash -> (hash, block ids in insertion order)``: the pairs are the snapshot's
-# hash_table entries, so snapshots share the ones that did not change. Same order rules as
-# BlockHashToBlockMap: a new hash goes last; evicting a block pops its hash, which goes back last
-# if other blocks still carry it.
-def _table_insert(table: dict, h: bytes, b: int) -> None:
-    pair = table.get(h)
-    if pair is None:
-        table[h] = (h, (b,))
-    elif b not in pair[1]:
-        table[h] = (h, pair[1] + (b,))
+def _pack_engine_steps(steps: Sequence[EngineStepView], ident: Mapping[str, int]) -> list[int]:
+    if not steps:
+        return []
+    out = [len(steps)]
+    for es in steps:
+        out += (int(es.teaching_only), len(es.scheduled))
+        for s in es.scheduled:
+            bits = (_DECODE * s.decode | _ADMITTED * s.admitted | _RESUMED * s.resumed
+                    | _SAMPLES * s.samples)
+            out += (ident[s.request_id], s.num_tokens, bits, s.local_hit_tokens,
+                    s.external_hit_tokens)
+        out.append(len(es.preempted))
+        out += (ident[r] for r in es.preempted)
+        out.append(len(es.finished))
+        out += (ident[r] for r in es.finished)
+        out.append(len(es.sampled))
+        for r, tok in es.sampled:
+            out += (ident[r], tok)
+    return out
 
 
-def _table_evict(table: dict, h: bytes, b: int) -> None:
-    pair = table.get(h)
-    if pair is not None and b in pair[1]:
-        del table[h]
-        rest = tuple(i for i in pair[1] if i != b)
-        if rest:
-            table[h] = (h, rest)
+def _unpack_engine_steps(a, rid, budget: int) -> tuple[EngineStepView, ...]:
+    if not a:
+        return ()
+    out, p = [], 1
+    for _ in range(a[0]):
+        teaching, n = a[p], a[p + 1]
+        p += 2
+        sched = []
+        for _ in range(n):
+            i, k, bits, local, ext = a[p:p + 5]
+            sched.append(ScheduledView(rid(i), k, bool(bits & _DECODE), bool(bits & _ADMITTED),
+                                       bool(bits & _RESUMED), local, ext, bool(bits & _SAMPLES)))
+            p += 5
+        lists = []
+        for _ in range(2):
+            k = a[p]
+            lists.append(tuple(rid(i) for i in a[p + 1:p + 1 + k]))
+            p += 1 + k
+        k = a[p]
+        sampled = tuple((rid(a[p + 1 + 2 * j]), a[p + 2 + 2 * j]) for j in range(k))
+        p += 1 + 2 * k
+        out.append(EngineStepView(tuple(sched), lists[0], lists[1], sampled, budget,
+                                  bool(teaching)))
+    return tuple(out)
+
+
+_STATS = tuple(f.name for f in fields(Stats))
 
 
 def _op_cost(op) -> int:
     return 1 + sum(len(x) for x in op if isinstance(x, tuple))
 
 
-@dataclass
-class _Record:
-    step: Step | None
-    ops: tuple
-    kv_events: tuple
-    stats: Stats
-    reset_ok: bool | None
-    waiting: tuple[str, ...]
-    running: tuple[str, ...]
-    req_updates: dict[str, RequestView]
-    none_hash: bytes
-    external: tuple | None
-    engine_steps: tuple[EngineStepView, ...] = ()
-    teaching_only: bool = False
-
-
 class Timeline:
     """Records an engine's run and serves any step's snapshot."""
 
-    def __init__(self, engine: Engine, *, cache_size: int = 8) -> None:
+    def __init__(self, engine: Engine, *, cache_size: int = 8, check: bool = False) -> None:
         self.num_gpu_blocks = engine.num_gpu_blocks
         self.block_size = engine.block_size
         self.vocab = engine.vocab
-        self._records: list[_Record] = []
-        self._keyframes: dict[int, Snapshot] = {}
-        self._keyframe_ids: list[int] = []
-        self._since_keyframe = 0
-        self._threshold = max(512, self.num_gpu_blocks // 2)
-        self._cache: OrderedDict[int, Snapshot] = OrderedDict()
-        self._lock = threading.Lock()
-        self._cache_size = cache_size
+        self.check = check
         self.error: str | None = None
         self.error_step: int | None = None
+        self.payload_device: str | None = engine.kv.device_name if engine.kv is not None else None
+        self._budget = engine.scheduler_config.max_num_batched_tokens
+        self._start_note = engine.scenario.start_note
+        self._reg = L.Registry()
+        self._log = L.OpLog(self._reg)
+        self._explicit: list[tuple] = [()]          # source -1: the empty tuple
+        self._status, self._finish = _Names(), _Names()
+        self._blists: list = []                      # the engine's block-table lists
+        self._blist_index: dict[int, int] = {}
+        # per record, in columns (flat arrays of ints, a run per record)
+        self._steps: list = []
+        self._ops = L.IntColumn()                    # packed op records (sim.oplog)
+        self._num_ops = array("i")
+        self._dirty = L.IntColumn()                  # identities each step touched
+        self._events: list[tuple] = []
+        self._engine_steps = L.IntColumn()
+        self._queues: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+        self._none_hash: list[bytes] = []
+        self._external: list = []
+        self._reset_ok: dict[int, bool] = {}
+        self._teaching: set[int] = set()
+        self._stats = {name: array("d" if name == "usage" else "q") for name in _STATS}
+        # requests: versions (a row of _W ints each, the record it is of), each identity's rows,
+        # and the epochs they arrived in
+        self._vdata = array("i")
+        self._vrecord = array("i")
+        self._vrows: list[array] = []
+        self._epochs: list[_Epoch] = []
+        self._epoch_starts: list[int] = []
+        # keyframes
+        self._keyframes: dict[int, Keyframe] = {}
+        self._keyframe_ids: list[int] = []
+        self._since_keyframe = 0
+        # A keyframe costs about a pool: take one when the ops since the last add up to a few
+        # pools' worth, so keyframes stay a fraction of what the steps hold.
+        self._threshold = max(4096, 4 * self.num_gpu_blocks)
+        self._live: Mirror | None = None
+        # serving: recent snapshots, and the mirror of the last one served
+        self._cache: OrderedDict[int, Snapshot] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.RLock()
         # block id -> [(step, PayloadSummary)] in step order: the block's K/V from that step on
         self._payloads: dict[int, list[tuple[int, Any]]] = {}
-        self.payload_device: str | None = engine.kv.device_name if engine.kv is not None else None
-        # What keyframes are built from without replaying: every request's latest view, the
-        # hash table kept up to date from the ops, and each block's tokens as of the last
-        # keyframe plus the blocks written since.
-        self._requests: dict[str, RequestView] = {}
-        self._hash_table: dict[bytes, tuple[bytes, tuple[int, ...]]] = {}
-        self._block_tokens: list[tuple[int, ...]] = []
-        self._written: set[int] = set()
         self.record(engine, None, None)
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._steps)
 
     # -- recording ------------------------------------------------------------------------
     def record(self, engine: Engine, step: Step | None, result: StepResult | None) -> None:
         ops = tuple(result.ops) if result else ()
-        index = len(self._records)
+        index = len(self._steps)
         full = step is None or step.kind in FULL_STATE_EVENTS
-        dirty: list[str] | None = None   # None: every request
+        engine_steps = tuple(result.engine_steps) if result else ()
+        dirty: list[str] | None = None                    # None: every request
         if not full:
             seen: dict[str, None] = {}
-            table = self._hash_table
             for op in ops:
-                kind = op.kind
-                if kind in REQUEST_OPS:
+                if op.kind in REQUEST_OPS:
                     seen[op.request_id] = None
-                    if kind in TOKEN_OPS:
-                        self._written.add(op.block_id)
-                    elif kind == "cache":
-                        for b, h in zip(op.block_ids, op.hashes):
-                            _table_insert(table, h, b)
-                elif kind == "evict":
-                    _table_evict(table, op.block_hash, op.block_id)
-                elif kind == "reset" and op.ok:
-                    table.clear()
+            for es in engine_steps:
+                for s in es.scheduled:
+                    seen.setdefault(s.request_id, None)
+                for r in (*es.preempted, *es.finished, *(r for r, _ in es.sampled)):
+                    seen.setdefault(r, None)
             dirty = list(seen)
-        cost = sum(_op_cost(op) for op in ops) + (len(dirty) if dirty is not None else 0)
-        keyframe = full or self._since_keyframe + cost > self._threshold
-        cap = engine.capture(dirty, pool=keyframe)
-        rec = _Record(step, ops, tuple(result.kv_events) if result else (), cap.stats,
-                      result.reset_ok if result else None, cap.waiting, cap.running,
-                      cap.requests, cap.none_hash, cap.external,
-                      tuple(result.engine_steps) if result else (),
-                      result.teaching_only if result else False)
-        self._records.append(rec)
-        self._requests.update(rec.req_updates)
+        cap = engine.capture(dirty, pool=full)
+        ident = {rid: self._reg.identity(v) for rid, v in cap.requests.items()}
+        packed = self._log.pack(ops, ident)
+
+        # requests
+        if full:
+            self._epochs.append(_Epoch(index))
+            self._epoch_starts.append(index)
+        epoch = self._epochs[-1]
+        for rid, v in cap.requests.items():
+            i = ident[rid]
+            if rid not in epoch.by_rid or epoch.order[epoch.by_rid[rid]] != i:
+                epoch.by_rid[rid] = len(epoch.order)
+                epoch.order.append(i)
+                epoch.arrivals.append(index)
+            self._add_version(i, index, v)
+        self._dirty.append_run(list(ident.values()))
+
+        # the pool
+        if full:
+            pool = cap.pool
+            self._live = Mirror.from_state(self._reg, self._log, self._explicit, pool.ref_cnt,
+                                           pool.block_hash, pool.block_tokens, pool.free_queue,
+                                           pool.hash_table)
+        else:
+            self._live.apply_packed(packed)
+        if self.check:
+            self._check_live(engine)
+
+        # the rest, in columns
+        self._steps.append(step)
+        self._ops.append_run(packed)
+        self._num_ops.append(len(ops))
+        self._events.append(tuple(result.events) if result and result.events else ())
+        self._engine_steps.append_run(_pack_engine_steps(engine_steps, ident))
+        prev = self._queues[-1] if self._queues else ((), ())
+        w = prev[0] if cap.waiting == prev[0] else cap.waiting
+        r = prev[1] if cap.running == prev[1] else cap.running
+        self._queues.append(prev if (w is prev[0] and r is prev[1]) else (w, r))
+        last = self._none_hash[-1] if self._none_hash else None
+        self._none_hash.append(last if last == cap.none_hash else cap.none_hash)
+        self._external.append(cap.external)
+        if result is not None and result.reset_ok is not None:
+            self._reset_ok[index] = result.reset_ok
+        if result is not None and result.teaching_only:
+            self._teaching.add(index)
+        for name in _STATS:
+            self._stats[name].append(getattr(cap.stats, name))
         if result is not None:
             for b, summary in result.payloads.items():
                 self._payloads.setdefault(b, []).append((index, summary))
-        self._since_keyframe += cost
-        if keyframe:
-            self._keyframes[index] = self._capture(cap, index, rec,
-                                                   engine.scenario.start_note if index == 0 else None)
+
+        self._since_keyframe += sum(_op_cost(op) for op in ops) + len(ident)
+        if full or self._since_keyframe > self._threshold:
+            self._keyframes[index] = self._live.keyframe()
             self._keyframe_ids.append(index)
             self._since_keyframe = 0
 
-    def _capture(self, cap, index: int, rec: _Record, start_note) -> Snapshot:
-        pool = cap.pool
-        tokens = pool.block_tokens
-        if index > 0 and rec.step is not None and rec.step.kind not in FULL_STATE_EVENTS:
-            # Between rewinds, requests are the previous state plus each step's updates, and
-            # only written blocks have new tokens (unchanged ones share the previous tuples).
-            requests = dict(self._requests)
-            for b in self._written:
-                self._block_tokens[b] = tuple(tokens[b])
-        else:
-            requests = rec.req_updates          # a full-state step captured every request
-            self._requests = dict(requests)
-            self._hash_table = {h: (h, ids) for h, ids in pool.hash_table}
-            self._block_tokens = [tuple(t) for t in tokens]
-        self._written.clear()
-        return Snapshot(
-            index=index, step=rec.step, ref_cnt=pool.ref_cnt, block_hash=pool.block_hash,
-            block_tokens=tuple(self._block_tokens), free_queue=pool.free_queue,
-            hash_table=tuple(self._hash_table.values()),
-            requests=requests, waiting=rec.waiting, running=rec.running,
-            kv_events=rec.kv_events, stats=rec.stats, ops=rec.ops, reset_ok=rec.reset_ok,
-            none_hash=rec.none_hash, external=rec.external, start_note=start_note,
-            engine_steps=rec.engine_steps, teaching_only=rec.teaching_only)
+    def _add_version(self, i: int, index: int, v: RequestView) -> None:
+        if i == len(self._vrows):
+            self._vrows.append(array("i"))
+        blocks = -1
+        if v._blocks is not None:
+            blocks = self._blist_index.get(id(v._blocks))
+            if blocks is None:
+                blocks = self._blist_index[id(v._blocks)] = len(self._blists)
+                self._blists.append(v._blocks)
+        self._vrows[i].append(len(self._vrecord))
+        self._vrecord.append(index)
+        self._vdata.extend((self._status.code(v.status), v.num_tokens, v.num_computed_tokens,
+                            v.num_preemptions, v.local_hit_blocks, v.external_hit_blocks,
+                            v.num_output_placeholders, self._finish.code(v.finish_reason),
+                            blocks, v._num_blocks))
+
+    def _check_live(self, engine: Engine) -> None:
+        """The recording mirror against the engine (``check``): a replay that drifted from what
+        the engine did would show a false state."""
+        pool = engine.capture((), pool=True).pool
+        m = self._live
+        assert tuple(m.ref) == pool.ref_cnt, "mirror: ref counts drifted"
+        assert tuple(m.hash) == pool.block_hash, "mirror: hashes drifted"
+        assert m.queue() == pool.free_queue, "mirror: free queue drifted"
+        assert tuple(m.table.values()) == pool.hash_table, "mirror: hash table drifted"
+        assert m.block_tokens() == tuple(map(tuple, pool.block_tokens)), "mirror: tokens drifted"
+
+    # -- requests -------------------------------------------------------------------------
+    def _epoch_at(self, index: int) -> _Epoch:
+        return self._epochs[bisect.bisect_right(self._epoch_starts, index) - 1]
+
+    def _view(self, i: int, index: int) -> RequestView:
+        rows = self._vrows[i]
+        k = rows[bisect.bisect_right(rows, index, key=self._vrecord.__getitem__) - 1]
+        row = self._vdata[k * _W:(k + 1) * _W]
+        base = self._reg.views[i]
+        return RequestView(
+            base.request_id, self._status.name(row[0]), base.num_prompt_tokens, row[1], row[2],
+            row[3], row[4], row[5], base.max_tokens, base.lora, base.cache_salt,
+            self._finish.name(row[7]), row[6], base._tokens,
+            None if row[8] < 0 else self._blists[row[8]], row[9], base._hashes)
 
     # -- access ---------------------------------------------------------------------------
     def snapshot(self, index: int) -> Snapshot:
-        if not 0 <= index < len(self._records):
-            raise IndexError(f"step {index} is outside 0..{len(self._records) - 1}")
-        if index in self._keyframes:
-            return self._keyframes[index]
+        if not 0 <= index < len(self._steps):
+            raise IndexError(f"step {index} is outside 0..{len(self._steps) - 1}")
         with self._lock:  # built-in timelines (and this cache) are shared by every session
-            return self._replayed(index)
+            hit = self._cache.get(index)
+            if hit is not None:
+                self._cache.move_to_end(index)
+                return hit
+            snap = self._freeze(index, self._mirror_at(index))
+            self._cache[index] = snap
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+            return snap
 
-    def _replayed(self, index: int) -> Snapshot:
-        hit = self._cache.get(index)
-        if hit is not None:
-            self._cache.move_to_end(index)
-            return hit
+    def _mirror_at(self, index: int) -> Mirror:
+        """A fresh mirror of the pool after step ``index``: from the nearest keyframe, or from a
+        snapshot served before if one lies between it and ``index``."""
+        with self._lock:
+            return self._mirror_from(index)
+
+    def _mirror_from(self, index: int) -> Mirror:
         k = self._keyframe_ids[bisect.bisect_right(self._keyframe_ids, index) - 1]
-        # Start from the nearest materialized state at or after the keyframe.
-        base = max((i for i in self._cache if k <= i < index), default=k)
-        start = self._keyframes[k] if base == k else self._cache[base]
-        mirror = _Mirror.of(start)
-        for j in range(base + 1, index + 1):
-            rec = self._records[j]
-            for op in rec.ops:
-                mirror.apply(op)
-            mirror.requests.update(rec.req_updates)
-        snap = mirror.freeze(index, self._records[index])
-        self._cache[index] = snap
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-        return snap
+        base = max((i for i in self._cache if k <= i <= index), default=k)
+        if base > k or (base == k and k in self._cache):
+            m = self._cache[base]._mirror.copy()
+        else:
+            m = Mirror.from_keyframe(self._reg, self._log, self._explicit, self._keyframes[k])
+        data, starts = self._ops.data, self._ops.starts
+        m.apply_packed(data, starts[base + 1], starts[index + 1])
+        return m
+
+    def _freeze(self, index: int, m: Mirror) -> Snapshot:
+        waiting, running = self._queues[index]
+        return Snapshot(
+            index=index, step=self._steps[index], ref_cnt=tuple(m.ref), block_hash=tuple(m.hash),
+            block_tokens=m.block_tokens(), free_queue=m.queue(),
+            hash_table=tuple(m.table.values()), requests=RequestsAt(self, index),
+            waiting=waiting, running=running,
+            kv_events=tuple(e if isinstance(e, dict) else e.to_dict()
+                            for e in self._events[index]),
+            stats=self.step_stats(index), ops=self.step_ops(index),
+            reset_ok=self._reset_ok.get(index), none_hash=self._none_hash[index],
+            external=self._external[index], engine_steps=self.step_engine_steps(index),
+            teaching_only=index in self._teaching,
+            start_note=self._start_note if index == 0 else None, _mirror=m)
 
     def __getitem__(self, index: int) -> Snapshot:
         return self.snapshot(index)
@@ -401,19 +456,28 @@ class Timeline:
         return history[k][1] if k >= 0 else None
 
     def step_of(self, index: int) -> Step | None:
-        return self._records[index].step
+        return self._steps[index]
 
     def step_ops(self, index: int) -> tuple:
-        """The op records of step ``index`` (cheap: no materialization)."""
-        return self._records[index].ops
+        """The op records of step ``index`` (decoded from the log; no materialization)."""
+        return self._log.unpack(self._ops.data, *self._ops.run(index))
+
+    def step_num_ops(self, index: int) -> int:
+        return self._num_ops[index]
 
     def step_requests(self, index: int) -> Mapping[str, RequestView]:
         """The requests step ``index`` touched, as they were after it (every request a step's
         ops name is among them; cheap: no materialization)."""
-        return self._records[index].req_updates
+        rid = self._reg.rid
+        return {rid(i): self._view(i, index) for i in self._dirty.values(index)}
 
     def step_stats(self, index: int) -> Stats:
-        return self._records[index].stats
+        values = {name: col[index] for name, col in self._stats.items()}
+        values["reset"] = bool(values["reset"])
+        return Stats(**values)
+
+    def step_engine_steps(self, index: int) -> tuple[EngineStepView, ...]:
+        return _unpack_engine_steps(self._engine_steps.values(index), self._reg.rid, self._budget)
 
     def frames(self, index: int) -> Frames:
         """The op-level frames inside step ``index``: the state after each op. A lazy sequence:
@@ -433,22 +497,24 @@ class Frames(Sequence):
 
     def __init__(self, timeline: Timeline, index: int) -> None:
         self._tl, self._index = timeline, index
-        self._ops = timeline.step_ops(index) if index > 0 else ()
-        self._mirror: _Mirror | None = None
+        self._packed = timeline._ops.data
+        start, end = timeline._ops.run(index) if index > 0 else (0, 0)
+        self._records = list(timeline._log.walk(self._packed, start, end))  # [(position, record)]
+        self._mirror: Mirror | None = None
         self._at = -1                      # the mirror is the state after op self._at
         self._recent: OrderedDict[int, Frame] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._ops)
+        return len(self._records)
 
     def __getitem__(self, k):
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
         if k < 0:
-            k += len(self._ops)
-        if not 0 <= k < len(self._ops):
-            raise IndexError(f"frame {k} is outside 0..{len(self._ops) - 1}")
+            k += len(self._records)
+        if not 0 <= k < len(self._records):
+            raise IndexError(f"frame {k} is outside 0..{len(self._records) - 1}")
         with self._lock:
             frame = self._recent.get(k)
             if frame is None:
@@ -459,16 +525,19 @@ class Frames(Sequence):
             return frame
 
     def _build(self, k: int) -> Frame:
+        tl = self._tl
         if self._mirror is None or k < self._at:
-            self._mirror, self._at = _Mirror.of(self._tl.snapshot(self._index - 1)), -1
+            self._mirror = tl._mirror_at(self._index - 1)
+            self._at = -1
         while self._at < k:
             self._at += 1
-            op = self._ops[self._at]
-            if op.kind in FULL_STATE_EVENTS:  # rewind/restart: the whole state is replaced
-                self._mirror = _Mirror.of(self._tl.snapshot(self._index))
-            self._mirror.apply(op)
+            pos, op = self._records[self._at]
+            if op.kind in FULL_STATE_EVENTS:   # rewind/restart: the whole state is replaced
+                self._mirror = tl._mirror_at(self._index)
+            else:
+                self._mirror.apply_packed(self._packed, pos, limit=1)
         m = self._mirror
-        return Frame(self._ops[k], m.queue(), tuple(m.ref), tuple(m.hash), tuple(m.tokens))
+        return Frame(self._records[k][1], m.queue(), tuple(m.ref), tuple(m.hash), m.block_tokens())
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ class RequestView:
     _tokens: list = field(default_factory=list, repr=False, compare=False)
     _blocks: list | None = field(default=None, repr=False, compare=False)
     _num_blocks: int = 0
+    _hashes: list | None = field(default=None, repr=False, compare=False)  # block hashes, shared
 
     @property
     def token_ids(self) -> tuple[int, ...]:

@@ -1,0 +1,301 @@
+"""A mutable copy of the observable pool state that op records replay onto, O(1) per block.
+
+The timeline keeps one up to date as it records (its keyframes are compact copies of it) and
+builds one from the nearest keyframe to serve a step. Ops are applied packed (``apply_packed``,
+see sim.oplog) or as records (``apply_record``, for the kinds kept as they are); both go through
+the same primitives below, so there is one definition of what each op does to the state.
+
+Block tokens are kept by provenance rather than as tuples: block b holds ``tsrc[b]``'s tokens
+``tstart[b] .. tstart[b] + tlen[b]``, where a source ``s >= 0`` is request identity s's token list
+(a request only ever writes the blocks it owns, at their positions) and ``s < 0`` is the tuple
+``explicit[-1 - s]`` (loaded blocks, and whatever does not fit the rule). So a write is three
+integer stores, and a keyframe three integer arrays.
+
+The mirror the timeline records with appends new explicit tuples to the timeline's shared list
+(keyframes refer to them); a mirror built to serve a step keeps its own in ``local`` (sources
+from ``-LOCAL`` down), so serving steps never grows what the timeline holds.
+"""
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+
+from blockviz.sim import oplog as L
+
+
+@dataclass(frozen=True)
+class Keyframe:
+    """A mirror, compact: what a keyframe of the timeline stores."""
+    ref: array
+    hash: tuple
+    tsrc: array
+    tstart: array
+    tlen: array
+    nxt: array
+    prv: array
+    table: tuple
+
+
+LOCAL = 1 << 30   # sources -LOCAL - k: the k-th tuple of a serving mirror's own list
+
+
+class Mirror:
+    __slots__ = ("n", "ref", "hash", "tsrc", "tstart", "tlen", "nxt", "prv", "table", "reg",
+                 "log", "explicit", "local")
+
+    def __init__(self, reg: L.Registry, log: L.OpLog, explicit: list[tuple],
+                 serving: bool = True) -> None:
+        self.reg, self.log, self.explicit = reg, log, explicit
+        self.local: list[tuple] | None = [] if serving else None
+        self.n = 0
+
+    # -- building -------------------------------------------------------------------------
+    @classmethod
+    def from_state(cls, reg, log, explicit, ref, hashes, tokens, queue, table) -> Mirror:
+        """The recording mirror, from plain state (the engine's, at a full-state step): ``tokens``
+        are tuples or lists, kept as explicit sources."""
+        m = cls(reg, log, explicit, serving=False)
+        n = m.n = len(ref)
+        m.ref, m.hash = list(ref), list(hashes)
+        m.tsrc, m.tstart, m.tlen = [-1] * n, [0] * n, [0] * n
+        for b, toks in enumerate(tokens):
+            if toks:
+                m.tsrc[b], m.tlen[b] = m._explicit(tuple(toks)), len(toks)
+        m._link(queue)
+        m.table = {h: (h, tuple(ids)) for h, ids in table}
+        return m
+
+    @classmethod
+    def from_keyframe(cls, reg, log, explicit, kf: Keyframe) -> Mirror:
+        m = cls(reg, log, explicit)
+        m.n = len(kf.ref)
+        m.ref, m.hash = list(kf.ref), list(kf.hash)
+        m.tsrc, m.tstart, m.tlen = list(kf.tsrc), list(kf.tstart), list(kf.tlen)
+        m.nxt, m.prv = list(kf.nxt), list(kf.prv)
+        m.table = {p[0]: p for p in kf.table}
+        return m
+
+    def keyframe(self) -> Keyframe:
+        return Keyframe(array("i", self.ref), tuple(self.hash), array("i", self.tsrc),
+                        array("i", self.tstart), array("i", self.tlen), array("i", self.nxt),
+                        array("i", self.prv), tuple(self.table.values()))
+
+    def copy(self) -> Mirror:
+        """A serving copy (its new explicit tuples, if any, stay its own)."""
+        m = Mirror(self.reg, self.log, self.explicit)
+        if self.local:
+            m.local = list(self.local)
+        m.n = self.n
+        m.ref, m.hash, m.tsrc, m.tstart, m.tlen = (list(self.ref), list(self.hash),
+                                                   list(self.tsrc), list(self.tstart),
+                                                   list(self.tlen))
+        m.nxt, m.prv, m.table = list(self.nxt), list(self.prv), dict(self.table)
+        return m
+
+    def _link(self, queue) -> None:
+        n = self.n
+        self.nxt, self.prv = [-1] * (n + 2), [-1] * (n + 2)
+        prev = n                                   # the head sentinel; n + 1 is the tail's
+        for b in queue:
+            self.nxt[prev], self.prv[b] = b, prev
+            prev = b
+        self.nxt[prev], self.prv[n + 1] = n + 1, prev
+
+    def _explicit(self, toks: tuple) -> int:
+        if self.local is not None:
+            self.local.append(toks)
+            return -LOCAL - len(self.local) + 1    # local[-LOCAL - s] is toks
+        self.explicit.append(toks)
+        return -len(self.explicit)                 # explicit[-1 - s] is toks
+
+    def _source(self, s: int):
+        if s >= 0:
+            return self.reg.tokens(s)
+        if s <= -LOCAL:
+            return self.local[-LOCAL - s]
+        return self.explicit[-1 - s]
+
+    # -- reading --------------------------------------------------------------------------
+    def tokens_of(self, b: int) -> tuple[int, ...]:
+        k = self.tlen[b]
+        if not k:
+            return ()
+        start = self.tstart[b]
+        return tuple(self._source(self.tsrc[b])[start:start + k])
+
+    def block_tokens(self) -> tuple[tuple[int, ...], ...]:
+        out: list[tuple] = [()] * self.n
+        tsrc, tstart, source = self.tsrc, self.tstart, self._source
+        for b, k in enumerate(self.tlen):
+            if k:
+                start = tstart[b]
+                out[b] = tuple(source(tsrc[b])[start:start + k])
+        return tuple(out)
+
+    def queue(self) -> tuple[int, ...]:
+        out = []
+        nxt, tail = self.nxt, self.n + 1
+        b = nxt[self.n]
+        while b != tail:
+            out.append(b)
+            b = nxt[b]
+        return tuple(out)
+
+    # -- the primitives ---------------------------------------------------------------------
+    def _unlink(self, b: int) -> None:
+        nxt, prv = self.nxt, self.prv
+        p, q = prv[b], nxt[b]
+        nxt[p], prv[q] = q, p
+        prv[b] = nxt[b] = -1
+
+    def _insert_after(self, after: int, ids) -> None:
+        nxt, prv = self.nxt, self.prv
+        end = nxt[after]
+        prev = after
+        for b in ids:
+            nxt[prev], prv[b] = b, prev
+            prev = b
+        nxt[prev], prv[end] = end, prev
+
+    def _cache(self, ids, hashes) -> None:
+        table, hash_ = self.table, self.hash
+        for b, h in zip(ids, hashes):
+            hash_[b] = h
+            pair = table.get(h)
+            if pair is None:
+                table[h] = (h, (b,))
+            elif b not in pair[1]:
+                table[h] = (h, pair[1] + (b,))
+
+    def _evict(self, b: int, h: bytes) -> None:
+        # BlockHashToBlockMap's order: evicting a block pops its hash, which goes back last if
+        # other blocks still carry it.
+        table = self.table
+        pair = table.get(h)
+        if pair is not None and b in pair[1]:
+            del table[h]
+            rest = tuple(i for i in pair[1] if i != b)
+            if rest:
+                table[h] = (h, rest)
+        self.hash[b] = None
+
+    def _write(self, b: int, offset: int, src: int, start: int, k: int) -> None:
+        """Slots offset.. of block b now hold ``k`` tokens of source ``src`` from ``start``."""
+        if offset == 0 or (self.tsrc[b] == src and self.tstart[b] + offset == start
+                           and self.tlen[b] >= offset):
+            if offset == 0:
+                self.tsrc[b], self.tstart[b] = src, start
+            self.tlen[b] = offset + k
+            return
+        self._write_tokens(b, offset, tuple(self._source(src)[start:start + k]))
+
+    def _write_tokens(self, b: int, offset: int, toks: tuple) -> None:
+        content = self.tokens_of(b)[:offset] + tuple(toks)
+        self.tsrc[b], self.tstart[b], self.tlen[b] = self._explicit(content), 0, len(content)
+
+    def _reset(self) -> None:
+        self.table.clear()
+        self.hash = [None] * self.n
+
+    # -- applying ---------------------------------------------------------------------------
+    def apply_packed(self, a, p: int = 0, n: int | None = None, limit: int = -1) -> int:
+        """Apply the packed records of ``a[p:n]`` (at most ``limit`` of them, if given); the
+        position after the last one applied. One loop, kept flat: it is what serving a step
+        spends its time in."""
+        n = len(a) if n is None else n
+        ref, reg, log = self.ref, self.reg, self.log
+        unlink, insert_after = self._unlink, self._insert_after
+        head, tail = self.n, self.n + 1
+        while p < n and limit != 0:
+            limit -= 1
+            code = a[p]
+            if code == L.WRITE:
+                self._write(a[p + 2], a[p + 3], a[p + 1], a[p + 4], a[p + 5])
+                p += 6
+            elif code == L.SAMPLE:
+                p += 3
+            elif code == L.SCHEDULE:
+                p += 4
+            elif code == L.POPLEFT:
+                k = a[p + 1]
+                for b in a[p + 2:p + 2 + k]:
+                    unlink(b)
+                    ref[b] = 1
+                p += 2 + k
+            elif code == L.FREE:
+                k = a[p + 1]
+                for b in a[p + 2:p + 2 + k]:
+                    ref[b] -= 1
+                p += 2 + k
+            elif code == L.FREE_HEAD:
+                k = a[p + 1]
+                insert_after(head, a[p + 2:p + 2 + k])
+                p += 2 + k
+            elif code == L.FREE_TAIL:
+                k = a[p + 1]
+                insert_after(self.prv[tail], a[p + 2:p + 2 + k])
+                p += 2 + k
+            elif code == L.TOUCH:
+                k = a[p + 1]
+                m = a[p + 2 + k]
+                for b in a[p + 3 + k:p + 3 + k + m]:
+                    unlink(b)
+                for b in a[p + 2:p + 2 + k]:
+                    ref[b] += 1
+                p += 3 + k + m
+            elif code == L.CACHE:
+                i, first, k = a[p + 1], a[p + 2], a[p + 3]
+                self._cache(a[p + 4:p + 4 + k], reg.hashes(i)[first:first + k])
+                p += 4 + k
+            elif code == L.EVICT:
+                self._evict(a[p + 1], log.hashes[a[p + 2]])
+                p += 3
+            elif code == L.RESET:
+                if a[p + 1]:
+                    self._reset()
+                p += 2
+            elif code == L.LOOKUP:
+                p += 5 + a[p + 2]
+            elif code == L.ADMIT:
+                p += 5
+            elif code == L.FINISH:
+                p += 3
+            elif code == L.GENERIC:
+                self.apply_record(log.records[a[p + 1]])
+                p += 2
+            else:                                      # arrive, preempt
+                p += 2
+        return p
+
+    def apply_record(self, op) -> None:
+        """Apply one op record (the kinds the log keeps as they are, or any, for frames)."""
+        kind = op.kind
+        if kind == "popleft":
+            for b in op.block_ids:
+                self._unlink(b)
+                self.ref[b] = 1
+        elif kind == "evict":
+            self._evict(op.block_id, op.block_hash)
+        elif kind == "touch":
+            for b in op.removed_from_queue:
+                self._unlink(b)
+            for b in op.block_ids:
+                self.ref[b] += 1
+        elif kind == "cache":
+            self._cache(op.block_ids, op.hashes)
+        elif kind == "free":
+            for b in op.block_ids:
+                self.ref[b] -= 1
+        elif kind == "free_head":
+            self._insert_after(self.n, op.block_ids)
+        elif kind == "free_tail":
+            self._insert_after(self.prv[self.n + 1], op.block_ids)
+        elif kind == "reset":
+            if op.ok:
+                self._reset()
+        elif kind == "write":
+            self._write_tokens(op.block_id, op.offset, op.token_ids)
+        elif kind == "load":
+            b = op.block_id
+            self.tsrc[b], self.tstart[b], self.tlen[b] = (self._explicit(tuple(op.token_ids)), 0,
+                                                          len(op.token_ids))
