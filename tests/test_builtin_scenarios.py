@@ -17,6 +17,20 @@ def test_there_are_lessons():
     assert "six-blocks" in ids and len(ids) >= 9
 
 
+def test_the_readme_table_lists_every_lesson_with_its_point():
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("Built-in lessons (`scenarios/`):", 1)[1].split("\n\n", 2)[1]
+    listed = {}
+    for row in table.splitlines()[2:]:
+        ids, point = row.strip("|").split("|", 1)
+        for rid in re.findall(r"`([^`]+)`", ids):
+            listed[rid] = point.strip()
+    assert set(listed) == {p.stem for p in SCENARIOS}
+    assert all(listed.values())
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_scenario_runs_to_the_end_with_invariants_after_every_op(path, run_file):
     engine, tl = run_file(path, check=True)
@@ -35,6 +49,20 @@ def test_scenario_runs_to_the_end_with_invariants_after_every_op(path, run_file)
             for sentence in narrate_ops(tl.step_ops(i), lang, labels, engine.vocab,
                                         engine.block_size):
                 assert sentence and "{" not in sentence
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_lessons_use_only_what_vllm_s_scheduler_does(path, run_file):
+    """No teaching-only form (``decode: {requests}``, ``preempt``), and no ``decode`` at all:
+    a lesson steps the engine with ``arrive``, ``admit`` or ``step``, every one a real vLLM
+    engine step (vllm-diff's hand-written loop admits nothing in a ``decode``, unlike vLLM)."""
+    from blockviz.sim.engine import is_teaching_only
+
+    engine, tl = run_file(path, payloads=False)
+    for i, step in enumerate(engine.scenario.steps, 1):
+        assert step.kind not in ("decode", "preempt") and not is_teaching_only(step), f"step {i}"
+        snap = tl.snapshot(i)
+        assert not snap.teaching_only and not any(es.teaching_only for es in snap.engine_steps)
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)

@@ -15,12 +15,15 @@ import pytest
 from blockviz.core.hashing import BlockHasher, hash_to_event_int
 from blockviz.core.ops import op_to_dict
 from blockviz.scenario import load
+from blockviz.scenario.load import load_text
+from blockviz.scenario.tokens import Vocabulary
 from blockviz.sim.runner import run
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
-LESSONS = ["last-token-rule", "eviction-order", "preempt-resume", "tenants-and-lora",
+LESSONS = ["six-blocks", "last-token-rule", "eviction-order", "preempt-resume", "tenants-and-lora",
            "free-order-split", "free-order-append", "hash-seed-random", "hash-seed-shared",
-           "decode-fills-block", "external-tier"]
+           "decode-fills-block", "external-tier", "chunked-prefill", "head-of-line", "async-lag",
+           "seats-and-length"]
 
 
 @cache
@@ -42,6 +45,16 @@ def unchecked(name: str):
     return tl
 
 
+def variant(name: str, old: str, new: str):
+    """The lesson's timeline with one line of its file changed (a note's "what if"), without
+    payloads."""
+    text = (SCENARIOS / f"{name}.yaml").read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    _, tl = run(load_text(text.replace(old, new), f"{name}.yaml"), payloads=False)
+    assert tl.error is None, tl.error
+    return tl
+
+
 def tier_ops(name: str, i: int, kind: str) -> list[dict]:
     return [d for d in map(op_to_dict, unchecked(name).snapshot(i).ops) if d["op"] == kind]
 
@@ -55,12 +68,32 @@ def ops(name: str, i: int, kind: str | None = None) -> list[dict]:
     return [o for o in out if kind is None or o["op"] == kind]
 
 
+def kinds(name: str, i: int, *wanted: str) -> list[tuple[str, str | None]]:
+    """(op, request) of the step's ops of the given kinds, in order."""
+    return [(o["op"], o.get("request")) for o in ops(name, i) if o["op"] in wanted]
+
+
 def table(name: str, i: int) -> dict[bytes, tuple[int, ...]]:
     return dict(snap(name, i).hash_table)
 
 
 def req(name: str, i: int, rid: str):
     return snap(name, i).requests[rid]
+
+
+def tokens(name: str, i: int, rid: str) -> tuple[int, int]:
+    """(num_tokens, num_computed_tokens) of a request after step i."""
+    r = req(name, i, rid)
+    return r.num_tokens, r.num_computed_tokens
+
+
+def scheduled(name: str, i: int, k: int = 0) -> list[tuple]:
+    """Engine step k of lesson step i, as (request, tokens, kind, hit tokens, samples), in the
+    order vLLM scheduled them; kind is decode, new, resumed or more (a running prefill)."""
+    es = snap(name, i).engine_steps[k]
+    return [(s.request_id, s.num_tokens,
+             "decode" if s.decode else ("resumed" if s.resumed else "new") if s.admitted else "more",
+             s.local_hit_tokens + s.external_hit_tokens, s.samples) for s in es.scheduled]
 
 
 def note(name: str, i: int) -> str:
@@ -74,13 +107,47 @@ def test_lesson_is_complete_and_runs(name):
     scenario, tl = lesson(name)
     assert scenario.id == name
     assert 5 <= len(scenario.steps) <= 14
-    assert 4 <= scenario.config.num_blocks <= 12
+    assert 4 <= scenario.config.num_blocks <= 16
     assert len(scenario.title.en) <= 40 and scenario.title.zh
     for text in (scenario.title, scenario.summary, scenario.start_note):
         assert text is not None and text.en and text.zh
     for i, step in enumerate(scenario.steps, 1):
         assert step.note is not None and step.note.en and step.note.zh, f"step {i} has no note"
     assert len(tl) == len(scenario.steps) + 1
+
+
+def test_every_built_in_lesson_is_tested_here():
+    assert sorted(LESSONS) == sorted(p.stem for p in SCENARIOS.glob("*.yaml"))
+
+
+# -- six-blocks --------------------------------------------------------------------------------
+def test_six_blocks_decodes_a_while_b_is_admitted_and_ends_with_the_seed_queue():
+    n = "six-blocks"
+    assert req(n, 1, "A").block_ids == (1, 2, 3) and tokens(n, 1, "A") == (11, 10)
+    s1 = snap(n, 1)
+    assert s1.block_hash[1] and s1.block_hash[2] and s1.block_hash[3] is None
+    assert s1.free_queue == (4, 5, 6)
+    # B's arrival step: A decodes first, into slot 2 of its own block 3; only B takes a block
+    assert scheduled(n, 2) == [("A", 1, "decode", 0, True), ("B", 2, "new", 8, True)]
+    assert tokens(n, 2, "A") == (12, 11)
+    a_write = [o for o in ops(n, 2, "write") if o["request"] == "A"]
+    assert [(o["block_ids"], o["offset"]) for o in a_write] == [([3], 2)]
+    assert [o["block_ids"] for o in ops(n, 2, "popleft")] == [[4]]
+    assert kinds(n, 2, "schedule", "lookup")[:2] == [("schedule", "A"), ("lookup", "B")]
+    assert req(n, 2, "B").block_ids == (1, 2, 4) and snap(n, 2).free_queue == (5, 6)
+    assert snap(n, 2).ref_cnt[1:5] == (2, 2, 1, 1)
+    assert snap(n, 2).block_hash[3] is None                  # 3 of 4 slots: still no hash
+    assert snap(n, 3).free_queue == (3, 5, 6) and snap(n, 3).ref_cnt[1:3] == (1, 1)
+    s4 = snap(n, 4)
+    assert s4.free_queue == (4, 3, 5, 6, 2, 1)
+    assert set(table(n, 4)) == {s1.block_hash[1], s1.block_hash[2]}
+    (touch,) = ops(n, 6, "touch")
+    assert touch["block_ids"] == [1, 2] and touch["removed_from_queue"] == [1, 2]
+    assert req(n, 6, "C").block_ids == (1, 2, 4)
+    assert snap(n, 7).free_queue == s4.free_queue
+    assert [o["block_ids"] for o in ops(n, 8, "popleft")] == [[4, 3, 5, 6, 2, 1]]
+    removed = [e for e in snap(n, 8).kv_events if e["type"] == "BlockRemoved"]
+    assert len(removed) == 2 and s1.block_hash[1] not in table(n, 8)
 
 
 # -- last-token-rule ---------------------------------------------------------------------------
@@ -98,14 +165,22 @@ def test_last_token_rule_caps_the_hit_and_duplicates_h2():
     assert table(n, 3)[h2] == (2, 3)
     assert 2 in snap(n, 3).free_queue and snap(n, 3).ref_cnt[2] == 0
     assert snap(n, 4).hash_table == snap(n, 3).hash_table          # the narration-only step
-    # C = 9 tokens: limit 8 -> both blocks; the lookup of H2 returns the first entry, block 2
-    assert req(n, 5, "C").block_ids == (1, 2, 4)
+    # C's step: B decodes first and its 9th token needs block 4; C = 9 tokens: limit 8 -> both
+    # blocks, the lookup of H2 returning the first entry, block 2; C's own token in block 5
+    assert scheduled(n, 5) == [("B", 1, "decode", 0, True), ("C", 1, "new", 8, True)]
+    assert [(o["request"], o["block_ids"]) for o in ops(n, 5, "write")] == [("B", [4]), ("C", [5])]
+    assert req(n, 5, "B").block_ids == (1, 3, 4)
+    assert req(n, 5, "C").block_ids == (1, 2, 5)
     assert snap(n, 5).stats.prefix_cache_hits - snap(n, 3).stats.prefix_cache_hits == 8
     assert 2 not in snap(n, 5).free_queue
-    # B frees [1, 3] reversed: block 3 (H2) to the tail, block 1 only drops to 1
-    assert snap(n, 6).free_queue == (5, 6, 3) and snap(n, 6).ref_cnt[1] == 1
-    # D takes 5, 6, 3: block 3's copy of H2 is evicted by (hash, id); H2 -> block 2 remains
-    assert [o["block_ids"] for o in ops(n, 7, "popleft")] == [[5, 6, 3]]
+    # B frees [1, 3, 4] reversed: 4 (B's output, no hash) to the head, 3 (H2) to the tail
+    assert snap(n, 6).free_queue == (4, 6, 3) and snap(n, 6).ref_cnt[1] == 1
+    assert snap(n, 6).block_hash[4] is None
+    # D takes 4, 6, 3 while C decodes into its own block 5; block 3's copy of H2 is evicted by
+    # (hash, id); H2 -> block 2 remains
+    assert scheduled(n, 7)[0] == ("C", 1, "decode", 0, True)
+    assert [o["block_ids"] for o in ops(n, 7, "write") if o["request"] == "C"] == [[5]]
+    assert [o["block_ids"] for o in ops(n, 7, "popleft")] == [[4, 6, 3]]
     assert [o["block_ids"] for o in ops(n, 7, "evict")] == [[3]]
     assert table(n, 7)[h2] == (2,) and snap(n, 7).block_hash[2] == h2
     removed = [e for e in snap(n, 7).kv_events if e["type"] == "BlockRemoved"]
@@ -123,16 +198,22 @@ def test_eviction_order_evicts_tails_first_and_keeps_the_shared_block():
     assert [o["block_ids"] for o in ops(n, 3, "lookup")] == [[1]]
     b2, b3 = snap(n, 3).block_hash[4], snap(n, 3).block_hash[5]
     assert snap(n, 4).free_queue == (6, 7, 8, 3, 2, 5, 4, 1)
-    # X: 6, 7, 8, then A's tail (3) before A's middle (2)
+    # X (19 tokens): 6, 7, 8, then A's tail (3) before A's middle (2); its last block is partial
+    assert req(n, 5, "X").num_prompt_tokens == 19
     assert [o["block_ids"] for o in ops(n, 5, "popleft")] == [[6, 7, 8, 3, 2]]
     assert [(o["block_ids"], o["hash"]) for o in ops(n, 5, "evict")] == [
         ([3], a3.hex()), ([2], a2.hex())]
-    assert snap(n, 5).free_queue == (5, 4, 1)
+    assert snap(n, 5).free_queue == (5, 4, 1) and snap(n, 5).block_hash[2] is None
     assert h1 in table(n, 5) and a2 not in table(n, 5) and a3 not in table(n, 5)
+    # C's step: X decodes first; its 20th token fills block 2, cached at once, no new block
+    assert scheduled(n, 6)[0] == ("X", 1, "decode", 0, True)
+    assert kinds(n, 6, "cache", "lookup")[:2] == [("cache", "X"), ("lookup", "C")]
+    assert snap(n, 6).block_hash[2] is not None and req(n, 6, "X").block_ids == (6, 7, 8, 3, 2)
     # C = A's prompt again: only block 1 hits; B's tail (5) then middle (4) are evicted for it
     (lookup,) = ops(n, 6, "lookup")
     assert lookup["block_ids"] == [1]
     assert snap(n, 6).stats.prefix_cache_hits - snap(n, 5).stats.prefix_cache_hits == 4
+    assert [o["block_ids"] for o in ops(n, 6, "popleft")] == [[5, 4]]
     assert [(o["block_ids"], o["hash"]) for o in ops(n, 6, "evict")] == [
         ([5], b3.hex()), ([4], b2.hex())]
     assert req(n, 6, "C").block_ids == (1, 5, 4)
@@ -143,37 +224,60 @@ def test_eviction_order_evicts_tails_first_and_keeps_the_shared_block():
 # -- preempt-resume ----------------------------------------------------------------------------
 def test_preempt_resume_preempts_the_last_and_re_hits_its_prefix():
     n = "preempt-resume"
+    assert req(n, 1, "A").block_ids == (1, 2) and tokens(n, 1, "A") == (8, 7)
+    # B's step: A decodes its 8th token first, which fills block 2: cached before B's lookup
+    assert scheduled(n, 2) == [("A", 1, "decode", 0, True), ("B", 2, "new", 4, True)]
+    assert kinds(n, 2, "cache", "lookup") == [("cache", "A"), ("lookup", "B")]
     assert req(n, 2, "B").block_ids == (1, 3) and snap(n, 2).ref_cnt[1] == 2
-    # the decode: A runs short, B (last running) is preempted, A retries and gets block 5
-    s = snap(n, 3)
-    fails = ops(n, 3, "alloc_failed")
-    assert [o["request"] for o in fails] == ["A"]
-    assert [o["request"] for o in ops(n, 3, "preempt")] == ["B"]
-    assert not ops(n, 3, "admit")                             # a decode never admits
+    assert snap(n, 2).free_queue == (4, 5)
+    # four engine steps of two decodes: A takes 4, B fills 3, B takes 5, A fills 4
+    s3 = snap(n, 3)
+    assert [len(es.scheduled) for es in s3.engine_steps] == [2, 2, 2, 2]
+    assert [o["block_ids"] for o in ops(n, 3, "popleft")] == [[4], [5]]
+    assert [(o["request"], o["block_ids"]) for o in ops(n, 3, "cache")] == [("B", [3]), ("A", [4])]
+    assert s3.free_queue == () and not s3.engine_steps[-1].preempted
+    assert req(n, 3, "A").block_ids == (1, 2, 4) and req(n, 3, "B").block_ids == (1, 3, 5)
+    assert tokens(n, 3, "A") == (13, 12) and tokens(n, 3, "B") == (11, 10)
+    # the step that preempts: A runs short, B (last running) is preempted, A retries, gets 5
+    s = snap(n, 4)
+    assert [o["request"] for o in ops(n, 4, "alloc_failed")] == ["A"]
+    assert [o["request"] for o in ops(n, 4, "preempt")] == ["B"]
+    assert not ops(n, 4, "admit") and not ops(n, 4, "lookup")    # a preempting step admits nobody
+    assert s.engine_steps[0].preempted == ("B",)
     b = s.requests["B"]
     assert b.status == "preempted" and b.num_computed_tokens == 0 and b.block_ids == ()
-    assert b.num_tokens == 12 and b.num_prompt_tokens == 6
+    assert b.num_tokens == 11 and b.num_prompt_tokens == 6
     assert s.waiting == ("B",) and s.running == ("A",)
     assert s.requests["A"].block_ids == (1, 2, 4, 5)
     assert s.ref_cnt[1] == 1                                  # shared block survives, ref only drops
     h3 = s.block_hash[3]
-    assert h3 is not None and s.free_queue == (3,) and table(n, 3)[h3] == (3,)
-    assert s.block_hash[5] is None                            # B's partial block had no hash
-    frees = [o for o in ops(n, 3) if o["op"] in ("free_head", "free_tail")]
+    assert h3 is not None and s.free_queue == (3,) and table(n, 4)[h3] == (3,)
+    frees = [o for o in ops(n, 4) if o["op"] in ("free_head", "free_tail")]
     assert [(o["op"], o["block_ids"]) for o in frees] == [("free_head", [5]), ("free_tail", [3])]
     assert s.stats.preemptions == 1
-    # first step: B's admission fails (needs 2, 1 free); A finishes at max_tokens
-    (fail,) = ops(n, 5, "alloc_failed")
-    assert fail["request"] == "B" and (fail["blocks_needed"], fail["blocks_free"]) == (2, 1)
-    assert req(n, 5, "A").status == "finished" and req(n, 5, "B").status == "preempted"
-    # second step: B resumes, re-hitting H1 and its own H3; recomputes 4 tokens into block 5
-    s6, s5 = snap(n, 6), snap(n, 5)
-    assert s6.requests["B"].status == "running" and s6.requests["B"].block_ids == (1, 3, 5)
-    (admit,) = ops(n, 6, "admit")
-    assert (admit["local_hit_tokens"], admit["num_new_tokens"]) == (8, 4)
-    assert (s5.stats.prefix_cache_hits, s6.stats.prefix_cache_hits) == (4, 12)
-    assert s6.stats.prefix_cache_queries - s5.stats.prefix_cache_queries == 12
-    assert s6.block_hash[3] == h3 and s6.block_hash[5] is not None
+    assert snap(n, 5).free_queue == s.free_queue                # the narration-only step
+    # next step: B's admission fails (whole sequence: needs 2 free blocks, 1 free); A finishes
+    (fail,) = ops(n, 6, "alloc_failed")
+    assert fail["request"] == "B" and fail["full_sequence"]
+    assert (fail["blocks_needed"], fail["blocks_free"]) == (2, 1)
+    a6 = req(n, 6, "A")
+    assert a6.status == "finished" and a6.finish_reason == "length"
+    assert a6.num_tokens - a6.num_prompt_tokens == 8 and req(n, 6, "B").status == "preempted"
+    assert kinds(n, 6, "alloc_failed", "finish") == [("alloc_failed", "B"), ("finish", "A")]
+    # then B resumes, re-hitting H1 and its own H3; recomputes 3 tokens into block 5
+    s7 = snap(n, 7)
+    assert s7.requests["B"].status == "running" and s7.requests["B"].block_ids == (1, 3, 5)
+    assert scheduled(n, 7) == [("B", 3, "resumed", 8, True)]
+    (admit,) = ops(n, 7, "admit")
+    assert (admit["local_hit_tokens"], admit["num_new_tokens"]) == (8, 3)
+    assert s7.block_hash[3] == h3
+    # vLLM's PrefixCacheStats: the resumed lookup is counted apart, outside the hit rate
+    st = s7.stats
+    assert (st.requests, st.queries, st.hits) == (2, 13, 4)
+    assert (st.preempted_requests, st.preempted_queries, st.preempted_hits) == (1, 11, 8)
+    assert round(st.hit_rate * 100) == 31
+    assert (st.prefix_cache_hits, st.prefix_cache_queries) == (12, 24)        # 50% together
+    assert "4 / 13" in note(n, 7) and "12 / 24" in note(n, 7)
 
 
 # -- tenants-and-lora --------------------------------------------------------------------------
@@ -203,8 +307,20 @@ def test_salt_and_lora_separate_the_chains():
     assert req(n, 2, "B").block_ids == (4, 5, 6)
     assert req(n, 3, "C").block_ids == (1, 2, 7)
     assert req(n, 4, "D").block_ids == (8, 9, 10)
-    assert req(n, 5, "E").block_ids == (8, 9, 11)
+    assert req(n, 5, "E").block_ids == (8, 9, 12)
     assert s.ref_cnt[1] == s.ref_cnt[2] == s.ref_cnt[8] == s.ref_cnt[9] == 2
+    # every arrival step decodes the running requests first, each into its own blocks
+    for i, running in ((2, "A"), (3, "AB"), (4, "ABC"), (5, "ABCD")):
+        assert [r for r, _, k, _, _ in scheduled(n, i) if k == "decode"] == list(running)
+    assert [o["block_ids"] for o in ops(n, 2, "write")][0] == [3]
+    # H5 is A's own third block, filled by its decode in D's step: chained to H2, no adapter
+    a4 = req(n, 4, "A").token_ids
+    h5 = snap(n, 4).block_hash[3]
+    assert h5 == hasher.hash_block_tokens(acme[1], a4[8:12], None)
+    assert kinds(n, 4, "cache")[0] == ("cache", "A")
+    # E's block is 12: A's 13th token took block 11 first
+    assert req(n, 5, "A").block_ids == (1, 2, 3, 11)
+    assert [o["block_ids"] for o in ops(n, 5, "popleft")] == [[11], [12]]
 
 
 # -- free-order-split / free-order-append ------------------------------------------------------
@@ -221,13 +337,24 @@ def test_split_keeps_the_system_prompt_that_append_evicts():
     s, a = "free-order-split", "free-order-append"
     h1 = snap(s, 1).block_hash[1]
     assert snap(a, 1).block_hash[1] == h1                      # same seed -> same hashes
+    # B's step decodes A into its own block 2: 3 of 4 slots, no hash
+    for n in (s, a):
+        assert scheduled(n, 2)[0] == ("A", 1, "decode", 0, True)
+        assert tokens(n, 2, "A") == (8, 7) and snap(n, 2).block_hash[2] is None
+        assert snap(n, 2).free_queue == ()
     assert snap(s, 3).free_queue == snap(a, 3).free_queue == (2, 1)
     assert snap(s, 4).free_queue == (4, 2, 1, 3)
     assert snap(a, 4).free_queue == (2, 1, 4, 3)
-    # C takes two blocks from the head: nothing cached under split, H1 under append
+    # C (7 tokens) takes two blocks from the head: nothing cached under split, H1 under append
+    assert req(s, 5, "C").num_prompt_tokens == 7
     assert [o["block_ids"] for o in ops(s, 5, "popleft")] == [[4, 2]] and not ops(s, 5, "evict")
     assert [o["block_ids"] for o in ops(a, 5, "popleft")] == [[2, 1]]
     assert [(o["block_ids"], o["hash"]) for o in ops(a, 5, "evict")] == [([1], h1.hex())]
+    # D's step: C's decode fills its own last block (cached, no new block), then D
+    assert [o["block_ids"] for o in ops(s, 6, "cache") if o["request"] == "C"] == [[2]]
+    assert [o["block_ids"] for o in ops(a, 6, "cache") if o["request"] == "C"] == [[1]]
+    assert [o["block_ids"] for o in ops(s, 6, "popleft")] == [[3]]
+    assert [o["block_ids"] for o in ops(a, 6, "popleft")] == [[4, 3]]
     # D: a hit under split, a miss under append
     assert req(s, 6, "D").block_ids == (1, 3) and snap(s, 6).stats.prefix_cache_hits == 4
     assert req(a, 6, "D").block_ids == (4, 3) and snap(a, 6).stats.prefix_cache_hits == 0
@@ -286,27 +413,35 @@ def test_a_block_filled_by_decoding_is_cached_at_the_next_schedule():
     a = req(n, 1, "A")
     assert a.block_ids == (1, 2) and (a.num_tokens, a.num_computed_tokens) == (7, 6)
     assert snap(n, 1).block_hash[2] is None
-    # after one decode: 8 tokens, the request already has H2, the pool does not
+    # after one step: 8 tokens, the request already has H2, the pool does not
+    assert scheduled(n, 2) == [("A", 1, "decode", 0, True)]
     engine, _ = run(loaded, upto=2)
     request = engine.scheduler.requests["A"]
     assert request.num_tokens == 8 and len(request.block_hashes) == 2
     h2 = request.block_hashes[1]
     assert snap(n, 2).block_hash[2] is None and h2 not in table(n, 2)
     assert not ops(n, 2, "popleft")
-    # the next decode caches block 2 at schedule time, before the forward pass writes slot 4
-    kinds = [(o["op"], o["block_ids"]) for o in ops(n, 3) if o["op"] in ("cache", "write")]
-    assert kinds == [("cache", [2]), ("write", [2])]
+    assert [(o["block_ids"], o["offset"]) for o in ops(n, 2, "write")] == [([2], 2)]
+    # the next step caches block 2 at schedule time, before the forward pass writes slot 3
+    order = [(o["op"], o["block_ids"]) for o in ops(n, 3) if o["op"] in ("cache", "write")]
+    assert order == [("cache", [2]), ("write", [2])]
     assert ops(n, 3, "write")[0]["offset"] == 3
     assert snap(n, 3).block_hash[2] == h2 and table(n, 3)[h2] == (2,)
-    # B repeats A's 6 prompt tokens and its first 2 outputs: both blocks hit
+    # B's step: A decodes "blue" first into block 3 from the head; B repeats A's 6 prompt tokens
+    # and its first 2 outputs: both blocks hit, "again" goes to block 4
     a3 = req(n, 3, "A")
     b = req(n, 4, "B")
     assert b.token_ids[:8] == a3.token_ids[:8] and a3.num_prompt_tokens == 6
-    assert b.block_ids == (1, 2, 3) and snap(n, 4).ref_cnt[2] == 2
+    assert scheduled(n, 4) == [("A", 1, "decode", 0, True), ("B", 1, "new", 8, True)]
+    assert [o["block_ids"] for o in ops(n, 4, "popleft")] == [[3], [4]]
+    assert kinds(n, 4, "popleft", "lookup")[:2] == [("popleft", None), ("lookup", "B")]
+    assert req(n, 4, "A").block_ids == (1, 2, 3)
+    assert b.block_ids == (1, 2, 4) and snap(n, 4).ref_cnt[2] == 2
     assert snap(n, 4).stats.prefix_cache_hits == 8
-    # A moves on to a fresh block; the shared full block is never written again
-    assert req(n, 5, "A").block_ids == (1, 2, 4)
-    assert all(o["block_ids"] != [2] for o in ops(n, 5, "write"))
+    # both decode; the shared full block is never written again
+    assert scheduled(n, 5) == [("A", 1, "decode", 0, True), ("B", 1, "decode", 0, True)]
+    assert [(o["request"], o["block_ids"]) for o in ops(n, 5, "write")] == [("A", [3]), ("B", [4])]
+    assert all(o["block_ids"] != [2] for n_ in (4, 5) for o in ops(n, n_, "write"))
 
 
 # -- external-tier -----------------------------------------------------------------------------
@@ -343,3 +478,156 @@ def test_external_tier_local_first_then_external():
     assert s6.stats.external_hits == s5.stats.external_hits
     assert s6.stats.external_queries - s5.stats.external_queries == 1
     assert req(n, 6, "C").block_ids == (1, 2, 3, 5) and not ops(n, 6, "load")
+    # B decodes first, into its own block 6; C's new block 5 evicts X's H5
+    assert scheduled(n, 6) == [("B", 1, "decode", 0, True), ("C", 1, "new", 12, True)]
+    assert [o["block_ids"] for o in ops(n, 6, "write")] == [[6], [5]]
+    assert [(o["block_ids"], o["hash"]) for o in ops(n, 6, "evict")] == [([5], s5.block_hash[5].hex())]
+
+
+# -- chunked-prefill ---------------------------------------------------------------------------
+def test_chunked_prefill_caches_chunk_by_chunk_and_checks_the_whole_sequence():
+    n = "chunked-prefill"
+    cfg = lesson(n)[0].config.scheduler
+    assert (cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.enable_chunked_prefill) == (6, 4, True)
+    # step 1: a 6-token chunk of A's 14; only block 1 full and cached; nothing sampled
+    assert scheduled(n, 1) == [("A", 6, "new", 0, False)]
+    assert tokens(n, 1, "A") == (14, 6) and req(n, 1, "A").block_ids == (1, 2)
+    assert [o["block_ids"] for o in ops(n, 1, "cache")] == [[1]] and not ops(n, 1, "sample")
+    assert snap(n, 1).block_hash[2] is None
+    # step 2: the next chunk completes blocks 2 and 3, both cached in this step
+    assert scheduled(n, 2) == [("A", 6, "more", 0, False)]
+    assert [o["block_ids"] for o in ops(n, 2, "cache")] == [[2, 3]] and not ops(n, 2, "sample")
+    assert tokens(n, 2, "A") == (14, 12) and req(n, 2, "A").block_ids == (1, 2, 3)
+    # step 3: running first (A's last 2, which sample), then B's 4-token chunk: 6 of 6
+    assert scheduled(n, 3) == [("A", 2, "more", 0, True), ("B", 4, "new", 0, False)]
+    assert snap(n, 3).engine_steps[0].num_scheduled_tokens == 6
+    assert [o["request"] for o in ops(n, 3, "sample")] == ["A"]
+    assert req(n, 3, "A").block_ids == (1, 2, 3, 4) and req(n, 3, "B").block_ids == (5,)
+    assert [(o["request"], o["block_ids"]) for o in ops(n, 3, "cache")] == [("B", [5])]
+    assert tokens(n, 3, "B") == (5, 4)
+    # step 4: A's decode and B's last token: both sample; 2 of 6
+    assert scheduled(n, 4) == [("A", 1, "decode", 0, True), ("B", 1, "more", 0, True)]
+    assert snap(n, 4).engine_steps[0].num_scheduled_tokens == 2
+    assert req(n, 4, "B").block_ids == (5, 6)
+    # step 5: 4 tokens left, a 4-token chunk needs 1 block of the 4 free, but the whole sequence
+    # (18 tokens) needs 5: refused; then A reaches max_tokens and frees its blocks
+    assert scheduled(n, 5) == [("A", 1, "decode", 0, True), ("B", 1, "decode", 0, True)]
+    assert [(o["request"], o["block_ids"]) for o in ops(n, 5, "cache")] == [("A", [4])]
+    (fail,) = ops(n, 5, "alloc_failed")
+    assert fail["request"] == "C" and fail["full_sequence"]
+    assert (fail["blocks_needed"], fail["blocks_free"]) == (5, 4)
+    assert snap(n, 5).waiting == ("C",) and not ops(n, 5, "admit")
+    assert kinds(n, 5, "alloc_failed", "finish") == [("alloc_failed", "C"), ("finish", "A")]
+    a5 = req(n, 5, "A")
+    assert a5.status == "finished" and a5.finish_reason == "length"
+    assert a5.num_tokens - a5.num_prompt_tokens == 3
+    assert snap(n, 5).stats.num_free_blocks == 8
+    # step 6: B decodes, C is admitted with the remaining 5 tokens
+    assert scheduled(n, 6) == [("B", 1, "decode", 0, True), ("C", 5, "new", 0, False)]
+    assert req(n, 6, "C").block_ids == (7, 8) and tokens(n, 6, "C") == (18, 5)
+    assert snap(n, 6).block_hash[7] is not None and snap(n, 6).block_hash[8] is None
+    # step 7: C's next chunk in the running pass after B's decode; B fills 6, C fills 8
+    assert scheduled(n, 7) == [("B", 1, "decode", 0, True), ("C", 5, "more", 0, False)]
+    assert [(o["request"], o["block_ids"]) for o in ops(n, 7, "cache")] == [("B", [6]), ("C", [8])]
+    assert req(n, 7, "C").block_ids == (7, 8, 9) and tokens(n, 7, "C") == (18, 10)
+
+
+# -- head-of-line ------------------------------------------------------------------------------
+def test_with_chunking_off_the_first_too_long_prompt_blocks_everyone_behind_it():
+    n = "head-of-line"
+    cfg = lesson(n)[0].config.scheduler
+    assert not cfg.enable_chunked_prefill
+    assert cfg.max_num_batched_tokens == cfg.max_model_len == 16
+    assert scheduled(n, 1) == [("A", 5, "new", 0, True)] and req(n, 1, "A").block_ids == (1, 2)
+    # admit: false runs no engine step
+    assert not snap(n, 2).engine_steps and not snap(n, 3).engine_steps
+    assert snap(n, 3).waiting == ("B", "C")
+    # D's step: A decodes, B (10) fits the 15 left and is admitted whole; C (7 > 5) is looked
+    # up, then stops admission: D (2) waits behind it; 5 tokens unused
+    assert scheduled(n, 4) == [("A", 1, "decode", 0, True), ("B", 10, "new", 0, True)]
+    assert snap(n, 4).engine_steps[0].num_scheduled_tokens == 11
+    assert req(n, 4, "B").block_ids == (3, 4, 5)
+    assert [o["request"] for o in ops(n, 4, "lookup")] == ["B", "C"]
+    assert [o["request"] for o in ops(n, 4, "admit")] == ["B"] and not ops(n, 4, "alloc_failed")
+    assert snap(n, 4).waiting == ("C", "D")
+    # next step: both admitted, in order, 11 of 16
+    assert scheduled(n, 5) == [("A", 1, "decode", 0, True), ("B", 1, "decode", 0, True),
+                               ("C", 7, "new", 0, True), ("D", 2, "new", 0, True)]
+    assert snap(n, 5).engine_steps[0].num_scheduled_tokens == 11
+    # B reaches max_model_len (16 tokens) in the 4th of 4 steps: FINISHED_LENGTH_CAPPED
+    s6 = snap(n, 6)
+    assert [es.finished for es in s6.engine_steps] == [(), (), (), ("B",)]
+    b = s6.requests["B"]
+    assert b.status == "finished" and b.finish_reason == "length" and b.num_tokens == 16
+    assert lesson(n)[0].steps[1].arrive.max_tokens is None
+    frees = [(o["op"], o["block_ids"]) for o in ops(n, 6) if o["op"] in ("free_head", "free_tail")]
+    assert frees == [("free_head", [10]), ("free_tail", [5, 4, 3])]
+    # the note's "with chunking on": C takes a 5-token chunk in D's step, D still waits
+    on = variant(n, "enable_chunked_prefill: false", "enable_chunked_prefill: true")
+    es = on.snapshot(4).engine_steps[0]
+    assert [(s.request_id, s.num_tokens) for s in es.scheduled] == [("A", 1), ("B", 10), ("C", 5)]
+    assert on.snapshot(4).waiting == ("D",)
+
+
+# -- async-lag ---------------------------------------------------------------------------------
+def test_async_scheduling_applies_outputs_and_caches_one_step_late():
+    n = "async-lag"
+    assert lesson(n)[0].config.scheduler.async_scheduling
+    # step 1: A's prefill ran, its token is still in flight (a placeholder)
+    assert scheduled(n, 1) == [("A", 7, "new", 0, True)]
+    a1 = req(n, 1, "A")
+    assert (a1.num_tokens, a1.num_computed_tokens, a1.num_output_placeholders) == (7, 7, 1)
+    assert not snap(n, 1).engine_steps[0].sampled and not ops(n, 1, "sample")
+    assert snap(n, 1).block_hash[1] is not None and snap(n, 1).block_hash[2] is None
+    # step 2: A's placeholder decodes; block 2 cannot be cached yet (7 tokens known); B hits H1
+    # only and caches its own copy of "four five six seven" (block 3) as H2; then step 1's
+    # output ("seven") is applied
+    assert scheduled(n, 2) == [("A", 1, "decode", 0, True), ("B", 5, "new", 4, True)]
+    s2 = snap(n, 2)
+    assert s2.block_hash[2] is None and req(n, 2, "B").block_ids == (1, 3, 4)
+    h2 = s2.block_hash[3]
+    assert h2 is not None and table(n, 2)[h2] == (3,)
+    assert s2.engine_steps[0].sampled == (("A", 1404),)
+    assert Vocabulary.for_scenario(lesson(n)[0]).word(1404) == "seven"
+    assert tokens(n, 2, "A") == (8, 8) and req(n, 2, "A").token_ids[7] == req(n, 2, "B").token_ids[7]
+    # step 3: now A's block 2 is cached, as a duplicate of H2; A's next token takes block 5
+    assert snap(n, 3).block_hash[2] == h2 and table(n, 3)[h2] == (3, 2)
+    assert req(n, 3, "A").block_ids == (1, 2, 5)
+    # step 4: every running request is one output behind
+    for rid in "AB":
+        r = req(n, 4, rid)
+        assert r.num_computed_tokens == r.num_tokens and r.num_output_placeholders == 1
+    # the note's synchronous scheduler: block 2 cached in step 2, before B's lookup: 8 hit
+    sync = variant(n, "scheduler: {async_scheduling: true}", "scheduler: {async_scheduling: false}")
+    a = sync.snapshot(1).requests["A"]
+    assert (a.num_tokens, a.num_computed_tokens) == (8, 7)
+    assert sync.snapshot(2).requests["B"].block_ids == (1, 2, 3)
+    assert sync.snapshot(2).stats.hits == 8 and snap(n, 2).stats.hits == 4
+
+
+# -- seats-and-length --------------------------------------------------------------------------
+def test_max_num_seqs_keeps_c_out_and_both_length_limits_finish_as_capped():
+    n = "seats-and-length"
+    cfg = lesson(n)[0].config.scheduler
+    assert (cfg.max_num_seqs, cfg.max_model_len, cfg.max_num_batched_tokens) == (2, 12, 8192)
+    assert req(n, 1, "A").block_ids == (1, 2) and lesson(n)[0].steps[0].arrive.max_tokens is None
+    assert scheduled(n, 2) == [("A", 1, "decode", 0, True), ("B", 3, "new", 0, True)]
+    assert req(n, 2, "A").block_ids == (1, 2, 3) and req(n, 2, "B").block_ids == (4,)
+    # C's step: both seats taken: admission does not start (no lookup), blocks and budget spare
+    assert scheduled(n, 3) == [("A", 1, "decode", 0, True), ("B", 1, "decode", 0, True)]
+    assert not ops(n, 3, "lookup") and snap(n, 3).waiting == ("C",)
+    assert snap(n, 2).stats.num_free_blocks == 6
+    assert snap(n, 3).engine_steps[0].num_scheduled_tokens == 2
+    assert [(o["request"], o["block_ids"]) for o in ops(n, 3, "cache")] == [("B", [4])]
+    b = req(n, 3, "B")
+    assert b.status == "finished" and b.finish_reason == "length"
+    assert b.num_tokens - b.num_prompt_tokens == 2
+    # next step: C takes B's seat; A reaches max_model_len (12) and finishes the same way
+    assert scheduled(n, 4) == [("A", 1, "decode", 0, True), ("C", 5, "new", 0, True)]
+    assert req(n, 4, "C").block_ids == (5, 6)
+    a = req(n, 4, "A")
+    assert a.status == "finished" and a.finish_reason == "length"
+    assert (a.num_tokens, a.num_computed_tokens) == (12, 11)
+    # D arrives into a free seat and is admitted at once
+    assert scheduled(n, 5) == [("C", 1, "decode", 0, True), ("D", 3, "new", 0, True)]
+    assert snap(n, 5).running == ("C", "D")
