@@ -56,11 +56,9 @@ def test_lessons_use_only_what_vllm_s_scheduler_does(path, run_file):
     """No teaching-only form (``decode: {requests}``, ``preempt``), and no ``decode`` at all:
     a lesson steps the engine with ``arrive``, ``admit`` or ``step``, every one a real vLLM
     engine step (vllm-diff's hand-written loop admits nothing in a ``decode``, unlike vLLM)."""
-    from blockviz.sim.engine import is_teaching_only
-
     engine, tl = run_file(path, payloads=False)
     for i, step in enumerate(engine.scenario.steps, 1):
-        assert step.kind not in ("decode", "preempt") and not is_teaching_only(step), f"step {i}"
+        assert step.kind not in ("decode", "preempt") and not step.teaching_only, f"step {i}"
         snap = tl.snapshot(i)
         assert not snap.teaching_only and not any(es.teaching_only for es in snap.engine_steps)
 
