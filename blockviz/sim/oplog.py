@@ -33,6 +33,8 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 
 from blockviz.core import ops as O
+from blockviz.core.events import AllBlocksCleared, BlockRemoved, BlockStored
+from blockviz.core.hashing import hash_to_event_int
 
 GENERIC, POPLEFT, EVICT, TOUCH, CACHE, FREE, FREE_HEAD, FREE_TAIL, RESET = range(9)
 WRITE, SAMPLE, SCHEDULE, ADMIT, ARRIVE, LOOKUP, FINISH, PREEMPT = range(9, 17)
@@ -232,3 +234,77 @@ class IntColumn:
 
     def values(self, i: int) -> array:
         return self.data[self.starts[i]:self.starts[i + 1]]
+
+
+# -- KV events, packed the same way ---------------------------------------------------------
+EV_GENERIC, EV_STORED, EV_REMOVED, EV_CLEARED = range(4)
+
+
+class EventLog:
+    """A step's KV cache events (core.events) as ints. A BlockStored is the one the step's k-th
+    cache op emitted (its hashes, parent and tokens are the request's, from that block on); a
+    BlockRemoved names an evicted hash of the op log. Each is checked by rebuilding it when
+    packing; what does not rebuild exactly (extra keys, a connector's events) is kept as it is."""
+
+    def __init__(self, log: OpLog, block_size: int) -> None:
+        self.log, self.block_size = log, block_size
+        self.records: list = []
+
+    def pack(self, events: Sequence, ops: Sequence, ident: Mapping[str, int]) -> list[int]:
+        caches = [op for op in ops if op.kind == "cache"]
+        out: list[int] = []
+        k = 0
+        for e in events:
+            name = type(e).__name__
+            if name == "BlockStored" and k < len(caches):
+                op = caches[k]
+                k += 1
+                i = ident[op.request_id]
+                if self._stored(i, op.first_block_index, len(op.block_ids)) == e:
+                    out += (EV_STORED, i, op.first_block_index, len(op.block_ids))
+                    continue
+            elif name == "BlockRemoved" and len(e.block_hashes) == 1:
+                j = self._removed_index(e.block_hashes[0])
+                if j is not None:
+                    out += (EV_REMOVED, j)
+                    continue
+            elif name == "AllBlocksCleared":
+                out.append(EV_CLEARED)
+                continue
+            out += (EV_GENERIC, len(self.records))
+            self.records.append(e)
+        return out
+
+    def _removed_index(self, value: int) -> int | None:
+        hashes = self.log.hashes
+        for j in range(len(hashes) - 1, max(-1, len(hashes) - 64), -1):  # the latest evictions
+            if hash_to_event_int(hashes[j]) == value:
+                return j
+        return None
+
+    def _stored(self, i: int, first: int, n: int):
+        reg, bs = self.log.reg, self.block_size
+        hashes, view = reg.hashes(i), reg.views[i]
+        return BlockStored(
+            block_hashes=tuple(hash_to_event_int(h) for h in hashes[first:first + n]),
+            parent_block_hash=hash_to_event_int(hashes[first - 1]) if first > 0 else None,
+            token_ids=tuple(reg.tokens(i)[first * bs:(first + n) * bs]), block_size=bs,
+            lora_name=view.lora, extra_keys=(None,) * n or None)
+
+    def unpack(self, packed: Sequence[int], p: int, n: int) -> tuple:
+        out = []
+        while p < n:
+            code = packed[p]
+            if code == EV_STORED:
+                out.append(self._stored(packed[p + 1], packed[p + 2], packed[p + 3]))
+                p += 4
+            elif code == EV_REMOVED:
+                out.append(BlockRemoved((hash_to_event_int(self.log.hashes[packed[p + 1]]),)))
+                p += 2
+            elif code == EV_CLEARED:
+                out.append(AllBlocksCleared())
+                p += 1
+            else:
+                out.append(self.records[packed[p + 1]])
+                p += 2
+        return tuple(out)

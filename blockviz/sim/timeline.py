@@ -231,6 +231,7 @@ class Timeline:
         self._start_note = engine.scenario.start_note
         self._reg = L.Registry()
         self._log = L.OpLog(self._reg)
+        self._evlog = L.EventLog(self._log, self.block_size)
         self._explicit: list[tuple] = [()]          # source -1: the empty tuple
         self._status, self._finish = _Names(), _Names()
         self._blists: list = []                      # the engine's block-table lists
@@ -240,7 +241,7 @@ class Timeline:
         self._ops = L.IntColumn()                    # packed op records (sim.oplog)
         self._num_ops = array("i")
         self._dirty = L.IntColumn()                  # identities each step touched
-        self._events: list[tuple] = []
+        self._events = L.IntColumn()                 # packed KV events (sim.oplog.EventLog)
         self._engine_steps = L.IntColumn()
         self._queues: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         self._none_hash: list[bytes] = []
@@ -325,7 +326,7 @@ class Timeline:
         self._steps.append(step)
         self._ops.append_run(packed)
         self._num_ops.append(len(ops))
-        self._events.append(tuple(result.events) if result and result.events else ())
+        self._events.append_run(self._evlog.pack(result.events, ops, ident) if result else ())
         self._engine_steps.append_run(_pack_engine_steps(engine_steps, ident))
         prev = self._queues[-1] if self._queues else ((), ())
         w = prev[0] if cap.waiting == prev[0] else cap.waiting
@@ -432,7 +433,8 @@ class Timeline:
             hash_table=tuple(m.table.values()), requests=RequestsAt(self, index),
             waiting=waiting, running=running,
             kv_events=tuple(e if isinstance(e, dict) else e.to_dict()
-                            for e in self._events[index]),
+                            for e in self._evlog.unpack(self._events.data,
+                                                        *self._events.run(index))),
             stats=self.step_stats(index), ops=self.step_ops(index),
             reset_ok=self._reset_ok.get(index), none_hash=self._none_hash[index],
             external=self._external[index], engine_steps=self.step_engine_steps(index),
