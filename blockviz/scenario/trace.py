@@ -67,6 +67,9 @@ class TraceError(ValueError):
         self.key, self.fields = key, fields
         super().__init__(str(self))
 
+    def __reduce__(self):   # across processes (a sweep's workers), with its fields
+        return (_trace_error, (self.file, self.line, self.col, self.field, self.key, self.fields))
+
     @property
     def message(self) -> str:
         return trace_message(self.key, "en", **self.fields)
@@ -80,6 +83,10 @@ class TraceError(ValueError):
             where += f":{self.line}" + (f":{self.col}" if self.col is not None else "")
         message = " ".join(trace_message(self.key, lang, **self.fields).split())  # one line
         return f"{where}: {self.field}: {message}" if self.field else f"{where}: {message}"
+
+
+def _trace_error(file, line, col, field, key, fields) -> TraceError:
+    return TraceError(file, line, col, field, key, **fields)
 
 
 def num_trace_blocks(input_length: int) -> int:
