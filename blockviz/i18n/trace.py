@@ -64,6 +64,10 @@ STRINGS: dict[str, tuple[str, str]] = {
                           "{hits:,} 个"),
     "trace_tbl_kv": ("KV cache: {bytes} per token ({source})", "KV 缓存：每个 token {bytes}（{source}）"),
     "trace_tbl_progress": ("replaying", "回放中"),
+    "trace_check_ok": ("{file}: ok — {requests:,} requests, {tokens:,} prompt tokens, {blocks:,} blocks "
+                       "of 512 tokens",
+                       "{file}：没有问题 —— {requests:,} 个请求，{tokens:,} 个提示词 token，{blocks:,} 个 "
+                       "512-token 块"),
     "trace_generated": ("{file}: {requests:,} requests ({kind}, seed {seed})",
                         "{file}：{requests:,} 个请求（{kind}，种子 {seed}）"),
 }

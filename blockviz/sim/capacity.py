@@ -188,3 +188,38 @@ MODES: dict[str, Mode] = {
     "sequence": Mode("sequence", replay_sequence,
                      "requests in file order, each alone: lookup, allocate the whole prompt, free"),
 }
+
+
+# -- capacity in bytes ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KVShape:
+    """What one token's KV cache costs: layers × KV heads × head dim × 2 (K and V) × dtype bytes."""
+    layers: int
+    kv_heads: int
+    head_dim: int
+    dtype_bytes: int = 2        # fp16 / bf16
+
+    @property
+    def bytes_per_token(self) -> int:
+        return self.layers * self.kv_heads * self.head_dim * 2 * self.dtype_bytes
+
+    def describe(self) -> str:
+        return (f"{self.layers} layers × {self.kv_heads} KV heads × head dim {self.head_dim} × 2 (K, V) "
+                f"× {self.dtype_bytes} bytes")
+
+
+# From each model's config.json (num_hidden_layers, num_key_value_heads, head_dim = hidden_size /
+# num_attention_heads), full attention on every layer, a 16-bit KV cache.
+KV_PRESETS: dict[str, KVShape] = {
+    "llama-3-8b": KVShape(32, 8, 128),        # 128 KiB per token
+    "llama-3-70b": KVShape(80, 8, 128),       # 320 KiB
+    "llama-3.1-405b": KVShape(126, 8, 128),   # 504 KiB
+    "mistral-7b": KVShape(32, 8, 128),        # 128 KiB
+    "qwen2.5-7b": KVShape(28, 4, 128),        # 56 KiB
+    "qwen2.5-72b": KVShape(80, 8, 128),       # 320 KiB
+}
+
+
+def pool_bytes(pool_blocks: int, block_size: int, bytes_per_token: int) -> int:
+    """The KV memory a pool of ``pool_blocks`` blocks holds (vLLM allocates whole blocks)."""
+    return pool_blocks * block_size * bytes_per_token

@@ -19,6 +19,7 @@ A task is pure (a trace and numbers in, a dict out), so any executor gives the s
 """
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing
 import os
 import time
@@ -144,12 +145,13 @@ class RayExecutor:
     init_options: dict = field(default_factory=dict)
     poll_s: float = 0.5
 
-    def run(self, tasks: Sequence[Task], progress: Progress | None = None) -> list[dict]:
-        try:
-            import ray
-        except ImportError:
+    def __post_init__(self) -> None:
+        if importlib.util.find_spec("ray") is None:
             raise ExecutorUnavailable("Ray is not installed here: pip install 'blockviz[ray]' "
-                                      "(or use the local executor)") from None
+                                      "(or use the local executor)")
+
+    def run(self, tasks: Sequence[Task], progress: Progress | None = None) -> list[dict]:
+        import ray
         started = not ray.is_initialized()
         if started:
             opts = dict(self.init_options)
