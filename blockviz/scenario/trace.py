@@ -176,7 +176,7 @@ def _lines(f: IO[bytes], file: str) -> Iterator[tuple[int, bytes]]:
 
 def _parse(raw: bytes, file: str, line: int) -> TraceRequest | None:
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as e:
         raise TraceError(file, line, e.start + 1, "", "trace_err_utf8") from None
     if not text.strip():
