@@ -20,6 +20,7 @@ A task is pure (a trace and numbers in, a dict out), so any executor gives the s
 from __future__ import annotations
 
 import importlib.util
+import logging
 import multiprocessing
 import os
 import time
@@ -154,9 +155,11 @@ class RayExecutor:
         import ray
         started = not ray.is_initialized()
         if started:
-            opts = dict(self.init_options)
-            if self.address is None and self.num_cpus is not None:
-                opts.setdefault("num_cpus", self.num_cpus)
+            opts = {"logging_level": logging.WARNING} | dict(self.init_options)
+            if self.address is None:   # a local Ray for this sweep: no dashboard
+                opts.setdefault("include_dashboard", False)
+                if self.num_cpus is not None:
+                    opts.setdefault("num_cpus", self.num_cpus)
             ray.init(address=self.address, **opts)
         try:
             remote = ray.remote(_ray_task)

@@ -89,7 +89,7 @@ def test_ray_executor_on_a_local_ray_gives_the_same_reports(traces):
                     "executor runs the same tasks")
     calls: list[tuple[int, int]] = []
     result = S.sweep(traces, block_size=64, pool_blocks=[8, 80], free_orders=["split", "append"],
-                     executor=S.RayExecutor(num_cpus=2, init_options={"include_dashboard": False}),
+                     executor=S.RayExecutor(num_cpus=2),
                      progress=lambda d, t: calls.append((d, t)))
     local = S.sweep(traces, block_size=64, pool_blocks=[8, 80], free_orders=["split", "append"],
                     executor=S.LocalExecutor(1))
