@@ -129,7 +129,7 @@ def _check(obj: dict, text: str, file: str, line: int) -> TraceRequest:
         if field not in obj:
             raise TraceError(file, line, 1, "", "trace_err_missing", name=field)
     ts = obj["timestamp"]
-    if type(ts) not in (int, float) or not math.isfinite(ts) or ts < 0:
+    if type(ts) not in (int, float) or (type(ts) is float and not math.isfinite(ts)) or ts < 0:
         raise fail("timestamp", "trace_err_timestamp", value=_show(ts))
     n = obj["input_length"]
     if not _is_int(n) or not 1 <= n <= MAX_INPUT_LENGTH:

@@ -31,6 +31,8 @@ def test_other_fields_are_ignored_and_floats_are_times():
     text = line(timestamp=1.5, extra="x") + "\n"
     (r,) = T.read_trace(text.encode())
     assert r.timestamp == 1.5 and r.input_length == 600
+    (r,) = T.read_trace((line(timestamp=10**400) + "\n").encode())   # too big for a float: fine
+    assert r.timestamp == 10**400
 
 
 def test_token_ids_derive_from_hash_ids_as_the_reference_replay_does():
@@ -74,6 +76,7 @@ BAD = {
     "negative output": (line(output_length=-1), "output_length: -1 is not allowed"),
     "string time": (line(timestamp="noon"), 'timestamp: "noon" is not a time'),
     "negative time": (line(timestamp=-3), "timestamp: -3 is not a time"),
+    "NaN time": (line(timestamp=float("nan")), "timestamp: NaN is not a time"),
     "ids not a list": (line(hash_ids={"a": 1}), 'hash_ids: {"a": 1} is not a list of hash ids'),
     "too few ids": (line(hash_ids=[4]), "hash_ids: 1 hash ids, but input_length 600 needs 2"),
     "too many ids": (line(input_length=512, hash_ids=[4, 9]), "hash_ids: 2 hash ids, but input_length 512"),
