@@ -1,4 +1,4 @@
-"""``python -m bench [core] [scale] [tensors] [app] [--repeat N] [--quick] [--out FILE]``
+"""``python -m bench [core] [scale] [tensors] [app] [capacity] [--repeat N] [--quick] [--out FILE]``
 
 Runs the chosen benchmarks (all by default), prints medians and the ratios measured side by side
 in the same run, the budgets met or missed, and writes a JSON report (default
@@ -12,11 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import app, core_ops, scale, tensors
+from . import app, capacity, core_ops, scale, tensors
 from .timing import machine
 
 # Each a module with NAME, run(repeat, quick, say) -> dict (with optional "budgets") and render(dict).
-BENCHMARKS = {m.NAME: m for m in (core_ops, scale, tensors, app)}
+BENCHMARKS = {m.NAME: m for m in (core_ops, scale, tensors, app, capacity)}
 LATER: dict[str, str] = {}      # names of benchmarks announced but not written yet -> why
 DEFAULT_REPORT = Path(__file__).resolve().parent / "reports" / "latest.json"
 

@@ -1,4 +1,5 @@
-"""``blockviz`` (or ``python -m blockviz``) — app | validate | play | json | schema | verify | export.
+"""``blockviz`` (or ``python -m blockviz``) — app | validate | play | json | schema | verify | export
+| trace.
 
 Wherever a scenario file is accepted, a built-in lesson's id works too (``blockviz json six-blocks``).
 Every problem with a scenario is one located line on stderr and exit status 2; never a traceback.
@@ -9,6 +10,7 @@ import argparse
 import json
 import sys
 
+from blockviz import trace_cli
 from blockviz.scenario import ScenarioError, json_schema, load
 from blockviz.scenario.lessons import lesson_files, resolve
 
@@ -212,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.set_defaults(fn=cmd_export)
     s = sub.add_parser("schema", help="print the scenario format as JSON Schema")
     s.set_defaults(fn=cmd_schema)
+    trace_cli.add_parser(sub)   # blockviz trace capacity | generate | check
     return p
 
 

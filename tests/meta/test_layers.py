@@ -12,7 +12,8 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "blockviz"
 LAYERS = ["i18n", "core", "scenario", "kv", "sim", "teach", "render", "ui", "cli"]
-TOP_LEVEL = {"__init__": "i18n", "__main__": "cli", "cli": "cli"}  # modules at blockviz/
+TOP_LEVEL = {"__init__": "i18n", "__main__": "cli", "cli": "cli",  # modules at blockviz/
+             "trace_cli": "cli"}
 
 
 def module_name(path: Path) -> str:

@@ -1,0 +1,237 @@
+"""A capacity sweep: pool sizes × free orders × traces, as independent tasks on an executor.
+
+:func:`plan` lists the tasks — per trace one ``ceiling`` task and one task per (free order, pool
+size) — and :func:`sweep` runs them on an executor and assembles, per (trace, free order), the
+report ``run-trace`` prints: ``{"requests", "block_size", "free_order", "ceiling": {"queries",
+"hits"}, "points": [{"pool_blocks", "queries", "hits", "requests", "rejected", "evictions"}]}``.
+
+Executors (:data:`EXECUTORS`) take a list of :class:`Task` and a progress callback (requests
+replayed since the last call, over all tasks) and return the tasks' results in order:
+
+  * ``local`` — worker processes on this machine (``workers``, default ``min(cpu_count, tasks)``;
+    one worker runs in this process). Workers read the trace file themselves and report progress
+    through a shared counter every few hundred requests.
+  * ``ray`` — the same tasks as Ray tasks (``pip install 'blockviz[ray]'``), on the cluster at
+    ``address`` or a local Ray started for the sweep. The trace's bytes go to Ray's object store
+    once, so nodes need no shared disk; progress advances as tasks finish.
+
+A task is pure (a trace and numbers in, a dict out), so any executor gives the same results.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from blockviz.core import FREE_ORDERS
+from blockviz.scenario.trace import check_block_size, check_trace, iter_trace
+from blockviz.sim.capacity import MODES, ceiling
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Task:
+    trace: str                       # the trace file's path
+    block_size: int
+    pool_blocks: int | None = None   # None: the ceiling (an infinite pool)
+    free_order: str | None = None
+    mode: str = "sequence"
+    limit: int | None = None         # only the first ``limit`` requests
+    options: tuple = ()              # the mode's own settings, as (name, value) pairs
+
+    @property
+    def is_ceiling(self) -> bool:
+        return self.pool_blocks is None
+
+
+def run_task(task: Task, data: bytes | None = None, progress: Progress | None = None) -> dict:
+    """Replay one task; ``data``: the trace's bytes, if not read from ``task.trace``."""
+    requests = iter_trace(task.trace if data is None else data, name=task.trace, limit=task.limit)
+    if task.is_ceiling:
+        return ceiling(requests, block_size=task.block_size, progress=progress)
+    return MODES[task.mode].run(requests, block_size=task.block_size, pool_blocks=task.pool_blocks,
+                                free_order=task.free_order, progress=progress, **dict(task.options))
+
+
+def plan(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
+         free_orders: Sequence[str] = ("split",), mode: str = "sequence", limit: int | None = None,
+         options: dict | None = None) -> list[Task]:
+    check_block_size(block_size)
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
+    for order in free_orders:
+        if order not in FREE_ORDERS:
+            raise ValueError(f"free order must be one of {FREE_ORDERS}, not {order!r}")
+    for p in pool_blocks:
+        if p < 1:
+            raise ValueError(f"pool sizes must be at least 1 block, not {p}")
+    opts = tuple(sorted((options or {}).items()))
+    tasks = []
+    for trace in traces:
+        tasks.append(Task(str(trace), block_size, limit=limit))
+        tasks += [Task(str(trace), block_size, p, order, mode, limit, opts)
+                  for order in free_orders for p in pool_blocks]
+    return tasks
+
+
+# -- executors --------------------------------------------------------------------------------
+class ExecutorUnavailable(RuntimeError):
+    """The executor cannot run here (e.g. Ray is not installed); the message says what to do."""
+
+
+@dataclass
+class LocalExecutor:
+    """Worker processes on this machine; ``workers=None``: ``min(cpu_count, tasks)``."""
+    workers: int | None = None
+    poll_s: float = 0.2
+
+    def run(self, tasks: Sequence[Task], progress: Progress | None = None) -> list[dict]:
+        workers = self.workers or min(os.cpu_count() or 1, len(tasks))
+        workers = max(1, min(workers, len(tasks)))
+        if workers == 1:
+            return [run_task(t, progress=progress) for t in tasks]
+        # forkserver (spawn elsewhere): never fork a process that may have threads (a server).
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        counter = ctx.Value("q", 0)
+        reported = 0
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                 initargs=(counter,)) as pool:
+            futures = [pool.submit(_local_task, t) for t in tasks]
+            pending = set(futures)
+            try:
+                while pending:
+                    _, pending = wait(pending, timeout=self.poll_s, return_when=FIRST_COMPLETED)
+                    if progress is not None:
+                        done = counter.value
+                        if done > reported:
+                            progress(done - reported)
+                            reported = done
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            return [f.result() for f in futures]
+
+
+_COUNTER = None   # in a worker: the sweep's shared progress counter
+
+
+def _init_worker(counter) -> None:
+    global _COUNTER
+    _COUNTER = counter
+
+
+def _count(n: int) -> None:
+    with _COUNTER.get_lock():
+        _COUNTER.value += n
+
+
+def _local_task(task: Task) -> dict:
+    return run_task(task, progress=_count)
+
+
+@dataclass
+class RayExecutor:
+    """Ray tasks: on the cluster at ``address`` (``"auto"``: the one this machine belongs to),
+    or a local Ray started for the sweep (``address=None``) and stopped after it."""
+    address: str | None = None
+    num_cpus: int | None = None        # for a local Ray: how many CPUs it may use
+    init_options: dict = field(default_factory=dict)
+    poll_s: float = 0.5
+
+    def __post_init__(self) -> None:
+        if importlib.util.find_spec("ray") is None:
+            raise ExecutorUnavailable("Ray is not installed here: pip install 'blockviz[ray]' "
+                                      "(or use the local executor)")
+
+    def run(self, tasks: Sequence[Task], progress: Progress | None = None) -> list[dict]:
+        import ray
+        started = not ray.is_initialized()
+        if started:
+            opts = {"logging_level": logging.WARNING} | dict(self.init_options)
+            if self.address is None:   # a local Ray for this sweep: no dashboard
+                opts.setdefault("include_dashboard", False)
+                if self.num_cpus is not None:
+                    opts.setdefault("num_cpus", self.num_cpus)
+            ray.init(address=self.address, **opts)
+        try:
+            remote = ray.remote(_ray_task)
+            data = {path: ray.put(Path(path).read_bytes()) for path in {t.trace for t in tasks}}
+            refs = [remote.remote(t, data[t.trace]) for t in tasks]
+            index = {ref: i for i, ref in enumerate(refs)}
+            results: list[dict | None] = [None] * len(refs)
+            pending = list(refs)
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1, timeout=self.poll_s)
+                for ref in done:
+                    result, replayed = ray.get(ref)
+                    results[index[ref]] = result
+                    if progress is not None:
+                        progress(replayed)
+            return results
+        finally:
+            if started:
+                ray.shutdown()
+
+
+def _ray_task(task: Task, data: bytes) -> tuple[dict, int]:
+    replayed = [0]
+
+    def count(n: int) -> None:
+        replayed[0] += n
+
+    return run_task(task, data, progress=count), replayed[0]
+
+
+EXECUTORS: dict[str, type] = {"local": LocalExecutor, "ray": RayExecutor}
+
+
+# -- the sweep --------------------------------------------------------------------------------
+@dataclass
+class SweepResult:
+    reports: list[dict]          # per (trace, free order), in the order asked, run-trace's shape
+    seconds: float
+    tasks: int
+
+
+def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
+          free_orders: Sequence[str] = ("split",), mode: str = "sequence",
+          limit: int | None = None, options: dict | None = None, executor=None,
+          progress: Callable[[int, int], None] | None = None) -> SweepResult:
+    """Check every trace (the first bad line raises its TraceError before anything runs), run
+    the tasks, and assemble one report per (trace, free order). ``progress(done, total)`` counts
+    requests replayed over all tasks."""
+    tasks = plan(traces, block_size=block_size, pool_blocks=pool_blocks, free_orders=free_orders,
+                 mode=mode, limit=limit, options=options)
+    sizes = {str(t): check_trace(t, limit=limit)["requests"] for t in traces}
+    total = sum(sizes[t.trace] for t in tasks)
+    done = 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(min(done, total), total)
+
+    start = time.perf_counter()
+    if progress is not None:
+        progress(0, total)
+    results = (executor or LocalExecutor()).run(tasks, step)
+    if progress is not None:
+        progress(total, total)
+    reports = []
+    for trace in map(str, traces):
+        ceil = next(r for t, r in zip(tasks, results) if t.trace == trace and t.is_ceiling)
+        for order in free_orders:
+            points = [r for t, r in zip(tasks, results)
+                      if t.trace == trace and t.free_order == order and not t.is_ceiling]
+            reports.append({"requests": sizes[trace], "block_size": block_size, "free_order": order,
+                            "ceiling": dict(ceil), "points": points})
+    return SweepResult(reports, time.perf_counter() - start, len(tasks))

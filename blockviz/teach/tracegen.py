@@ -1,0 +1,218 @@
+"""The generated workload kinds of :mod:`blockviz.teach.workload`, written as Mooncake traces.
+
+A scenario's workload lives at toy scale (tens of blocks, every token an id); a trace describes
+real traffic (thousands of requests, thousands of tokens each) by 512-token blocks only. This
+generator builds the same four shapes at that scale, directly as hash ids:
+
+  * ``shared_prefix`` — one of ``num_prefixes`` system prompts (``prefix_tokens`` long) + a
+    fresh question (``new_tokens`` on average);
+  * ``multi_turn``    — conversations (at most ``max_live`` open at once): turn 0 = a system prompt
+    + a user message; turn t = the whole previous turn (its prompt and its reply, the previous
+    request's ``output_length`` tokens) + a new user message; at most ``max_turns`` turns;
+  * ``few_shot``      — a shared instruction (``prefix_tokens / 4``), one of ``num_prefixes``
+    example sets (``prefix_tokens``), a short question (a two-level prefix tree);
+  * ``random``        — random lengths; 60% of requests start with a whole-block prefix of one of
+    the last 1,000 requests.
+
+Lengths are drawn uniformly from half to one and a half times their mean; ``output_length`` too.
+Arrivals are a Poisson process of ``rate`` requests per second (``timestamp`` in ms).
+
+Content and hash ids: a prompt is a list of *runs*, each a stretch of one token stream (a system
+prompt, a user message, a reply: fresh random tokens). A 512-token block's content is the pieces
+of runs it covers; its hash id is assigned, in order of first appearance from 0, to each distinct
+(parent block's id, content) — what Mooncake's remapped prefix hashes are: equal ids at a position
+mean an equal prefix. A partial last block gets the id of its partial content (as a hash of its
+tokens would). Deterministic: one workload and seed, one trace.
+"""
+from __future__ import annotations
+
+import bisect
+import random
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO
+
+from blockviz.scenario.trace import MAX_INPUT_LENGTH, TRACE_BLOCK_TOKENS, trace_line
+from blockviz.teach.workload import KINDS
+
+RANDOM_SOURCES = 1_000       # random: the earlier requests a prefix may come from
+MAX_REQUESTS = 10_000_000
+
+Run = tuple[int, int, int]   # (stream, start, length)
+
+
+@dataclass(frozen=True)
+class TraceWorkload:
+    """What to generate. Sizes are in tokens."""
+    kind: str = "multi_turn"
+    requests: int = 1_000
+    seed: int = 0
+    prefix_tokens: int = 2_048     # a system prompt / an example set
+    new_tokens: int = 512          # mean fresh tokens per request (a question, a user turn)
+    output_tokens: int = 256       # mean output_length
+    num_prefixes: int = 4          # distinct system prompts / example sets
+    max_turns: int = 4             # multi_turn: turns per conversation
+    max_live: int = 32             # multi_turn: conversations open at once
+    rate: float = 1.0              # mean arrivals per second
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown workload kind {self.kind!r} (one of {', '.join(KINDS)})")
+        if not 1 <= self.requests <= MAX_REQUESTS:
+            raise ValueError(f"requests must be in 1..{MAX_REQUESTS:,}")
+        for name in ("prefix_tokens", "new_tokens", "output_tokens", "num_prefixes", "max_turns",
+                     "max_live"):
+            if not 1 <= getattr(self, name) <= MAX_INPUT_LENGTH // 4:
+                raise ValueError(f"{name} must be in 1..{MAX_INPUT_LENGTH // 4:,}")
+        if not self.rate > 0:
+            raise ValueError("rate must be a positive number")
+
+
+class _Ids:
+    """Hash ids for block contents, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.table: dict[tuple, int] = {}
+
+    def of(self, runs: list[Run], total: int, reuse: list[int] = ()) -> list[int]:
+        """The hash ids of a prompt of ``total`` tokens made of ``runs``; the ids in ``reuse``
+        are known to be its first blocks (an earlier prompt it starts with)."""
+        ids = list(reuse)
+        starts = []
+        pos = 0
+        for _, _, length in runs:
+            starts.append(pos)
+            pos += length
+        parent = ids[-1] if ids else -1
+        for j in range(len(ids), -(-total // TRACE_BLOCK_TOKENS)):
+            lo, hi = j * TRACE_BLOCK_TOKENS, min(total, (j + 1) * TRACE_BLOCK_TOKENS)
+            i = bisect.bisect_right(starts, lo) - 1
+            pieces: list[tuple[int, int, int]] = []
+            while i < len(runs) and starts[i] < hi:
+                stream, start, length = runs[i]
+                a, b = max(lo, starts[i]), min(hi, starts[i] + length)
+                p = (stream, start + a - starts[i], start + b - starts[i])
+                if pieces and pieces[-1][0] == stream and pieces[-1][2] == p[1]:
+                    p = (stream, pieces.pop()[1], p[2])   # one stretch of one stream
+                pieces.append(p)
+                i += 1
+            key = (parent, tuple(pieces))
+            parent = self.table.setdefault(key, len(self.table))
+            ids.append(parent)
+        return ids
+
+
+def _prefix(runs: list[Run], length: int) -> list[Run]:
+    out, pos = [], 0
+    for stream, start, n in runs:
+        if pos >= length:
+            break
+        take = min(n, length - pos)
+        out.append((stream, start, take))
+        pos += take
+    return out
+
+
+class _Generator:
+    def __init__(self, w: TraceWorkload) -> None:
+        self.w = w
+        self.rng = random.Random(f"blockviz-trace/{w.kind}/{w.seed}")
+        self.ids = _Ids()
+        self.streams = 0
+        self.shared: dict[str, Run] = {}
+        # multi_turn: open conversations -> (runs, total, ids, last output_length, turns so far)
+        self.open: list[list] = []
+        self.recent: deque = deque(maxlen=RANDOM_SOURCES)   # random: (runs, total, ids)
+
+    def around(self, mean: int) -> int:
+        return max(1, self.rng.randint(mean // 2, mean + mean // 2))
+
+    def fresh(self, n: int) -> Run:
+        self.streams += 1
+        return (self.streams, 0, n)
+
+    def part(self, name: str, n: int) -> Run:
+        """A shared stretch of tokens (a system prompt, an example set): the same every time."""
+        if name not in self.shared:
+            self.shared[name] = self.fresh(n)
+        return self.shared[name]
+
+    def request(self) -> tuple[list[Run], list[int], int]:
+        return getattr(self, f"req_{self.w.kind}")()
+
+    def finish(self, runs: list[Run], reuse: list[int] = ()) -> tuple[list[Run], list[int], int]:
+        total = sum(r[2] for r in runs)
+        if total > MAX_INPUT_LENGTH:
+            raise ValueError(f"a prompt grew past {MAX_INPUT_LENGTH:,} tokens: use fewer turns or "
+                             f"shorter messages")
+        return runs, self.ids.of(runs, total, reuse), self.around(self.w.output_tokens)
+
+    def req_shared_prefix(self):
+        w = self.w
+        k = self.rng.randrange(w.num_prefixes)
+        return self.finish([self.part(f"sys{k}", w.prefix_tokens), self.fresh(self.around(w.new_tokens))])
+
+    def req_few_shot(self):
+        w = self.w
+        k = self.rng.randrange(w.num_prefixes)
+        instruction = self.part("instruction", max(1, w.prefix_tokens // 4))
+        return self.finish([instruction, self.part(f"examples{k}", w.prefix_tokens),
+                            self.fresh(max(1, self.around(w.new_tokens) // 2))])
+
+    def req_multi_turn(self):
+        w = self.w
+        if self.open and (self.rng.random() < 0.7 or len(self.open) >= w.max_live):
+            i = self.rng.randrange(len(self.open))
+            conv = self.open[i]
+            runs, total, ids, out_len, turns = conv
+            # The whole previous turn: its prompt, then its reply; then the new message.
+            new = runs + [self.fresh(out_len), self.fresh(self.around(w.new_tokens))]
+            runs, ids, out = self.finish(new, ids[:total // TRACE_BLOCK_TOKENS])
+            if turns + 1 >= w.max_turns:
+                self.open.pop(i)
+            else:
+                conv[:] = [runs, sum(r[2] for r in runs), ids, out, turns + 1]
+            return runs, ids, out
+        k = self.rng.randrange(w.num_prefixes)
+        runs, ids, out = self.finish([self.part(f"sys{k}", w.prefix_tokens),
+                                      self.fresh(self.around(w.new_tokens))])
+        if w.max_turns > 1:
+            self.open.append([runs, sum(r[2] for r in runs), ids, out, 1])
+        return runs, ids, out
+
+    def req_random(self):
+        w = self.w
+        runs: list[Run] = []
+        reuse: list[int] = []
+        if self.recent and self.rng.random() < 0.6:
+            src_runs, src_total, src_ids = self.rng.choice(self.recent)
+            blocks = src_total // TRACE_BLOCK_TOKENS
+            if blocks:
+                take = self.rng.randint(1, blocks)
+                runs = _prefix(src_runs, take * TRACE_BLOCK_TOKENS)
+                reuse = src_ids[:take]
+        size = self.rng.randint(1, max(1, w.prefix_tokens // 2 + w.new_tokens))
+        runs, ids, out = self.finish(runs + [self.fresh(size)], reuse)
+        self.recent.append((runs, sum(r[2] for r in runs), ids))
+        return runs, ids, out
+
+
+def generate_trace(w: TraceWorkload) -> Iterator[tuple[int, int, int, list[int]]]:
+    """(timestamp ms, input_length, output_length, hash_ids) per request, in arrival order."""
+    g = _Generator(w)
+    clock = random.Random(f"blockviz-trace-arrivals/{w.seed}")
+    t = 0.0
+    for _ in range(w.requests):
+        runs, ids, out = g.request()
+        yield round(t * 1000), sum(r[2] for r in runs), out, ids
+        t += clock.expovariate(w.rate)
+
+
+def write_generated(w: TraceWorkload, f: IO[str]) -> int:
+    """Write the trace as JSON Lines; the number of requests written."""
+    n = 0
+    for r in generate_trace(w):
+        f.write(trace_line(*r) + "\n")
+        n += 1
+    return n

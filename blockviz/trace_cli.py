@@ -1,0 +1,321 @@
+"""``blockviz trace capacity | generate | check`` — capacity planning on request traces.
+
+  blockviz trace capacity TRACE.jsonl --block-size 512 --pool-blocks 1000,10000 [--json]
+  blockviz trace generate multi_turn --requests 5000 --seed 1 -o chat.jsonl
+  blockviz trace check TRACE.jsonl
+
+``capacity --json`` prints what ``shared/tools/vllm-diff/run-trace`` prints (vLLM's own manager,
+same replay), less its timings: one JSON object per (trace, free order), one per line. Without
+``--json``: a table per (trace, free order), capacities in blocks, tokens and (given a model or
+``--kv-bytes-per-token``) GiB, and a progress bar on stderr. A bad trace line or option is one
+located line on stderr, exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import types
+
+from blockviz.core import FREE_ORDERS
+from blockviz.i18n import t
+from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
+from blockviz.sim.capacity import KV_PRESETS, MODES, pool_bytes
+from blockviz.sim.sweep import EXECUTORS, ExecutorUnavailable, LocalExecutor, RayExecutor, sweep
+from blockviz.teach.tracegen import TraceWorkload, write_generated
+from blockviz.teach.workload import KINDS
+
+EXIT_INPUT = 2
+MAX_POOL_BLOCKS = 1 << 31
+
+
+class _Refused(Exception):
+    """An option's value is refused; the message names the option."""
+
+
+def _one_line_error(parser: argparse.ArgumentParser, message: str):
+    """argparse's errors as one line: ``blockviz trace capacity: --pool-blocks: ...``, exit 2."""
+    print(f"{parser.prog}: {' '.join(message.split())}", file=sys.stderr)
+    sys.exit(EXIT_INPUT)
+
+
+def _int_in(lo: int, hi: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            value = None
+        if value is None or not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(t("trace_opt_int", "en", value=text, lo=f"{lo:,}",
+                                               hi=f"{hi:,}"))
+        return value
+    return parse
+
+
+def _pools(text: str) -> list[int]:
+    try:
+        values = [int(x.replace("_", "")) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or any(not 1 <= v <= MAX_POOL_BLOCKS for v in values):
+        raise argparse.ArgumentTypeError(t("trace_opt_pools", "en", value=text))
+    return values
+
+
+def _orders(text: str) -> list[str]:
+    values = [x.strip() for x in text.split(",")]
+    if not values or any(v not in FREE_ORDERS for v in values):
+        raise argparse.ArgumentTypeError(t("trace_opt_choice", "en", value=text,
+                                           choices=", ".join(FREE_ORDERS) + " (or both, comma-separated)"))
+    return list(dict.fromkeys(values))
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(t("trace_opt_number", "en", value=text))
+    return value
+
+
+def _block_size(text: str) -> int:
+    value = _int_in(1, TRACE_BLOCK_TOKENS)(text)
+    if TRACE_BLOCK_TOKENS % value:
+        raise argparse.ArgumentTypeError(t("trace_err_block_size", "en", value=value))
+    return value
+
+
+def add_parser(sub) -> None:
+    """Register ``trace`` (and its commands) on the ``blockviz`` command's subparsers."""
+    tp = sub.add_parser("trace", help="capacity planning on request traces (Mooncake JSONL)",
+                        description="Replay request traces in the Mooncake format (JSON Lines: "
+                                    "timestamp, input_length, output_length, hash_ids of 512-token "
+                                    "blocks) through blockviz's vLLM block manager.")
+    tp.error = types.MethodType(_one_line_error, tp)
+    tsub = tp.add_subparsers(dest="trace_command", required=True,
+                             metavar="{capacity,generate,check}")
+    c = tsub.add_parser("capacity", help="hit rate against pool size, both free orders, the ceiling",
+                        description="Sequence mode (the Mooncake paper's method): requests in file "
+                                    "order, each alone: lookup, allocate its whole prompt (caching "
+                                    "its full blocks), free. Outputs are not cached.")
+    c.add_argument("traces", nargs="+", metavar="TRACE", help="Mooncake-format JSONL file(s)")
+    c.add_argument("--block-size", type=_block_size, default=512,
+                   help="tokens per KV block, dividing 512 (default 512)")
+    c.add_argument("--pool-blocks", type=_pools, required=True, metavar="N1,N2,...",
+                   help="pool sizes to replay, in blocks")
+    c.add_argument("--free-order", type=_orders, default=["split"], metavar="ORDER",
+                   help="split (vLLM >= 0.24), append (<= 0.23) or split,append (default split)")
+    c.add_argument("--mode", choices=list(MODES), default="sequence", help="how requests are replayed")
+    c.add_argument("--limit", type=_int_in(1, 1 << 40), default=None, metavar="N",
+                   help="only the first N requests of each trace")
+    c.add_argument("--json", action="store_true",
+                   help="print run-trace's JSON, one object per (trace, free order) per line")
+    kv = c.add_mutually_exclusive_group()
+    kv.add_argument("--model", choices=list(KV_PRESETS), default=None,
+                    help="show capacities in GiB for this model's KV cache (16-bit)")
+    kv.add_argument("--kv-bytes-per-token", type=_int_in(1, 1 << 30), default=None, metavar="BYTES",
+                    help="show capacities in GiB at this many KV bytes per token")
+    c.add_argument("--executor", choices=list(EXECUTORS), default="local",
+                   help="local worker processes (default) or a Ray cluster (pip install 'blockviz[ray]')")
+    c.add_argument("--workers", type=_int_in(1, 1024), default=None,
+                   help="local executor: worker processes (default: min(CPUs, tasks))")
+    c.add_argument("--ray-address", default=None,
+                   help="Ray executor: the cluster's address (default: start a local Ray)")
+    c.add_argument("--lang", choices=["en", "zh"], default="en")
+    c.set_defaults(fn=cmd_capacity)
+
+    g = tsub.add_parser("generate", help="write a generated workload as a Mooncake-format trace",
+                        description="The workload kinds of the capacity page, at trace scale.")
+    g.add_argument("kind", choices=list(KINDS))
+    d = TraceWorkload()
+    g.add_argument("--requests", type=_int_in(1, 10_000_000), default=d.requests)
+    g.add_argument("--seed", type=_int_in(0, 1 << 62), default=d.seed)
+    for name, help_ in (("prefix_tokens", "a system prompt / an example set, in tokens"),
+                        ("new_tokens", "mean fresh tokens per request"),
+                        ("output_tokens", "mean output_length"),
+                        ("num_prefixes", "distinct system prompts / example sets"),
+                        ("max_turns", "multi_turn: turns per conversation"),
+                        ("max_live", "multi_turn: conversations open at once")):
+        g.add_argument("--" + name.replace("_", "-"), type=_int_in(1, 1 << 18),
+                       default=getattr(d, name), help=f"{help_} (default {getattr(d, name)})")
+    g.add_argument("--rate", type=_positive, default=d.rate, help="mean arrivals per second")
+    g.add_argument("-o", "--output", default=None, help="the file to write (default: stdout)")
+    g.add_argument("--lang", choices=["en", "zh"], default="en")
+    g.set_defaults(fn=cmd_generate)
+
+    k = tsub.add_parser("check", help="read a trace, checking every line")
+    k.add_argument("traces", nargs="+", metavar="TRACE")
+    k.add_argument("--lang", choices=["en", "zh"], default="en")
+    k.set_defaults(fn=cmd_check)
+    for p in (c, g, k):
+        p.error = types.MethodType(_one_line_error, p)
+
+
+# -- progress ---------------------------------------------------------------------------------
+class ProgressBar:
+    """A bar on stderr: redrawn in place on a terminal, a line per 10% elsewhere (a log)."""
+
+    def __init__(self, label: str, unit: str = "requests", stream=None, width: int = 30) -> None:
+        self.label, self.unit, self.stream, self.width = label, unit, stream or sys.stderr, width
+        self.tty = self.stream.isatty()
+        self.start = time.perf_counter()
+        self.last_draw = 0.0
+        self.last_tenth = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        frac = done / total if total else 1.0
+        if self.tty:
+            if done < total and now - self.last_draw < 0.1:
+                return
+            self.last_draw = now
+            end = "\n" if done >= total else ""
+            self.stream.write("\r" + self._line(done, total, frac, now) + end)
+        else:
+            tenth = int(frac * 10)
+            if tenth == self.last_tenth:
+                return
+            self.last_tenth = tenth
+            self.stream.write(self._line(done, total, frac, now) + "\n")
+        self.stream.flush()
+
+    def _line(self, done: int, total: int, frac: float, now: float) -> str:
+        filled = int(frac * self.width)
+        bar = "#" * filled + "-" * (self.width - filled)
+        return (f"{self.label} [{bar}] {frac:4.0%} {done:,}/{total:,} {self.unit} "
+                f"{now - self.start:.1f} s")
+
+
+# -- commands ---------------------------------------------------------------------------------
+def _fmt_bytes(n: float) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:g} {unit}" if v == int(v) else f"{v:.2f} {unit}"
+    return f"{n:g} bytes"
+
+
+def _rate(hits: int, queries: int) -> str:
+    return f"{hits / queries:.1%}" if queries else "-"
+
+
+def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None,
+                 kv_source: str | None) -> str:
+    bs = report["block_size"]
+    lines = [t("trace_tbl_title", lang, file=file, requests=report["requests"], bs=bs,
+               order=report["free_order"])]
+    if bytes_per_token:
+        lines.append(t("trace_tbl_kv", lang, bytes=_fmt_bytes(bytes_per_token), source=kv_source))
+    ceil = report["ceiling"]
+    ceil_rate = ceil["hits"] / ceil["queries"] if ceil["queries"] else 0.0
+    headers = [t(k, lang) for k in ("trace_tbl_pool", "trace_tbl_tokens")]
+    if bytes_per_token:
+        headers.append(t("trace_tbl_gib", lang))
+    headers += [t(k, lang) for k in ("trace_tbl_hit_rate", "trace_tbl_of_ceiling", "trace_tbl_requests",
+                                     "trace_tbl_rejected", "trace_tbl_evictions")]
+    rows = []
+    for p in report["points"]:
+        row = [f"{p['pool_blocks']:,}", f"{p['pool_blocks'] * bs:,}"]
+        if bytes_per_token:
+            row.append(f"{pool_bytes(p['pool_blocks'], bs, bytes_per_token) / (1 << 30):,.2f}")
+        rate = p["hits"] / p["queries"] if p["queries"] else 0.0
+        row += [_rate(p["hits"], p["queries"]), f"{rate / ceil_rate:.1%}" if ceil_rate else "-",
+                f"{p['requests']:,}", f"{p['rejected']:,}", f"{p['evictions']:,}"]
+        rows.append(row)
+    lines += table_lines(headers, rows)
+    lines.append(t("trace_tbl_ceiling", lang, rate=_rate(ceil["hits"], ceil["queries"]),
+                   hits=ceil["hits"], queries=ceil["queries"]))
+    return "\n".join(lines)
+
+
+def table_lines(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """Columns padded to fit; numbers (every column but none here) right-aligned."""
+    widths = [max(_width(x) for x in col) for col in zip(headers, *rows)]
+    out = ["  ".join(_pad(h, w) for h, w in zip(headers, widths)),
+           "  ".join("-" * w for w in widths)]
+    out += ["  ".join(_pad(x, w) for x, w in zip(r, widths)) for r in rows]
+    return out
+
+
+def _width(text: str) -> int:
+    """Terminal columns: a CJK character takes two."""
+    return sum(2 if ord(ch) > 0x2E7F else 1 for ch in text)
+
+
+def _pad(text: str, width: int) -> str:
+    return " " * (width - _width(text)) + text
+
+
+def _refuse(args, err) -> int:
+    text = err.localized(args.lang) if hasattr(err, "localized") else str(err)
+    print(text, file=sys.stderr)
+    return EXIT_INPUT
+
+
+def cmd_capacity(args) -> int:
+    bar = None if args.json else ProgressBar(t("trace_tbl_progress", args.lang),
+                                              t("trace_tbl_requests", args.lang))
+    try:
+        if args.executor == "ray":
+            executor = RayExecutor(address=args.ray_address)
+        else:
+            executor = LocalExecutor(workers=args.workers)
+        result = sweep(args.traces, block_size=args.block_size, pool_blocks=args.pool_blocks,
+                       free_orders=args.free_order, mode=args.mode, limit=args.limit,
+                       executor=executor, progress=bar)
+    except TraceError as e:
+        return _refuse(args, e)
+    except ExecutorUnavailable:
+        print(f"blockviz trace capacity: --executor: {t('trace_opt_ray', args.lang)}", file=sys.stderr)
+        return EXIT_INPUT
+    bpt, source = None, None
+    if args.model:
+        shape = KV_PRESETS[args.model]
+        bpt, source = shape.bytes_per_token, f"{args.model}: {shape.describe()}"
+    elif args.kv_bytes_per_token:
+        bpt, source = args.kv_bytes_per_token, "--kv-bytes-per-token"
+    files = [tr for tr in args.traces for _ in args.free_order]
+    for file, report in zip(files, result.reports):
+        if args.json:
+            doc = ({"trace": file} | report) if len(args.traces) > 1 else report
+            print(json.dumps(doc))
+        else:
+            print(render_table(report, file, args.lang, bpt, source) + "\n")
+    return 0
+
+
+def cmd_generate(args) -> int:
+    try:
+        w = TraceWorkload(kind=args.kind, requests=args.requests, seed=args.seed,
+                          prefix_tokens=args.prefix_tokens, new_tokens=args.new_tokens,
+                          output_tokens=args.output_tokens, num_prefixes=args.num_prefixes,
+                          max_turns=args.max_turns, max_live=args.max_live, rate=args.rate)
+        if args.output is None:
+            write_generated(w, sys.stdout)
+            return 0
+        with open(args.output, "w", encoding="utf-8") as f:
+            n = write_generated(w, f)
+    except ValueError as e:
+        print(f"blockviz trace generate: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as e:
+        print(f"{args.output}: {t('trace_opt_write', args.lang, e=e.strerror or str(e))}",
+              file=sys.stderr)
+        return EXIT_INPUT
+    print(t("trace_generated", args.lang, file=args.output, requests=n, kind=args.kind, seed=args.seed),
+          file=sys.stderr)
+    return 0
+
+
+def cmd_check(args) -> int:
+    for trace in args.traces:
+        try:
+            size = check_trace(trace)
+        except TraceError as e:
+            return _refuse(args, e)
+        print(t("trace_check_ok", args.lang, file=trace, requests=size["requests"],
+                tokens=size["prompt_tokens"], blocks=size["trace_blocks"]))
+    return 0
