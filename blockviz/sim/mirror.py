@@ -18,6 +18,7 @@ from ``-LOCAL`` down), so serving steps never grows what the timeline holds.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from blockviz.sim import oplog as L
@@ -25,15 +26,18 @@ from blockviz.sim import oplog as L
 
 @dataclass(frozen=True)
 class Keyframe:
-    """A mirror, compact: what a keyframe of the timeline stores."""
+    """A mirror, compact: what a keyframe of the timeline stores (block hashes are the table's,
+    the queue's back links its forward ones; integers as narrow as they fit)."""
     ref: array
-    hash: tuple
     tsrc: array
     tstart: array
     tlen: array
     nxt: array
-    prv: array
     table: tuple
+
+
+def _narrow(values) -> array:
+    return L.grow(array("H"), values)
 
 
 LOCAL = 1 << 30   # sources -LOCAL - k: the k-th tuple of a serving mirror's own list
@@ -68,17 +72,25 @@ class Mirror:
     @classmethod
     def from_keyframe(cls, reg, log, explicit, kf: Keyframe) -> Mirror:
         m = cls(reg, log, explicit)
-        m.n = len(kf.ref)
-        m.ref, m.hash = list(kf.ref), list(kf.hash)
+        n = m.n = len(kf.ref)
+        m.ref = list(kf.ref)
+        m.hash = hash_ = [None] * n
+        for h, ids in kf.table:
+            for b in ids:
+                hash_[b] = h
         m.tsrc, m.tstart, m.tlen = list(kf.tsrc), list(kf.tstart), list(kf.tlen)
-        m.nxt, m.prv = list(kf.nxt), list(kf.prv)
+        m.nxt = nxt = list(kf.nxt)
+        m.prv = prv = [-1] * (n + 2)
+        b, tail = n, n + 1
+        while b != tail:
+            prv[nxt[b]] = b
+            b = nxt[b]
         m.table = {p[0]: p for p in kf.table}
         return m
 
     def keyframe(self) -> Keyframe:
-        return Keyframe(array("i", self.ref), tuple(self.hash), array("i", self.tsrc),
-                        array("i", self.tstart), array("i", self.tlen), array("i", self.nxt),
-                        array("i", self.prv), tuple(self.table.values()))
+        return Keyframe(_narrow(self.ref), array("i", self.tsrc), _narrow(self.tstart),
+                        _narrow(self.tlen), _narrow(self.nxt), tuple(self.table.values()))
 
     def copy(self) -> Mirror:
         """A serving copy (its new explicit tuples, if any, stay its own)."""
@@ -123,14 +135,8 @@ class Mirror:
         start = self.tstart[b]
         return tuple(self._source(self.tsrc[b])[start:start + k])
 
-    def block_tokens(self) -> tuple[tuple[int, ...], ...]:
-        out: list[tuple] = [()] * self.n
-        tsrc, tstart, source = self.tsrc, self.tstart, self._source
-        for b, k in enumerate(self.tlen):
-            if k:
-                start = tstart[b]
-                out[b] = tuple(source(tsrc[b])[start:start + k])
-        return tuple(out)
+    def block_tokens(self) -> BlockTokens:
+        return BlockTokens(self)
 
     def queue(self) -> tuple[int, ...]:
         out = []
@@ -248,8 +254,8 @@ class Mirror:
                 self._cache(a[p + 4:p + 4 + k], reg.hashes(i)[first:first + k])
                 p += 4 + k
             elif code == L.EVICT:
-                self._evict(a[p + 1], log.hashes[a[p + 2]])
-                p += 3
+                self._evict(a[p + 1], log.hashes[a[p + 2] << 16 | a[p + 3]])
+                p += 4
             elif code == L.RESET:
                 if a[p + 1]:
                     self._reset()
@@ -299,3 +305,62 @@ class Mirror:
             b = op.block_id
             self.tsrc[b], self.tstart[b], self.tlen[b] = (self._explicit(tuple(op.token_ids)), 0,
                                                           len(op.token_ids))
+
+
+class BlockTokens(Sequence):
+    """Each block's tokens as of one state, made when asked for (a step over a big pool is
+    served without building thousands of tuples; most are never looked at). Equal to any
+    sequence of the same token tuples; its provenance is its own copy, so the mirror it came
+    from may go on changing."""
+
+    __slots__ = ("_mirror", "_memo")
+
+    def __init__(self, m: Mirror) -> None:
+        # integer arrays, not lists: the garbage collector has nothing to walk in them
+        frozen = Mirror(m.reg, m.log, m.explicit)
+        frozen.local, frozen.n = m.local and list(m.local), m.n
+        frozen.tsrc, frozen.tstart, frozen.tlen = (array("i", m.tsrc), _narrow(m.tstart),
+                                                   _narrow(m.tlen))
+        self._mirror, self._memo = frozen, {}
+
+    def __len__(self) -> int:
+        return self._mirror.n
+
+    def __getitem__(self, b):
+        if isinstance(b, slice):
+            return tuple(self[i] for i in range(*b.indices(len(self))))
+        if b < 0:
+            b += self._mirror.n
+        if not 0 <= b < self._mirror.n:
+            raise IndexError(b)
+        t = self._memo.get(b)
+        if t is None:
+            t = self._memo[b] = self._mirror.tokens_of(b)
+        return t
+
+    def __iter__(self):
+        return map(self.__getitem__, range(self._mirror.n))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, BlockTokens):
+            a, c = self._mirror, other._mirror
+            if a.tsrc == c.tsrc and a.tstart == c.tstart and a.tlen == c.tlen and (
+                    a.reg is c.reg and a.local == c.local):
+                return True
+        return isinstance(other, Sequence) and len(other) == len(self) and all(
+            x == y for x, y in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def same(self, b: int, other) -> bool:
+        """Block b holds the same tokens here and in ``other`` (cheap when both came from one
+        timeline and b's provenance did not change)."""
+        if isinstance(other, BlockTokens):
+            a, c = self._mirror, other._mirror
+            if (a.tsrc[b] == c.tsrc[b] and a.tstart[b] == c.tstart[b] and a.tlen[b] == c.tlen[b]
+                    and a.reg is c.reg and (a.tsrc[b] > -LOCAL)):
+                return True
+        return self[b] == other[b]
+
+    def __repr__(self) -> str:
+        return f"BlockTokens({tuple(self)!r})"

@@ -14,7 +14,8 @@ every kind without a codec, is kept as it is (code ``GENERIC``).
 
 Layout per record, after its code:
   popleft / free / free_head / free_tail   n, block ids
-  evict       block id, index of the hash in ``OpLog.hashes``
+  evict       block id, index of the hash in ``OpLog.hashes`` (as two 16-bit halves, so the
+              index never widens the log)
   touch       n, block ids, m, blocks removed from the queue
   cache       identity, first block index, n, block ids (hashes: the request's, from there)
   reset       ok
@@ -77,8 +78,7 @@ class OpLog:
     def __init__(self, registry: Registry) -> None:
         self.reg = registry
         self.records: list = []              # records kept as they are (GENERIC)
-        self.hashes: list[bytes] = []        # the hashes evict records name
-        self._hash_index: dict[bytes, int] = {}
+        self.hashes: list[bytes] = []        # the hashes evict records name, in order
 
     # -- packing ----------------------------------------------------------------------------
     def pack(self, ops: Sequence, ident: Mapping[str, int]) -> list[int]:
@@ -118,12 +118,9 @@ class OpLog:
                 return False
             out += (CACHE, i, first, len(op.block_ids), *op.block_ids)
         elif code == EVICT:
-            h = op.block_hash
-            k = self._hash_index.get(h)
-            if k is None:
-                k = self._hash_index[h] = len(self.hashes)
-                self.hashes.append(h)
-            out += (EVICT, op.block_id, k)
+            k = len(self.hashes)
+            self.hashes.append(op.block_hash)
+            out += (EVICT, op.block_id, k >> 16, k & 0xFFFF)
         elif code == LOOKUP:
             out += (LOOKUP, ident[op.request_id], len(op.block_ids), *op.block_ids,
                     op.hit_tokens_limit, op.num_block_hashes)
@@ -184,8 +181,8 @@ class OpLog:
                              parent_hash=hashes[first - 1] if first > 0 else None)
                 p += 4 + k
             elif code == EVICT:
-                op = O.Evict(block_id=a[p + 1], block_hash=self.hashes[a[p + 2]])
-                p += 3
+                op = O.Evict(block_id=a[p + 1], block_hash=self.hashes[a[p + 2] << 16 | a[p + 3]])
+                p += 4
             elif code == LOOKUP:
                 k = a[p + 2]
                 op = O.Lookup(request_id=reg.rid(a[p + 1]), block_ids=tuple(a[p + 3:p + 3 + k]),
@@ -210,22 +207,36 @@ class OpLog:
             yield at, op
 
 
+_WIDER = {"H": "i", "i": "q"}
+
+
+def grow(a: array, values) -> array:
+    """``a`` extended by ``values``: 2 bytes an int while every value fits, then 4, then 8 (the
+    array is widened, once, when a value first needs it). Returns the array to keep."""
+    values = values if isinstance(values, list | tuple | array) else list(values)
+    n = len(a)
+    while True:
+        try:
+            a.extend(values)
+            return a
+        except OverflowError:    # extend stops at the value that does not fit: undo, widen
+            del a[n:]
+            a = array(_WIDER[a.typecode], a)
+
+
 class IntColumn:
-    """Ints appended to one flat array (4 bytes each; 8 once a value needs it), with the start of
-    each record's run: one object for the garbage collector however long the timeline."""
+    """Ints appended to one flat array (as narrow as the values allow, see ``grow``), with the
+    start of each record's run: one object for the garbage collector however long the
+    timeline."""
 
     __slots__ = ("data", "starts")
 
     def __init__(self) -> None:
-        self.data = array("i")
+        self.data = array("H")
         self.starts = array("q", [0])
 
     def append_run(self, values: Sequence[int]) -> None:
-        try:
-            self.data.extend(values)
-        except OverflowError:
-            self.data = array("q", self.data)
-            self.data.extend(values)
+        self.data = grow(self.data, values)
         self.starts.append(len(self.data))
 
     def run(self, i: int) -> tuple[int, int]:
@@ -266,7 +277,7 @@ class EventLog:
             elif name == "BlockRemoved" and len(e.block_hashes) == 1:
                 j = self._removed_index(e.block_hashes[0])
                 if j is not None:
-                    out += (EV_REMOVED, j)
+                    out += (EV_REMOVED, j >> 16, j & 0xFFFF)
                     continue
             elif name == "AllBlocksCleared":
                 out.append(EV_CLEARED)
@@ -299,8 +310,9 @@ class EventLog:
                 out.append(self._stored(packed[p + 1], packed[p + 2], packed[p + 3]))
                 p += 4
             elif code == EV_REMOVED:
-                out.append(BlockRemoved((hash_to_event_int(self.log.hashes[packed[p + 1]]),)))
-                p += 2
+                j = packed[p + 1] << 16 | packed[p + 2]
+                out.append(BlockRemoved((hash_to_event_int(self.log.hashes[j]),)))
+                p += 3
             elif code == EV_CLEARED:
                 out.append(AllBlocksCleared())
                 p += 1

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from blockviz.sim import oplog as L
-from blockviz.sim.mirror import Keyframe, Mirror
+from blockviz.sim.mirror import BlockTokens, Keyframe, Mirror
 from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats
 
 if TYPE_CHECKING:
@@ -63,8 +63,8 @@ class Snapshot:
     # the event is a form vLLM's scheduler has no equivalent for (a teaching device)
     teaching_only: bool = False
     start_note: Text | None = None
-    # the mirror this snapshot was frozen from (a later step can be replayed from it)
-    _mirror: Any = field(default=None, repr=False, compare=False)
+    # the pool state, compact (a later step can be replayed from it)
+    _state: Any = field(default=None, repr=False, compare=False)
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -243,16 +243,18 @@ class Timeline:
         self._dirty = L.IntColumn()                  # identities each step touched
         self._events = L.IntColumn()                 # packed KV events (sim.oplog.EventLog)
         self._engine_steps = L.IntColumn()
-        self._queues: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+        # (waiting, running) as identities, stored only at the records where they change
+        self._queue_at = array("i")
+        self._queues = L.IntColumn()
         self._none_hash: list[bytes] = []
         self._external: list = []
         self._reset_ok: dict[int, bool] = {}
         self._teaching: set[int] = set()
-        self._stats = {name: array("d" if name == "usage" else "q") for name in _STATS}
+        self._stats = {name: array("d" if name == "usage" else "H") for name in _STATS}
         # requests: versions (a row of _W ints each, the record it is of), each identity's rows,
         # and the epochs they arrived in
-        self._vdata = array("i")
-        self._vrecord = array("i")
+        self._vdata = array("H")
+        self._vrecord = array("H")
         self._vrows: list[array] = []
         self._epochs: list[_Epoch] = []
         self._epoch_starts: list[int] = []
@@ -328,10 +330,12 @@ class Timeline:
         self._num_ops.append(len(ops))
         self._events.append_run(self._evlog.pack(result.events, ops, ident) if result else ())
         self._engine_steps.append_run(_pack_engine_steps(engine_steps, ident))
-        prev = self._queues[-1] if self._queues else ((), ())
-        w = prev[0] if cap.waiting == prev[0] else cap.waiting
-        r = prev[1] if cap.running == prev[1] else cap.running
-        self._queues.append(prev if (w is prev[0] and r is prev[1]) else (w, r))
+        order, pos = epoch.order, epoch.by_rid
+        queues = [len(cap.waiting), *(order[pos[r]] for r in cap.waiting),
+                  *(order[pos[r]] for r in cap.running)]
+        if not self._queue_at or queues != list(self._queues.values(len(self._queue_at) - 1)):
+            self._queue_at.append(index)
+            self._queues.append_run(queues)
         last = self._none_hash[-1] if self._none_hash else None
         self._none_hash.append(last if last == cap.none_hash else cap.none_hash)
         self._external.append(cap.external)
@@ -339,8 +343,13 @@ class Timeline:
             self._reset_ok[index] = result.reset_ok
         if result is not None and result.teaching_only:
             self._teaching.add(index)
+        cols = self._stats
         for name in _STATS:
-            self._stats[name].append(getattr(cap.stats, name))
+            value = getattr(cap.stats, name)
+            if name == "usage":
+                cols[name].append(value)
+            else:
+                cols[name] = L.grow(cols[name], (value,))
         if result is not None:
             for b, summary in result.payloads.items():
                 self._payloads.setdefault(b, []).append((index, summary))
@@ -353,19 +362,20 @@ class Timeline:
 
     def _add_version(self, i: int, index: int, v: RequestView) -> None:
         if i == len(self._vrows):
-            self._vrows.append(array("i"))
+            self._vrows.append(array("H"))
         blocks = -1
         if v._blocks is not None:
             blocks = self._blist_index.get(id(v._blocks))
             if blocks is None:
                 blocks = self._blist_index[id(v._blocks)] = len(self._blists)
                 self._blists.append(v._blocks)
-        self._vrows[i].append(len(self._vrecord))
-        self._vrecord.append(index)
-        self._vdata.extend((self._status.code(v.status), v.num_tokens, v.num_computed_tokens,
-                            v.num_preemptions, v.local_hit_blocks, v.external_hit_blocks,
-                            v.num_output_placeholders, self._finish.code(v.finish_reason),
-                            blocks, v._num_blocks))
+        self._vrows[i] = L.grow(self._vrows[i], (len(self._vrecord),))
+        self._vrecord = L.grow(self._vrecord, (index,))
+        # (codes and indices that may be -1 are kept one up, so every value is >= 0)
+        self._vdata = L.grow(self._vdata, (
+            self._status.code(v.status), v.num_tokens, v.num_computed_tokens, v.num_preemptions,
+            v.local_hit_blocks, v.external_hit_blocks, v.num_output_placeholders,
+            self._finish.code(v.finish_reason) + 1, blocks + 1, v._num_blocks))
 
     def _check_live(self, engine: Engine) -> None:
         """The recording mirror against the engine (``check``): a replay that drifted from what
@@ -390,8 +400,8 @@ class Timeline:
         return RequestView(
             base.request_id, self._status.name(row[0]), base.num_prompt_tokens, row[1], row[2],
             row[3], row[4], row[5], base.max_tokens, base.lora, base.cache_salt,
-            self._finish.name(row[7]), row[6], base._tokens,
-            None if row[8] < 0 else self._blists[row[8]], row[9], base._hashes)
+            self._finish.name(row[7] - 1), row[6], base._tokens,
+            None if row[8] == 0 else self._blists[row[8] - 1], row[9], base._hashes)
 
     # -- access ---------------------------------------------------------------------------
     def snapshot(self, index: int) -> Snapshot:
@@ -418,15 +428,21 @@ class Timeline:
         k = self._keyframe_ids[bisect.bisect_right(self._keyframe_ids, index) - 1]
         base = max((i for i in self._cache if k <= i <= index), default=k)
         if base > k or (base == k and k in self._cache):
-            m = self._cache[base]._mirror.copy()
+            m = Mirror.from_keyframe(self._reg, self._log, self._explicit,
+                                     self._cache[base]._state)
         else:
             m = Mirror.from_keyframe(self._reg, self._log, self._explicit, self._keyframes[k])
         data, starts = self._ops.data, self._ops.starts
         m.apply_packed(data, starts[base + 1], starts[index + 1])
         return m
 
+    def _queues_at(self, index: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        q = self._queues.values(bisect.bisect_right(self._queue_at, index) - 1)
+        rid = self._reg.rid
+        return tuple(map(rid, q[1:1 + q[0]])), tuple(map(rid, q[1 + q[0]:]))
+
     def _freeze(self, index: int, m: Mirror) -> Snapshot:
-        waiting, running = self._queues[index]
+        waiting, running = self._queues_at(index)
         return Snapshot(
             index=index, step=self._steps[index], ref_cnt=tuple(m.ref), block_hash=tuple(m.hash),
             block_tokens=m.block_tokens(), free_queue=m.queue(),
@@ -439,7 +455,7 @@ class Timeline:
             reset_ok=self._reset_ok.get(index), none_hash=self._none_hash[index],
             external=self._external[index], engine_steps=self.step_engine_steps(index),
             teaching_only=index in self._teaching,
-            start_note=self._start_note if index == 0 else None, _mirror=m)
+            start_note=self._start_note if index == 0 else None, _state=m.keyframe())
 
     def __getitem__(self, index: int) -> Snapshot:
         return self.snapshot(index)
@@ -567,9 +583,11 @@ class Diff:
 
 def changed_blocks(a, b) -> frozenset[int]:
     """Blocks whose ref count, hash or tokens differ from ``a`` to ``b`` (snapshots or frames)."""
+    ta, tb = a.block_tokens, b.block_tokens
+    same = ta.same if isinstance(ta, BlockTokens) else (lambda i, other: ta[i] == other[i])
     return frozenset(i for i in range(len(b.ref_cnt))
                      if a.ref_cnt[i] != b.ref_cnt[i] or a.block_hash[i] != b.block_hash[i]
-                     or a.block_tokens[i] != b.block_tokens[i])
+                     or not same(i, tb))
 
 
 def diff(a: Snapshot, b: Snapshot) -> Diff:
