@@ -34,6 +34,8 @@ class Keyframe:
     tlen: array
     nxt: array
     table: tuple
+    # a serving mirror's own explicit token tuples (sources -LOCAL - k); () for the recording one
+    local: tuple = ()
 
 
 def _narrow(values) -> array:
@@ -86,11 +88,14 @@ class Mirror:
             prv[nxt[b]] = b
             b = nxt[b]
         m.table = {p[0]: p for p in kf.table}
+        if kf.local:
+            m.local = list(kf.local)
         return m
 
     def keyframe(self) -> Keyframe:
         return Keyframe(_narrow(self.ref), array("i", self.tsrc), _narrow(self.tstart),
-                        _narrow(self.tlen), _narrow(self.nxt), tuple(self.table.values()))
+                        _narrow(self.tlen), _narrow(self.nxt), tuple(self.table.values()),
+                        tuple(self.local) if self.local else ())
 
     def copy(self) -> Mirror:
         """A serving copy (its new explicit tuples, if any, stay its own)."""
