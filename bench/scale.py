@@ -2,7 +2,9 @@
 the end with a full timeline, then random jumps. Each measurement is a fresh process pinned to one
 CPU (bench.scale_child), so peak RSS is the measurement's own.
 
-Budgets (issue 3), payloads off: the 10,000-event run under 10 s and 500 MB; a jump under 50 ms.
+Budgets (issues 3 and 11), payloads off: the 10,000-event run under 10 s and 500 MB; a jump under
+50 ms; the 100,000-event run under 500 MB peak with its worst jump under 50 ms (the garbage
+collector on).
 Payloads on (the tiny model writing real K/V into a 16,384-block store) are reported separately,
 on fewer events: they cost far more per event.
 """
@@ -77,10 +79,15 @@ def run(repeat: int, quick: bool, say) -> dict:
              "limit": BUDGET_JUMP_S, "unit": "s", "met": b["jump_max_s"] < BUDGET_JUMP_S},
         ]
         if largest is not b:
-            result["budgets"].append(
-                {"name": f"scale: jump, worst at {largest['events']:,} events (stricter reading)",
+            # issue 11: the 100,000-event timeline under 500 MB peak, its worst jump under 50 ms
+            # with the garbage collector on
+            result["budgets"] += [
+                {"name": f"scale: jump, worst at {largest['events']:,} events",
                  "value": largest["jump_max_s"], "limit": BUDGET_JUMP_S, "unit": "s",
-                 "met": largest["jump_max_s"] < BUDGET_JUMP_S})
+                 "met": largest["jump_max_s"] < BUDGET_JUMP_S},
+                {"name": f"scale: {largest['events']:,} events, peak RSS",
+                 "value": largest["peak_rss_mb"], "limit": BUDGET_RSS_MB, "unit": "MB",
+                 "met": largest["peak_rss_mb"] < BUDGET_RSS_MB}]
     return result
 
 

@@ -20,14 +20,17 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from blockviz.sim import oplog as L
 
 
 @dataclass(frozen=True)
 class Keyframe:
-    """A mirror, compact: what a keyframe of the timeline stores (block hashes are the table's,
-    the queue's back links its forward ones; integers as narrow as they fit)."""
+    """A mirror, compact: what a keyframe of the timeline stores. Integers as narrow as they fit;
+    block hashes are the table's and the queue's back links its forward ones (rebuilding them
+    costs a jump two loops over the pool; keeping them would cost every keyframe 190 KB at
+    16,384 blocks)."""
     ref: array
     tsrc: array
     tstart: array
@@ -41,6 +44,9 @@ class Keyframe:
 def _narrow(values) -> array:
     return L.grow(array("H"), values)
 
+
+_CODES = (L.WRITE, L.SAMPLE, L.SCHEDULE, L.POPLEFT, L.FREE, L.FREE_HEAD, L.FREE_TAIL, L.TOUCH, L.CACHE,
+          L.EVICT, L.RESET, L.LOOKUP, L.ADMIT, L.FINISH, L.GENERIC)
 
 LOCAL = 1 << 30   # sources -LOCAL - k: the k-th tuple of a serving mirror's own list
 
@@ -75,26 +81,26 @@ class Mirror:
     def from_keyframe(cls, reg, log, explicit, kf: Keyframe) -> Mirror:
         m = cls(reg, log, explicit)
         n = m.n = len(kf.ref)
-        m.ref = list(kf.ref)
-        m.hash = hash_ = [None] * n
-        for h, ids in kf.table:
-            for b in ids:
-                hash_[b] = h
-        m.tsrc, m.tstart, m.tlen = list(kf.tsrc), list(kf.tstart), list(kf.tlen)
-        m.nxt = nxt = list(kf.nxt)
+        m.ref = kf.ref.tolist()
+        m.tsrc, m.tstart, m.tlen = kf.tsrc.tolist(), kf.tstart.tolist(), kf.tlen.tolist()
+        m.nxt = nxt = kf.nxt.tolist()
         m.prv = prv = [-1] * (n + 2)
         b, tail = n, n + 1
         while b != tail:
             prv[nxt[b]] = b
             b = nxt[b]
-        m.table = {p[0]: p for p in kf.table}
+        m.hash = hash_ = [None] * n
+        for h, ids in kf.table:
+            for b in ids:
+                hash_[b] = h
+        m.table = dict(zip(map(itemgetter(0), kf.table), kf.table))
         if kf.local:
             m.local = list(kf.local)
         return m
 
     def keyframe(self) -> Keyframe:
-        return Keyframe(_narrow(self.ref), array("i", self.tsrc), _narrow(self.tstart),
-                        _narrow(self.tlen), _narrow(self.nxt), tuple(self.table.values()),
+        return Keyframe(L.grow(array("B"), self.ref), array("i", self.tsrc), _narrow(self.tstart),
+                        _narrow(self.tlen), array("i", self.nxt), tuple(self.table.values()),
                         tuple(self.local) if self.local else ())
 
     def copy(self) -> Mirror:
@@ -140,8 +146,10 @@ class Mirror:
         start = self.tstart[b]
         return tuple(self._source(self.tsrc[b])[start:start + k])
 
-    def block_tokens(self) -> BlockTokens:
-        return BlockTokens(self)
+    def block_tokens(self, frozen: bool = False) -> BlockTokens:
+        """Each block's tokens, read when asked for. ``frozen``: this mirror will never change
+        again (a served snapshot's), so they read it directly instead of a copy."""
+        return BlockTokens(self, share=frozen)
 
     def queue(self) -> tuple[int, ...]:
         out = []
@@ -217,36 +225,40 @@ class Mirror:
         ref, reg, log = self.ref, self.reg, self.log
         unlink, insert_after = self._unlink, self._insert_after
         head, tail = self.n, self.n + 1
+        write, cache, evict = self._write, self._cache, self._evict
+        hashes_of, evicted = reg.hashes, log.hashes
+        (WRITE, SAMPLE, SCHEDULE, POPLEFT, FREE, FREE_HEAD, FREE_TAIL, TOUCH, CACHE, EVICT, RESET,
+         LOOKUP, ADMIT, FINISH, GENERIC) = _CODES
         while p < n and limit != 0:
             limit -= 1
             code = a[p]
-            if code == L.WRITE:
-                self._write(a[p + 2], a[p + 3], a[p + 1], a[p + 4], a[p + 5])
+            if code == WRITE:
+                write(a[p + 2], a[p + 3], a[p + 1], a[p + 4], a[p + 5])
                 p += 6
-            elif code == L.SAMPLE:
+            elif code == SAMPLE:
                 p += 3
-            elif code == L.SCHEDULE:
+            elif code == SCHEDULE:
                 p += 4
-            elif code == L.POPLEFT:
+            elif code == POPLEFT:
                 k = a[p + 1]
                 for b in a[p + 2:p + 2 + k]:
                     unlink(b)
                     ref[b] = 1
                 p += 2 + k
-            elif code == L.FREE:
+            elif code == FREE:
                 k = a[p + 1]
                 for b in a[p + 2:p + 2 + k]:
                     ref[b] -= 1
                 p += 2 + k
-            elif code == L.FREE_HEAD:
+            elif code == FREE_HEAD:
                 k = a[p + 1]
                 insert_after(head, a[p + 2:p + 2 + k])
                 p += 2 + k
-            elif code == L.FREE_TAIL:
+            elif code == FREE_TAIL:
                 k = a[p + 1]
                 insert_after(self.prv[tail], a[p + 2:p + 2 + k])
                 p += 2 + k
-            elif code == L.TOUCH:
+            elif code == TOUCH:
                 k = a[p + 1]
                 m = a[p + 2 + k]
                 for b in a[p + 3 + k:p + 3 + k + m]:
@@ -254,24 +266,24 @@ class Mirror:
                 for b in a[p + 2:p + 2 + k]:
                     ref[b] += 1
                 p += 3 + k + m
-            elif code == L.CACHE:
+            elif code == CACHE:
                 i, first, k = a[p + 1], a[p + 2], a[p + 3]
-                self._cache(a[p + 4:p + 4 + k], reg.hashes(i)[first:first + k])
+                cache(a[p + 4:p + 4 + k], hashes_of(i)[first:first + k])
                 p += 4 + k
-            elif code == L.EVICT:
-                self._evict(a[p + 1], log.hashes[a[p + 2] << 16 | a[p + 3]])
+            elif code == EVICT:
+                evict(a[p + 1], evicted[a[p + 2] << 16 | a[p + 3]])
                 p += 4
-            elif code == L.RESET:
+            elif code == RESET:
                 if a[p + 1]:
                     self._reset()
                 p += 2
-            elif code == L.LOOKUP:
+            elif code == LOOKUP:
                 p += 5 + a[p + 2]
-            elif code == L.ADMIT:
+            elif code == ADMIT:
                 p += 5
-            elif code == L.FINISH:
+            elif code == FINISH:
                 p += 3
-            elif code == L.GENERIC:
+            elif code == GENERIC:
                 self.apply_record(log.records[a[p + 1]])
                 p += 2
             else:                                      # arrive, preempt
@@ -315,12 +327,15 @@ class Mirror:
 class BlockTokens(Sequence):
     """Each block's tokens as of one state, made when asked for (a step over a big pool is
     served without building thousands of tuples; most are never looked at). Equal to any
-    sequence of the same token tuples; its provenance is its own copy, so the mirror it came
-    from may go on changing."""
+    sequence of the same token tuples; its provenance is its own copy (unless the mirror is
+    shared because it never changes again), so the mirror it came from may go on changing."""
 
     __slots__ = ("_mirror", "_memo")
 
-    def __init__(self, m: Mirror) -> None:
+    def __init__(self, m: Mirror, share: bool = False) -> None:
+        if share:
+            self._mirror, self._memo = m, {}
+            return
         # integer arrays, not lists: the garbage collector has nothing to walk in them
         frozen = Mirror(m.reg, m.log, m.explicit)
         frozen.local, frozen.n = m.local and list(m.local), m.n

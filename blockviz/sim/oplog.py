@@ -207,11 +207,11 @@ class OpLog:
             yield at, op
 
 
-_WIDER = {"H": "i", "i": "q"}
+_WIDER = {"B": "H", "H": "i", "i": "q"}
 
 
 def grow(a: array, values) -> array:
-    """``a`` extended by ``values``: 2 bytes an int while every value fits, then 4, then 8 (the
+    """``a`` extended by ``values``: 1 or 2 bytes an int while every value fits, then 4, then 8 (the
     array is widened, once, when a value first needs it). Returns the array to keep."""
     values = values if isinstance(values, list | tuple | array) else list(values)
     n = len(a)

@@ -63,8 +63,8 @@ class Snapshot:
     # the event is a form vLLM's scheduler has no equivalent for (a teaching device)
     teaching_only: bool = False
     start_note: Text | None = None
-    # the pool state, compact (a later step can be replayed from it)
-    _state: Any = field(default=None, repr=False, compare=False)
+    # the mirror this snapshot was frozen from (a later step can be replayed from a copy of it)
+    _mirror: Any = field(default=None, repr=False, compare=False)
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -264,7 +264,7 @@ class Timeline:
         self._since_keyframe = 0
         # A keyframe costs about a pool: take one when the ops since the last add up to a few
         # pools' worth, so keyframes stay a fraction of what the steps hold.
-        self._threshold = max(4096, 4 * self.num_gpu_blocks)
+        self._threshold = max(4096, 2 * self.num_gpu_blocks)
         self._live: Mirror | None = None
         # serving: recent snapshots, and the mirror of the last one served
         self._cache: OrderedDict[int, Snapshot] = OrderedDict()
@@ -428,8 +428,7 @@ class Timeline:
         k = self._keyframe_ids[bisect.bisect_right(self._keyframe_ids, index) - 1]
         base = max((i for i in self._cache if k <= i <= index), default=k)
         if base > k or (base == k and k in self._cache):
-            m = Mirror.from_keyframe(self._reg, self._log, self._explicit,
-                                     self._cache[base]._state)
+            m = self._cache[base]._mirror.copy()
         else:
             m = Mirror.from_keyframe(self._reg, self._log, self._explicit, self._keyframes[k])
         data, starts = self._ops.data, self._ops.starts
@@ -445,7 +444,7 @@ class Timeline:
         waiting, running = self._queues_at(index)
         return Snapshot(
             index=index, step=self._steps[index], ref_cnt=tuple(m.ref), block_hash=tuple(m.hash),
-            block_tokens=m.block_tokens(), free_queue=m.queue(),
+            block_tokens=m.block_tokens(frozen=True), free_queue=m.queue(),
             hash_table=tuple(m.table.values()), requests=RequestsAt(self, index),
             waiting=waiting, running=running,
             kv_events=tuple(e if isinstance(e, dict) else e.to_dict()
@@ -455,7 +454,7 @@ class Timeline:
             reset_ok=self._reset_ok.get(index), none_hash=self._none_hash[index],
             external=self._external[index], engine_steps=self.step_engine_steps(index),
             teaching_only=index in self._teaching,
-            start_note=self._start_note if index == 0 else None, _state=m.keyframe())
+            start_note=self._start_note if index == 0 else None, _mirror=m)
 
     def __getitem__(self, index: int) -> Snapshot:
         return self.snapshot(index)
