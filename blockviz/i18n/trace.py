@@ -46,6 +46,15 @@ STRINGS: dict[str, tuple[str, str]] = {
     "trace_opt_choice": ("'{value}' is not one of {choices}", "'{value}' 不是 {choices} 之一"),
     "trace_opt_ray": ("Ray is not installed here: pip install 'blockviz[ray]' (or use --executor local)",
                       "这里没有安装 Ray：请 pip install 'blockviz[ray]'（或者用 --executor local）"),
+    "trace_opt_seconds": ("'{value}' is not a number of seconds >= 0", "'{value}' 不是 >= 0 的秒数"),
+    "trace_opt_timed_only": ("only timed mode reads this option (add --mode timed)",
+                             "只有计时模式读取这个选项（请加上 --mode timed）"),
+    "trace_opt_no_cost": ("a step must cost some time: give the base, a prefill token or a decoding "
+                          "request a cost above 0",
+                          "每一步必须花费一些时间：基础开销、每个 prefill token 或每个解码请求的开销"
+                          "至少有一个要大于 0"),
+    "trace_opt_cost_value": ("{name} must be a number of seconds >= 0, not {value}",
+                             "{name} 必须是 >= 0 的秒数，而不是 {value}"),
     "trace_opt_write": ("cannot write the file: {e}", "无法写入文件：{e}"),
     # the table of `blockviz trace capacity`
     "trace_tbl_title": ("{file}: {requests:,} requests, blocks of {bs} tokens, free order {order}",
@@ -62,6 +71,17 @@ STRINGS: dict[str, tuple[str, str]] = {
                           "prompt tokens",
                           "上限（无限大的块池）：命中率 {rate}，{queries:,} 个提示词 token 中命中 "
                           "{hits:,} 个"),
+    "trace_tbl_preemptions": ("preempted", "抢占"),
+    "trace_tbl_queue": ("queue p50/p90 (s)", "排队 p50/p90（秒）"),
+    "trace_tbl_ttft": ("TTFT p50/p90 (s)", "首 token 时间 p50/p90（秒）"),
+    "trace_tbl_timed": ("timed mode: budget {max_num_batched_tokens:,} tokens, at most {max_num_seqs:,} "
+                        "running, max_model_len {max_model_len:,}; a step costs {step_base_s:g} s + "
+                        "{step_prefill_token_s:g} s per prompt token computed + {step_decode_seq_s:g} s "
+                        "per decoding request (simulated time)",
+                        "计时模式：每步预算 {max_num_batched_tokens:,} 个 token，最多 {max_num_seqs:,} 个"
+                        "请求同时运行，max_model_len {max_model_len:,}；每一步花费 {step_base_s:g} 秒 + "
+                        "每个计算的提示词 token {step_prefill_token_s:g} 秒 + 每个解码请求 "
+                        "{step_decode_seq_s:g} 秒（模拟时间）"),
     "trace_tbl_kv": ("KV cache: {bytes} per token ({source})", "KV 缓存：每个 token {bytes}（{source}）"),
     "trace_tbl_progress": ("replaying", "回放中"),
     "trace_check_ok": ("{file}: ok — {requests:,} requests, {tokens:,} prompt tokens, {blocks:,} blocks "
