@@ -509,3 +509,58 @@ KV_PRESETS: dict[str, KVShape] = {
 def pool_bytes(pool_blocks: int, block_size: int, bytes_per_token: int) -> int:
     """The KV memory a pool of ``pool_blocks`` blocks holds (vLLM allocates whole blocks)."""
     return pool_blocks * block_size * bytes_per_token
+
+
+# -- choosing pool sizes, reading the curve ---------------------------------------------------
+KNEE_FRACTION = 0.9   # the knee: the smallest capacity run reaching 90% of the ceiling's hit rate
+
+
+def trace_extent(trace: Iterable[TraceRequest], *, block_size: int) -> dict:
+    """What bounds a sweep's pool sizes, in blocks of ``block_size``: ``largest`` (the longest
+    request alone, prompt and outputs: below it requests are rejected) and ``working_set`` (the
+    distinct full prompt blocks of the whole trace, plus the largest request: a pool that big
+    never evicts a prompt block in sequence mode)."""
+    check_block_size(block_size)
+    per = TRACE_BLOCK_TOKENS // block_size
+    seen: dict[bytes, int] = {}
+    largest = 0
+    for r in trace:
+        largest = max(largest, -(-(r.input_length + max(1, r.output_length) - 1) // block_size))
+        full_total = r.input_length // block_size
+        for j, key in enumerate(trace_block_keys(r.hash_ids)):
+            full = min(per, full_total - j * per)
+            if full > seen.get(key, 0):
+                seen[key] = full
+    return {"largest": largest, "working_set": sum(seen.values()) + largest}
+
+
+def geometric_sizes(lo: int, hi: int, count: int) -> list[int]:
+    """``count`` pool sizes from ``lo`` to ``hi`` (at least ``2 * lo``), evenly spaced on a log
+    axis, whole and distinct."""
+    lo = max(1, lo)
+    hi = max(hi, 2 * lo)
+    if count < 2:
+        return [hi]
+    ratio = (hi / lo) ** (1 / (count - 1))
+    out: list[int] = []
+    for i in range(count):
+        s = round(lo * ratio ** i) if i < count - 1 else hi
+        if not out or s > out[-1]:
+            out.append(s)
+    return out
+
+
+def hit_rate(point: dict) -> float:
+    """vLLM's hit rate of a point or a ceiling: hits / queries (0 when nothing was asked)."""
+    return point["hits"] / point["queries"] if point["queries"] else 0.0
+
+
+def knee(points: Iterable[dict], ceiling_point: dict, fraction: float = KNEE_FRACTION) -> int | None:
+    """The knee of a hit-rate curve: the smallest pool size run whose hit rate is at least
+    ``fraction`` of the ceiling's (an infinite pool's); None when no size run reaches it or the
+    ceiling hits nothing (there is no knee to find)."""
+    top = hit_rate(ceiling_point)
+    if top <= 0:
+        return None
+    reached = [p["pool_blocks"] for p in points if hit_rate(p) >= fraction * top - 1e-12]
+    return min(reached) if reached else None
