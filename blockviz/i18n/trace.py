@@ -210,14 +210,14 @@ STRINGS: dict[str, tuple[str, str]] = {
                           "块池无限大时，{rate} 的提示词 token 会命中缓存：任何块池都不会更好。"),
     "capt_read_no_reuse": ("This trace repeats no prefix: a bigger cache buys nothing here.",
                            "这个 trace 没有重复的前缀：更大的缓存在这里毫无用处。"),
-    "capt_read_knee": ("{order}: the knee is at {blocks} blocks = {cap} tokens: from there the hit "
-                       "rate is {rate}, at least {pct}% of the ceiling's {ceiling}; more memory buys "
-                       "little.",
-                       "{order}：拐点在 {blocks} 块 = {cap} 个 token：从这里开始命中率为 {rate}，"
-                       "至少是上限 {ceiling} 的 {pct}%；再加内存收益很小。"),
-    "capt_read_no_knee": ("{order}: no capacity run reaches {pct}% of the ceiling; the largest, {cap} "
-                          "tokens, hits {rate} ({share} of the ceiling): try larger pools.",
-                          "{order}：试过的容量都没有达到上限的 {pct}%；最大的 {cap} 个 token 命中 {rate}"
+    "capt_read_knee": ("{order}: the knee is at {blocks} blocks = {cap}: from there the hit "
+                       "rate is {rate}, at least {pct}% of the ceiling's {ceiling}, which is only "
+                       "{gain} higher.",
+                       "{order}：拐点在 {blocks} 块 = {cap}：从这里开始命中率为 {rate}，"
+                       "至少是上限 {ceiling} 的 {pct}%，上限只比它高 {gain}。"),
+    "capt_read_no_knee": ("{order}: no capacity run reaches {pct}% of the ceiling; the largest, {cap}, "
+                          "hits {rate} ({share} of the ceiling): try larger pools.",
+                          "{order}：试过的容量都没有达到上限的 {pct}%；最大的 {cap} 命中 {rate}"
                           "（上限的 {share}）：请试更大的块池。"),
     "capt_read_ttft": ("There, TTFT p50 {p50} s, p90 {p90} s; queueing p90 {q90} s; {pre} "
                        "preemptions.",

@@ -189,9 +189,14 @@ def gib(tokens: int, bytes_per_token: int | None) -> float | None:
     return None if not bytes_per_token else tokens * bytes_per_token / (1 << 30)
 
 
-def _capacity_label(tokens: int, bytes_per_token: int | None, sep: str = "<br>") -> str:
+def _capacity_label(tokens: int, bytes_per_token: int | None) -> str:
     g = gib(tokens, bytes_per_token)
-    return f"{tokens:,}" + ("" if g is None else f"{sep}{g:,.3g} GiB")
+    return f"{tokens:,}" + ("" if g is None else f"<br>{g:,.3g} GiB")
+
+
+def _capacity_words(tokens: int, bytes_per_token: int | None, lang: str) -> str:
+    g = gib(tokens, bytes_per_token)
+    return f"{tokens:,} {t('capt_tokens', lang)}" + ("" if g is None else f" ({g:,.3g} GiB)")
 
 
 def _trace_x_axis(reports: Sequence[dict], lang: str, bytes_per_token: int | None) -> dict:
@@ -300,13 +305,13 @@ def trace_reading_lines(reports: Sequence[dict], lang: str = "en",
         if k is None:
             best = pts[-1]
             out.append(t("capt_read_no_knee", lang, order=order, pct=pct,
-                         cap=_capacity_label(best["pool_blocks"] * bs, bytes_per_token, " = "),
+                         cap=_capacity_words(best["pool_blocks"] * bs, bytes_per_token, lang),
                          rate=_pct(hit_rate(best)), share=_pct(hit_rate(best) / ceiling)))
             continue
         p = next(p for p in pts if p["pool_blocks"] == k)
         line = t("capt_read_knee", lang, order=order, pct=pct, blocks=f"{k:,}",
-                 cap=_capacity_label(k * bs, bytes_per_token, " = "), rate=_pct(hit_rate(p)),
-                 ceiling=_pct(ceiling))
+                 cap=_capacity_words(k * bs, bytes_per_token, lang), rate=_pct(hit_rate(p)),
+                 ceiling=_pct(ceiling), gain=_pct(max(0.0, ceiling - hit_rate(p))))
         if "ttft_p90_s" in p:
             line += " " + t("capt_read_ttft", lang, p50=f"{p['ttft_p50_s']:.3g}",
                             p90=f"{p['ttft_p90_s']:.3g}", q90=f"{p['queue_delay_p90_s']:.3g}",
