@@ -134,9 +134,15 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "计时：请求按时间戳到达，经过 "
                        "vLLM 的调度器，各自解码自己的输出；另外给出抢占、排队和首 token 时间。"),
     "capt_replay": ("Requests to replay", "回放的请求数"),
-    "capt_replay_help": ("The first N requests of the trace (a large trace takes a while: the "
-                         "replays run one after another on the server).",
-                         "trace 的前 N 个请求（大的 trace 需要一些时间：回放在服务器上一个接一个地运行）。"),
+    "capt_replay_help": ("The first N requests of the trace: at most 100,000 in sequence mode, 5,000 "
+                         "in timed mode (the replays run one after another on the server).",
+                         "trace 的前 N 个请求：顺序模式最多 100,000 个，计时模式最多 5,000 个"
+                         "（回放在服务器上一个接一个地运行）。"),
+    "capt_replay_too_many": ("{n} requests is more than the page replays in {mode} mode (at most "
+                             "{max}): replay fewer here, or the whole trace with `blockviz trace "
+                             "capacity`.",
+                             "{mode}模式下页面最多回放 {max} 个请求，{n} 个太多了：请在这里少回放一些，"
+                             "或者用 `blockviz trace capacity` 回放整个 trace。"),
     "capt_model": ("Model (for GiB)", "模型（用于换算 GiB）"),
     "capt_model_none": ("none (tokens only)", "不换算（只显示 token）"),
     "capt_model_help": ("KV bytes per token = layers × KV heads × head dim × 2 (K and V) × 2 bytes.",

@@ -296,7 +296,10 @@ def _row(p: CapacityPoint, lang: str) -> dict:
 MAX_UPLOAD_MB = 200              # the uploader's limit (Streamlit's server.maxUploadSize is as large)
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB << 20
 MAX_GEN_REQUESTS = 20_000
-DEFAULT_REPLAY = 20_000          # requests replayed by default (the first N of a larger trace)
+DEFAULT_REPLAY = 5_000           # requests replayed by default (the first N of a larger trace)
+# The most requests one sweep on the page replays (the replays run in the server process, one
+# after another; the command line has no such bound): timed mode steps the scheduler.
+MAX_REPLAY = {"sequence": 100_000, "timed": 5_000}   # capt_replay_help says these
 TRACE_BLOCK_SIZES = (16, 32, 64, 128, 256, 512)
 TRACE_MODES = ("sequence", "timed")
 NO_MODEL = "-"
@@ -464,8 +467,12 @@ def _run_sweep(trace: TraceFile, lang: str) -> None:
     bs = int(ss["w_capt_block_size"])
     limit = int(ss["w_capt_replay"])
     options = _timed_options() if mode == "timed" else {}
+    if limit > MAX_REPLAY[mode]:
+        st.error(t("capt_replay_too_many", lang, n=f"{limit:,}", mode=t(f"capt_mode_{mode}", lang),
+                   max=f"{MAX_REPLAY[mode]:,}"))
+        return
     try:
-        timed_settings(**_timed_options())
+        timed_settings(**options)
     except ValueError as e:
         st.error(e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang))
         return

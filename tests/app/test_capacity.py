@@ -217,7 +217,7 @@ def test_a_timed_trace_sweep_and_a_window_in_the_player(page):
     assert run.scenario.config.free_order == "split"
 
 
-def test_a_bad_generated_trace_cannot_happen_but_a_bad_file_is_located(page, tmp_path):
+def test_the_tab_starts_on_upload_and_its_reader_locates_a_bad_line(page, tmp_path):
     # AppTest cannot upload; the page's reader is what the uploader calls (the browser test
     # uploads for real).
     from blockviz.scenario.trace import TraceError
@@ -234,3 +234,13 @@ def _write(tmp_path, data: bytes) -> str:
     path = tmp_path / "t.jsonl"
     path.write_bytes(data)
     return str(path)
+
+
+def test_a_timed_sweep_too_large_for_the_page_is_refused(page, monkeypatch):
+    monkeypatch.setitem(C.MAX_REPLAY, "timed", 50)
+    p = generated_trace(open_capacity(page), 120)
+    p.at.number_input(key="w_capt_replay").set_value(100)
+    p = trace_sweep(p, "timed", 2)
+    assert errors(p) == ["100 requests is more than the page replays in timed mode (at most 50): replay "
+                         "fewer here, or the whole trace with `blockviz trace capacity`."]
+    assert p.state[C.SWEEP] is None
