@@ -134,9 +134,9 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "计时：请求按时间戳到达，经过 "
                        "vLLM 的调度器，各自解码自己的输出；另外给出抢占、排队和首 token 时间。"),
     "capt_replay": ("Requests to replay", "回放的请求数"),
-    "capt_replay_help": ("The first N requests of the trace: at most 100,000 in sequence mode, 5,000 "
+    "capt_replay_help": ("The first N requests of the trace: at most 100,000 in sequence mode, 2,000 "
                          "in timed mode (the replays run one after another on the server).",
-                         "trace 的前 N 个请求：顺序模式最多 100,000 个，计时模式最多 5,000 个"
+                         "trace 的前 N 个请求：顺序模式最多 100,000 个，计时模式最多 2,000 个"
                          "（回放在服务器上一个接一个地运行）。"),
     "capt_replay_too_many": ("{n} requests is more than the page replays in {mode} mode (at most "
                              "{max}): replay fewer here, or the whole trace with `blockviz trace "

@@ -296,10 +296,10 @@ def _row(p: CapacityPoint, lang: str) -> dict:
 MAX_UPLOAD_MB = 200              # the uploader's limit (Streamlit's server.maxUploadSize is as large)
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB << 20
 MAX_GEN_REQUESTS = 20_000
-DEFAULT_REPLAY = 5_000           # requests replayed by default (the first N of a larger trace)
+DEFAULT_REPLAY = 2_000           # requests replayed by default (the first N of a larger trace)
 # The most requests one sweep on the page replays (the replays run in the server process, one
 # after another; the command line has no such bound): timed mode steps the scheduler.
-MAX_REPLAY = {"sequence": 100_000, "timed": 5_000}   # capt_replay_help says these
+MAX_REPLAY = {"sequence": 100_000, "timed": 2_000}   # capt_replay_help says these
 TRACE_BLOCK_SIZES = (16, 32, 64, 128, 256, 512)
 TRACE_MODES = ("sequence", "timed")
 NO_MODEL = "-"
