@@ -98,7 +98,7 @@ TIMED_OPTIONS = (
      "the token budget of a step (vLLM's max_num_batched_tokens)"),
     ("--max-num-seqs", "max_num_seqs", _int_in(1, 1 << 16), "requests running at once, at most"),
     ("--max-model-len", "max_model_len", _int_in(2, 1 << 20),
-     "a request's length cap: a longer prompt is rejected, outputs stop there"),
+     "a request's length cap: a prompt this long or longer is rejected, outputs stop there"),
     ("--step-base", "step_base_s", _seconds, "seconds every engine step costs"),
     ("--step-prefill-token", "step_prefill_token_s", _seconds,
      "seconds per prompt token a step computes (hits are not computed)"),
@@ -111,6 +111,10 @@ def _block_size(text: str) -> int:
     if TRACE_BLOCK_TOKENS % value:
         raise argparse.ArgumentTypeError(t("trace_err_block_size", "en", value=value))
     return value
+
+
+def _show_default(value) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
 def add_parser(sub) -> None:
@@ -142,7 +146,8 @@ def add_parser(sub) -> None:
                         "their timestamps through the scheduler; queueing and TTFT)")
     for opt, dest, parse, help_ in TIMED_OPTIONS:
         c.add_argument(opt, dest=dest, type=parse, default=None,
-                       help=f"timed mode: {help_} (default {TIMED_DEFAULTS[dest]:g})")
+                       metavar="SECONDS" if parse is _seconds else "N",
+                       help=f"timed mode: {help_} (default {_show_default(TIMED_DEFAULTS[dest])})")
     c.add_argument("--limit", type=_int_in(1, 1 << 40), default=None, metavar="N",
                    help="only the first N requests of each trace")
     c.add_argument("--json", action="store_true",
