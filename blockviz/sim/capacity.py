@@ -294,6 +294,9 @@ def percentile(sorted_values: list[float], p: float) -> float:
     return sorted_values[int(min(rank, len(sorted_values))) - 1]
 
 
+NO_LENGTH_CAP = 1 << 62   # a max_model_len no request reaches
+
+
 def needed_blocks(input_length: int, output_length: int, block_size: int, max_model_len: int) -> int:
     """Blocks a request holds at most, alone: slots for every token but the last sampled one
     (``max(1, output_length)`` outputs, the sequence capped at ``max_model_len``)."""
@@ -525,7 +528,7 @@ def trace_extent(trace: Iterable[TraceRequest], *, block_size: int) -> dict:
     seen: dict[bytes, int] = {}
     largest = 0
     for r in trace:
-        largest = max(largest, -(-(r.input_length + max(1, r.output_length) - 1) // block_size))
+        largest = max(largest, needed_blocks(r.input_length, r.output_length, block_size, NO_LENGTH_CAP))
         full_total = r.input_length // block_size
         for j, key in enumerate(trace_block_keys(r.hash_ids)):
             full = min(per, full_total - j * per)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from blockviz.scenario.trace import MAX_INPUT_LENGTH, TRACE_BLOCK_TOKENS, trace_line
+from blockviz.sim.capacity import NO_LENGTH_CAP, needed_blocks
 from blockviz.teach.workload import KINDS
 
 RANDOM_SOURCES = 1_000       # random: the earlier requests a prefix may come from
@@ -281,7 +282,7 @@ def window_scenario(window: list, *, pool_blocks: int, block_size: int, free_ord
                 else min(PLAYER_BLOCK_TOKENS - 1, _scaled(rem)))
         prompt_len = PLAYER_BLOCK_TOKENS * (len(r.hash_ids) - 1) + last
         outputs = _scaled(max(1, r.output_length)) if timed else 1
-        if -(-(prompt_len + outputs - 1) // PLAYER_BLOCK_TOKENS) > player_blocks:
+        if needed_blocks(prompt_len, outputs, PLAYER_BLOCK_TOKENS, NO_LENGTH_CAP) > player_blocks:
             skipped.append(r.line)
             continue
         tokens: list[int] = []
