@@ -1,7 +1,9 @@
 """The capacity-planning page in a real browser: compute a plan, both charts drawn with one line
 per free order and axis titles in the page's language, no error element; screenshots of both
 languages at 1280×800 (artifacts/screenshots/capacity-*.png): the top of the page, and the charts
-with the explanation beside them."""
+with the explanation beside them. On the "Real traffic" tab: upload a malformed trace (its located
+line shown in the page's language), then a good one, sweep it, read the knee, and open a window of
+it in the player (artifacts/screenshots/capacity-trace-*.png)."""
 from __future__ import annotations
 
 import pytest
