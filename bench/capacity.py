@@ -14,6 +14,10 @@ the same file ``blockviz trace generate multi_turn --requests 12000 --prefix-tok
     each repeat; medians are compared. Budget: ours / vLLM at most 1.0.
   * **block size 16**, the same trace and token capacity (32 × the blocks): ours alone, once
     (about 9 million block allocations). Budget: within 3 minutes.
+  * **timed mode** (``replay_timed``: the scheduler, each request decoding its outputs), the first
+    :data:`TIMED_REQUESTS` requests at block size 512 on the same pool, default settings; the
+    sequence replay of the same requests beside it, taking turns, medians compared (no vLLM side:
+    there is no vLLM scheduler replay to compare with). No budget: it says what timed mode costs.
 
 vLLM's files are loaded as the vllm-diff tool loads them (:mod:`bench.vllm_manager`); without
 them the vLLM side is skipped with the reason.
@@ -25,7 +29,7 @@ import time
 from dataclasses import asdict, replace
 
 from blockviz.scenario.trace import prompt_token_ids, read_trace
-from blockviz.sim.capacity import block_keys, replay_sequence
+from blockviz.sim.capacity import block_keys, replay_sequence, replay_timed
 from blockviz.teach.tracegen import TraceWorkload, write_generated
 
 from . import vllm_manager
@@ -40,6 +44,7 @@ POOL_512 = 8_000                  # blocks of 512 tokens: 4,096,000 tokens
 QUICK_REQUESTS, QUICK_POOL_512 = 600, 400
 TARGET_RATIO = 1.0                # ours / vLLM, block size 512, at most
 TARGET_BS16_S = 180.0             # "within a few minutes"
+TIMED_REQUESTS, QUICK_TIMED_REQUESTS = 2_000, 200
 
 
 def build_trace(w: TraceWorkload) -> list:
@@ -188,6 +193,20 @@ def run(repeat: int, quick: bool, say) -> dict:
     result["budgets"].append({"name": f"capacity: block size 16 replay of {len(trace):,} requests",
                               "limit": TARGET_BS16_S, "value": wall16, "met": wall16 <= TARGET_BS16_S,
                               "unit": "s"})
+    say("  timed mode...")
+    head = trace[:QUICK_TIMED_REQUESTS if quick else TIMED_REQUESTS]
+    runs: dict[str, list[float]] = {"timed": [], "sequence": []}
+    points: dict = {}
+    sides = [("timed", lambda: points.__setitem__("timed", replay_timed(head, block_size=512,
+                                                                        pool_blocks=pool))),
+             ("sequence", lambda: points.__setitem__("sequence", replay_sequence(head, block_size=512,
+                                                                                 pool_blocks=pool)))]
+    for r in range(repeat):
+        for name, fn in sides[r % 2:] + sides[:r % 2]:
+            runs[name].append(timed(fn)[0])
+    med = {k: median(x) for k, x in runs.items()}
+    result["timed"] = {"requests": len(head), "pool_blocks": pool, "median_s": med, "runs_s": runs,
+                       "ratio": ratio(med["timed"], med["sequence"]), "point": points["timed"]}
     return result
 
 
@@ -217,4 +236,12 @@ def render(result: dict) -> str:
     out.append(f"  block size 16, pool {s['pool_blocks']:,}: {fmt_s(s['seconds'])} "
                f"(CPU {fmt_s(s['cpu_s'])}), {s['allocations']:,} block allocations, hit rate "
                f"{q['hits'] / q['queries']:.1%}, {q['evictions']:,} evictions")
+    tm = result.get("timed")
+    if tm:
+        p = tm["point"]
+        out.append(f"  timed mode, the first {tm['requests']:,} requests, block size 512, pool "
+                   f"{tm['pool_blocks']:,}: {fmt_s(tm['median_s']['timed'])} against "
+                   f"{fmt_s(tm['median_s']['sequence'])} for sequence mode ({tm['ratio']:.1f}x); "
+                   f"{p['steps']:,} engine steps, {p['preemptions']:,} preemptions, TTFT p90 "
+                   f"{p['ttft_p90_s']:.3g} s (simulated)")
     return "\n".join(out)

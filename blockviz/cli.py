@@ -20,6 +20,7 @@ EXIT_SCENARIO = 2
 STREAMLIT_OPTIONS = {
     "server.headless": "true",
     "server.runOnSave": "false",
+    "server.maxUploadSize": "200",      # MB: the capacity page's traces (its uploader says so)
     "browser.gatherUsageStats": "false",
     "client.toolbarMode": "minimal",
     "theme.base": "light",

@@ -20,8 +20,9 @@ import types
 
 from blockviz.core import FREE_ORDERS
 from blockviz.i18n import t
+from blockviz.i18n.errors import localize_error
 from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
-from blockviz.sim.capacity import KV_PRESETS, MODES, pool_bytes
+from blockviz.sim.capacity import KV_PRESETS, MODES, TIMED_DEFAULTS, pool_bytes
 from blockviz.sim.sweep import EXECUTORS, ExecutorUnavailable, LocalExecutor, RayExecutor, sweep
 from blockviz.teach.tracegen import TraceWorkload, write_generated
 from blockviz.teach.workload import KINDS
@@ -81,11 +82,39 @@ def _positive(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(t("trace_opt_seconds", "en", value=text))
+    return value
+
+
+# Timed mode's options: (option name, keyword of replay_timed, parse, help)
+TIMED_OPTIONS = (
+    ("--max-num-batched-tokens", "max_num_batched_tokens", _int_in(1, 1 << 24),
+     "the token budget of a step (vLLM's max_num_batched_tokens)"),
+    ("--max-num-seqs", "max_num_seqs", _int_in(1, 1 << 16), "requests running at once, at most"),
+    ("--max-model-len", "max_model_len", _int_in(2, 1 << 20),
+     "a request's length cap: a prompt this long or longer is rejected, outputs stop there"),
+    ("--step-base", "step_base_s", _seconds, "seconds every engine step costs"),
+    ("--step-prefill-token", "step_prefill_token_s", _seconds,
+     "seconds per prompt token a step computes (hits are not computed)"),
+    ("--step-decode-seq", "step_decode_seq_s", _seconds, "seconds per request a step decodes"),
+)
+
+
 def _block_size(text: str) -> int:
     value = _int_in(1, TRACE_BLOCK_TOKENS)(text)
     if TRACE_BLOCK_TOKENS % value:
         raise argparse.ArgumentTypeError(t("trace_err_block_size", "en", value=value))
     return value
+
+
+def _show_default(value) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
 def add_parser(sub) -> None:
@@ -100,7 +129,11 @@ def add_parser(sub) -> None:
     c = tsub.add_parser("capacity", help="hit rate against pool size, both free orders, the ceiling",
                         description="Sequence mode (the Mooncake paper's method): requests in file "
                                     "order, each alone: lookup, allocate its whole prompt (caching "
-                                    "its full blocks), free. Outputs are not cached.")
+                                    "its full blocks), free. Outputs are not cached. Timed mode: "
+                                    "arrivals at their timestamps through vLLM's scheduler, each "
+                                    "decoding output_length tokens; a step costs --step-base + "
+                                    "--step-prefill-token x prompt tokens computed + "
+                                    "--step-decode-seq x decoding requests (simulated seconds).")
     c.add_argument("traces", nargs="+", metavar="TRACE", help="Mooncake-format JSONL file(s)")
     c.add_argument("--block-size", type=_block_size, default=512,
                    help="tokens per KV block, dividing 512 (default 512)")
@@ -108,7 +141,13 @@ def add_parser(sub) -> None:
                    help="pool sizes to replay, in blocks")
     c.add_argument("--free-order", type=_orders, default=["split"], metavar="ORDER",
                    help="split (vLLM >= 0.24), append (<= 0.23) or split,append (default split)")
-    c.add_argument("--mode", choices=list(MODES), default="sequence", help="how requests are replayed")
+    c.add_argument("--mode", choices=list(MODES), default="sequence",
+                   help="sequence (each request alone, file order; default) or timed (arrivals at "
+                        "their timestamps through the scheduler; queueing and TTFT)")
+    for opt, dest, parse, help_ in TIMED_OPTIONS:
+        c.add_argument(opt, dest=dest, type=parse, default=None,
+                       metavar="SECONDS" if parse is _seconds else "N",
+                       help=f"timed mode: {help_} (default {_show_default(TIMED_DEFAULTS[dest])})")
     c.add_argument("--limit", type=_int_in(1, 1 << 40), default=None, metavar="N",
                    help="only the first N requests of each trace")
     c.add_argument("--json", action="store_true",
@@ -216,6 +255,10 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
         headers.append(t("trace_tbl_gib", lang))
     headers += [t(k, lang) for k in ("trace_tbl_hit_rate", "trace_tbl_of_ceiling", "trace_tbl_requests",
                                      "trace_tbl_rejected", "trace_tbl_evictions")]
+    timed = report.get("mode") == "timed"
+    if timed:
+        lines.append(t("trace_tbl_timed", lang, **report["options"]))
+        headers += [t(k, lang) for k in ("trace_tbl_preemptions", "trace_tbl_queue", "trace_tbl_ttft")]
     rows = []
     for p in report["points"]:
         row = [f"{p['pool_blocks']:,}", f"{p['pool_blocks'] * bs:,}"]
@@ -224,6 +267,9 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
         rate = p["hits"] / p["queries"] if p["queries"] else 0.0
         row += [_rate(p["hits"], p["queries"]), f"{rate / ceil_rate:.1%}" if ceil_rate else "-",
                 f"{p['requests']:,}", f"{p['rejected']:,}", f"{p['evictions']:,}"]
+        if timed:
+            row += [f"{p['preemptions']:,}", f"{p['queue_delay_p50_s']:.3g}/{p['queue_delay_p90_s']:.3g}",
+                    f"{p['ttft_p50_s']:.3g}/{p['ttft_p90_s']:.3g}"]
         rows.append(row)
     lines += table_lines(headers, rows)
     lines.append(t("trace_tbl_ceiling", lang, rate=_rate(ceil["hits"], ceil["queries"]),
@@ -255,7 +301,22 @@ def _refuse(args, err) -> int:
     return EXIT_INPUT
 
 
+def _mode_options(args) -> dict:
+    """The timed options given; one only timed mode reads is refused in another mode."""
+    given = {dest: getattr(args, dest) for _, dest, _, _ in TIMED_OPTIONS
+             if getattr(args, dest) is not None}
+    if given and args.mode != "timed":
+        opt = next(o for o, dest, _, _ in TIMED_OPTIONS if dest in given)
+        raise _Refused(f"{opt}: {t('trace_opt_timed_only', args.lang)}")
+    return given
+
+
 def cmd_capacity(args) -> int:
+    try:
+        options = _mode_options(args)
+    except _Refused as e:
+        print(f"blockviz trace capacity: {e}", file=sys.stderr)
+        return EXIT_INPUT
     bar = None if args.json else ProgressBar(t("trace_tbl_progress", args.lang),
                                               t("trace_tbl_requests", args.lang))
     try:
@@ -265,9 +326,13 @@ def cmd_capacity(args) -> int:
             executor = LocalExecutor(workers=args.workers)
         result = sweep(args.traces, block_size=args.block_size, pool_blocks=args.pool_blocks,
                        free_orders=args.free_order, mode=args.mode, limit=args.limit,
-                       executor=executor, progress=bar)
+                       options=options, executor=executor, progress=bar)
     except TraceError as e:
         return _refuse(args, e)
+    except ValueError as e:      # settings vLLM refuses (e.g. max_num_seqs > the token budget)
+        text = e.localized(args.lang) if hasattr(e, "localized") else localize_error(str(e), args.lang)
+        print(f"blockviz trace capacity: {text}", file=sys.stderr)
+        return EXIT_INPUT
     except ExecutorUnavailable:
         print(f"blockviz trace capacity: --executor: {t('trace_opt_ray', args.lang)}", file=sys.stderr)
         return EXIT_INPUT

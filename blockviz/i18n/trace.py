@@ -46,6 +46,15 @@ STRINGS: dict[str, tuple[str, str]] = {
     "trace_opt_choice": ("'{value}' is not one of {choices}", "'{value}' 不是 {choices} 之一"),
     "trace_opt_ray": ("Ray is not installed here: pip install 'blockviz[ray]' (or use --executor local)",
                       "这里没有安装 Ray：请 pip install 'blockviz[ray]'（或者用 --executor local）"),
+    "trace_opt_seconds": ("'{value}' is not a number of seconds >= 0", "'{value}' 不是 >= 0 的秒数"),
+    "trace_opt_timed_only": ("only timed mode reads this option (add --mode timed)",
+                             "只有计时模式读取这个选项（请加上 --mode timed）"),
+    "trace_opt_no_cost": ("a step must cost some time: give the base, a prefill token or a decoding "
+                          "request a cost above 0",
+                          "每一步必须花费一些时间：基础开销、每个 prefill token 或每个解码请求的开销"
+                          "至少有一个要大于 0"),
+    "trace_opt_cost_value": ("{name} must be a number of seconds >= 0, not {value}",
+                             "{name} 必须是 >= 0 的秒数，而不是 {value}"),
     "trace_opt_write": ("cannot write the file: {e}", "无法写入文件：{e}"),
     # the table of `blockviz trace capacity`
     "trace_tbl_title": ("{file}: {requests:,} requests, blocks of {bs} tokens, free order {order}",
@@ -62,6 +71,17 @@ STRINGS: dict[str, tuple[str, str]] = {
                           "prompt tokens",
                           "上限（无限大的块池）：命中率 {rate}，{queries:,} 个提示词 token 中命中 "
                           "{hits:,} 个"),
+    "trace_tbl_preemptions": ("preempted", "抢占"),
+    "trace_tbl_queue": ("queue p50/p90 (s)", "排队 p50/p90（秒）"),
+    "trace_tbl_ttft": ("TTFT p50/p90 (s)", "首 token 时间 p50/p90（秒）"),
+    "trace_tbl_timed": ("timed mode: budget {max_num_batched_tokens:,} tokens, at most {max_num_seqs:,} "
+                        "running, max_model_len {max_model_len:,}; a step costs {step_base_s:g} s + "
+                        "{step_prefill_token_s:g} s per prompt token computed + {step_decode_seq_s:g} s "
+                        "per decoding request (simulated time)",
+                        "计时模式：每步预算 {max_num_batched_tokens:,} 个 token，最多 {max_num_seqs:,} 个"
+                        "请求同时运行，max_model_len {max_model_len:,}；每一步花费 {step_base_s:g} 秒 + "
+                        "每个计算的提示词 token {step_prefill_token_s:g} 秒 + 每个解码请求 "
+                        "{step_decode_seq_s:g} 秒（模拟时间）"),
     "trace_tbl_kv": ("KV cache: {bytes} per token ({source})", "KV 缓存：每个 token {bytes}（{source}）"),
     "trace_tbl_progress": ("replaying", "回放中"),
     "trace_check_ok": ("{file}: ok — {requests:,} requests, {tokens:,} prompt tokens, {blocks:,} blocks "
@@ -70,6 +90,145 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "512-token 块"),
     "trace_generated": ("{file}: {requests:,} requests ({kind}, seed {seed})",
                         "{file}：{requests:,} 个请求（{kind}，种子 {seed}）"),
+    # the capacity page, real traffic (blockviz.ui.capacity, blockviz.render.capacity)
+    "capt_tab_toy": ("Generated workload (toy scale)", "生成的负载（玩具规模）"),
+    "capt_tab_trace": ("Real traffic: a trace", "真实流量：trace"),
+    "capt_intro": ("Upload a request trace in the Mooncake format (JSON Lines: `timestamp` in ms, "
+                   "`input_length`, `output_length`, `hash_ids` of 512-token blocks) or generate one, "
+                   "replay it at several pool sizes with both free orders under vLLM's rules, and see "
+                   "where a bigger KV cache stops paying.",
+                   "上传一个 Mooncake 格式的请求 trace（JSON Lines：`timestamp` 毫秒、`input_length`、"
+                   "`output_length`、以 512 个 token 为一块的 `hash_ids`），或者生成一个；按 vLLM 的规则，"
+                   "用两种释放顺序在几种块池大小下回放，看看 KV 缓存大到什么程度就不再划算。"),
+    "capt_source": ("Trace", "Trace 来源"),
+    "capt_source_upload": ("Upload a file", "上传文件"),
+    "capt_source_generate": ("Generate one", "生成一个"),
+    "capt_upload": ("A Mooncake-format trace (.jsonl)", "Mooncake 格式的 trace（.jsonl）"),
+    "capt_upload_help": ("One JSON object per line; every line is checked, and a bad one is reported "
+                         "with its line and column.",
+                         "每行一个 JSON 对象；每一行都会检查，有问题的行会报告行号和列号。"),
+    "capt_upload_limit": ("Up to {mb} MB. The file stays in this session only.",
+                          "最大 {mb} MB。文件只保存在本次会话中。"),
+    "capt_too_large": ("the file is larger than {mb} MB, the limit for an upload",
+                       "文件超过了上传上限 {mb} MB"),
+    "capt_reading": ("Reading the trace…", "正在读取 trace……"),
+    "capt_bad_trace": ("This trace cannot be used: {msg}", "这个 trace 无法使用：{msg}"),
+    "capt_none_yet": ("Upload a trace or generate one to begin.", "请先上传或生成一个 trace。"),
+    "capt_loaded": ("**{name}**: {requests} requests, {tokens} prompt tokens.",
+                    "**{name}**：{requests} 个请求，{tokens} 个提示词 token。"),
+    "capt_gen_requests": ("Requests", "请求数"),
+    "capt_gen_rate": ("Arrivals per second", "每秒到达"),
+    "capt_gen_rate_help": ("The mean of a Poisson process: what timed mode's queueing sees.",
+                           "泊松过程的均值：计时模式中的排队由它决定。"),
+    "capt_generate": ("Generate", "生成"),
+    "capt_block_size_help": ("Tokens per KV block (vLLM's default is 16); it must divide the trace's "
+                             "512-token blocks.",
+                             "每个 KV 块的 token 数（vLLM 默认 16）；必须能整除 trace 的 512-token 块。"),
+    "capt_mode": ("Replay", "回放方式"),
+    "capt_mode_sequence": ("sequence", "顺序"),
+    "capt_mode_timed": ("timed", "计时"),
+    "capt_mode_help": ("Sequence: requests in file order, each alone (the Mooncake paper's method). "
+                       "Timed: arrivals at their timestamps through vLLM's scheduler, each decoding its "
+                       "output; adds preemptions, queueing and time to first token.",
+                       "顺序：按文件顺序，每个请求单独进行（Mooncake 论文的方法）。"
+                       "计时：请求按时间戳到达，经过 "
+                       "vLLM 的调度器，各自解码自己的输出；另外给出抢占、排队和首 token 时间。"),
+    "capt_replay": ("Requests to replay", "回放的请求数"),
+    "capt_replay_help": ("The first N requests of the trace: at most 100,000 in sequence mode, 2,000 "
+                         "in timed mode (the replays run one after another on the server).",
+                         "trace 的前 N 个请求：顺序模式最多 100,000 个，计时模式最多 2,000 个"
+                         "（回放在服务器上一个接一个地运行）。"),
+    "capt_replay_too_many": ("{n} requests is more than the page replays in {mode} mode (at most "
+                             "{max}): replay fewer here, or the whole trace with `blockviz trace "
+                             "capacity`.",
+                             "{mode}模式下页面最多回放 {max} 个请求，{n} 个太多了：请在这里少回放一些，"
+                             "或者用 `blockviz trace capacity` 回放整个 trace。"),
+    "capt_model": ("Model (for GiB)", "模型（用于换算 GiB）"),
+    "capt_model_none": ("none (tokens only)", "不换算（只显示 token）"),
+    "capt_model_help": ("KV bytes per token = layers × KV heads × head dim × 2 (K and V) × 2 bytes.",
+                        "每个 token 的 KV 字节数 = 层数 × KV 头数 × 头维度 × 2（K 和 V）× 2 字节。"),
+    "capt_timed_settings": ("Timed mode: scheduler and step cost", "计时模式：调度器与每步开销"),
+    "capt_timed_help": ("A step lasts base + prefill token × the prompt tokens it computes (cache hits "
+                        "are not computed) + decode × the requests it decodes, in simulated seconds; an "
+                        "idle gap jumps to the next arrival. The defaults are a rough order of magnitude "
+                        "for an 8B model on one current GPU: set your own from measurements.",
+                        "每一步的模拟耗时 = 基础开销 + 每个 prefill "
+                        "token 的开销 × 这一步计算的提示词 token 数"
+                        "（缓存命中的不需计算）+ 每个解码请求的开销"
+                        " × 这一步解码的请求数；空闲时直接跳到下一个"
+                        "到达。默认值只是一块当今 GPU 上 8B 模型的大致量级：请用你自己测得的数值。"),
+    "capt_budget": ("Token budget per step", "每步 token 预算"),
+    "capt_max_seqs": ("Running at most", "最多同时运行"),
+    "capt_step_base": ("Step base (s)", "每步基础开销（秒）"),
+    "capt_step_prefill": ("Per prefill token (s)", "每个 prefill token（秒）"),
+    "capt_step_decode": ("Per decoding request (s)", "每个解码请求（秒）"),
+    "capt_sizing": ("Measuring the trace…", "正在测量 trace……"),
+    "capt_running": ("Replaying: {runs} runs of {requests} requests, {pct}%",
+                     "回放中：{runs} 次，每次 {requests} 个请求，{pct}%"),
+    "capt_done": ("Done: {runs} runs of {requests} requests in {s} s.",
+                  "完成：{runs} 次回放，每次 {requests} 个请求，用时 {s} 秒。"),
+    "capt_shown": ("The first {requests} requests of {name}, {mode} mode, blocks of {bs} tokens.",
+                   "{name} 的前 {requests} 个请求，{mode}模式，每块 {bs} 个 token。"),
+    "capt_hit_title": ("Hit rate against KV-cache capacity", "命中率与 KV 缓存容量"),
+    "capt_ttft_title": ("Time to first token against capacity (simulated)", "首 token 时间与容量（模拟）"),
+    "capt_knee_def": ("The knee: the smallest capacity run whose hit rate reaches {pct}% of the "
+                      "ceiling's (an infinite pool under the same rules). Pool sizes run from the "
+                      "largest request to the trace's whole working set, evenly on a log axis.",
+                      "拐点：命中率达到上限（同样规则下无限大的块池）的 {pct}% 的最小容量（在试过的容量中）。"
+                      "块池大小从最大的单个请求到整个 trace 的工作集，在对数轴上均匀分布。"),
+    "capt_timed_model": ("Step cost: {step_base_s:g} s + {step_prefill_token_s:g} s per prompt token "
+                         "computed + {step_decode_seq_s:g} s per decoding request; budget "
+                         "{max_num_batched_tokens:,} tokens, at most {max_num_seqs:,} running.",
+                         "每步开销：{step_base_s:g} 秒 + 每个计算的提示词 "
+                         "token {step_prefill_token_s:g} 秒 + "
+                         "每个解码请求 {step_decode_seq_s:g} 秒；预算 {max_num_batched_tokens:,} 个 token，"
+                         "最多 {max_num_seqs:,} 个同时运行。"),
+    "capt_player_title": ("Open a window of requests in the player", "在播放器中打开一段请求"),
+    "capt_player_help": ("Pick a point of the curve and the requests to watch. The player shows them "
+                         "scaled down: each 512-token block of the trace is one block of {tokens} "
+                         "tokens, outputs are 1/{scale} as long, the pool is the point's in 512-token "
+                         "blocks (at most {max_blocks}), and the cache starts empty.",
+                         "选择曲线上的一个点和要观察的请求。播放器按比例缩小显示：trace 中每个 512-token 块是"
+                         "一个 {tokens} 个 token 的块，输出长度为原来的 1/{scale}，块池是这个点的容量换算成 "
+                         "512-token 块（最多 {max_blocks} 块），缓存从空开始。"),
+    "capt_point": ("Point", "曲线上的点"),
+    "capt_point_label": ("{blocks} blocks ({tokens} toke"
+    "ns), {order}", "{blocks} 块（{tokens} 个 token），{order}"),
+    "capt_window_first": ("From request", "从第几个请求"),
+    "capt_window_first_help": ("The window starts at this request (1 = the first of the file).",
+                               "窗口从这个请求开始（1 = 文件中的第一个）。"),
+    "capt_window_size": ("Requests", "请求数"),
+    "capt_window_empty": ("Every request of this window is larger than the player's pool ({blocks} "
+                          "blocks): pick a larger point or other requests.",
+                          "这个窗口中的每个请求都比播放器的块池（{blocks}"
+                          " 块）大：请选择更大的点或其他请求。"),
+    "capt_axis_tokens": ("KV-cache capacity (tokens)", "KV 缓存容量（token）"),
+    "capt_axis_tokens_gib": ("KV-cache capacity (tokens, GiB)", "KV 缓存容量（token，GiB）"),
+    "capt_tokens": ("tokens", "token"),
+    "capt_knee": ("knee", "拐点"),
+    "capt_knee_mark": ("knee: {pct}% of the ceiling", "拐点：上限的 {pct}%"),
+    "capt_ceiling_mark": ("ceiling (infinite pool): {rate}", "上限（无限大的块池）：{rate}"),
+    "capt_ttft_p50_s": ("TTFT p50", "首 token 时间 p50"),
+    "capt_ttft_p90_s": ("TTFT p90", "首 token 时间 p90"),
+    "capt_axis_ttft": ("time to first token (simulated s)", "首 token 时间（模拟秒）"),
+    "capt_read_ceiling": ("With an infinite pool, {rate} of the prompt tokens would be cache hits: "
+                          "no pool does better.",
+                          "块池无限大时，{rate} 的提示词 token 会命中缓存：任何块池都不会更好。"),
+    "capt_read_no_reuse": ("This trace repeats no prefix: a bigger cache buys nothing here.",
+                           "这个 trace 没有重复的前缀：更大的缓存在这里毫无用处。"),
+    "capt_read_knee": ("{order}: the knee is at {blocks} blocks = {cap}: from there the hit "
+                       "rate is {rate}, at least {pct}% of the ceiling's {ceiling}, which is only "
+                       "{gain} higher.",
+                       "{order}：拐点在 {blocks} 块 = {cap}：从这里开始命中率为 {rate}，"
+                       "至少是上限 {ceiling} 的 {pct}%，上限只比它高 {gain}。"),
+    "capt_read_no_knee": ("{order}: no capacity run reaches {pct}% of the ceiling; the largest, {cap}, "
+                          "hits {rate} ({share} of the ceiling): try larger pools.",
+                          "{order}：试过的容量都没有达到上限的 {pct}%；最大的 {cap} 命中 {rate}"
+                          "（上限的 {share}）：请试更大的块池。"),
+    "capt_read_ttft": ("There, TTFT p50 {p50} s, p90 {p90} s; queueing p90 {q90} s; {pre} "
+                       "preemptions.",
+                       "在这里，首 token 时间 p50 {p50} 秒，p90 {p90}"
+                       " 秒；排队 p90 {q90} 秒；抢占 {pre} 次。"),
 }
 
 # The JSON decoder's own words (json.JSONDecodeError.msg) in Chinese; any other stays as it is.

@@ -16,7 +16,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from blockviz.i18n import t
-from blockviz.render.theme import GREEN, INK, MUTED, ORANGE, RED
+from blockviz.render.theme import BLUE, GREEN, INK, MUTED, ORANGE, RED
+from blockviz.sim.capacity import KNEE_FRACTION, hit_rate, knee
 
 ORDERS = ("split", "append")
 DASH = {"split": "solid", "append": "dash"}
@@ -181,3 +182,139 @@ def reading_lines(r: Reading, lang: str = "en") -> list[str]:
 
 def _fmt(size: int | None) -> str:
     return "—" if size is None else f"{size:,}"
+
+
+# -- a trace's sweep (blockviz.sim.sweep reports, one per free order) ----------------------------
+def gib(tokens: int, bytes_per_token: int | None) -> float | None:
+    return None if not bytes_per_token else tokens * bytes_per_token / (1 << 30)
+
+
+def _capacity_label(tokens: int, bytes_per_token: int | None) -> str:
+    g = gib(tokens, bytes_per_token)
+    return f"{tokens:,}" + ("" if g is None else f"<br>{g:,.3g} GiB")
+
+
+def _capacity_words(tokens: int, bytes_per_token: int | None, lang: str) -> str:
+    g = gib(tokens, bytes_per_token)
+    return f"{tokens:,} {t('capt_tokens', lang)}" + ("" if g is None else f" ({g:,.3g} GiB)")
+
+
+def _trace_x_axis(reports: Sequence[dict], lang: str, bytes_per_token: int | None) -> dict:
+    bs = reports[0]["block_size"]
+    sizes = sorted({p["pool_blocks"] * bs for r in reports for p in r["points"]})
+    title = t("capt_axis_tokens_gib" if bytes_per_token else "capt_axis_tokens", lang)
+    return dict(title=title, type="log", tickvals=sizes,
+                ticktext=[_capacity_label(s, bytes_per_token) for s in sizes], showgrid=True,
+                gridcolor="#eaeef2")
+
+
+def trace_hit_figure(reports: Sequence[dict], lang: str = "en", bytes_per_token: int | None = None,
+                     height: int = 420) -> go.Figure:
+    """Hit rate against capacity (tokens, log axis; GiB under each tick given the KV bytes per
+    token): one line per free order, the ceiling (an infinite pool) as a dashed level, each
+    order's knee (:func:`blockviz.sim.capacity.knee`) a star, a dotted line at the first."""
+    fig = go.Figure()
+    bs = reports[0]["block_size"]
+    ceiling = hit_rate(reports[0]["ceiling"])
+    knees = []
+    for r in reports:
+        order = r["free_order"]
+        pts = sorted(r["points"], key=lambda p: p["pool_blocks"])
+        fig.add_trace(go.Scatter(
+            x=[p["pool_blocks"] * bs for p in pts], y=[hit_rate(p) for p in pts],
+            customdata=[[p["pool_blocks"], p["evictions"], p["rejected"]] for p in pts],
+            name=t(f"cap_order_{order}", lang), mode="lines+markers",
+            line=dict(color=HIT_COLOUR.get(order, MUTED), width=3, dash=DASH.get(order, "dot")),
+            marker=dict(symbol=SYMBOL.get(order, "diamond"), size=9),
+            hovertemplate=(f"%{{x:,}} {t('capt_tokens', lang)} · %{{customdata[0]:,}} "
+                           f"{t('cap_blocks', lang)}<br>{t('cap_hit_rate', lang)} %{{y:.1%}} · "
+                           f"{t('evictions', lang)} %{{customdata[1]:,}} · {t('trace_tbl_rejected', lang)} "
+                           f"%{{customdata[2]:,}}<extra>%{{fullData.name}}</extra>")))
+        k = knee(pts, r["ceiling"])
+        if k is not None:
+            rate = next(hit_rate(p) for p in pts if p["pool_blocks"] == k)
+            knees.append((order, k * bs, rate))
+    for _order, x, y in knees:
+        fig.add_trace(go.Scatter(
+            x=[x], y=[y], mode="markers", showlegend=False, hoverinfo="skip",
+            marker=dict(symbol="star", size=18, color=ORANGE, line=dict(color=INK, width=1)),
+            name=t("capt_knee", lang)))
+    if knees:
+        x = knees[0][1]
+        fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, yref="paper", xref="x",
+                      line=dict(color=ORANGE, width=1.5, dash="dot"))
+        fig.add_annotation(x=math.log10(x), y=0.02, yref="paper", xref="x",
+                           text=t("capt_knee_mark", lang, pct=f"{100 * KNEE_FRACTION:.0f}"),
+                           showarrow=False, xanchor="left", yanchor="bottom",
+                           font=dict(size=13, color=ORANGE), bgcolor="rgba(255,255,255,0.85)")
+    fig.add_hline(y=ceiling, line=dict(color=MUTED, width=1.5, dash="dash"))
+    fig.add_annotation(x=0, xref="paper", y=ceiling, yref="y", showarrow=False, xanchor="left",
+                       yanchor="bottom", text=t("capt_ceiling_mark", lang, rate=_pct(ceiling)),
+                       font=dict(size=13, color=MUTED), bgcolor="rgba(255,255,255,0.85)")
+    fig.update_layout(
+        height=height, margin=dict(l=10, r=10, t=10, b=10), hovermode="closest",
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, font=dict(size=14)),
+        xaxis=_trace_x_axis(reports, lang, bytes_per_token),
+        yaxis=dict(title=t("cap_axis_hit", lang), tickformat=".0%", rangemode="tozero",
+                   range=[0, min(1.0, max(0.05, ceiling * 1.15))], gridcolor="#eaeef2"),
+        font=dict(size=14), paper_bgcolor="#ffffff", plot_bgcolor="#ffffff")
+    return fig
+
+
+def trace_latency_figure(reports: Sequence[dict], lang: str = "en", bytes_per_token: int | None = None,
+                         height: int = 320) -> go.Figure:
+    """Timed mode: TTFT p50 / p90 (simulated seconds) against capacity, one line style per free
+    order (solid split, dashed append); p90 drawn bolder."""
+    fig = go.Figure()
+    bs = reports[0]["block_size"]
+    for r in reports:
+        order = r["free_order"]
+        pts = sorted(r["points"], key=lambda p: p["pool_blocks"])
+        for field, width, colour in (("ttft_p50_s", 2, BLUE), ("ttft_p90_s", 3.5, RED)):
+            fig.add_trace(go.Scatter(
+                x=[p["pool_blocks"] * bs for p in pts], y=[p[field] for p in pts],
+                name=f"{t('capt_' + field, lang)} · {t(f'cap_order_{order}', lang)}", mode="lines+markers",
+                line=dict(color=colour, width=width, dash=DASH.get(order, "dot")),
+                marker=dict(symbol=SYMBOL.get(order, "diamond"), size=8),
+                hovertemplate=(f"%{{x:,}} {t('capt_tokens', lang)}: %{{y:.3g}} s"
+                               f"<extra>%{{fullData.name}}</extra>")))
+    fig.update_layout(
+        height=height, margin=dict(l=10, r=10, t=10, b=10), hovermode="closest",
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, font=dict(size=13)),
+        xaxis=_trace_x_axis(reports, lang, bytes_per_token),
+        yaxis=dict(title=t("capt_axis_ttft", lang), rangemode="tozero", gridcolor="#eaeef2"),
+        font=dict(size=14), paper_bgcolor="#ffffff", plot_bgcolor="#ffffff")
+    return fig
+
+
+def trace_reading_lines(reports: Sequence[dict], lang: str = "en",
+                        bytes_per_token: int | None = None) -> list[str]:
+    """What a trace's curves say, one sentence each: the ceiling, each order's knee (or that no
+    size run reaches it), the largest pool's share of the ceiling, and (timed) the TTFT there."""
+    bs = reports[0]["block_size"]
+    ceiling = hit_rate(reports[0]["ceiling"])
+    pct = f"{100 * KNEE_FRACTION:.0f}"
+    out = [t("capt_read_ceiling", lang, rate=_pct(ceiling))]
+    if ceiling <= 0:
+        out.append(t("capt_read_no_reuse", lang))
+        return out
+    for r in reports:
+        order = t(f"cap_order_{r['free_order']}", lang)
+        pts = sorted(r["points"], key=lambda p: p["pool_blocks"])
+        k = knee(pts, r["ceiling"])
+        if k is None:
+            best = pts[-1]
+            out.append(t("capt_read_no_knee", lang, order=order, pct=pct,
+                         cap=_capacity_words(best["pool_blocks"] * bs, bytes_per_token, lang),
+                         rate=_pct(hit_rate(best)), share=_pct(hit_rate(best) / ceiling)))
+            continue
+        p = next(p for p in pts if p["pool_blocks"] == k)
+        line = t("capt_read_knee", lang, order=order, pct=pct, blocks=f"{k:,}",
+                 cap=_capacity_words(k * bs, bytes_per_token, lang), rate=_pct(hit_rate(p)),
+                 ceiling=_pct(ceiling), gain=_pct(max(0.0, ceiling - hit_rate(p))))
+        if "ttft_p90_s" in p:
+            line += " " + t("capt_read_ttft", lang, p50=f"{p['ttft_p50_s']:.3g}",
+                            p90=f"{p['ttft_p90_s']:.3g}", q90=f"{p['queue_delay_p90_s']:.3g}",
+                            pre=f"{p['preemptions']:,}")
+        out.append(line)
+    return out

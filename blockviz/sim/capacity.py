@@ -27,17 +27,28 @@ block by ``K_j + k`` with ``K_j = blake2b-128(K_{j-1} + h_j)``: the same equalit
 hashes of the derived tokens, without per-token work (the tests check it against the manager fed
 real ``Request`` objects hashing those tokens with sha256: ``exact_tokens=True``).
 
-Modes are registered in :data:`MODES`; a new one (a timed replay through the scheduler) is one
-more :class:`Mode` whose ``run`` takes the same arguments and returns the same point fields.
+**Timed mode** (:func:`replay_timed`): requests arrive at their trace timestamps and go through
+blockviz's :class:`~blockviz.core.Scheduler` (vLLM 0.33's: running requests first, the token
+budget, ``max_num_seqs``, chunked prefill, full-sequence admission, preemption of the last running
+request), each decoding ``output_length`` tokens (at least one: vLLM samples one at the end of the
+prefill). Simulated time advances by a settable step cost (:class:`StepCost`), and jumps over idle
+gaps to the next arrival. Decoded tokens are cached as vLLM caches them (a block filled by outputs
+gets a hash), but they are fresh tokens of that request, so they never hit for another request.
+
+Modes are registered in :data:`MODES`; each one's ``run`` takes the same arguments and returns
+the :data:`POINT_FIELDS` (a mode may add fields of its own after them).
 """
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from blockviz.core import BlockHasher, KVCacheManager, Request, RequestStatus
+from blockviz.core import BlockHasher, KVCacheManager, Request, RequestStatus, Scheduler
+from blockviz.core.scheduler import SchedulerConfig
+from blockviz.i18n.trace import trace_message
 from blockviz.scenario.trace import (
+    MAX_INPUT_LENGTH,
     TRACE_BLOCK_TOKENS,
     TraceRequest,
     check_block_size,
@@ -174,6 +185,278 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
     return {"queries": queries, "hits": hits}
 
 
+# -- timed mode -------------------------------------------------------------------------------
+class OptionError(ValueError):
+    """A refused mode option, kept as an i18n key and its fields (it reads in either language)."""
+
+    def __init__(self, key: str, **fields) -> None:
+        self.key, self.fields = key, fields
+        super().__init__(trace_message(key, "en", **fields))
+
+    def __reduce__(self):   # across processes
+        return (_option_error, (self.key, self.fields))
+
+    def localized(self, lang: str) -> str:
+        return trace_message(self.key, lang, **self.fields)
+
+
+def _option_error(key: str, fields: dict) -> OptionError:
+    return OptionError(key, **fields)
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """What one engine step costs in simulated seconds: ``base_s`` + ``prefill_token_s`` × the
+    prompt tokens it computes (prefill chunks, and the recomputation of a resumed request; cache
+    hits are not computed, so they cost nothing) + ``decode_seq_s`` × the requests it decodes one
+    token for. The defaults are a rough order of magnitude for an 8B model on one current GPU
+    (~20,000 prefill tokens a second, a 10 ms step with ~0.1 ms more per decoding sequence); set
+    your own from measurements of your deployment."""
+    base_s: float = 0.010
+    prefill_token_s: float = 0.00005
+    decode_seq_s: float = 0.0001
+
+    def __post_init__(self) -> None:
+        for name in ("base_s", "prefill_token_s", "decode_seq_s"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < float("inf"):
+                raise OptionError("trace_opt_cost_value", name=name, value=repr(v))
+        if self.base_s + self.prefill_token_s + self.decode_seq_s <= 0:
+            raise OptionError("trace_opt_no_cost")
+
+    def seconds(self, prefill_tokens: int, decode_seqs: int) -> float:
+        return self.base_s + self.prefill_token_s * prefill_tokens + self.decode_seq_s * decode_seqs
+
+
+TIMED_DEFAULTS = {"max_num_batched_tokens": 8192, "max_num_seqs": 256,
+                  "max_model_len": MAX_INPUT_LENGTH, "step_base_s": StepCost.base_s,
+                  "step_prefill_token_s": StepCost.prefill_token_s,
+                  "step_decode_seq_s": StepCost.decode_seq_s}
+TIMED_FIELDS = ("preemptions", "preempted_queries", "preempted_hits", "steps", "simulated_s",
+                "queue_delay_mean_s", "queue_delay_p50_s", "queue_delay_p90_s",
+                "ttft_mean_s", "ttft_p50_s", "ttft_p90_s")
+_OUT_TAG = b"out"   # output-block keys: 15 bytes, never equal to a prompt key (16 or 18 bytes)
+
+
+class TimedRequest:
+    """A trace request as the scheduler and the manager read it in timed mode: what
+    :class:`blockviz.core.Request` holds, with the prompt's block keys for hashes and no token
+    list (an appended output only counts; a block it completes gets a key of this request
+    alone: an output is fresh, sampled text). The tests run real Requests side by side."""
+    __slots__ = ("request_id", "num_tokens", "num_prompt_tokens", "block_hashes", "max_tokens",
+                 "status", "finish_reason", "num_computed_tokens", "num_preemptions",
+                 "num_output_placeholders", "num_in_flight_tokens", "num_stale_output_tokens",
+                 "drop_stale_output", "is_prefill_chunk", "_block_size", "_tag")
+    lora = None
+    cache_salt = None
+    mm_items = ()
+
+    def __init__(self, index: int, num_tokens: int, block_hashes: list[bytes], max_tokens: int,
+                 block_size: int) -> None:
+        self.request_id = f"r{index}"
+        self.num_tokens = self.num_prompt_tokens = num_tokens
+        self.block_hashes = block_hashes
+        self.max_tokens = max_tokens
+        self.status = RequestStatus.WAITING
+        self.finish_reason = None
+        self.num_computed_tokens = self.num_preemptions = 0
+        self.num_output_placeholders = self.num_in_flight_tokens = self.num_stale_output_tokens = 0
+        self.drop_stale_output = self.is_prefill_chunk = False
+        self._block_size = block_size
+        self._tag = _OUT_TAG + index.to_bytes(8, "little")
+
+    @property
+    def num_output_tokens(self) -> int:
+        return self.num_tokens - self.num_prompt_tokens
+
+    def append_output_token_ids(self, token_ids) -> None:
+        self.num_tokens += 1 if isinstance(token_ids, int) else len(token_ids)
+        hashes, bs = self.block_hashes, self._block_size
+        while len(hashes) < self.num_tokens // bs:
+            hashes.append(self._tag + len(hashes).to_bytes(4, "little"))
+
+    def is_finished(self) -> bool:
+        return self.status is RequestStatus.FINISHED
+
+
+def output_token(index: int, position: int) -> int:
+    """The exact path's sampled token: outside the trace's token space (below 2^62), one per
+    (request, output position), so an output block never equals another request's."""
+    return (1 << 62) + (index << 21) + position
+
+
+def percentile(sorted_values: list[float], p: float) -> float:
+    """Nearest rank: the smallest value with at least ``p``% of the values at or below it
+    (0.0 for no values)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, -(-p * len(sorted_values) // 100))
+    return sorted_values[int(min(rank, len(sorted_values))) - 1]
+
+
+NO_LENGTH_CAP = 1 << 62   # a max_model_len no request reaches
+
+
+def needed_blocks(input_length: int, output_length: int, block_size: int, max_model_len: int) -> int:
+    """Blocks a request holds at most, alone: slots for every token but the last sampled one
+    (``max(1, output_length)`` outputs, the sequence capped at ``max_model_len``)."""
+    tokens = min(input_length + max(1, output_length), max_model_len) - 1
+    return -(-tokens // block_size)
+
+
+def timed_settings(**options) -> tuple[SchedulerConfig, StepCost]:
+    """Timed mode's options (:data:`TIMED_DEFAULTS` filled in) as the scheduler's settings and the
+    step cost; ValueError for what vLLM refuses (the scheduler's own checks) or a cost below 0."""
+    o = TIMED_DEFAULTS | options
+    for name in ("max_num_batched_tokens", "max_num_seqs", "max_model_len"):
+        v = o[name]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
+    config = SchedulerConfig(max_num_batched_tokens=o["max_num_batched_tokens"],
+                             max_num_seqs=o["max_num_seqs"], max_model_len=o["max_model_len"])
+    problems = config.problems()
+    if problems:
+        raise ValueError(problems[0][1])
+    return config, StepCost(o["step_base_s"], o["step_prefill_token_s"], o["step_decode_seq_s"])
+
+
+def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks: int,
+                 free_order: str = "split", progress: Progress | None = None,
+                 exact_tokens: bool = False,
+                 max_num_batched_tokens: int = TIMED_DEFAULTS["max_num_batched_tokens"],
+                 max_num_seqs: int = TIMED_DEFAULTS["max_num_seqs"],
+                 max_model_len: int = TIMED_DEFAULTS["max_model_len"],
+                 step_base_s: float = StepCost.base_s,
+                 step_prefill_token_s: float = StepCost.prefill_token_s,
+                 step_decode_seq_s: float = StepCost.decode_seq_s) -> dict:
+    """One point of timed mode (see the module docstring): :data:`POINT_FIELDS`, then
+    :data:`TIMED_FIELDS`.
+
+    Arrivals: a request arrives at its ``timestamp`` (ms; one earlier than the line before it is
+    taken to arrive with that one: the file is in arrival order). Before each step every request
+    that has arrived by then is added; with nothing to do, time jumps to the next arrival. A step
+    is vLLM's ``schedule()`` then ``update_from_output`` (a sampled token per request that
+    samples); it lasts :meth:`StepCost.seconds` of its prompt tokens computed and decoding
+    requests. Rejected (counted, never added): a prompt of ``max_model_len`` tokens or more
+    (vLLM refuses it) and a request that needs more blocks than the pool alone
+    (:func:`needed_blocks`; vLLM does not start with a ``max_model_len`` the KV cache cannot
+    hold — and such a request would otherwise preempt itself forever).
+
+    Per admitted request: *queue delay* = its first admission's step start − its arrival; *TTFT*
+    = the end of the step that samples its first token − its arrival. Means and nearest-rank
+    p50 / p90 over the admitted requests, in simulated seconds. ``queries`` / ``hits`` are vLLM's
+    ``PrefixCacheStats`` (first admissions; a resumed request's re-lookup goes to
+    ``preempted_queries`` / ``preempted_hits``); ``simulated_s`` runs from the first arrival to
+    the end of the last step."""
+    check_block_size(block_size)
+    if pool_blocks < 1:
+        raise ValueError(f"pool_blocks must be at least 1, not {pool_blocks}")
+    config, cost = timed_settings(max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                                  max_model_len=max_model_len, step_base_s=step_base_s,
+                                  step_prefill_token_s=step_prefill_token_s,
+                                  step_decode_seq_s=step_decode_seq_s)
+    manager = KVCacheManager(pool_blocks + 1, block_size, free_order=free_order,
+                             enable_kv_cache_events=False, ops=None, max_model_len=max_model_len)
+    scheduler = Scheduler(manager, config=config)
+    hasher = BlockHasher("sha256") if exact_tokens else None
+
+    arrival: dict[str, float] = {}     # the requests in the engine: arrival time
+    index_of: dict[str, int] = {}
+    queued: dict[str, float] = {}      # first admission - arrival
+    first_token: set[str] = set()
+    queue_delays: list[float] = []
+    ttfts: list[float] = []
+    rejected = steps = admitted = 0
+    since = 0
+    first_arrival = None
+    now = 0.0
+    last_arrival = 0.0
+
+    def count_done() -> None:
+        nonlocal since
+        since += 1
+        if progress is not None and since == PROGRESS_EVERY:
+            progress(since)
+            since = 0
+
+    incoming = enumerate(trace)
+    pending = next(incoming, None)
+    while True:
+        while pending is not None and max(pending[1].timestamp / 1000.0, last_arrival) <= now:
+            i, r = pending
+            last_arrival = at = max(r.timestamp / 1000.0, last_arrival)
+            if first_arrival is None:
+                first_arrival = at
+            if r.input_length >= max_model_len or \
+                    needed_blocks(r.input_length, r.output_length, block_size, max_model_len) > pool_blocks:
+                rejected += 1
+                count_done()
+            else:
+                max_tokens = max(1, r.output_length)
+                if exact_tokens:
+                    req = Request(f"r{i}", prompt_token_ids(r.input_length, r.hash_ids), hasher=hasher,
+                                  block_size=block_size, max_tokens=max_tokens)
+                else:
+                    req = TimedRequest(i, r.input_length,
+                                       block_keys(r.input_length, r.hash_ids, block_size), max_tokens,
+                                       block_size)
+                scheduler.add_request(req)
+                arrival[req.request_id] = at
+                index_of[req.request_id] = i
+            pending = next(incoming, None)
+        if not scheduler.has_unfinished_requests():
+            if pending is None:
+                break
+            now = max(pending[1].timestamp / 1000.0, last_arrival)   # idle: jump to the next arrival
+            continue
+        out = scheduler.schedule()
+        if not out.scheduled:    # cannot happen: every request fits the pool alone
+            raise RuntimeError(f"the scheduler made no progress at {now:.6f} s")
+        steps += 1
+        prefill = decoding = 0
+        for item in out.scheduled:
+            if item.decode:
+                decoding += 1
+            else:
+                prefill += item.num_new_tokens
+        end = now + cost.seconds(prefill, decoding)
+        sampled = {}
+        for item in out.scheduled:
+            rid = item.request.request_id
+            if item.admitted and rid not in queued:
+                queued[rid] = now - arrival[rid]
+                queue_delays.append(queued[rid])
+                admitted += 1
+            if item.samples:
+                if rid not in first_token:
+                    first_token.add(rid)
+                    ttfts.append(end - arrival[rid])
+                sampled[rid] = output_token(index_of[rid], item.request.num_output_tokens)
+        for rid in scheduler.update_from_output(out, sampled):
+            done = scheduler.requests.pop(rid)     # the scheduler keeps every request; a trace is long
+            done.block_hashes = []
+            del arrival[rid], index_of[rid], queued[rid]
+            first_token.discard(rid)
+            count_done()
+        now = end
+    if progress is not None and since:
+        progress(since)
+    stats = manager.prefix_cache_stats
+    queue_delays.sort()
+    ttfts.sort()
+    n = len(ttfts)
+    return {"pool_blocks": pool_blocks, "queries": stats.queries, "hits": stats.hits,
+            "requests": admitted, "rejected": rejected, "evictions": manager.block_pool.num_evictions,
+            "preemptions": scheduler.num_preemptions, "preempted_queries": stats.preempted_queries,
+            "preempted_hits": stats.preempted_hits, "steps": steps,
+            "simulated_s": now - first_arrival if steps else 0.0,
+            "queue_delay_mean_s": sum(queue_delays) / n if n else 0.0,
+            "queue_delay_p50_s": percentile(queue_delays, 50),
+            "queue_delay_p90_s": percentile(queue_delays, 90),
+            "ttft_mean_s": sum(ttfts) / n if n else 0.0,
+            "ttft_p50_s": percentile(ttfts, 50), "ttft_p90_s": percentile(ttfts, 90)}
+
+
 @dataclass(frozen=True)
 class Mode:
     """A way of replaying a trace at one pool size. ``run(trace, block_size=, pool_blocks=,
@@ -182,11 +465,17 @@ class Mode:
     name: str
     run: Callable[..., dict]
     summary: str
+    defaults: dict = field(default_factory=dict)   # the mode's own options and their defaults
+    check: Callable[..., object] | None = None     # check(**options): ValueError if refused
 
 
 MODES: dict[str, Mode] = {
     "sequence": Mode("sequence", replay_sequence,
                      "requests in file order, each alone: lookup, allocate the whole prompt, free"),
+    "timed": Mode("timed", replay_timed,
+                  "arrivals at their timestamps through vLLM's scheduler, each decoding its "
+                  "output_length; a step-cost model advances simulated time", TIMED_DEFAULTS,
+                  timed_settings),
 }
 
 
@@ -223,3 +512,58 @@ KV_PRESETS: dict[str, KVShape] = {
 def pool_bytes(pool_blocks: int, block_size: int, bytes_per_token: int) -> int:
     """The KV memory a pool of ``pool_blocks`` blocks holds (vLLM allocates whole blocks)."""
     return pool_blocks * block_size * bytes_per_token
+
+
+# -- choosing pool sizes, reading the curve ---------------------------------------------------
+KNEE_FRACTION = 0.9   # the knee: the smallest capacity run reaching 90% of the ceiling's hit rate
+
+
+def trace_extent(trace: Iterable[TraceRequest], *, block_size: int) -> dict:
+    """What bounds a sweep's pool sizes, in blocks of ``block_size``: ``largest`` (the longest
+    request alone, prompt and outputs: below it requests are rejected) and ``working_set`` (the
+    distinct full prompt blocks of the whole trace, plus the largest request: a pool that big
+    never evicts a prompt block in sequence mode)."""
+    check_block_size(block_size)
+    per = TRACE_BLOCK_TOKENS // block_size
+    seen: dict[bytes, int] = {}
+    largest = 0
+    for r in trace:
+        largest = max(largest, needed_blocks(r.input_length, r.output_length, block_size, NO_LENGTH_CAP))
+        full_total = r.input_length // block_size
+        for j, key in enumerate(trace_block_keys(r.hash_ids)):
+            full = min(per, full_total - j * per)
+            if full > seen.get(key, 0):
+                seen[key] = full
+    return {"largest": largest, "working_set": sum(seen.values()) + largest}
+
+
+def geometric_sizes(lo: int, hi: int, count: int) -> list[int]:
+    """``count`` pool sizes from ``lo`` to ``hi`` (at least ``2 * lo``), evenly spaced on a log
+    axis, whole and distinct."""
+    lo = max(1, lo)
+    hi = max(hi, 2 * lo)
+    if count < 2:
+        return [hi]
+    ratio = (hi / lo) ** (1 / (count - 1))
+    out: list[int] = []
+    for i in range(count):
+        s = round(lo * ratio ** i) if i < count - 1 else hi
+        if not out or s > out[-1]:
+            out.append(s)
+    return out
+
+
+def hit_rate(point: dict) -> float:
+    """vLLM's hit rate of a point or a ceiling: hits / queries (0 when nothing was asked)."""
+    return point["hits"] / point["queries"] if point["queries"] else 0.0
+
+
+def knee(points: Iterable[dict], ceiling_point: dict, fraction: float = KNEE_FRACTION) -> int | None:
+    """The knee of a hit-rate curve: the smallest pool size run whose hit rate is at least
+    ``fraction`` of the ceiling's (an infinite pool's); None when no size run reaches it or the
+    ceiling hits nothing (there is no knee to find)."""
+    top = hit_rate(ceiling_point)
+    if top <= 0:
+        return None
+    reached = [p["pool_blocks"] for p in points if hit_rate(p) >= fraction * top - 1e-12]
+    return min(reached) if reached else None

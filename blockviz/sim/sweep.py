@@ -4,6 +4,9 @@
 size) — and :func:`sweep` runs them on an executor and assembles, per (trace, free order), the
 report ``run-trace`` prints: ``{"requests", "block_size", "free_order", "ceiling": {"queries",
 "hits"}, "points": [{"pool_blocks", "queries", "hits", "requests", "rejected", "evictions"}]}``.
+Another mode's report adds ``"mode"`` and ``"options"`` (its settings, defaults filled in), and its
+points add the mode's own fields (timed: :data:`blockviz.sim.capacity.TIMED_FIELDS`); the ceiling
+is the same infinite pool in every mode.
 
 Executors (:data:`EXECUTORS`) take a list of :class:`Task` and a progress callback (requests
 replayed since the last call, over all tasks) and return the tasks' results in order:
@@ -72,6 +75,12 @@ def plan(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
     for p in pool_blocks:
         if p < 1:
             raise ValueError(f"pool sizes must be at least 1 block, not {p}")
+    unknown = sorted(set(options or {}) - set(MODES[mode].defaults))
+    if unknown:
+        raise ValueError(f"mode {mode!r} has no option {unknown[0]!r}"
+                         + (f" (it has {', '.join(MODES[mode].defaults)})" if MODES[mode].defaults else ""))
+    if MODES[mode].check is not None:
+        MODES[mode].check(**(options or {}))
     opts = tuple(sorted((options or {}).items()))
     tasks = []
     for trace in traces:
@@ -232,6 +241,9 @@ def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
         for order in free_orders:
             points = [r for t, r in zip(tasks, results)
                       if t.trace == trace and t.free_order == order and not t.is_ceiling]
-            reports.append({"requests": sizes[trace], "block_size": block_size, "free_order": order,
-                            "ceiling": dict(ceil), "points": points})
+            report = {"requests": sizes[trace], "block_size": block_size, "free_order": order,
+                      "ceiling": dict(ceil), "points": points}
+            if mode != "sequence":   # sequence mode's report is run-trace's, exactly
+                report |= {"mode": mode, "options": MODES[mode].defaults | dict(options or {})}
+            reports.append(report)
     return SweepResult(reports, time.perf_counter() - start, len(tasks))

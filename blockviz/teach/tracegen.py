@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from blockviz.scenario.trace import MAX_INPUT_LENGTH, TRACE_BLOCK_TOKENS, trace_line
+from blockviz.sim.capacity import NO_LENGTH_CAP, needed_blocks
 from blockviz.teach.workload import KINDS
 
 RANDOM_SOURCES = 1_000       # random: the earlier requests a prefix may come from
@@ -216,3 +217,114 @@ def write_generated(w: TraceWorkload, f: IO[str]) -> int:
         f.write(trace_line(*r) + "\n")
         n += 1
     return n
+
+
+# -- a window of a trace, in the player -----------------------------------------------------------
+PLAYER_SCALE = 128             # a trace block of 512 tokens becomes one player block of 4 tokens
+PLAYER_BLOCK_TOKENS = TRACE_BLOCK_TOKENS // PLAYER_SCALE
+PLAYER_MAX_BLOCKS = 256        # the player's pool at most (its block grid stays legible)
+PLAYER_MAX_WINDOW = 12         # requests in a window at most
+MAX_GAP_STEPS = 8              # timed: engine steps between two arrivals at most
+
+
+@dataclass(frozen=True)
+class TraceWindow:
+    """A scenario (a plain dict, the scenario format) replaying a window of a trace at one pool
+    size, scaled down to what the player shows, and what the scaling did."""
+    scenario: dict
+    lines: tuple[int, ...]         # the trace lines it replays
+    skipped: tuple[int, ...]       # lines of requests too large for the player's pool
+    player_blocks: int             # the player's pool: one block per 512 tokens of the real one
+    real_trace_blocks: int         # the real pool in 512-token blocks (before the cap)
+
+    @property
+    def capped(self) -> bool:
+        return self.real_trace_blocks > self.player_blocks
+
+
+def _scaled(tokens: int) -> int:
+    return max(1, -(-tokens // PLAYER_SCALE))
+
+
+def window_scenario(window: list, *, pool_blocks: int, block_size: int, free_order: str = "split",
+                    mode: str = "sequence", options: dict | None = None) -> TraceWindow:
+    """The requests of ``window`` (TraceRequests, in file order) as a scenario for the player.
+
+    Scale: every 512-token trace block is one player block of ``PLAYER_BLOCK_TOKENS`` tokens
+    (hash id *h* gives the same tokens wherever it appears, so equal id prefixes still share
+    blocks), a partial last block keeps its share (rounded up, but partial: 1 to 3 tokens),
+    outputs are divided by ``PLAYER_SCALE`` (rounded up); the pool is the real one in 512-token
+    blocks, at most ``PLAYER_MAX_BLOCKS``. The cache starts empty (the replay's cache at that
+    point held earlier requests' blocks). A request that does not fit the player's pool alone is left out.
+
+    ``sequence``: each request arrives with one output token, so it is admitted, prefilled and
+    finished in its own step (sequence mode: lookup, allocate, cache, free). ``timed``: each
+    arrives with its scaled outputs; between two arrivals the engine runs as many steps as fit
+    the gap at the cost of a one-request decode step (at most ``MAX_GAP_STEPS``); then it runs
+    until every request has finished. The scheduler's budget, max_num_seqs and max_model_len are
+    scaled like the tokens."""
+    if not 1 <= len(window) <= PLAYER_MAX_WINDOW:
+        raise ValueError(f"a window holds 1 to {PLAYER_MAX_WINDOW} requests, not {len(window)}")
+    real = pool_blocks * block_size // TRACE_BLOCK_TOKENS
+    player_blocks = max(1, min(real, PLAYER_MAX_BLOCKS))
+    opts = dict(options or {})
+    timed = mode == "timed"
+    token_of: dict[int, int] = {}
+    steps: list[dict] = []
+    lines, skipped = [], []
+    work = 0
+    prev_ms = None
+    step_s = opts.get("step_base_s", 0.010) + opts.get("step_decode_seq_s", 0.0001)
+    for r in window:
+        rem = r.input_length - TRACE_BLOCK_TOKENS * (len(r.hash_ids) - 1)
+        # a partial trace block stays partial (never full, so never cached: as at block size 512)
+        last = (PLAYER_BLOCK_TOKENS if rem == TRACE_BLOCK_TOKENS
+                else min(PLAYER_BLOCK_TOKENS - 1, _scaled(rem)))
+        prompt_len = PLAYER_BLOCK_TOKENS * (len(r.hash_ids) - 1) + last
+        outputs = _scaled(max(1, r.output_length)) if timed else 1
+        if needed_blocks(prompt_len, outputs, PLAYER_BLOCK_TOKENS, NO_LENGTH_CAP) > player_blocks:
+            skipped.append(r.line)
+            continue
+        tokens: list[int] = []
+        for j, h in enumerate(r.hash_ids):
+            base = PLAYER_BLOCK_TOKENS * token_of.setdefault(h, len(token_of))
+            tokens += range(base, base + min(PLAYER_BLOCK_TOKENS, prompt_len - j * PLAYER_BLOCK_TOKENS))
+        if timed and prev_ms is not None and step_s > 0:
+            gap = min(MAX_GAP_STEPS, int((r.timestamp - prev_ms) / 1000 / step_s))
+            if gap > 0:
+                steps.append({"step": gap})
+        prev_ms = r.timestamp
+        steps.append({"arrive": {"id": f"L{r.line}", "prompt": [{"tokens": tokens}],
+                                 "max_tokens": outputs}})
+        lines.append(r.line)
+        work += outputs + prompt_len
+    config: dict = {"num_blocks": player_blocks, "block_size": PLAYER_BLOCK_TOKENS,
+                    "free_order": free_order, "model": None}
+    if timed:
+        budget = max(PLAYER_BLOCK_TOKENS, opts.get("max_num_batched_tokens", 8192) // PLAYER_SCALE)
+        config["scheduler"] = {
+            "max_num_batched_tokens": budget,
+            "max_num_seqs": min(opts.get("max_num_seqs", 256), budget),
+            "max_model_len": max(2, opts.get("max_model_len", MAX_INPUT_LENGTH) // PLAYER_SCALE)}
+        if lines:
+            steps.append({"step": min(10_000, work)})
+    if not steps:
+        steps.append({"note": {"en": "Every request of this window is larger than the player's pool.",
+                               "zh": "这个窗口里的每个请求都比播放器的块池大。"}})
+    first, last = window[0].line, window[-1].line
+    return TraceWindow(
+        {"id": f"trace-window-{first}-{last}",
+         "title": {"en": f"Trace lines {first}–{last} at {pool_blocks:,} blocks ({mode} mode)",
+                   "zh": f"trace 第 {first}–{last} 行，块池 {pool_blocks:,} 块（"
+                         f"{'计时' if timed else '顺序'}模式）"},
+         "start_note": {
+             "en": f"Scaled down for the player: each 512-token block of the trace is one block of "
+                   f"{PLAYER_BLOCK_TOKENS} tokens, outputs are 1/{PLAYER_SCALE} as long; the pool of "
+                   f"{pool_blocks:,} blocks of {block_size} tokens ({real:,} blocks of 512) is "
+                   f"{player_blocks} blocks here. The cache starts empty.",
+             "zh": f"为播放器按比例缩小：trace 中每个 512-token 块在这里是一个 "
+                   f"{PLAYER_BLOCK_TOKENS} 个 token 的块，输出长度是原来的 1/{PLAYER_SCALE}；"
+                   f"{pool_blocks:,} 块 × {block_size} token 的块池"
+                   f"（{real:,} 个 512-token 块）在这里是 {player_blocks} 块。缓存从空开始。"},
+         "config": config, "steps": steps},
+        tuple(lines), tuple(skipped), player_blocks, real)

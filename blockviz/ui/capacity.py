@@ -9,16 +9,48 @@ parameters (a plan is immutable data: the same parameters always give the same n
 """
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
 from blockviz.i18n import t
 from blockviz.i18n.errors import localize_error
 from blockviz.render import theme
-from blockviz.render.capacity import hit_rate_figure, pressure_figure, reading, reading_lines
+from blockviz.render.capacity import (
+    ORDERS,
+    hit_rate_figure,
+    pressure_figure,
+    reading,
+    reading_lines,
+    trace_hit_figure,
+    trace_latency_figure,
+    trace_reading_lines,
+)
+from blockviz.scenario import Scenario
+from blockviz.scenario.trace import TraceError, check_trace, iter_trace
+from blockviz.sim.capacity import (
+    KNEE_FRACTION,
+    KV_PRESETS,
+    TIMED_DEFAULTS,
+    geometric_sizes,
+    hit_rate,
+    timed_settings,
+    trace_extent,
+)
+from blockviz.sim.sweep import LocalExecutor, sweep
+from blockviz.teach.tracegen import (
+    PLAYER_BLOCK_TOKENS,
+    PLAYER_MAX_BLOCKS,
+    PLAYER_MAX_WINDOW,
+    PLAYER_SCALE,
+    TraceWorkload,
+    window_scenario,
+    write_generated,
+)
 from blockviz.teach.workload import (
     KINDS,
     CapacityPoint,
@@ -27,7 +59,17 @@ from blockviz.teach.workload import (
     default_pool_sizes,
     generate,
 )
-from blockviz.ui.nav import default_lang, language_toggle, md_fields, session_lang
+from blockviz.teach.workload import loaded as workload_loaded
+from blockviz.ui import data
+from blockviz.ui import state as S
+from blockviz.ui.nav import (
+    default_lang,
+    go_to_player,
+    language_toggle,
+    md_escape,
+    md_fields,
+    session_lang,
+)
 
 MAX_EVENTS, MAX_SIZES = 500, 10
 BLOCK_SIZES = (4, 8, 16, 32, 64)
@@ -109,15 +151,23 @@ def compute(params: Mapping, progress: Callable[[int, int], None] | None = None)
 
 # -- the page --------------------------------------------------------------------------------
 def page() -> None:
-    ss = st.session_state
     lang = session_lang(default_lang())
     if st.query_params:                 # the player's link does not describe this page
         st.query_params.clear()
     st.html(theme.css(False))
     with st.sidebar:
         language_toggle(lang)
-    st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("cap_title", lang))}</div>'
-            f'<div class="bv-small">{theme.esc(t("cap_intro", lang))}</div></div>')
+    st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("cap_title", lang))}</div></div>')
+    toy, real = st.tabs([t("capt_tab_toy", lang), t("capt_tab_trace", lang)])
+    with toy:
+        _toy_tab(lang)
+    with real:
+        _trace_tab(lang)
+
+
+def _toy_tab(lang: str) -> None:
+    ss = st.session_state
+    st.html(f'<div class="bv"><div class="bv-small">{theme.esc(t("cap_intro", lang))}</div></div>')
     submitted = _form(lang)
     st.caption(t("cap_bounds", lang, events=MAX_EVENTS, sizes=MAX_SIZES))
     computed = _submit(lang) if submitted else False
@@ -240,3 +290,300 @@ def _row(p: CapacityPoint, lang: str) -> dict:
             t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}",
             t("cap_col_evictions", lang): p.evictions, t("cap_col_preemptions", lang): p.preemptions,
             t("cap_col_error", lang): localize_error(p.error, lang) if p.error else ""}
+
+
+# -- real traffic: a Mooncake-format trace -------------------------------------------------------
+MAX_UPLOAD_MB = 200              # the uploader's limit (Streamlit's server.maxUploadSize is as large)
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB << 20
+MAX_GEN_REQUESTS = 20_000
+DEFAULT_REPLAY = 2_000           # requests replayed by default (the first N of a larger trace)
+# The most requests one sweep on the page replays (the replays run in the server process, one
+# after another; the command line has no such bound): timed mode steps the scheduler.
+MAX_REPLAY = {"sequence": 100_000, "timed": 2_000}   # capt_replay_help says these
+TRACE_BLOCK_SIZES = (16, 32, 64, 128, 256, 512)
+TRACE_MODES = ("sequence", "timed")
+NO_MODEL = "-"
+TRACE = "bv_capt_trace"          # the session's trace: TraceFile, or None
+TRACE_ERROR = "bv_capt_error"    # a TraceError (or an i18n key) for the last upload / generation
+SWEEP = "bv_capt_sweep"          # the last TraceSweep computed
+UPLOADED = "bv_capt_uploaded"    # the file_id of the upload already taken
+TIMED_FORM = {"max_num_batched_tokens": ("capt_budget", 1, 1 << 24, 1, None),
+              "max_num_seqs": ("capt_max_seqs", 1, 1 << 16, 1, None),
+              "step_base_s": ("capt_step_base", 0.0, 60.0, 0.001, "%.4f"),
+              "step_prefill_token_s": ("capt_step_prefill", 0.0, 1.0, 0.00001, "%.6f"),
+              "step_decode_seq_s": ("capt_step_decode", 0.0, 1.0, 0.0001, "%.5f")}
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    name: str                    # what the user called it (an upload's name, or the generator's)
+    path: str                    # this session's copy on the server
+    requests: int
+    prompt_tokens: int
+    key: str                     # a new key per file taken (a sweep names the file it ran on)
+
+
+@dataclass(frozen=True)
+class TraceSweep:
+    trace_key: str
+    reports: tuple               # sweep reports, one per free order
+    mode: str
+    block_size: int
+    replayed: int
+    options: tuple
+    seconds: float
+
+
+def _session_dir() -> Path:
+    ss = st.session_state
+    d = ss.get("bv_capt_dir")
+    if not d or not Path(d).is_dir():
+        d = ss["bv_capt_dir"] = tempfile.mkdtemp(prefix="blockviz-trace-")
+    return Path(d)
+
+
+def take_trace(data_or_writer, name: str) -> TraceFile:
+    """Store a trace for this session (bytes, or a function writing the text to a file object)
+    and read it through once; TraceError (located, bilingual) if a line is malformed."""
+    path = _session_dir() / "trace.jsonl"
+    if isinstance(data_or_writer, bytes | bytearray | memoryview):
+        path.write_bytes(bytes(data_or_writer))
+    else:
+        with open(path, "w", encoding="utf-8") as f:
+            data_or_writer(f)
+    size = check_trace(str(path), name=name)
+    n = int(st.session_state.get("bv_capt_n", 0)) + 1
+    st.session_state["bv_capt_n"] = n
+    return TraceFile(name, str(path), size["requests"], size["prompt_tokens"], f"{name}#{n}")
+
+
+def _set_trace(make) -> None:
+    ss = st.session_state
+    try:
+        ss[TRACE], ss[TRACE_ERROR] = make(), None
+    except TraceError as e:
+        ss[TRACE], ss[TRACE_ERROR] = None, e
+    ss[SWEEP] = None
+
+
+def _trace_tab(lang: str) -> None:
+    ss = st.session_state
+    st.markdown(t("capt_intro", lang))
+    ss.setdefault("w_capt_source", "upload")
+    source = st.segmented_control(t("capt_source", lang), ("upload", "generate"), key="w_capt_source",
+                                  required=True, format_func=lambda s: t(f"capt_source_{s}", lang))
+    if source == "upload":
+        f = st.file_uploader(t("capt_upload", lang), type=["jsonl", "json", "txt"], key="w_capt_upload",
+                             max_upload_size=MAX_UPLOAD_MB, help=t("capt_upload_help", lang))
+        st.caption(t("capt_upload_limit", lang, mb=MAX_UPLOAD_MB))
+        if f is not None and ss.get(UPLOADED) != f.file_id:
+            ss[UPLOADED] = f.file_id
+            if f.size > MAX_UPLOAD_BYTES:
+                ss[TRACE], ss[TRACE_ERROR], ss[SWEEP] = None, ("capt_too_large", {"mb": MAX_UPLOAD_MB}), None
+            else:
+                with st.spinner(t("capt_reading", lang)):
+                    _set_trace(lambda: take_trace(f.getvalue(), f.name))
+    else:
+        _generate_form(lang)
+    err = ss.get(TRACE_ERROR)
+    if err is not None:
+        text = err.localized(lang) if isinstance(err, TraceError) else t(err[0], lang, **err[1])
+        st.error(t("capt_bad_trace", lang, msg=md_escape(text)))
+    trace: TraceFile | None = ss.get(TRACE)
+    if trace is None:
+        st.caption(t("capt_none_yet", lang))
+        return
+    st.success(t("capt_loaded", lang, name=md_escape(trace.name), requests=f"{trace.requests:,}",
+                 tokens=f"{trace.prompt_tokens:,}"))
+    if _sweep_form(trace, lang):
+        _run_sweep(trace, lang)
+    sweep_ = ss.get(SWEEP)
+    if sweep_ is not None and sweep_.trace_key == trace.key:
+        _show_sweep(trace, sweep_, lang)
+
+
+def _generate_form(lang: str) -> None:
+    with st.form("capt_gen_form", border=True):
+        cols = st.columns(4)
+        with cols[0]:
+            kind = st.selectbox(t("cap_kind", lang), KINDS, key="w_capt_gen_kind",
+                                format_func=lambda k: t(f"cap_kind_{k}", lang))
+        with cols[1]:
+            n = st.number_input(t("capt_gen_requests", lang), 1, MAX_GEN_REQUESTS, 1000, step=100,
+                                key="w_capt_gen_requests")
+        with cols[2]:
+            seed = st.number_input(t("cap_seed", lang), 0, 2**31 - 1, 0, step=1, key="w_capt_gen_seed")
+        with cols[3]:
+            rate = st.number_input(t("capt_gen_rate", lang), 0.01, 10_000.0, 4.0, step=1.0,
+                                   key="w_capt_gen_rate", help=t("capt_gen_rate_help", lang))
+        if st.form_submit_button(t("capt_generate", lang), key="b_capt_generate",
+                                 icon=":material/auto_awesome:"):
+            w = TraceWorkload(kind=kind, requests=int(n), seed=int(seed), rate=float(rate))
+            _set_trace(lambda: take_trace(lambda f: write_generated(w, f), f"{kind}-{int(seed)}.jsonl"))
+
+
+def _sweep_form(trace: TraceFile, lang: str) -> bool:
+    with st.form("capt_form", border=True):
+        cols = st.columns(5)
+        with cols[0]:
+            st.selectbox(t("cap_block_size", lang), TRACE_BLOCK_SIZES, index=0, key="w_capt_block_size",
+                         help=t("capt_block_size_help", lang))
+        with cols[1]:
+            st.segmented_control(t("capt_mode", lang), TRACE_MODES, key="w_capt_mode", required=True,
+                                 default="sequence", format_func=lambda m: t(f"capt_mode_{m}", lang),
+                                 help=t("capt_mode_help", lang))
+        with cols[2]:
+            st.number_input(t("cap_num_sizes", lang), 2, 12, 8, step=1, key="w_capt_num_sizes")
+        if st.session_state.get("w_capt_replay", 0) > trace.requests:   # another trace's value
+            st.session_state["w_capt_replay"] = trace.requests
+        with cols[3]:
+            st.number_input(t("capt_replay", lang), 1, max(1, trace.requests),
+                            min(trace.requests, DEFAULT_REPLAY), step=1000, key="w_capt_replay",
+                            help=t("capt_replay_help", lang))
+        with cols[4]:
+            st.selectbox(t("capt_model", lang), (NO_MODEL, *KV_PRESETS), index=1, key="w_capt_model",
+                         format_func=lambda m: t("capt_model_none", lang) if m == NO_MODEL else m,
+                         help=t("capt_model_help", lang))
+        with st.expander(t("capt_timed_settings", lang)):
+            st.caption(t("capt_timed_help", lang))
+            tcols = st.columns(len(TIMED_FORM))
+            for col, (name, (label, lo, hi, step, fmt)) in zip(tcols, TIMED_FORM.items()):
+                with col:
+                    st.number_input(t(label, lang), lo, hi, TIMED_DEFAULTS[name], step=step, format=fmt,
+                                    key=f"w_capt_{name}")
+        return st.form_submit_button(t("cap_compute", lang), key="b_capt_compute", type="primary",
+                                     icon=":material/query_stats:")
+
+
+def _timed_options() -> dict:
+    ss = st.session_state
+    return {name: (int if isinstance(TIMED_DEFAULTS[name], int) else float)(ss[f"w_capt_{name}"])
+            for name in TIMED_FORM}
+
+
+def _run_sweep(trace: TraceFile, lang: str) -> None:
+    ss = st.session_state
+    mode = ss.get("w_capt_mode") or "sequence"
+    bs = int(ss["w_capt_block_size"])
+    limit = int(ss["w_capt_replay"])
+    options = _timed_options() if mode == "timed" else {}
+    if limit > MAX_REPLAY[mode]:
+        st.error(t("capt_replay_too_many", lang, n=f"{limit:,}", mode=t(f"capt_mode_{mode}", lang),
+                   max=f"{MAX_REPLAY[mode]:,}"))
+        return
+    try:
+        timed_settings(**options)
+    except ValueError as e:
+        st.error(e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang))
+        return
+    bar = st.progress(0.0, text=t("capt_sizing", lang))
+    extent = trace_extent(iter_trace(trace.path, name=trace.name, limit=limit), block_size=bs)
+    sizes = geometric_sizes(extent["largest"], extent["working_set"], int(ss["w_capt_num_sizes"]))
+    shown = [-1]
+
+    def report(done: int, total: int) -> None:
+        pct = min(100, 100 * done // max(1, total))
+        if pct != shown[0]:
+            shown[0] = pct
+            bar.progress(pct / 100, text=t("capt_running", lang, runs=2 * len(sizes), requests=f"{limit:,}",
+                                           pct=pct))
+    try:
+        result = sweep([trace.path], block_size=bs, pool_blocks=sizes, free_orders=ORDERS, mode=mode,
+                       limit=limit, options=options, executor=LocalExecutor(workers=1), progress=report)
+    except TraceError as e:
+        bar.empty()
+        st.error(t("capt_bad_trace", lang, msg=md_escape(e.localized(lang))))
+        return
+    bar.progress(1.0, text=t("capt_done", lang, runs=2 * len(sizes), requests=f"{limit:,}",
+                             s=f"{result.seconds:.1f}"))
+    ss[SWEEP] = TraceSweep(trace.key, tuple(result.reports), mode, bs, limit, tuple(options.items()),
+                           result.seconds)
+
+
+def _bytes_per_token() -> int | None:
+    m = st.session_state.get("w_capt_model")
+    return KV_PRESETS[m].bytes_per_token if m in KV_PRESETS else None
+
+
+def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
+    bpt = _bytes_per_token()
+    reports = list(s.reports)
+    st.caption(t("capt_shown", lang, requests=f"{s.replayed:,}", name=md_escape(trace.name),
+                 mode=t(f"capt_mode_{s.mode}", lang), bs=s.block_size))
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        _heading(t("capt_hit_title", lang))
+        st.plotly_chart(trace_hit_figure(reports, lang, bpt), key="capt_hit_chart",
+                        config={"displayModeBar": False})
+        if s.mode == "timed":
+            _heading(t("capt_ttft_title", lang))
+            st.plotly_chart(trace_latency_figure(reports, lang, bpt), key="capt_ttft_chart",
+                            config={"displayModeBar": False})
+    with right:
+        _heading(t("cap_read_title", lang))
+        st.markdown("\n".join(f"- {md_escape(line)}" for line in trace_reading_lines(reports, lang, bpt)))
+        st.caption(t("capt_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
+        if s.mode == "timed":
+            st.caption(t("capt_timed_model", lang, **dict(s.options)))
+    with st.expander(t("cap_numbers", lang)):
+        st.dataframe([_trace_row(r, p, lang, bpt) for r in reports for p in r["points"]], hide_index=True)
+    _player_box(trace, s, lang)
+
+
+def _trace_row(report: dict, p: dict, lang: str, bpt: int | None) -> dict:
+    tokens = p["pool_blocks"] * report["block_size"]
+    row = {t("cap_col_pool", lang): p["pool_blocks"], t("capt_tokens", lang): tokens}
+    if bpt:
+        row["GiB"] = round(tokens * bpt / (1 << 30), 3)
+    row |= {t("cap_col_order", lang): report["free_order"],
+            t("cap_col_hit", lang): f"{100 * hit_rate(p):.1f}%",
+            t("cap_col_hits", lang): f"{p['hits']:,} / {p['queries']:,}",
+            t("cap_col_evictions", lang): p["evictions"], t("trace_tbl_rejected", lang): p["rejected"]}
+    if "ttft_p90_s" in p:
+        row |= {t("cap_col_preemptions", lang): p["preemptions"],
+                t("trace_tbl_queue", lang): f"{p['queue_delay_p50_s']:.3g} / {p['queue_delay_p90_s']:.3g}",
+                t("trace_tbl_ttft", lang): f"{p['ttft_p50_s']:.3g} / {p['ttft_p90_s']:.3g}"}
+    return row
+
+
+def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
+    ss = st.session_state
+    _heading(t("capt_player_title", lang))
+    st.caption(t("capt_player_help", lang, tokens=PLAYER_BLOCK_TOKENS, scale=PLAYER_SCALE,
+                 max_blocks=PLAYER_MAX_BLOCKS))
+    points = [(r["free_order"], p["pool_blocks"]) for r in s.reports for p in r["points"]]
+    cols = st.columns([3, 2, 2, 2])
+    with cols[0]:
+        choice = st.selectbox(t("capt_point", lang), range(len(points)), key="w_capt_point",
+                              format_func=lambda i: t("capt_point_label", lang, blocks=f"{points[i][1]:,}",
+                                                      tokens=f"{points[i][1] * s.block_size:,}",
+                                                      order=points[i][0]))
+    if ss.get("w_capt_window_first", 0) > s.replayed:
+        ss["w_capt_window_first"] = s.replayed
+    with cols[1]:
+        first = st.number_input(t("capt_window_first", lang), 1, s.replayed, 1, step=1,
+                                key="w_capt_window_first", help=t("capt_window_first_help", lang))
+    with cols[2]:
+        size = st.number_input(t("capt_window_size", lang), 1, PLAYER_MAX_WINDOW, 6, step=1,
+                               key="w_capt_window_size")
+    with cols[3]:
+        clicked = st.button(t("open_in_player", lang), key="b_capt_open_player", type="primary",
+                            icon=":material/play_arrow:")
+    if not clicked or choice is None:
+        return
+    order, pool = points[int(choice)]
+    first, size = int(first), int(size)
+    window = list(iter_trace(trace.path, name=trace.name, limit=first + size - 1))[first - 1:]
+    w = window_scenario(window, pool_blocks=pool, block_size=s.block_size, free_order=order,
+                        mode=s.mode, options=dict(s.options))
+    if not w.lines:
+        st.error(t("capt_window_empty", lang, blocks=w.player_blocks))
+        return
+    try:
+        scenario = Scenario.model_validate(w.scenario)
+    except ValueError as e:          # beyond the scenario format's limits
+        st.error(t("cap_too_big", lang, **md_fields({"msg": e}, lang)))
+        return
+    ss[S.FORK] = None
+    S.use_user_run(ss, data.make_user_run(ss, "trace", workload_loaded(scenario)))
+    go_to_player()

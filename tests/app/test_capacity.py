@@ -150,3 +150,97 @@ def test_check_refuses_what_the_form_cannot_send():
     assert key == "cap_bad_value" and (fields["lo"], fields["hi"]) == (4, 64)
     assert C.check(ok | {"num_events": 10.5})[0][1]["field"] == "cap_events"
     assert C.check(ok | {"seed": True})                      # a bool is not a number here
+
+
+# -- real traffic: a trace ----------------------------------------------------------------------
+def generated_trace(p, requests: int = 300, kind: str = "multi_turn"):
+    p.at.segmented_control(key="w_capt_source").set_value("generate")
+    p.run()
+    p.at.selectbox(key="w_capt_gen_kind").set_value(kind)
+    p.at.number_input(key="w_capt_gen_requests").set_value(requests)
+    return p.click("b_capt_generate")
+
+
+def trace_sweep(p, mode: str = "sequence", sizes: int = 4):
+    p.at.segmented_control(key="w_capt_mode").set_value(mode)
+    p.at.number_input(key="w_capt_num_sizes").set_value(sizes)
+    p.at.selectbox(key="w_capt_block_size").set_value(64)
+    return p.click("b_capt_compute")
+
+
+def test_the_trace_tab_generates_sweeps_and_draws_the_knee(page):
+    from blockviz.scenario.trace import read_trace
+    from blockviz.sim.capacity import ceiling, geometric_sizes, knee, replay_sequence, trace_extent
+    p = generated_trace(open_capacity(page))
+    trace = p.state[C.TRACE]
+    assert trace.requests == 300 and not errors(p)
+    assert any("300 requests" in m.value for m in p.at.success)
+    p = trace_sweep(p)
+    assert not errors(p)
+    s = p.state[C.SWEEP]
+    reqs = read_trace(trace.path)
+    extent = trace_extent(reqs, block_size=64)
+    sizes = geometric_sizes(extent["largest"], extent["working_set"], 4)
+    # the page's numbers are the replays'
+    assert [pt["pool_blocks"] for pt in s.reports[0]["points"]] == sizes
+    assert s.reports[1]["points"][0] == replay_sequence(reqs, block_size=64, pool_blocks=sizes[0],
+                                                        free_order="append")
+    assert s.reports[0]["ceiling"] == ceiling(reqs, block_size=64)
+    spec = json.loads(p.charts()[-1])
+    lines = [tr for tr in spec["data"] if tr["mode"] == "lines+markers"]
+    assert [tr["name"] for tr in lines] == ["split (vLLM ≥ 0.24)", "append (vLLM ≤ 0.23)"]
+    assert lines[0]["x"] == [n * 64 for n in sizes]                 # capacity in tokens
+    assert spec["layout"]["xaxis"]["type"] == "log"
+    assert "GiB" in spec["layout"]["xaxis"]["ticktext"][0]          # llama-3-8b by default
+    k = knee(s.reports[0]["points"], s.reports[0]["ceiling"])
+    stars = [tr for tr in spec["data"] if tr.get("marker", {}).get("symbol") == "star"]
+    assert k is not None and stars[0]["x"] == [k * 64]
+    assert f"the knee is at {k:,} blocks" in p.text()
+    ((value, text),) = [(v, tx) for v, tx in progress(p) if "runs of 300 requests" in tx]
+    assert value == 100 and text.startswith("Done: 8 runs of 300 requests")
+
+
+def test_a_timed_trace_sweep_and_a_window_in_the_player(page):
+    p = trace_sweep(generated_trace(open_capacity(page), 120), "timed", 2)
+    assert not errors(p)
+    s = p.state[C.SWEEP]
+    assert s.mode == "timed" and "ttft_p90_s" in s.reports[0]["points"][0]
+    assert len(p.charts()) == 2 and "TTFT p50" in p.text()
+    p.at.selectbox(key="w_capt_point").set_value(1)                   # the larger split point
+    p.at.number_input(key="w_capt_window_first").set_value(3)
+    p.at.number_input(key="w_capt_window_size").set_value(4)
+    p.click("b_capt_open_player")
+    assert p.on_page("player") and not errors(p)
+    run = p.state["bv_user_run"]
+    arrivals = [st.args.id for st in run.scenario.steps if st.kind == "arrive"]
+    assert arrivals == ["L3", "L4", "L5", "L6"]                        # lines 3..6 of the file
+    assert run.scenario.config.free_order == "split"
+
+
+def test_the_tab_starts_on_upload_and_its_reader_locates_a_bad_line(page, tmp_path):
+    # AppTest cannot upload; the page's reader is what the uploader calls (the browser test
+    # uploads for real).
+    from blockviz.scenario.trace import TraceError
+    p = open_capacity(page)
+    bad = b'{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 1}\n'
+    with pytest.raises(TraceError) as e:
+        C.check_trace(_write(tmp_path, bad), name="mine.jsonl")
+    assert e.value.localized("en").startswith("mine.jsonl:2:1: missing field 'input_length'")
+    assert "缺少字段" in e.value.localized("zh")
+    assert p.at.segmented_control(key="w_capt_source").value == "upload"
+
+
+def _write(tmp_path, data: bytes) -> str:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_a_timed_sweep_too_large_for_the_page_is_refused(page, monkeypatch):
+    monkeypatch.setitem(C.MAX_REPLAY, "timed", 50)
+    p = generated_trace(open_capacity(page), 120)
+    p.at.number_input(key="w_capt_replay").set_value(100)
+    p = trace_sweep(p, "timed", 2)
+    assert errors(p) == ["100 requests is more than the page replays in timed mode (at most 50): replay "
+                         "fewer here, or the whole trace with `blockviz trace capacity`."]
+    assert p.state[C.SWEEP] is None

@@ -1,7 +1,9 @@
 """The capacity-planning page in a real browser: compute a plan, both charts drawn with one line
 per free order and axis titles in the page's language, no error element; screenshots of both
 languages at 1280×800 (artifacts/screenshots/capacity-*.png): the top of the page, and the charts
-with the explanation beside them."""
+with the explanation beside them. On the "Real traffic" tab: upload a malformed trace (its located
+line shown in the page's language), then a good one, sweep it, read the knee, and open a window of
+it in the player (artifacts/screenshots/capacity-trace-*.png)."""
 from __future__ import annotations
 
 import pytest
@@ -54,4 +56,67 @@ def test_compute_a_plan_and_read_the_chart(browser, server, screenshots, lang):
     page.mouse.wheel(0, 250)
     page.wait_for_timeout(500)
     page.screenshot(path=str(screenshots / f"capacity-charts-{lang}-1280x800.png"))
+    page.close()
+
+
+# -- real traffic: an uploaded trace -------------------------------------------------------------
+TRACE_WORDS = {"en": ("Real traffic: a trace", "400 requests", "the knee is at",
+                      "KV-cache capacity (tokens, GiB)", "This trace cannot be used: bad.jsonl:2:"),
+               "zh": ("真实流量：trace", "400 个请求", "拐点在", "KV 缓存容量（token，GiB）",
+                      "这个 trace 无法使用：bad.jsonl:2:")}
+
+
+def _upload(page, path) -> None:
+    page.locator(".st-key-w_capt_upload input[type=file]").set_input_files(str(path))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_uploaded_trace_is_swept_and_a_window_opens_in_the_player(browser, server, screenshots, lang,
+                                                                      tmp_path):
+    from blockviz.teach.tracegen import TraceWorkload, write_generated
+    tab, loaded, knee_words, x_title, bad_words = TRACE_WORDS[lang]
+    scaled = {"en": "Scaled down for the player", "zh": "为播放器按比例缩小"}[lang]
+    good = tmp_path / "chat.jsonl"
+    with open(good, "w", encoding="utf-8") as f:
+        write_generated(TraceWorkload(kind="multi_turn", requests=400, seed=3), f)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n'
+                   '{"timestamp": 1, "input_length": 700, "output_length": 1, "hash_ids": [1]}\n')
+    page = open_capacity(browser, server, lang)
+    page.get_by_role("tab", name=tab).click()
+    page.wait_for_selector(".st-key-w_capt_upload input[type=file]", state="attached", timeout=30_000)
+    # a malformed line: one located line in the page's language, no traceback
+    _upload(page, bad)
+    page.get_by_text(bad_words).first.wait_for(timeout=60_000)
+    assert page.locator(NO_ERROR).count() == 0
+    assert page.get_by_text("hash_ids").count() >= 1
+    # a good trace replaces it
+    _upload(page, good)
+    page.get_by_text(loaded).first.wait_for(timeout=60_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.locator(".st-key-w_capt_num_sizes input").fill("4")
+    page.locator(".st-key-w_capt_num_sizes input").press("Tab")
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    click_key(page, "b_capt_compute")
+    page.wait_for_selector(".st-key-capt_hit_chart .js-plotly-plot", timeout=120_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    assert page.locator(NO_ERROR).count() == 0
+    chart = page.locator(".st-key-capt_hit_chart .js-plotly-plot")
+    assert chart.locator("g.scatterlayer g.trace").count() >= 3     # two orders, the knee's star(s)
+    axes = " ".join(chart.locator("g.infolayer text").all_text_contents())
+    assert x_title in axes
+    assert page.get_by_text(knee_words).count() >= 1
+    chart.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"capacity-trace-{lang}-1280x800.png"))
+    # open a window of it in the player
+    click_key(page, "b_capt_open_player")
+    page.wait_for_selector(".bv-stepno", timeout=60_000)              # the player, on the window
+    page.wait_for_selector(IDLE, timeout=60_000)
+    assert page.locator(NO_ERROR).count() == 0
+    assert "/capacity" not in page.url
+    page.get_by_text(scaled).first.wait_for(timeout=30_000)           # its start note says the scale
+    click_key(page, "b_next")
+    page.wait_for_selector(IDLE, timeout=30_000)
+    assert "L1" in page.content()                                     # the window's first request
     page.close()

@@ -27,7 +27,8 @@ def test_plan_lists_a_ceiling_and_one_task_per_order_and_pool(traces):
     assert [t.is_ceiling for t in tasks[:5]] == [True, False, False, False, False]
     assert {(t.free_order, t.pool_blocks) for t in tasks[1:5]} == {("split", 8), ("split", 80),
                                                                   ("append", 8), ("append", 80)}
-    for bad in ({"block_size": 48}, {"pool_blocks": [0]}, {"free_orders": ["lifo"]}, {"mode": "timed"}):
+    for bad in ({"block_size": 48}, {"pool_blocks": [0]}, {"free_orders": ["lifo"]}, {"mode": "warp"},
+                {"mode": "timed", "options": {"nope": 1}}, {"options": {"max_num_seqs": 1}}):
         with pytest.raises(ValueError):
             S.plan(traces, **({"block_size": 64, "pool_blocks": [8]} | bad))
 

@@ -75,7 +75,13 @@ def test_the_presets_are_their_shapes():
     (["--pool-blocks", "0"], "--pool-blocks: give pool sizes in blocks"),
     (["--pool-blocks", "8", "--block-size", "48"], "--block-size: block size 48 does not divide"),
     (["--pool-blocks", "8", "--free-order", "lifo"], "--free-order: 'lifo' is not one of split, append"),
-    (["--pool-blocks", "8", "--mode", "timed"], "--mode: invalid choice: 'timed'"),
+    (["--pool-blocks", "8", "--mode", "warp"], "--mode: invalid choice: 'warp'"),
+    (["--pool-blocks", "8", "--step-base", "0.5"], "--step-base: only timed mode reads this option"),
+    (["--pool-blocks", "8", "--mode", "timed", "--step-base", "-1"], "--step-base: '-1' is not a number"),
+    (["--pool-blocks", "8", "--mode", "timed", "--max-num-batched-tokens", "8", "--max-num-seqs", "9"],
+     "max_num_batched_tokens (8) must be >= max_num_seqs (9)"),
+    (["--pool-blocks", "8", "--mode", "timed", "--step-base", "0", "--step-prefill-token", "0",
+      "--step-decode-seq", "0"], "a step must cost some time"),
     (["--pool-blocks", "8", "--workers", "0"], "--workers: '0' is not allowed"),
     (["--pool-blocks", "8", "--model", "gpt-9"], "--model: invalid choice: 'gpt-9'"),
     (["--pool-blocks", "8", "--model", "llama-3-8b", "--kv-bytes-per-token", "9"], "not allowed with"),
@@ -120,3 +126,26 @@ def test_generate_then_check_then_capacity(cli, tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--" not in bad.stdout
     unwritable = cli("trace", "generate", "random", "-o", str(tmp_path / "no" / "such" / "x.jsonl"))
     assert unwritable.returncode == 2 and "cannot write the file" in unwritable.stderr
+
+
+def test_timed_mode_json_and_table(cli, tmp_path):
+    # The hand case of tests/trace/test_timed.py (a preemption and its resume), through the CLI.
+    path = write(tmp_path / "t.jsonl", [
+        {"timestamp": 0, "input_length": 16, "output_length": 5, "hash_ids": [1]},
+        {"timestamp": 0, "input_length": 16, "output_length": 10, "hash_ids": [2]}])
+    cost = ["--step-base", "1", "--step-prefill-token", "0.01", "--step-decode-seq", "0.1"]
+    out = cli("trace", "capacity", str(path), "--mode", "timed", "--block-size", "16", "--pool-blocks",
+              "3,100", "--json", *cost)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["mode"] == "timed" and doc["options"]["step_base_s"] == 1.0
+    assert doc["options"]["max_num_seqs"] == 256                    # the default, filled in
+    small, big = doc["points"]
+    assert (small["preemptions"], small["preempted_hits"], small["steps"]) == (1, 16, 14)
+    assert abs(small["simulated_s"] - 15.53) < 1e-9 and big["preemptions"] == 0
+    table = cli("trace", "capacity", str(path), "--mode", "timed", "--block-size", "16",
+                "--pool-blocks", "3", *cost, "--lang", "zh")
+    assert table.returncode == 0, table.stderr
+    assert "计时模式" in table.stdout and "首 token 时间 p50/p90（秒）" in table.stdout
+    row = next(x.split() for x in table.stdout.splitlines() if x.split()[:1] == ["3"])
+    assert row[-3:] == ["1", "0/0", "1.32/1.32"]                    # preempted, queue, TTFT
