@@ -6,6 +6,7 @@ an error, aliases are bounded (no "billion laughs"), files are bounded in size a
 """
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from dataclasses import dataclass
@@ -15,17 +16,21 @@ from typing import Any
 import pydantic
 import yaml
 
-from blockviz.i18n.errors import localize_error
+from blockviz.i18n.errors import localize_error, printable
 from blockviz.scenario.schema import (
     MAX_FILE_BYTES,
     MAX_ITERATIONS_TOTAL,
     MAX_PROMPT_TOKENS_TOTAL,
     SameAsPart,
     Scenario,
+    TextPart,
 )
+from blockviz.scenario.tokens import WORD_SPAN
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-MAX_VALUES = 2_000_000  # scalars + containers after alias expansion
+MAX_DEPTH = 64                       # nesting of sequences and mappings
+MAX_EXPANDED_BYTES = 4 * MAX_FILE_BYTES  # what the document stands for once aliases are expanded
+MAX_NUMBER_CHARS = 64                # a number written longer is refused before it is converted
 _STD = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {_STD + t for t in ("str", "int", "float", "bool", "null")}
 
@@ -46,7 +51,8 @@ class ScenarioError(Exception):
         """The same line, its message in ``lang`` (see ``blockviz.i18n.errors``)."""
         where = self.file if self.line is None else f"{self.file}:{self.line}:{self.col}"
         message = localize_error(self.message, lang)  # one line, always
-        return f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
+        line = f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
+        return printable(line)  # a key or an id may hold a line break or a terminal escape
 
 
 @dataclass
@@ -90,31 +96,6 @@ class _Converter:
         m = node.start_mark
         return ScenarioError(self.file, m.line + 1, m.column + 1, format_path(path), message)
 
-    def check_size(self, root: yaml.Node) -> None:
-        """Count the values the document stands for once aliases are expanded (memoized per node,
-        so a billion laughs is counted, not built) and refuse deep nesting."""
-        sizes: dict[int, int] = {}
-
-        def size(node: yaml.Node, depth: int) -> int:
-            if depth > 64:
-                raise self.fail(node, (), "nested more than 64 levels deep")
-            known = sizes.get(id(node))
-            if known is not None:
-                return known
-            if isinstance(node, yaml.SequenceNode):
-                n = 1 + sum(size(c, depth + 1) for c in node.value)
-            elif isinstance(node, yaml.MappingNode):
-                n = 1 + sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
-            else:
-                n = 1
-            sizes[id(node)] = n
-            if n > MAX_VALUES:
-                raise self.fail(node, (), f"the document expands to more than {MAX_VALUES:,} "
-                                          f"values (aliases nested too deeply?)")
-            return n
-
-        size(root, 0)
-
     def convert(self, node: yaml.Node, path: Path_) -> Any:
         self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if isinstance(node, yaml.ScalarNode):
@@ -122,7 +103,15 @@ class _Converter:
                 return node.value  # a date in a note is just text
             if node.tag not in _SCALAR_TAGS:
                 raise self.fail(node, path, _tag_message(node.tag))
-            return self._scalars.construct_object(node, deep=True)
+            kind = node.tag[len(_STD):]
+            if kind in ("int", "float") and len(node.value) > MAX_NUMBER_CHARS:
+                raise self.fail(node, path, f"a number written with more than {MAX_NUMBER_CHARS} "
+                                            f"characters")
+            try:
+                return self._scalars.construct_object(node, deep=True)
+            except (ValueError, TypeError, OverflowError):  # explicit tags are refused before this
+                raise self.fail(node, path, f"cannot read {_excerpt(node.value)} as "
+                                            f"{_KINDS[kind]}") from None
         if isinstance(node, yaml.SequenceNode):
             if node.tag != _STD + "seq":
                 raise self.fail(node, path, _tag_message(node.tag))
@@ -146,9 +135,78 @@ class _Converter:
         raise self.fail(node, path, "unsupported YAML node")
 
 
+_KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "null": "null",
+          "str": "text"}
+
+
+def _excerpt(value: str, n: int = 20) -> str:
+    return repr(value if len(value) <= n else value[:n] + "…")
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    """1-based (line, column) of the character at ``index`` of ``text``."""
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _control_character_error(text: str, file: str, char: str) -> ScenarioError:
+    line, col = _position(text, text.find(char))
+    return ScenarioError(file, line, col, "", f"control character U+{ord(char):04X} is not allowed "
+                                              f"in a scenario file")
+
+
+def check_events(text: str, file: str) -> None:
+    """Walk the YAML event stream (libyaml's parser is iterative: no tree is built, nothing
+    recurses) and refuse, before anything is composed: nesting deeper than MAX_DEPTH, any explicit
+    tag (``!!int abc``, ``!!python/...``: scenarios are plain data), an undefined alias, and a
+    document that stands for more than MAX_EXPANDED_BYTES once aliases are expanded (each value
+    counts its UTF-8 bytes plus one; a billion laughs is counted, never built)."""
+    anchored: dict[str, int] = {}        # anchor -> the bytes its value stands for
+    open_: list[tuple[str | None, int]] = []   # the containers open now: (anchor, total at start)
+    total = 0
+
+    def fail(event: yaml.Event, message: str) -> ScenarioError:
+        m = event.start_mark
+        return ScenarioError(file, m.line + 1, m.column + 1, "", message)
+
+    for event in yaml.parse(text, Loader=_Loader):
+        tag = getattr(event, "tag", None)
+        if tag is not None:
+            raise fail(event, _tag_message(tag))
+        if isinstance(event, yaml.ScalarEvent):
+            size = len(event.value.encode("utf-8", "surrogatepass")) + 1
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor not in anchored:
+                raise fail(event, f"YAML syntax error: found undefined alias '{event.anchor}'")
+            size = anchored[event.anchor]
+        elif isinstance(event, yaml.CollectionStartEvent):
+            if len(open_) >= MAX_DEPTH:
+                raise fail(event, f"nested more than {MAX_DEPTH} levels deep")
+            open_.append((event.anchor, total))
+            size = 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, start = open_.pop()
+            if anchor is not None:
+                anchored[anchor] = total - start
+            continue
+        else:
+            continue
+        total += size
+        if total > MAX_EXPANDED_BYTES:
+            raise fail(event, f"the document expands to more than {MAX_EXPANDED_BYTES:,} bytes "
+                              f"(aliases repeated too often?)")
+        if isinstance(event, yaml.ScalarEvent) and event.anchor is not None:
+            anchored[event.anchor] = size
+
+
 def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]:
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        check_events(text, file)
+        node = yaml.compose(text, Loader=_Loader)   # bounded now: depth, tags and size checked
+    except yaml.reader.ReaderError as e:
+        if isinstance(e.character, int) and chr(e.character) in text:
+            raise _control_character_error(text, file, chr(e.character)) from None
+        raise ScenarioError(file, None, None, "", f"YAML error: {e.reason}") from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
@@ -156,13 +214,10 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]
         raise ScenarioError(file, line, col, "", f"YAML syntax error: {problem}") from None
     except yaml.YAMLError as e:
         raise ScenarioError(file, None, None, "", f"YAML error: {e}") from None
-    except RecursionError:
-        raise ScenarioError(file, None, None, "", "YAML nested too deeply") from None
     if node is None:
         raise ScenarioError(file, 1, 1, "", "the file is empty: a scenario needs at least "
                                              "`id:`, `title:` and `steps:`")
     conv = _Converter(file)
-    conv.check_size(node)
     data = conv.convert(node, ())
     marks = dict(conv.marks)
     marks.update({("<key>",) + k: v for k, v in conv.key_marks.items()})
@@ -242,27 +297,40 @@ def validate_data(data: Any, file: str, marks: dict[Path_, tuple[int, int]]) -> 
 
 def check_references(loaded: LoadedScenario) -> None:
     """What can be known before running: ids arrive before use and once, checkpoints exist,
-    totals stay within the limits. Follows checkpoints and rewinds, as the engine will."""
-    arrived: set[str] = set()
-    saved: dict[str, set[str]] = {}
+    totals stay within the limits. Follows checkpoints and rewinds, as the engine will.
+
+    A request's size is its prompt plus its scripted output (what ``same_as`` without ``first``
+    copies: prompt then output), so a chain of ``same_as`` is counted in full; words of every
+    ``text`` part count against the toy tokenizer's vocabulary."""
+    arrived: dict[str, int] = {}        # request id -> its tokens as far as the file says
+    saved: dict[str, dict[str, int]] = {}
+    words: set[str] = set()
     prompt_total = 0
     iterations = 0
     for i, step in enumerate(loaded.scenario.steps):
         at = ("steps", i, step.kind) if step.kind else ("steps", i)
         kind, args = step.kind, step.args
 
-        def need(rid: str, where: Path_ = at, arrived: set[str] = arrived) -> None:
+        def need(rid: str, where: Path_ = at, arrived: dict[str, int] = arrived) -> None:
             if rid not in arrived:
                 raise loaded.error(where, f"request {rid!r} is used before it arrives")
 
         if kind == "arrive":
             if args.id in arrived:
                 raise loaded.error(at + ("id",), f"duplicate request id {args.id!r}")
+            size = 0
             for j, part in enumerate(args.prompt):
                 if isinstance(part, SameAsPart):
                     need(part.same_as, at + ("prompt", j, "same_as"))
-                prompt_total += _part_size(part)
-            arrived.add(args.id)
+                    size += part.first if part.first is not None else arrived[part.same_as]
+                elif isinstance(part, TextPart):
+                    size += _count_words(loaded, part.text, words, at + ("prompt", j, "text"))
+                else:
+                    size += _part_size(part)
+                if prompt_total + size > MAX_PROMPT_TOKENS_TOTAL:
+                    break
+            prompt_total += size
+            arrived[args.id] = size + len(args.output or ())
         elif kind == "admit" and args is not True:
             raise loaded.error(at, "write `- admit` (admit: false is not an event)")
         elif kind in ("reset_prefix_cache", "restart") and args is not True:
@@ -279,34 +347,43 @@ def check_references(loaded: LoadedScenario) -> None:
         elif kind == "step":
             iterations += args
         elif kind == "checkpoint":
-            saved[args] = set(arrived)
+            saved[args] = dict(arrived)
         elif kind == "rewind":
             if args not in saved:
                 known = ", ".join(sorted(saved)) or "none yet"
                 raise loaded.error(at, f"unknown checkpoint {args!r} (saved so far: {known})")
-            arrived = set(saved[args])
+            arrived = dict(saved[args])
         if prompt_total > MAX_PROMPT_TOKENS_TOTAL:
             raise loaded.error(at, f"prompts total more than {MAX_PROMPT_TOKENS_TOTAL:,} tokens")
         if iterations > MAX_ITERATIONS_TOTAL:
             raise loaded.error(at, f"more than {MAX_ITERATIONS_TOTAL:,} engine iterations in all")
 
 
+def _count_words(loaded: LoadedScenario, text: str, seen: set[str], at: Path_) -> int:
+    """The tokens of a text part; its new words join ``seen`` (every distinct word of the file
+    takes one id of the toy tokenizer's WORD_SPAN)."""
+    split = text.split()
+    seen.update(split)
+    if len(seen) > WORD_SPAN:
+        raise loaded.error(at, f"more than {WORD_SPAN:,} distinct words in the prompts (the toy "
+                               f"tokenizer's vocabulary)")
+    return len(split)
+
+
 def _part_size(part: Any) -> int:
-    if hasattr(part, "tokens"):
-        return len(part.tokens)
-    if hasattr(part, "text"):
-        return len(part.text.split())
-    if hasattr(part, "random"):
-        return part.random
-    return part.first or 0
+    """The tokens of a ``tokens`` or ``random`` part."""
+    return len(part.tokens) if hasattr(part, "tokens") else part.random
 
 
 def load_text(text: str, file: str = "<scenario>") -> LoadedScenario:
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
-        raise ScenarioError(file, None, None, "", f"the file is larger than {MAX_FILE_BYTES:,} "
-                                                  f"bytes")
+    if len(text) * 4 > MAX_FILE_BYTES:  # a character is at most 4 bytes: count only when it matters
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_FILE_BYTES:
+            raise ScenarioError(file, None, None, "", f"the text is {size:,} bytes; the limit is "
+                                                      f"{MAX_FILE_BYTES:,} (1 MiB)")
     if "\x00" in text:
-        raise ScenarioError(file, None, None, "", "the file is binary, not a YAML text file")
+        line, col = _position(text, text.index("\x00"))
+        raise ScenarioError(file, line, col, "", "the file is binary, not a YAML text file")
     data, marks = parse_yaml(text, file)
     return validate_data(data, file, marks)
 
@@ -316,13 +393,24 @@ def load_bytes(raw: bytes, file: str = "<scenario>") -> LoadedScenario:
         raise ScenarioError(file, None, None, "", f"the file is {len(raw):,} bytes; the limit is "
                                                   f"{MAX_FILE_BYTES:,}")
     if b"\x00" in raw:
-        raise ScenarioError(file, None, None, "", "the file is binary, not a YAML text file")
+        line, col = _byte_position(raw, raw.index(b"\x00"))
+        raise ScenarioError(file, line, col, "", "the file is binary, not a YAML text file")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise ScenarioError(file, None, None, "", f"the file is not UTF-8 text (byte "
+        line, col = _byte_position(raw, e.start)
+        raise ScenarioError(file, line, col, "", f"the file is not UTF-8 text (byte "
                                                   f"{e.start})") from None
     return load_text(text, file)
+
+
+def _byte_position(raw: bytes, index: int) -> tuple[int, int]:
+    """1-based (line, column in characters) of byte ``index`` of ``raw``."""
+    start = raw.rfind(b"\n", 0, index) + 1
+    if start == 0 and raw.startswith(codecs.BOM_UTF8):
+        start = len(codecs.BOM_UTF8)
+    col = len(raw[start:index].decode("utf-8", "replace")) + 1
+    return raw.count(b"\n", 0, index) + 1, col
 
 
 def load(path: str | os.PathLike) -> LoadedScenario:
