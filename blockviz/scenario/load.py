@@ -398,9 +398,9 @@ def load_bytes(raw: bytes, file: str = "<scenario>") -> LoadedScenario:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        line, col = _byte_position(raw, e.start)
-        raise ScenarioError(file, line, col, "", f"the file is not UTF-8 text (byte "
-                                                  f"{e.start})") from None
+        at = e.start + (len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0)
+        line, col = _byte_position(raw, at)
+        raise ScenarioError(file, line, col, "", f"the file is not UTF-8 text (byte {at})") from None
     return load_text(text, file)
 
 
