@@ -55,6 +55,11 @@ class ScenarioError(Exception):
         return printable(line)  # a key or an id may hold a line break or a terminal escape
 
 
+class UnreadableFile(ScenarioError):
+    """The bytes are not a text an editor could show: too large, binary, not UTF-8, or with a raw
+    control character. (Located where it can be; an upload is refused outright.)"""
+
+
 @dataclass
 class LoadedScenario:
     scenario: Scenario
@@ -149,9 +154,9 @@ def _position(text: str, index: int) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-def _control_character_error(text: str, file: str, char: str) -> ScenarioError:
+def _control_character_error(text: str, file: str, char: str) -> UnreadableFile:
     line, col = _position(text, text.find(char))
-    return ScenarioError(file, line, col, "", f"control character U+{ord(char):04X} is not allowed "
+    return UnreadableFile(file, line, col, "", f"control character U+{ord(char):04X} is not allowed "
                                               f"in a scenario file")
 
 
@@ -379,28 +384,28 @@ def load_text(text: str, file: str = "<scenario>") -> LoadedScenario:
     if len(text) * 4 > MAX_FILE_BYTES:  # a character is at most 4 bytes: count only when it matters
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > MAX_FILE_BYTES:
-            raise ScenarioError(file, None, None, "", f"the text is {size:,} bytes; the limit is "
+            raise UnreadableFile(file, None, None, "", f"the text is {size:,} bytes; the limit is "
                                                       f"{MAX_FILE_BYTES:,} (1 MiB)")
     if "\x00" in text:
         line, col = _position(text, text.index("\x00"))
-        raise ScenarioError(file, line, col, "", "the file is binary, not a YAML text file")
+        raise UnreadableFile(file, line, col, "", "the file is binary, not a YAML text file")
     data, marks = parse_yaml(text, file)
     return validate_data(data, file, marks)
 
 
 def load_bytes(raw: bytes, file: str = "<scenario>") -> LoadedScenario:
     if len(raw) > MAX_FILE_BYTES:
-        raise ScenarioError(file, None, None, "", f"the file is {len(raw):,} bytes; the limit is "
+        raise UnreadableFile(file, None, None, "", f"the file is {len(raw):,} bytes; the limit is "
                                                   f"{MAX_FILE_BYTES:,}")
     if b"\x00" in raw:
         line, col = _byte_position(raw, raw.index(b"\x00"))
-        raise ScenarioError(file, line, col, "", "the file is binary, not a YAML text file")
+        raise UnreadableFile(file, line, col, "", "the file is binary, not a YAML text file")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         at = e.start + (len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0)
         line, col = _byte_position(raw, at)
-        raise ScenarioError(file, line, col, "", f"the file is not UTF-8 text (byte {at})") from None
+        raise UnreadableFile(file, line, col, "", f"the file is not UTF-8 text (byte {at})") from None
     return load_text(text, file)
 
 
