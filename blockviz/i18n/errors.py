@@ -223,6 +223,8 @@ _rule(r"cannot read (?P<v>'.*'|\".*\") as (?P<k>an integer|a number|true or fals
       lambda m: f"无法把 {m['v']} 读成{_KINDS_ZH[m['k']]}")
 _rule(r"control character U\+(?P<c>[0-9A-F]{4,6}) is not allowed in a scenario file",
       "场景文件里不能有控制字符 U+{c}")
+_rule(r"character U\+(?P<c>[0-9A-F]{4}) \(half a surrogate pair\) is not valid Unicode text",
+      "字符 U+{c}（半个代理对）不是有效的 Unicode 文本")
 _rule(r"the text is (?P<n>[\d,]+) bytes; the limit is (?P<lim>[\d,]+) \(1 MiB\)",
       "文本有 {n} 字节，上限是 {lim} 字节（1 MiB）")
 _rule(r"`(?P<e>\w+)` needs an argument, e.g\. `(?P<ex>.+)`", "`{e}` 需要参数，例如 `{ex}`")

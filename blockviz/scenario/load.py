@@ -167,6 +167,7 @@ def check_events(text: str, file: str) -> None:
     document that stands for more than MAX_EXPANDED_BYTES once aliases are expanded (each value
     counts its UTF-8 bytes plus one; a billion laughs is counted, never built)."""
     anchored: dict[str, int] = {}        # anchor -> the bytes its value stands for
+    defined: set[str | None] = set()     # anchors seen (as PyYAML's composer, one definition each)
     open_: list[tuple[str | None, int]] = []   # the containers open now: (anchor, total at start)
     total = 0
 
@@ -178,6 +179,10 @@ def check_events(text: str, file: str) -> None:
         tag = getattr(event, "tag", None)
         if tag is not None:
             raise fail(event, _tag_message(tag))
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None and not isinstance(event, yaml.AliasEvent) and anchor in defined:
+            raise fail(event, f"YAML syntax error: found duplicate anchor '{anchor}'")
+        defined.add(anchor)
         if isinstance(event, yaml.ScalarEvent):
             size = len(event.value.encode("utf-8", "surrogatepass")) + 1
         elif isinstance(event, yaml.AliasEvent):
@@ -229,6 +234,7 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]
     return data, marks
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _PYDANTIC_NOISE = re.compile(r"^(Value error|Assertion failed), ")
 
 
@@ -389,6 +395,11 @@ def load_text(text: str, file: str = "<scenario>") -> LoadedScenario:
     if "\x00" in text:
         line, col = _position(text, text.index("\x00"))
         raise UnreadableFile(file, line, col, "", "the file is binary, not a YAML text file")
+    surrogate = _SURROGATE.search(text)   # a text can hold one (a paste); UTF-8 cannot
+    if surrogate:
+        line, col = _position(text, surrogate.start())
+        raise UnreadableFile(file, line, col, "", f"character U+{ord(surrogate.group()):04X} (half a "
+                                                  f"surrogate pair) is not valid Unicode text")
     data, marks = parse_yaml(text, file)
     return validate_data(data, file, marks)
 

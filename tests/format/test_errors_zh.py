@@ -77,6 +77,8 @@ CASES = {
         f"  - arrive: {{id: A{i}, prompt: [{{same_as: A{i - 1}}}, {{same_as: A{i - 1}}}], "
         f"admit: false}}\n" for i in range(1, 25)),
     "pasted text too big": "# " + "x" * (1 << 20),
+    "half a surrogate pair": S + "  - note: a\ud800\n",
+    "duplicate anchor": H + C + "a: &x 1\nb: &x 2\nsteps: [admit]\n",
     # the run stops (engine, scheduler, prompt parts)
     "finished twice": S + A + "  - finish: A\n  - finish: A\n",
     "restart while live": S + A + "  - admit\n  - restart\n",

@@ -221,6 +221,18 @@ def test_encoding_and_control_character_errors_are_located(raw, line, col, words
     assert words in e.value.message
 
 
+@pytest.mark.parametrize("text, line, col, words", [
+    (H + "steps:\n  - note: ab\ud83d\n", 5, 13, "U+D83D (half a surrogate pair)"),
+    (H + "steps:\n  - note: a\x9b31m\n", 5, 12, "control character U+009B"),
+    (H + "steps:\n  - note: a\ufffe\n", 5, 12, "control character U+FFFE"),
+    (H + "a: &x 1\nb: &x 2\n", 5, 4, "found duplicate anchor 'x'"),
+])
+def test_odd_characters_in_a_text_are_located(text, line, col, words):
+    with pytest.raises(ScenarioError) as e:
+        load_text(text, "f.yaml")
+    assert (e.value.line, e.value.col) == (line, col) and words in e.value.message, str(e.value)
+
+
 def test_an_oversize_text_says_its_size_and_the_limit_in_both_languages():
     with pytest.raises(ScenarioError) as e:
         load_text("# " + "x" * MAX_FILE_BYTES, "<pasted>")
