@@ -90,56 +90,6 @@ def _tag_message(tag: str) -> str:
     return f"YAML tag {tag.replace(_STD, '!!')} is not allowed: scenarios are plain data"
 
 
-class _Converter:
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.marks: dict[Path_, tuple[int, int]] = {}      # path -> position of the value
-        self.key_marks: dict[Path_, tuple[int, int]] = {}  # path -> position of its key
-        self._scalars = yaml.SafeLoader("")
-
-    def fail(self, node: yaml.Node, path: Path_, message: str) -> ScenarioError:
-        m = node.start_mark
-        return ScenarioError(self.file, m.line + 1, m.column + 1, format_path(path), message)
-
-    def convert(self, node: yaml.Node, path: Path_) -> Any:
-        self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
-        if isinstance(node, yaml.ScalarNode):
-            if node.tag == _STD + "timestamp":
-                return node.value  # a date in a note is just text
-            if node.tag not in _SCALAR_TAGS:
-                raise self.fail(node, path, _tag_message(node.tag))
-            kind = node.tag[len(_STD):]
-            if kind in ("int", "float") and len(node.value) > MAX_NUMBER_CHARS:
-                raise self.fail(node, path, f"a number written with more than {MAX_NUMBER_CHARS} "
-                                            f"characters")
-            try:
-                return self._scalars.construct_object(node, deep=True)
-            except (ValueError, TypeError, OverflowError):  # explicit tags are refused before this
-                raise self.fail(node, path, f"cannot read {_excerpt(node.value)} as "
-                                            f"{_KINDS[kind]}") from None
-        if isinstance(node, yaml.SequenceNode):
-            if node.tag != _STD + "seq":
-                raise self.fail(node, path, _tag_message(node.tag))
-            return [self.convert(child, path + (i,)) for i, child in enumerate(node.value)]
-        if isinstance(node, yaml.MappingNode):
-            if node.tag != _STD + "map":
-                raise self.fail(node, path, _tag_message(node.tag))
-            out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _STD + "merge":
-                    raise self.fail(key_node, path, "mapping keys must be plain names")
-                key = self.convert(key_node, path + ("<key>",))
-                if not isinstance(key, str):
-                    key = str(key) if key is not None else "null"
-                sub = path + (key,)
-                if key in out:
-                    raise self.fail(key_node, sub, f"duplicate key {key!r}")
-                self.key_marks[sub] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-                out[key] = self.convert(value_node, sub)
-            return out
-        raise self.fail(node, path, "unsupported YAML node")
-
-
 _KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "null": "null",
           "str": "text"}
 
@@ -160,59 +110,214 @@ def _control_character_error(text: str, file: str, char: str) -> UnreadableFile:
                                               f"in a scenario file")
 
 
-def check_events(text: str, file: str) -> None:
-    """Walk the YAML event stream (libyaml's parser is iterative: no tree is built, nothing
-    recurses) and refuse, before anything is composed: nesting deeper than MAX_DEPTH, any explicit
-    tag (``!!int abc``, ``!!python/...``: scenarios are plain data), an undefined alias, and a
-    document that stands for more than MAX_EXPANDED_BYTES once aliases are expanded (each value
-    counts its UTF-8 bytes plus one; a billion laughs is counted, never built)."""
-    anchored: dict[str, int] = {}        # anchor -> the bytes its value stands for
-    defined: set[str | None] = set()     # anchors seen (as PyYAML's composer, one definition each)
-    open_: list[tuple[str | None, int]] = []   # the containers open now: (anchor, total at start)
-    total = 0
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,63}")   # a plain scalar YAML 1.1 reads as this int
 
-    def fail(event: yaml.Event, message: str) -> ScenarioError:
-        m = event.start_mark
-        return ScenarioError(file, m.line + 1, m.column + 1, "", message)
 
-    for event in yaml.parse(text, Loader=_Loader):
+class _Open:
+    """A sequence or mapping being built."""
+    __slots__ = ("value", "path", "anchor", "mark", "total_at_start", "key")
+
+    def __init__(self, value: list | dict, path: Path_, anchor: str | None, mark: Any,
+                 total: int) -> None:
+        self.value, self.path, self.anchor, self.mark = value, path, anchor, mark
+        self.total_at_start = total
+        self.key: str | None = None   # a mapping's key whose value comes next
+
+
+class _Builder:
+    """The document as plain data, built in one pass over libyaml's event stream (its parser is
+    iterative; nothing here recurses, no node tree is composed), with the position of every
+    value. Refused as they come, before anything is built from them: nesting deeper than
+    MAX_DEPTH, any explicit tag (``!!int abc``, ``!!python/...``: scenarios are plain data), a
+    duplicate anchor, an undefined alias, and a document that stands for more than
+    MAX_EXPANDED_BYTES once its aliases are expanded (each value counts its UTF-8 bytes plus one;
+    an alias counts what its anchor stands for, so a billion laughs is counted, never built: an
+    alias shares its anchor's value, and is located where it is written). A value that cannot be
+    converted (a malformed number, a mapping key that is not a plain name, a duplicate key) is
+    reported once the whole stream has parsed, so that a YAML syntax error anywhere comes first."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.marks: dict[Path_, tuple[int, int]] = {}         # path -> (line, col) of its value
+        self.anchors: dict[str, tuple[Any, int, Any]] = {}   # name -> (value, size, its mark)
+        self.defined: set[str] = set()                       # anchors seen, closed or not
+        self.open: list[_Open] = []
+        self.total = 0
+        self.root: Any = None
+        self.documents = 0
+        self.deferred: ScenarioError | None = None
+        self._scalars = yaml.SafeLoader("")   # YAML 1.1's resolver and constructors, for scalars
+
+    def error(self, mark: Any, path: Path_, message: str) -> ScenarioError:
+        return ScenarioError(self.file, mark.line + 1, mark.column + 1, format_path(path), message)
+
+    def defer(self, mark: Any, path: Path_, message: str) -> None:
+        if self.deferred is None:
+            self.deferred = self.error(mark, path, message)
+
+    def build(self, text: str) -> Any:
+        scalar_event, marks, open_ = yaml.ScalarEvent, self.marks, self.open
+        for event in yaml.parse(text, Loader=_Loader):
+            # the common case first, inline: a plain item of a sequence (a token id, say)
+            if (type(event) is scalar_event and event.tag is None and event.anchor is None
+                    and open_ and type(open_[-1].value) is list and self.deferred is None):
+                value = event.value
+                size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+                self.grow(size + 1, event)
+                items = open_[-1].value
+                path = open_[-1].path + (len(items),)
+                mark = event.start_mark
+                marks.setdefault(path, (mark.line + 1, mark.column + 1))
+                if event.implicit[0] and _DECIMAL.fullmatch(value):
+                    items.append(int(value))
+                else:
+                    value = self.scalar(event, path)
+                    if self.deferred is None:
+                        items.append(value)
+                continue
+            self.event(event)
+        if self.deferred is not None:
+            raise self.deferred
+        return self.root
+
+    # -- one event ----------------------------------------------------------------------------
+    def event(self, event: yaml.Event) -> None:
+        if isinstance(event, yaml.CollectionEndEvent):
+            done = self.open.pop()
+            if done.anchor is not None:
+                self.anchors[done.anchor] = (done.value, self.total - done.total_at_start,
+                                             done.mark)
+            return
+        if isinstance(event, yaml.DocumentStartEvent):
+            self.documents += 1
+            if self.documents > 1:   # as PyYAML's composer words it
+                raise self.error(event.start_mark, (), "YAML syntax error: but found another "
+                                                       "document")
+            return
+        if not isinstance(event, yaml.NodeEvent):
+            return
         tag = getattr(event, "tag", None)
         if tag is not None:
-            raise fail(event, _tag_message(tag))
-        anchor = getattr(event, "anchor", None)
-        if anchor is not None and not isinstance(event, yaml.AliasEvent) and anchor in defined:
-            raise fail(event, f"YAML syntax error: found duplicate anchor '{anchor}'")
-        defined.add(anchor)
+            raise self.error(event.start_mark, (), _tag_message(tag))
+        anchor = event.anchor
+        if isinstance(event, yaml.AliasEvent):
+            if anchor not in self.anchors:
+                raise self.error(event.start_mark, (), f"YAML syntax error: found undefined alias "
+                                                       f"'{anchor}'")
+            value, size, anchored_at = self.anchors[anchor]
+            self.grow(size, event)
+            self.place(value, event.start_mark, anchored_at, alias=True)
+            return
+        if anchor is not None:
+            if anchor in self.defined:
+                raise self.error(event.start_mark, (), f"YAML syntax error: found duplicate "
+                                                       f"anchor '{anchor}'")
+            self.defined.add(anchor)
         if isinstance(event, yaml.ScalarEvent):
-            size = len(event.value.encode("utf-8", "surrogatepass")) + 1
-        elif isinstance(event, yaml.AliasEvent):
-            if event.anchor not in anchored:
-                raise fail(event, f"YAML syntax error: found undefined alias '{event.anchor}'")
-            size = anchored[event.anchor]
-        elif isinstance(event, yaml.CollectionStartEvent):
-            if len(open_) >= MAX_DEPTH:
-                raise fail(event, f"nested more than {MAX_DEPTH} levels deep")
-            open_.append((event.anchor, total))
-            size = 1
-        elif isinstance(event, yaml.CollectionEndEvent):
-            anchor, start = open_.pop()
+            value = event.value
+            size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+            self.grow(size + 1, event)
+            converted = self.place(event, event.start_mark, event.start_mark)
             if anchor is not None:
-                anchored[anchor] = total - start
-            continue
+                self.anchors[anchor] = (converted, size + 1, event.start_mark)
+            return
+        if len(self.open) >= MAX_DEPTH:   # a sequence or mapping starts
+            raise self.error(event.start_mark, (), f"nested more than {MAX_DEPTH} levels deep")
+        self.grow(1, event)
+        container: list | dict = [] if isinstance(event, yaml.SequenceStartEvent) else {}
+        path = self.place(container, event.start_mark, event.start_mark)
+        self.open.append(_Open(container, path if path is not None else (), anchor,
+                               event.start_mark, self.total - 1))
+
+    def grow(self, size: int, event: yaml.Event) -> None:
+        self.total += size
+        if self.total > MAX_EXPANDED_BYTES:
+            raise self.error(event.start_mark, (), f"the document expands to more than "
+                                                   f"{MAX_EXPANDED_BYTES:,} bytes (aliases repeated "
+                                                   f"too often?)")
+
+    # -- building -------------------------------------------------------------------------------
+    def place(self, item: Any, mark: Any, value_mark: Any, alias: bool = False) -> Any:
+        """Put ``item`` (a scalar event, converted here; an alias's value; a new container)
+        where the open container expects it: the next item of a sequence, a mapping's key, or
+        its value. Returns the value (for a container: its path; None once an error is
+        deferred, after which nothing more is built)."""
+        if self.deferred is not None:
+            return None
+        top = self.open[-1] if self.open else None
+        if top is not None and isinstance(top.value, dict) and top.key is None:
+            return self.place_key(top, item, mark, value_mark, alias)
+        if top is None:
+            path: Path_ = ()
+        elif isinstance(top.value, list):
+            path = top.path + (len(top.value),)
         else:
-            continue
-        total += size
-        if total > MAX_EXPANDED_BYTES:
-            raise fail(event, f"the document expands to more than {MAX_EXPANDED_BYTES:,} bytes "
-                              f"(aliases repeated too often?)")
-        if isinstance(event, yaml.ScalarEvent) and event.anchor is not None:
-            anchored[event.anchor] = size
+            path = top.path + (top.key,)
+        self.marks.setdefault(path, (mark.line + 1, mark.column + 1))
+        value = self.scalar(item, path) if isinstance(item, yaml.ScalarEvent) else item
+        if self.deferred is not None:
+            return None
+        if top is None:
+            self.root = value
+        elif isinstance(top.value, list):
+            top.value.append(value)
+        else:
+            top.value[top.key] = value
+            top.key = None
+        return path if isinstance(value, list | dict) and not alias else value
+
+    def place_key(self, top: _Open, item: Any, mark: Any, value_mark: Any, alias: bool) -> Any:
+        here = top.path + ("<key>",)
+        if isinstance(item, yaml.ScalarEvent):
+            if item.implicit[0] and self._scalars.resolve(yaml.ScalarNode, item.value,
+                                                          (True, False)) == _STD + "merge":
+                return self.defer(mark, top.path, "mapping keys must be plain names")
+            self.marks.setdefault(here, (mark.line + 1, mark.column + 1))
+            key = self.scalar(item, here)
+            if self.deferred is not None:
+                return None
+        elif alias and not isinstance(item, list | dict):
+            self.marks.setdefault(here, (value_mark.line + 1, value_mark.column + 1))
+            key = item
+        else:  # a sequence or mapping as a key (or an alias of one)
+            return self.defer(value_mark, top.path, "mapping keys must be plain names")
+        converted = key
+        if not isinstance(key, str):
+            key = str(key) if key is not None else "null"
+        sub = top.path + (key,)
+        if key in top.value:
+            return self.defer(value_mark, sub, f"duplicate key {key!r}")
+        self.marks[("<key>",) + sub] = (value_mark.line + 1, value_mark.column + 1)
+        top.key = key
+        return converted
+
+    def scalar(self, event: yaml.ScalarEvent, path: Path_) -> Any:
+        value = event.value
+        if not event.implicit[0]:
+            return value                      # quoted: text
+        if _DECIMAL.fullmatch(value):
+            return int(value)                 # the common case, at once
+        tag = self._scalars.resolve(yaml.ScalarNode, value, (True, False))
+        if tag in (_STD + "str", _STD + "timestamp"):
+            return value                      # a date in a note is just text
+        if tag not in _SCALAR_TAGS:
+            return self.defer(event.start_mark, path, _tag_message(tag))
+        kind = tag[len(_STD):]
+        if kind in ("int", "float") and len(value) > MAX_NUMBER_CHARS:
+            return self.defer(event.start_mark, path, f"a number written with more than "
+                                                      f"{MAX_NUMBER_CHARS} characters")
+        node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark)
+        try:
+            return self._scalars.construct_object(node, deep=True)
+        except (ValueError, TypeError, OverflowError):  # e.g. 0x_, which YAML 1.1 calls an int
+            return self.defer(event.start_mark, path, f"cannot read {_excerpt(value)} as "
+                                                      f"{_KINDS[kind]}")
 
 
 def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]:
+    builder = _Builder(file)
     try:
-        check_events(text, file)
-        node = yaml.compose(text, Loader=_Loader)   # bounded now: depth, tags and size checked
+        data = builder.build(text)
     except yaml.reader.ReaderError as e:
         if isinstance(e.character, int) and chr(e.character) in text:
             raise _control_character_error(text, file, chr(e.character)) from None
@@ -224,14 +329,10 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]
         raise ScenarioError(file, line, col, "", f"YAML syntax error: {problem}") from None
     except yaml.YAMLError as e:
         raise ScenarioError(file, None, None, "", f"YAML error: {e}") from None
-    if node is None:
+    if builder.documents == 0 or (builder.root is None and not builder.marks):
         raise ScenarioError(file, 1, 1, "", "the file is empty: a scenario needs at least "
                                              "`id:`, `title:` and `steps:`")
-    conv = _Converter(file)
-    data = conv.convert(node, ())
-    marks = dict(conv.marks)
-    marks.update({("<key>",) + k: v for k, v in conv.key_marks.items()})
-    return data, marks
+    return data, builder.marks
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -182,6 +182,14 @@ def test_aliased_note_is_refused_by_its_size_in_bytes_not_its_count_of_values():
     load_text(aliased_note(uses=3).decode(), "f.yaml")
 
 
+def test_an_error_inside_an_aliased_value_is_located_at_the_alias():
+    text = H + "steps:\n  - arrive: &a {id: A, prompt: [1, 2]}\n  - finish: A\n  - arrive: *a\n"
+    with pytest.raises(ScenarioError) as e:
+        load_text(text, "f.yaml")
+    assert (e.value.line, e.value.col, e.value.path) == (7, 15, "steps[2].arrive.id")
+    assert e.value.message == "duplicate request id 'A'"
+
+
 def test_a_doubling_chain_within_the_limit_still_loads():
     load_text(same_as_doubling(times=10).decode(), "f.yaml")   # 4 * 2**10 tokens
 
