@@ -186,7 +186,7 @@ def test_an_error_inside_an_aliased_value_is_located_at_the_alias():
     text = H + "steps:\n  - arrive: &a {id: A, prompt: [1, 2]}\n  - finish: A\n  - arrive: *a\n"
     with pytest.raises(ScenarioError) as e:
         load_text(text, "f.yaml")
-    assert (e.value.line, e.value.col, e.value.path) == (7, 15, "steps[2].arrive.id")
+    assert (e.value.line, e.value.col, e.value.path) == (7, 13, "steps[2].arrive.id")
     assert e.value.message == "duplicate request id 'A'"
 
 
