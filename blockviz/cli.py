@@ -11,6 +11,7 @@ import json
 import sys
 
 from blockviz import trace_cli
+from blockviz.i18n.errors import localize_error
 from blockviz.scenario import ScenarioError, json_schema, load
 from blockviz.scenario.lessons import lesson_files, resolve
 
@@ -264,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
         return args.fn(args)
     except ScenarioError as e:
         print(e.localized(getattr(args, "lang", "en")), file=sys.stderr)  # play/export --lang zh
+        return EXIT_SCENARIO
+    except MemoryError:  # where no step can be named (the commands name it where they can)
+        where = getattr(args, "file", None) or "blockviz"
+        print(f"{where}: {localize_error('ran out of memory', getattr(args, 'lang', 'en'))}",
+              file=sys.stderr)
         return EXIT_SCENARIO
     except BrokenPipeError:  # `... | head`
         return 0

@@ -448,3 +448,16 @@ def test_mutated_lessons_are_refused_located_or_run_to_the_end(tmp_path, data):
     else:
         event("ran to the end")
         assert p.stderr == "", (what, p.stderr[-2000:])
+
+
+def test_running_out_of_memory_anywhere_else_is_one_line_not_a_traceback(monkeypatch, tmp_path):
+    from blockviz import cli as C
+    f = tmp_path / "x.yaml"
+    f.write_text(H)
+
+    def out_of_memory(loaded):
+        raise MemoryError
+
+    monkeypatch.setattr(C, "_load", lambda path: out_of_memory(path))
+    rc, _, err = _streamed("validate", str(f))
+    assert rc == 2 and err == f"{f}: ran out of memory\n"
