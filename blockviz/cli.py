@@ -11,6 +11,7 @@ import json
 import sys
 
 from blockviz import trace_cli
+from blockviz.i18n.errors import localize_error
 from blockviz.scenario import ScenarioError, json_schema, load
 from blockviz.scenario.lessons import lesson_files, resolve
 
@@ -72,21 +73,56 @@ def cmd_validate(args) -> int:
     return 0
 
 
-def _run(args, loaded):
+def _out_of_memory(loaded, k: int, message: str) -> ScenarioError:
+    """A MemoryError as a located error: at step ``k`` (1-based; 0 is the start, before any
+    event), as the runner names the step an engine error happened at."""
+    steps = loaded.scenario.steps
+    if 1 <= k <= len(steps):
+        step = steps[k - 1]
+        path = ("steps", k - 1, step.kind) if step.kind else ("steps", k - 1)
+        return loaded.error(path, f"step {k} ({step.kind}): {message}")
+    return loaded.error(("config",), message)
+
+
+def _run_scenario(loaded, *, device: str | None, payloads: bool = True):
+    """``run`` to the end; running out of memory is a located error (the step that was running),
+    not a traceback."""
     from blockviz.sim.runner import run
-    engine, timeline = run(loaded, payloads=not getattr(args, "no_payloads", False),
-                           device=getattr(args, "device", None))
+    done = [0]
+
+    def progress(k: int, _n: int) -> None:
+        done[0] = k
+
+    try:
+        return run(loaded, payloads=payloads, device=device, progress=progress)
+    except MemoryError:
+        raise _out_of_memory(loaded, done[0] + 1, "ran out of memory") from None
+
+
+def _run(args, loaded):
+    engine, timeline = _run_scenario(loaded, payloads=not getattr(args, "no_payloads", False),
+                                     device=getattr(args, "device", None))
     if timeline.error is not None:
         raise timeline.error
     return engine, timeline
 
 
 def cmd_json(args) -> int:
-    from blockviz.sim.contract import timeline_dict
+    """The contract, written one step (and one frame) at a time as it is made: memory stays that
+    of one step whatever their number, and the first bytes come out at once."""
+    from blockviz.sim.contract import write_timeline
     loaded = _load(args.file)
     engine, timeline = _run(args, loaded)
-    doc = timeline_dict(loaded.scenario.id, engine, timeline, frames=not args.no_frames)
-    json.dump(doc, sys.stdout, ensure_ascii=False, indent=args.indent)
+    at = [0]
+
+    def on_step(k: int) -> None:
+        at[0] = k
+
+    try:
+        write_timeline(sys.stdout.write, loaded.scenario.id, engine, timeline,
+                       frames=not args.no_frames, indent=args.indent, on_step=on_step)
+    except MemoryError:
+        raise _out_of_memory(loaded, at[0], "ran out of memory while writing its JSON") from None
     sys.stdout.write("\n")
     return 0
 
@@ -101,8 +137,7 @@ def cmd_play(args) -> int:
     from blockviz.render.text import render_step
     from blockviz.teach.labels import HashLabels
     loaded = _load(args.file)
-    from blockviz.sim.runner import run
-    engine, timeline = run(loaded, device=args.device)
+    engine, timeline = _run_scenario(loaded, device=args.device)
     color = sys.stdout.isatty() if args.color is None else args.color
     labels = HashLabels.for_timeline(timeline)
     for i in range(len(timeline)):
@@ -231,6 +266,11 @@ def main(argv: list[str] | None = None) -> int:
         return args.fn(args)
     except ScenarioError as e:
         print(e.localized(getattr(args, "lang", "en")), file=sys.stderr)  # play/export --lang zh
+        return EXIT_SCENARIO
+    except MemoryError:  # where no step can be named (the commands name it where they can)
+        where = getattr(args, "file", None) or "blockviz"
+        print(f"{where}: {localize_error('ran out of memory', getattr(args, 'lang', 'en'))}",
+              file=sys.stderr)
         return EXIT_SCENARIO
     except BrokenPipeError:  # `... | head`
         return 0

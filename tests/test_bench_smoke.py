@@ -85,11 +85,13 @@ def test_quick_run_writes_a_report(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"report written to {out}" in proc.stdout
     report = json.loads(out.read_text())
-    assert set(report["benchmarks"]) == {"core", "scale", "tensors", "app", "capacity"}
+    assert set(report["benchmarks"]) == {"core", "scale", "tensors", "app", "capacity", "json_stream"}
     core = report["benchmarks"]["core"]
     assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
     scale = report["benchmarks"]["scale"]
     assert all(c["samples"][0]["steps_in_timeline"] == c["events"] + 1 for c in scale["cases"])
+    stream = report["benchmarks"]["json_stream"]
+    assert stream["side_by_side"]["eager"]["bytes"] == stream["side_by_side"]["stream"]["bytes"] > 0
     for b in report["budgets"]:
         assert {"name", "value", "limit", "met", "unit"} <= set(b)
 

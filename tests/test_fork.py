@@ -181,7 +181,7 @@ def test_uploads_are_refused_before_parsing_when_not_plain_data():
     broken = A.read_upload(b"id: [\n", "b.yaml")                          # readable: kept
     assert broken == "id: [\n"
     for raw, words in [(b"x" * (MAX_FILE_BYTES + 1), "the limit is 1,048,576"),
-                       (b"id: a\x00", "binary"),
+                       (b"id: a\x00", "binary"), (b"id: a\x07\n", "control character"),
                        ("id: é".encode("latin-1"), "not UTF-8"),
                        (b"id: !!python/object/apply:os.system [ls]\n", "YAML tag")]:
         with pytest.raises(ScenarioError) as e:

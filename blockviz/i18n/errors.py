@@ -41,6 +41,23 @@ def error_text(err: object, lang: str) -> str:
     return localize_error(str(err), lang)
 
 
+# Characters a terminal acts on rather than shows: C0 controls (but tab), DEL, C1 controls (CSI
+# among them) and the bidirectional overrides. User text (a note, an id, a key) may hold any.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with every control character written as an escape (``\\x1b``, ``\\u202e``),
+    so printing it cannot move the cursor, change colours or retitle a terminal; the characters
+    in ``keep`` (e.g. a line break) stay."""
+    def esc(m: re.Match[str]) -> str:
+        c = m.group()
+        if c in keep:
+            return c
+        return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+    return _CONTROL.sub(esc, text)
+
+
 class ErrorMessage(Exception):
     """An English message kept as it is (in session state, say) and translated when shown."""
 
@@ -195,6 +212,28 @@ _rule(r"the generated workload is beyond the scenario limits \((?P<m>.+)\); use 
       r"shorter prompts",
       lambda m: f"生成的负载超出了场景的限制（{_inner(m['m'])}）；请减少事件数或缩短提示词")
 _rule(r"duplicate scenario id '(?P<id>.*)'", "场景 id '{id}' 重复了（另一个文件已经用了它）")
+
+# -- hostile input: what the loader and the command line refuse (issue 13) -------------------
+_KINDS_ZH = {"an integer": "整数", "a number": "数字", "true or false": "true 或 false",
+             "null": "null", "text": "文本"}
+_rule(r"the document expands to more than (?P<n>[\d,]+) bytes \(aliases repeated too often\?\)",
+      "文档展开别名后超过 {n} 字节（别名重复得太多？）")
+_rule(r"a number written with more than (?P<n>\d+) characters", "数字写得太长了（超过 {n} 个字符）")
+_rule(r"cannot read (?P<v>'.*'|\".*\") as (?P<k>an integer|a number|true or false|null|text)",
+      lambda m: f"无法把 {m['v']} 读成{_KINDS_ZH[m['k']]}")
+_rule(r"control character U\+(?P<c>[0-9A-F]{4,6}) is not allowed in a scenario file",
+      "场景文件里不能有控制字符 U+{c}")
+_rule(r"character U\+(?P<c>[0-9A-F]{4}) \(half a surrogate pair\) is not valid Unicode text",
+      "字符 U+{c}（半个代理对）不是有效的 Unicode 文本")
+_rule(r"the text is (?P<n>[\d,]+) bytes; the limit is (?P<lim>[\d,]+) \(1 MiB\)",
+      "文本有 {n} 字节，上限是 {lim} 字节（1 MiB）")
+_rule(r"`(?P<e>\w+)` needs an argument, e.g\. `(?P<ex>.+)`", "`{e}` 需要参数，例如 `{ex}`")
+_rule(r"more than (?P<n>[\d,]+) distinct words in the prompts \(the toy tokenizer's vocabulary\)",
+      "提示词里不同的词超过了 {n} 个（玩具分词器的词表大小）")
+_rule(r"ran out of memory(?: (?P<w>while writing its JSON))?",
+      lambda m: "写出它的 JSON 时内存不足" if m["w"] else "内存不足")
+# -- end of the hostile-input block ------------------------------------------------------------
+
 
 def _status_zh(status: str) -> str:
     return STRINGS.get("status_" + status, (status, status))[1]   # the label the panels show

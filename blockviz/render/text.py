@@ -5,7 +5,7 @@ import textwrap
 import unicodedata
 
 from blockviz.i18n import event_label, t
-from blockviz.i18n.errors import error_text
+from blockviz.i18n.errors import error_text, printable
 from blockviz.sim.timeline import Snapshot, Timeline, diff
 from blockviz.teach.labels import HashLabels, token_text
 from blockviz.teach.narrate import narrate_ops, schedule_lines
@@ -80,7 +80,7 @@ def render_blocks(s: Snapshot, labels: HashLabels, vocab, changed: frozenset[int
             body += f" {labels(h)}"
         toks = s.block_tokens[i]
         if toks:
-            body += f" ·{token_text(toks, vocab, 8)}"
+            body += f" ·{printable(token_text(toks, vocab, 8))}"  # words are the author's
         mark = "*" if i in changed else ""
         codes = (_GREEN,) if h is not None else (_GREY,)
         if i in changed:
@@ -106,12 +106,14 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
     prev = timeline.snapshot(index - 1) if index > 0 else s
     d = diff(prev, s)
     n = len(timeline) - 1
-    head = f"── {t('step_k_of_n', lang, k=index, n=n)} · {event_label(s.step, lang)} "
+    # Everything the scenario's author wrote (notes, ids, checkpoint names, words) goes through
+    # printable(): a note must not be able to drive the terminal it is shown on.
+    head = f"── {t('step_k_of_n', lang, k=index, n=n)} · {printable(event_label(s.step, lang))} "
     out = [st(head + "─" * max(4, 78 - len(head)), _BOLD)]
     if s.teaching_only:
         out.append(st(f"[{t('teaching_only', lang)}] {t('teaching_only_why', lang)}", _YELLOW))
     if s.note is not None:
-        out.append(wrap(s.note.get(lang)))
+        out.append(wrap(printable(s.note.get(lang))))
     block_lines = render_blocks(s, labels, vocab, d.changed_blocks, st, lang)
     out.append(_label(t('gpu_blocks', lang)) + block_lines[0])
     out += [" " * 18 + bl for bl in block_lines[1:]]
@@ -133,18 +135,19 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
     if s.requests:
         parts = []
         for rid, r in s.requests.items():
-            parts.append(f"{rid} {t('status_' + r.status, lang)} {list(r.block_ids)} "
+            parts.append(f"{printable(rid)} {t('status_' + r.status, lang)} {list(r.block_ids)} "
                          f"({t('computed', lang)} {r.num_computed_tokens}/{r.num_tokens})")
         out.append(_label(t('requests', lang)) + " · ".join(parts))
     if s.external is not None:
         ext = " ".join(labels(h) for h, _ in s.external) or t("empty", lang)
         out.append(_label(t('external_tier', lang)) + ext)
     for i, line in enumerate(schedule_lines(s.engine_steps, lang)):
-        out.append((_label(t('engine_steps', lang)) if i == 0 else " " * 18) + line)
+        out.append((_label(t('engine_steps', lang)) if i == 0 else " " * 18) + printable(line))
     lines = narrate_ops(s.ops, lang, labels, vocab, timeline.block_size)
     if lines:
         out.append(t('engine_did', lang) + ("：" if lang == "zh" else ":"))
-        out += [wrap(line, indent="    ").replace("    ", "  • ", 1) for line in lines]
+        out += [wrap(printable(line), indent="    ").replace("    ", "  • ", 1) for line in lines]
     if timeline.error is not None and index == len(timeline) - 1:
-        out.append(st(t("error_stopped", lang, msg=error_text(timeline.error, lang)), _BOLD, _YELLOW))
+        msg = printable(error_text(timeline.error, lang))
+        out.append(st(t("error_stopped", lang, msg=msg), _BOLD, _YELLOW))
     return "\n".join(out) + "\n"

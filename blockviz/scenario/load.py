@@ -6,6 +6,7 @@ an error, aliases are bounded (no "billion laughs"), files are bounded in size a
 """
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from dataclasses import dataclass
@@ -15,17 +16,21 @@ from typing import Any
 import pydantic
 import yaml
 
-from blockviz.i18n.errors import localize_error
+from blockviz.i18n.errors import localize_error, printable
 from blockviz.scenario.schema import (
     MAX_FILE_BYTES,
     MAX_ITERATIONS_TOTAL,
     MAX_PROMPT_TOKENS_TOTAL,
     SameAsPart,
     Scenario,
+    TextPart,
 )
+from blockviz.scenario.tokens import WORD_SPAN
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-MAX_VALUES = 2_000_000  # scalars + containers after alias expansion
+MAX_DEPTH = 64                       # nesting of sequences and mappings
+MAX_EXPANDED_BYTES = 4 * MAX_FILE_BYTES  # what the document stands for once aliases are expanded
+MAX_NUMBER_CHARS = 64                # a number written longer is refused before it is converted
 _STD = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {_STD + t for t in ("str", "int", "float", "bool", "null")}
 
@@ -46,7 +51,13 @@ class ScenarioError(Exception):
         """The same line, its message in ``lang`` (see ``blockviz.i18n.errors``)."""
         where = self.file if self.line is None else f"{self.file}:{self.line}:{self.col}"
         message = localize_error(self.message, lang)  # one line, always
-        return f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
+        line = f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
+        return printable(line)  # a key or an id may hold a line break or a terminal escape
+
+
+class UnreadableFile(ScenarioError):
+    """The bytes are not a text an editor could show: too large, binary, not UTF-8, or with a raw
+    control character. (Located where it can be; an upload is refused outright.)"""
 
 
 @dataclass
@@ -79,76 +90,238 @@ def _tag_message(tag: str) -> str:
     return f"YAML tag {tag.replace(_STD, '!!')} is not allowed: scenarios are plain data"
 
 
-class _Converter:
+_KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "null": "null",
+          "str": "text"}
+
+
+def _excerpt(value: str, n: int = 20) -> str:
+    return repr(value if len(value) <= n else value[:n] + "…")
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    """1-based (line, column) of the character at ``index`` of ``text``."""
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _control_character_error(text: str, file: str, char: str) -> UnreadableFile:
+    line, col = _position(text, text.find(char))
+    return UnreadableFile(file, line, col, "", f"control character U+{ord(char):04X} is not allowed "
+                                              f"in a scenario file")
+
+
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,63}")   # a plain scalar YAML 1.1 reads as this int
+
+
+class _Open:
+    """A sequence or mapping being built."""
+    __slots__ = ("value", "path", "anchor", "mark", "total_at_start", "key")
+
+    def __init__(self, value: list | dict, path: Path_, anchor: str | None, mark: Any,
+                 total: int) -> None:
+        self.value, self.path, self.anchor, self.mark = value, path, anchor, mark
+        self.total_at_start = total
+        self.key: str | None = None   # a mapping's key whose value comes next
+
+
+class _Builder:
+    """The document as plain data, built in one pass over libyaml's event stream (its parser is
+    iterative; nothing here recurses, no node tree is composed), with the position of every
+    value. Refused as they come, before anything is built from them: nesting deeper than
+    MAX_DEPTH, any explicit tag (``!!int abc``, ``!!python/...``: scenarios are plain data), a
+    duplicate anchor, an undefined alias, and a document that stands for more than
+    MAX_EXPANDED_BYTES once its aliases are expanded (each value counts its UTF-8 bytes plus one;
+    an alias counts what its anchor stands for, so a billion laughs is counted, never built: an
+    alias shares its anchor's value, and is located where it is written). A value that cannot be
+    converted (a malformed number, a mapping key that is not a plain name, a duplicate key) is
+    reported once the whole stream has parsed, so that a YAML syntax error anywhere comes first."""
+
     def __init__(self, file: str) -> None:
         self.file = file
-        self.marks: dict[Path_, tuple[int, int]] = {}      # path -> position of the value
-        self.key_marks: dict[Path_, tuple[int, int]] = {}  # path -> position of its key
-        self._scalars = yaml.SafeLoader("")
+        self.marks: dict[Path_, tuple[int, int]] = {}         # path -> (line, col) of its value
+        self.anchors: dict[str, tuple[Any, int, Any]] = {}   # name -> (value, size, its mark)
+        self.defined: set[str] = set()                       # anchors seen, closed or not
+        self.open: list[_Open] = []
+        self.total = 0
+        self.root: Any = None
+        self.documents = 0
+        self.deferred: ScenarioError | None = None
+        self._scalars = yaml.SafeLoader("")   # YAML 1.1's resolver and constructors, for scalars
 
-    def fail(self, node: yaml.Node, path: Path_, message: str) -> ScenarioError:
-        m = node.start_mark
-        return ScenarioError(self.file, m.line + 1, m.column + 1, format_path(path), message)
+    def error(self, mark: Any, path: Path_, message: str) -> ScenarioError:
+        return ScenarioError(self.file, mark.line + 1, mark.column + 1, format_path(path), message)
 
-    def check_size(self, root: yaml.Node) -> None:
-        """Count the values the document stands for once aliases are expanded (memoized per node,
-        so a billion laughs is counted, not built) and refuse deep nesting."""
-        sizes: dict[int, int] = {}
+    def defer(self, mark: Any, path: Path_, message: str) -> None:
+        if self.deferred is None:
+            self.deferred = self.error(mark, path, message)
 
-        def size(node: yaml.Node, depth: int) -> int:
-            if depth > 64:
-                raise self.fail(node, (), "nested more than 64 levels deep")
-            known = sizes.get(id(node))
-            if known is not None:
-                return known
-            if isinstance(node, yaml.SequenceNode):
-                n = 1 + sum(size(c, depth + 1) for c in node.value)
-            elif isinstance(node, yaml.MappingNode):
-                n = 1 + sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
-            else:
-                n = 1
-            sizes[id(node)] = n
-            if n > MAX_VALUES:
-                raise self.fail(node, (), f"the document expands to more than {MAX_VALUES:,} "
-                                          f"values (aliases nested too deeply?)")
-            return n
+    def build(self, text: str) -> Any:
+        scalar_event, marks, open_ = yaml.ScalarEvent, self.marks, self.open
+        for event in yaml.parse(text, Loader=_Loader):
+            # the common case first, inline: a plain item of a sequence (a token id, say)
+            if (type(event) is scalar_event and event.tag is None and event.anchor is None
+                    and open_ and type(open_[-1].value) is list and self.deferred is None):
+                value = event.value
+                size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+                self.grow(size + 1, event)
+                items = open_[-1].value
+                path = open_[-1].path + (len(items),)
+                mark = event.start_mark
+                marks.setdefault(path, (mark.line + 1, mark.column + 1))
+                if event.implicit[0] and _DECIMAL.fullmatch(value):
+                    items.append(int(value))
+                else:
+                    value = self.scalar(event, path)
+                    if self.deferred is None:
+                        items.append(value)
+                continue
+            self.event(event)
+        if self.deferred is not None:
+            raise self.deferred
+        return self.root
 
-        size(root, 0)
+    # -- one event ----------------------------------------------------------------------------
+    def event(self, event: yaml.Event) -> None:
+        if isinstance(event, yaml.CollectionEndEvent):
+            done = self.open.pop()
+            if done.anchor is not None:
+                self.anchors[done.anchor] = (done.value, self.total - done.total_at_start,
+                                             done.mark)
+            return
+        if isinstance(event, yaml.DocumentStartEvent):
+            self.documents += 1
+            if self.documents > 1:   # as PyYAML's composer words it
+                raise self.error(event.start_mark, (), "YAML syntax error: but found another "
+                                                       "document")
+            return
+        if not isinstance(event, yaml.NodeEvent):
+            return
+        tag = getattr(event, "tag", None)
+        if tag is not None:
+            raise self.error(event.start_mark, (), _tag_message(tag))
+        anchor = event.anchor
+        if isinstance(event, yaml.AliasEvent):
+            if anchor not in self.anchors:
+                raise self.error(event.start_mark, (), f"YAML syntax error: found undefined alias "
+                                                       f"'{anchor}'")
+            value, size, anchored_at = self.anchors[anchor]
+            self.grow(size, event)
+            self.place(value, event.start_mark, anchored_at, alias=True)
+            return
+        if anchor is not None:
+            if anchor in self.defined:
+                raise self.error(event.start_mark, (), f"YAML syntax error: found duplicate "
+                                                       f"anchor '{anchor}'")
+            self.defined.add(anchor)
+        if isinstance(event, yaml.ScalarEvent):
+            value = event.value
+            size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+            self.grow(size + 1, event)
+            converted = self.place(event, event.start_mark, event.start_mark)
+            if anchor is not None:
+                self.anchors[anchor] = (converted, size + 1, event.start_mark)
+            return
+        if len(self.open) >= MAX_DEPTH:   # a sequence or mapping starts
+            raise self.error(event.start_mark, (), f"nested more than {MAX_DEPTH} levels deep")
+        self.grow(1, event)
+        container: list | dict = [] if isinstance(event, yaml.SequenceStartEvent) else {}
+        path = self.place(container, event.start_mark, event.start_mark)
+        self.open.append(_Open(container, path if path is not None else (), anchor,
+                               event.start_mark, self.total - 1))
 
-    def convert(self, node: yaml.Node, path: Path_) -> Any:
-        self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
-        if isinstance(node, yaml.ScalarNode):
-            if node.tag == _STD + "timestamp":
-                return node.value  # a date in a note is just text
-            if node.tag not in _SCALAR_TAGS:
-                raise self.fail(node, path, _tag_message(node.tag))
+    def grow(self, size: int, event: yaml.Event) -> None:
+        self.total += size
+        if self.total > MAX_EXPANDED_BYTES:
+            raise self.error(event.start_mark, (), f"the document expands to more than "
+                                                   f"{MAX_EXPANDED_BYTES:,} bytes (aliases repeated "
+                                                   f"too often?)")
+
+    # -- building -------------------------------------------------------------------------------
+    def place(self, item: Any, mark: Any, value_mark: Any, alias: bool = False) -> Any:
+        """Put ``item`` (a scalar event, converted here; an alias's value; a new container)
+        where the open container expects it: the next item of a sequence, a mapping's key, or
+        its value. Returns the value (for a container: its path; None once an error is
+        deferred, after which nothing more is built)."""
+        if self.deferred is not None:
+            return None
+        top = self.open[-1] if self.open else None
+        if top is not None and isinstance(top.value, dict) and top.key is None:
+            return self.place_key(top, item, mark, value_mark, alias)
+        if top is None:
+            path: Path_ = ()
+        elif isinstance(top.value, list):
+            path = top.path + (len(top.value),)
+        else:
+            path = top.path + (top.key,)
+        self.marks.setdefault(path, (mark.line + 1, mark.column + 1))
+        value = self.scalar(item, path) if isinstance(item, yaml.ScalarEvent) else item
+        if self.deferred is not None:
+            return None
+        if top is None:
+            self.root = value
+        elif isinstance(top.value, list):
+            top.value.append(value)
+        else:
+            top.value[top.key] = value
+            top.key = None
+        return path if isinstance(value, list | dict) and not alias else value
+
+    def place_key(self, top: _Open, item: Any, mark: Any, value_mark: Any, alias: bool) -> Any:
+        here = top.path + ("<key>",)
+        if isinstance(item, yaml.ScalarEvent):
+            if item.implicit[0] and self._scalars.resolve(yaml.ScalarNode, item.value,
+                                                          (True, False)) == _STD + "merge":
+                return self.defer(mark, top.path, "mapping keys must be plain names")
+            self.marks.setdefault(here, (mark.line + 1, mark.column + 1))
+            key = self.scalar(item, here)
+            if self.deferred is not None:
+                return None
+        elif alias and not isinstance(item, list | dict):
+            self.marks.setdefault(here, (value_mark.line + 1, value_mark.column + 1))
+            key = item
+        else:  # a sequence or mapping as a key (or an alias of one)
+            return self.defer(value_mark, top.path, "mapping keys must be plain names")
+        converted = key
+        if not isinstance(key, str):
+            key = str(key) if key is not None else "null"
+        sub = top.path + (key,)
+        if key in top.value:
+            return self.defer(value_mark, sub, f"duplicate key {key!r}")
+        self.marks[("<key>",) + sub] = (value_mark.line + 1, value_mark.column + 1)
+        top.key = key
+        return converted
+
+    def scalar(self, event: yaml.ScalarEvent, path: Path_) -> Any:
+        value = event.value
+        if not event.implicit[0]:
+            return value                      # quoted: text
+        if _DECIMAL.fullmatch(value):
+            return int(value)                 # the common case, at once
+        tag = self._scalars.resolve(yaml.ScalarNode, value, (True, False))
+        if tag in (_STD + "str", _STD + "timestamp"):
+            return value                      # a date in a note is just text
+        if tag not in _SCALAR_TAGS:
+            return self.defer(event.start_mark, path, _tag_message(tag))
+        kind = tag[len(_STD):]
+        if kind in ("int", "float") and len(value) > MAX_NUMBER_CHARS:
+            return self.defer(event.start_mark, path, f"a number written with more than "
+                                                      f"{MAX_NUMBER_CHARS} characters")
+        node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark)
+        try:
             return self._scalars.construct_object(node, deep=True)
-        if isinstance(node, yaml.SequenceNode):
-            if node.tag != _STD + "seq":
-                raise self.fail(node, path, _tag_message(node.tag))
-            return [self.convert(child, path + (i,)) for i, child in enumerate(node.value)]
-        if isinstance(node, yaml.MappingNode):
-            if node.tag != _STD + "map":
-                raise self.fail(node, path, _tag_message(node.tag))
-            out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _STD + "merge":
-                    raise self.fail(key_node, path, "mapping keys must be plain names")
-                key = self.convert(key_node, path + ("<key>",))
-                if not isinstance(key, str):
-                    key = str(key) if key is not None else "null"
-                sub = path + (key,)
-                if key in out:
-                    raise self.fail(key_node, sub, f"duplicate key {key!r}")
-                self.key_marks[sub] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-                out[key] = self.convert(value_node, sub)
-            return out
-        raise self.fail(node, path, "unsupported YAML node")
+        except (ValueError, TypeError, OverflowError):  # e.g. 0x_, which YAML 1.1 calls an int
+            return self.defer(event.start_mark, path, f"cannot read {_excerpt(value)} as "
+                                                      f"{_KINDS[kind]}")
 
 
 def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]:
+    builder = _Builder(file)
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        data = builder.build(text)
+    except yaml.reader.ReaderError as e:
+        if isinstance(e.character, int) and chr(e.character) in text:
+            raise _control_character_error(text, file, chr(e.character)) from None
+        raise ScenarioError(file, None, None, "", f"YAML error: {e.reason}") from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
@@ -156,19 +329,13 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]
         raise ScenarioError(file, line, col, "", f"YAML syntax error: {problem}") from None
     except yaml.YAMLError as e:
         raise ScenarioError(file, None, None, "", f"YAML error: {e}") from None
-    except RecursionError:
-        raise ScenarioError(file, None, None, "", "YAML nested too deeply") from None
-    if node is None:
+    if builder.documents == 0 or (builder.root is None and not builder.marks):
         raise ScenarioError(file, 1, 1, "", "the file is empty: a scenario needs at least "
                                              "`id:`, `title:` and `steps:`")
-    conv = _Converter(file)
-    conv.check_size(node)
-    data = conv.convert(node, ())
-    marks = dict(conv.marks)
-    marks.update({("<key>",) + k: v for k, v in conv.key_marks.items()})
-    return data, marks
+    return data, builder.marks
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _PYDANTIC_NOISE = re.compile(r"^(Value error|Assertion failed), ")
 
 
@@ -242,27 +409,40 @@ def validate_data(data: Any, file: str, marks: dict[Path_, tuple[int, int]]) -> 
 
 def check_references(loaded: LoadedScenario) -> None:
     """What can be known before running: ids arrive before use and once, checkpoints exist,
-    totals stay within the limits. Follows checkpoints and rewinds, as the engine will."""
-    arrived: set[str] = set()
-    saved: dict[str, set[str]] = {}
+    totals stay within the limits. Follows checkpoints and rewinds, as the engine will.
+
+    A request's size is its prompt plus its scripted output (what ``same_as`` without ``first``
+    copies: prompt then output), so a chain of ``same_as`` is counted in full; words of every
+    ``text`` part count against the toy tokenizer's vocabulary."""
+    arrived: dict[str, int] = {}        # request id -> its tokens as far as the file says
+    saved: dict[str, dict[str, int]] = {}
+    words: set[str] = set()
     prompt_total = 0
     iterations = 0
     for i, step in enumerate(loaded.scenario.steps):
         at = ("steps", i, step.kind) if step.kind else ("steps", i)
         kind, args = step.kind, step.args
 
-        def need(rid: str, where: Path_ = at, arrived: set[str] = arrived) -> None:
+        def need(rid: str, where: Path_ = at, arrived: dict[str, int] = arrived) -> None:
             if rid not in arrived:
                 raise loaded.error(where, f"request {rid!r} is used before it arrives")
 
         if kind == "arrive":
             if args.id in arrived:
                 raise loaded.error(at + ("id",), f"duplicate request id {args.id!r}")
+            size = 0
             for j, part in enumerate(args.prompt):
                 if isinstance(part, SameAsPart):
                     need(part.same_as, at + ("prompt", j, "same_as"))
-                prompt_total += _part_size(part)
-            arrived.add(args.id)
+                    size += part.first if part.first is not None else arrived[part.same_as]
+                elif isinstance(part, TextPart):
+                    size += _count_words(loaded, part.text, words, at + ("prompt", j, "text"))
+                else:
+                    size += _part_size(part)
+                if prompt_total + size > MAX_PROMPT_TOKENS_TOTAL:
+                    break
+            prompt_total += size
+            arrived[args.id] = size + len(args.output or ())
         elif kind == "admit" and args is not True:
             raise loaded.error(at, "write `- admit` (admit: false is not an event)")
         elif kind in ("reset_prefix_cache", "restart") and args is not True:
@@ -279,50 +459,75 @@ def check_references(loaded: LoadedScenario) -> None:
         elif kind == "step":
             iterations += args
         elif kind == "checkpoint":
-            saved[args] = set(arrived)
+            saved[args] = dict(arrived)
         elif kind == "rewind":
             if args not in saved:
                 known = ", ".join(sorted(saved)) or "none yet"
                 raise loaded.error(at, f"unknown checkpoint {args!r} (saved so far: {known})")
-            arrived = set(saved[args])
+            arrived = dict(saved[args])
         if prompt_total > MAX_PROMPT_TOKENS_TOTAL:
             raise loaded.error(at, f"prompts total more than {MAX_PROMPT_TOKENS_TOTAL:,} tokens")
         if iterations > MAX_ITERATIONS_TOTAL:
             raise loaded.error(at, f"more than {MAX_ITERATIONS_TOTAL:,} engine iterations in all")
 
 
+def _count_words(loaded: LoadedScenario, text: str, seen: set[str], at: Path_) -> int:
+    """The tokens of a text part; its new words join ``seen`` (every distinct word of the file
+    takes one id of the toy tokenizer's WORD_SPAN)."""
+    split = text.split()
+    seen.update(split)
+    if len(seen) > WORD_SPAN:
+        raise loaded.error(at, f"more than {WORD_SPAN:,} distinct words in the prompts (the toy "
+                               f"tokenizer's vocabulary)")
+    return len(split)
+
+
 def _part_size(part: Any) -> int:
-    if hasattr(part, "tokens"):
-        return len(part.tokens)
-    if hasattr(part, "text"):
-        return len(part.text.split())
-    if hasattr(part, "random"):
-        return part.random
-    return part.first or 0
+    """The tokens of a ``tokens`` or ``random`` part."""
+    return len(part.tokens) if hasattr(part, "tokens") else part.random
 
 
 def load_text(text: str, file: str = "<scenario>") -> LoadedScenario:
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
-        raise ScenarioError(file, None, None, "", f"the file is larger than {MAX_FILE_BYTES:,} "
-                                                  f"bytes")
+    if len(text) * 4 > MAX_FILE_BYTES:  # a character is at most 4 bytes: count only when it matters
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_FILE_BYTES:
+            raise UnreadableFile(file, None, None, "", f"the text is {size:,} bytes; the limit is "
+                                                      f"{MAX_FILE_BYTES:,} (1 MiB)")
     if "\x00" in text:
-        raise ScenarioError(file, None, None, "", "the file is binary, not a YAML text file")
+        line, col = _position(text, text.index("\x00"))
+        raise UnreadableFile(file, line, col, "", "the file is binary, not a YAML text file")
+    surrogate = _SURROGATE.search(text)   # a text can hold one (a paste); UTF-8 cannot
+    if surrogate:
+        line, col = _position(text, surrogate.start())
+        raise UnreadableFile(file, line, col, "", f"character U+{ord(surrogate.group()):04X} (half a "
+                                                  f"surrogate pair) is not valid Unicode text")
     data, marks = parse_yaml(text, file)
     return validate_data(data, file, marks)
 
 
 def load_bytes(raw: bytes, file: str = "<scenario>") -> LoadedScenario:
     if len(raw) > MAX_FILE_BYTES:
-        raise ScenarioError(file, None, None, "", f"the file is {len(raw):,} bytes; the limit is "
+        raise UnreadableFile(file, None, None, "", f"the file is {len(raw):,} bytes; the limit is "
                                                   f"{MAX_FILE_BYTES:,}")
     if b"\x00" in raw:
-        raise ScenarioError(file, None, None, "", "the file is binary, not a YAML text file")
+        line, col = _byte_position(raw, raw.index(b"\x00"))
+        raise UnreadableFile(file, line, col, "", "the file is binary, not a YAML text file")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise ScenarioError(file, None, None, "", f"the file is not UTF-8 text (byte "
-                                                  f"{e.start})") from None
+        at = e.start + (len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0)
+        line, col = _byte_position(raw, at)
+        raise UnreadableFile(file, line, col, "", f"the file is not UTF-8 text (byte {at})") from None
     return load_text(text, file)
+
+
+def _byte_position(raw: bytes, index: int) -> tuple[int, int]:
+    """1-based (line, column in characters) of byte ``index`` of ``raw``."""
+    start = raw.rfind(b"\n", 0, index) + 1
+    if start == 0 and raw.startswith(codecs.BOM_UTF8):
+        start = len(codecs.BOM_UTF8)
+    col = len(raw[start:index].decode("utf-8", "replace")) + 1
+    return raw.count(b"\n", 0, index) + 1, col
 
 
 def load(path: str | os.PathLike) -> LoadedScenario:

@@ -37,6 +37,10 @@ TokenId = Annotated[StrictInt, Field(ge=0, lt=VOCAB_SIZE)]
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\s]+$")]
 EVENT_NAMES = ("arrive", "admit", "decode", "step", "finish", "preempt", "reset_prefix_cache",
                "checkpoint", "rewind", "restart")
+# Events (and `note`) that need an argument: written bare (`- finish`), they are an error.
+NEEDS_ARGUMENT = {"arrive": "arrive: {id: A, prompt: [1, 2, 3]}", "finish": "finish: A",
+                  "preempt": "preempt: A", "checkpoint": "checkpoint: NAME",
+                  "rewind": "rewind: NAME", "note": "note: {en: ..., zh: ...}"}
 
 
 class _Model(BaseModel):
@@ -292,6 +296,9 @@ class Step(_Model):
             raise ValueError(f"one event per step, got {', '.join(events)}")
         if not events and "note" not in v:
             raise ValueError("an empty step: give an event or a note")
+        for name, example in NEEDS_ARGUMENT.items():
+            if name in v and v[name] is None:
+                raise ValueError(f"`{name}` needs an argument, e.g. `- {example}`")
         for flag in ("admit", "reset_prefix_cache", "restart"):
             if flag in v and (v[flag] is None or v[flag] == {}):
                 v[flag] = True

@@ -2,6 +2,9 @@
 so every field named there is kept, exactly; other keys may be added."""
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterable, Iterator
+
 from blockviz.core.ops import op_to_dict
 from blockviz.sim.timeline import Snapshot, Timeline
 
@@ -18,7 +21,13 @@ def config_dict(timeline_engine) -> dict:
     return cfg
 
 
-def snapshot_dict(s: Snapshot, frames: list | None) -> dict:
+def snapshot_dict(s: Snapshot, frames: Iterable | None) -> dict:
+    """One step of the contract. ``frames`` (the step's Frames, or None to leave them out) come
+    out as a list."""
+    return _snapshot_dict(s, frames, lazy=False)
+
+
+def _snapshot_dict(s: Snapshot, frames: Iterable | None, lazy: bool) -> dict:
     blocks = [{"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i],
                "hash": h.hex() if h is not None else None, "token_ids": list(s.block_tokens[i])}
               for i, h in enumerate(s.block_hash)]
@@ -46,9 +55,13 @@ def snapshot_dict(s: Snapshot, frames: list | None) -> dict:
     if s.external is not None:
         d["external_tier"] = [{"hash": h.hex(), "token_ids": list(t)} for h, t in s.external]
     if frames is not None:
-        d["frames"] = [{**op_to_dict(f.op), "free_queue": list(f.free_queue),
-                        "ref_cnt": list(f.ref_cnt)} for f in frames]
+        frame_dicts = (frame_dict(f) for f in frames)
+        d["frames"] = Lazy(frame_dicts) if lazy else list(frame_dicts)
     return d
+
+
+def frame_dict(f) -> dict:
+    return {**op_to_dict(f.op), "free_queue": list(f.free_queue), "ref_cnt": list(f.ref_cnt)}
 
 
 def timeline_dict(scenario_id: str, engine, timeline: Timeline, *, frames: bool = True) -> dict:
@@ -58,3 +71,72 @@ def timeline_dict(scenario_id: str, engine, timeline: Timeline, *, frames: bool 
         "steps": [snapshot_dict(timeline.snapshot(i), timeline.frames(i) if frames else None)
                   for i in range(len(timeline))],
     }
+
+
+# -- writing it, one step at a time -------------------------------------------------------------
+class Lazy:
+    """A JSON array whose items are made only as they are written (``write_json``)."""
+
+    def __init__(self, items: Iterable) -> None:
+        self.items = items
+
+
+def write_json(write: Callable[[str], object], value, indent: int | None = None,
+               on_item: Callable[[int], None] | None = None) -> None:
+    """Write ``value`` as ``json.dump(value, fp, ensure_ascii=False, indent=indent)`` would,
+    byte for byte, but holding only one item of each Lazy array at a time: a Lazy, and a dict
+    with a Lazy among its values, are written piece by piece; anything else is encoded whole.
+    ``on_item(k)`` is called before the k-th item of the outermost Lazy array is made (to name
+    it in an error)."""
+    enc = json.JSONEncoder(ensure_ascii=False, indent=indent)
+    if indent is None:
+        step, item_sep = "", ", "
+    else:
+        step, item_sep = indent if isinstance(indent, str) else " " * indent, ","
+
+    def nl(level: int) -> str:
+        return "" if indent is None else "\n" + step * level
+
+    def has_lazy(v) -> bool:  # a Lazy sits directly in a dict or in a Lazy (looked no deeper)
+        return isinstance(v, Lazy) or (isinstance(v, dict)
+                                       and any(isinstance(x, Lazy) for x in v.values()))
+
+    def emit(v, level: int, outer: bool) -> None:
+        if not has_lazy(v):
+            text = enc.encode(v)
+            write(text if indent is None or level == 0 else text.replace("\n", nl(level)))
+            return
+        if isinstance(v, dict):
+            pairs: Iterator = iter(v.items())
+            opening, closing = "{", "}"
+        else:
+            pairs = enumerate(v.items if isinstance(v, Lazy) else v)
+            opening, closing = "[", "]"
+        first = True
+        k = 0
+        while True:
+            if outer and isinstance(v, Lazy) and on_item is not None:
+                on_item(k)
+            try:
+                key, item = next(pairs)
+            except StopIteration:
+                break
+            write((opening if first else item_sep) + nl(level + 1))
+            if isinstance(v, dict):
+                write(enc.encode(key) + ": ")
+            emit(item, level + 1, outer and not isinstance(v, Lazy))
+            first, k = False, k + 1
+        write(opening + closing if first else nl(level) + closing)
+
+    emit(value, 0, True)
+
+
+def write_timeline(write: Callable[[str], object], scenario_id: str, engine, timeline: Timeline,
+                   *, frames: bool = True, indent: int | None = None,
+                   on_step: Callable[[int], None] | None = None) -> None:
+    """The contract document, as ``json.dump(timeline_dict(...))`` writes it, byte for byte, but
+    one step (and one frame) at a time: memory stays that of one step, whatever their number."""
+    steps = (_snapshot_dict(timeline.snapshot(i), timeline.frames(i) if frames else None, lazy=True)
+             for i in range(len(timeline)))
+    doc = {"scenario": scenario_id, "config": config_dict(engine), "steps": Lazy(steps)}
+    write_json(write, doc, indent, on_item=on_step)

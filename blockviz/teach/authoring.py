@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from blockviz.scenario import ScenarioError, json_schema, load_bytes
+from blockviz.scenario import ScenarioError, UnreadableFile, json_schema, load_bytes
 from blockviz.scenario.schema import EVENT_NAMES
 from blockviz.sim.fork import next_request_id, to_yaml
 
@@ -287,7 +287,7 @@ def read_upload(raw: bytes, name: str) -> str:
     try:
         load_bytes(raw, name)                 # refuses a file over MAX_FILE_BYTES before parsing
     except ScenarioError as e:
-        if e.line is None or e.message.startswith("YAML tag"):
+        if e.line is None or isinstance(e, UnreadableFile) or e.message.startswith("YAML tag"):
             raise
     return raw.decode("utf-8-sig")
 

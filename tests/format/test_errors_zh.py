@@ -61,6 +61,24 @@ CASES = {
     "duplicate key": H + "id: u\n" + C + "steps: [admit]\n",
     "empty file": "",
     "a list, not a scenario": "- a\n",
+    # hostile input (issue 13)
+    "nested too deep": H + C + "steps: " + "[" * 100 + "]" * 100 + "\n",
+    "alias expansion": H + C + "a: &a [" + "x" * 500_000 + "]\n" + "b: [" + "*a, " * 9 + "*a]\n",
+    "core tag on a bad value": S + "  - step: !!int abc\n",
+    "a number too long": S + "  - step: " + "9" * 5_000 + "\n",
+    "a number YAML cannot convert": S + "  - step: 0x_\n",
+    "control character": S + "  - note: a\x1b[31m\n",
+    "bare finish": S + A + "  - finish\n",
+    "bare arrive": S + "  - arrive\n",
+    "bare rewind": S + "  - rewind:\n",
+    "too many words": S + "  - arrive: {id: A, prompt: \"" + " ".join(f"w{i}" for i in range(65_000))
+                      + "\"}\n",
+    "same_as chain": S + "  - arrive: {id: A0, prompt: [1, 2], admit: false}\n" + "".join(
+        f"  - arrive: {{id: A{i}, prompt: [{{same_as: A{i - 1}}}, {{same_as: A{i - 1}}}], "
+        f"admit: false}}\n" for i in range(1, 25)),
+    "pasted text too big": "# " + "x" * (1 << 20),
+    "half a surrogate pair": S + "  - note: a\ud800\n",
+    "duplicate anchor": H + C + "a: &x 1\nb: &x 2\nsteps: [admit]\n",
     # the run stops (engine, scheduler, prompt parts)
     "finished twice": S + A + "  - finish: A\n  - finish: A\n",
     "restart while live": S + A + "  - admit\n  - restart\n",
@@ -101,7 +119,7 @@ def test_every_refusal_reads_in_chinese(name):
     assert prefix.startswith("f.yaml") and zh.startswith(prefix)   # same file:line:col: path:
 
 
-@pytest.mark.parametrize("raw", [b"id: \x00", b"id: \xff\xfe", b"#" * 1_048_577])
+@pytest.mark.parametrize("raw", [b"id: \x00", b"id: \xff\xfe", b"#" * 1_048_577, b"id: \x07\n"])
 def test_unreadable_files_read_in_chinese(raw):
     with pytest.raises(ScenarioError) as e:
         load_bytes(raw, "f.yaml")
@@ -139,3 +157,12 @@ def test_cli_play_in_chinese_says_the_error_in_chinese(tmp_path, cli):
     assert en.stderr.strip() == f"{f}:7:13: steps[2].finish: step 3 (finish): request 'A' has " \
                                 "already finished"
     assert "运行在此处停止" in zh.stdout
+
+
+@pytest.mark.parametrize("message", [
+    "step 3 (arrive): ran out of memory", "step 3 (arrive): ran out of memory while writing its JSON",
+    "ran out of memory while writing its JSON", "cannot read '0b_' as an integer",
+    "cannot read 'x' as true or false", "`note` needs an argument, e.g. `- note: {en: ..., zh: ...}`",
+])
+def test_messages_only_a_failing_machine_or_a_rare_value_gives_read_in_chinese(message):
+    assert knows(message), localize_error(message, "zh")
