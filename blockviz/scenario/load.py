@@ -407,9 +407,12 @@ def validate_data(data: Any, file: str, marks: dict[Path_, tuple[int, int]]) -> 
     return loaded
 
 
-def check_references(loaded: LoadedScenario) -> None:
+def check_references(loaded: LoadedScenario,
+                     max_prompt_tokens: int | None = MAX_PROMPT_TOKENS_TOTAL) -> None:
     """What can be known before running: ids arrive before use and once, checkpoints exist,
     totals stay within the limits. Follows checkpoints and rewinds, as the engine will.
+    ``max_prompt_tokens``: the file limit on all prompts together (None: no limit, for scenarios
+    the project generates itself to measure scale, never for what a user brings).
 
     A request's size is its prompt plus its scripted output (what ``same_as`` without ``first``
     copies: prompt then output), so a chain of ``same_as`` is counted in full; words of every
@@ -439,7 +442,7 @@ def check_references(loaded: LoadedScenario) -> None:
                     size += _count_words(loaded, part.text, words, at + ("prompt", j, "text"))
                 else:
                     size += _part_size(part)
-                if prompt_total + size > MAX_PROMPT_TOKENS_TOTAL:
+                if max_prompt_tokens is not None and prompt_total + size > max_prompt_tokens:
                     break
             prompt_total += size
             arrived[args.id] = size + len(args.output or ())
@@ -465,8 +468,8 @@ def check_references(loaded: LoadedScenario) -> None:
                 known = ", ".join(sorted(saved)) or "none yet"
                 raise loaded.error(at, f"unknown checkpoint {args!r} (saved so far: {known})")
             arrived = dict(saved[args])
-        if prompt_total > MAX_PROMPT_TOKENS_TOTAL:
-            raise loaded.error(at, f"prompts total more than {MAX_PROMPT_TOKENS_TOTAL:,} tokens")
+        if max_prompt_tokens is not None and prompt_total > max_prompt_tokens:
+            raise loaded.error(at, f"prompts total more than {max_prompt_tokens:,} tokens")
         if iterations > MAX_ITERATIONS_TOTAL:
             raise loaded.error(at, f"more than {MAX_ITERATIONS_TOTAL:,} engine iterations in all")
 
