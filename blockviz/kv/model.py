@@ -19,6 +19,42 @@ from blockviz.kv.store import PagedKVStore
 
 COMPUTE_DTYPE = torch.float64
 VOCAB_SIZE = 65_536
+# Attention goes ATTN_ROWS query rows at a time, always that many (a partial chunk is padded),
+# each chunk starting at a position that is a multiple of ATTN_ROWS. A matrix product's rounding
+# of a row depends on the shape of the call and the row's place in it (the CPU's GEMM kernels
+# block rows in small groups, with other code for a remainder); with every call the same shape,
+# a position's arithmetic is the same in every pass that computes it — the paged pass of a cache
+# hit and the dense recomputation included — whatever the pass's first position and length.
+ATTN_ROWS = 8
+# A chunk's scores hold at most this many elements (8 MiB in float64), or ATTN_ROWS rows of one
+# head when even that is more: the heads are then split into groups.
+ATTN_CHUNK_ELEMENTS = 1 << 20
+
+
+def attention_heads(num_keys: int, num_heads: int) -> int:
+    """How many heads one chunk of attention takes (a function of the key count alone, so that
+    every pass over the same keys splits alike)."""
+    return max(1, min(num_heads, ATTN_CHUNK_ELEMENTS // (ATTN_ROWS * max(1, num_keys))))
+
+
+def weight_bytes(num_layers: int, num_kv_heads: int, head_dim: int) -> int:
+    """The tiny model's weights (float64): embedding, 4 matrices per layer, the output head."""
+    d = num_kv_heads * head_dim
+    return (VOCAB_SIZE * d + num_layers * 4 * d * d + d * d + d) * 8
+
+
+def forward_bytes(num_new: int, num_keys: int, num_heads: int, head_dim: int,
+                  cache_itemsize: int, num_candidates: int = 0) -> int:
+    """An upper estimate of the tensors one forward pass holds at once: the new tokens'
+    activations ([T, d] in float64: x, q, k, v, the attention output, the residual and its
+    product, the position encoding), every key and value gathered from the cache and widened to
+    float64, one chunk of scores (three [H, c, S] tensors and the mask), and the logits'
+    candidate embeddings. Linear in ``num_new`` and ``num_keys``."""
+    d = num_heads * head_dim
+    rows, heads = ATTN_ROWS, attention_heads(num_keys, num_heads)
+    chunk = rows * heads * num_keys
+    return (8 * num_new * d * 8 + num_keys * d * 2 * (cache_itemsize + 8)
+            + chunk * 3 * 8 + rows * num_keys + num_keys * 8 + num_candidates * d * 8)
 
 
 class TinyModel:
@@ -27,6 +63,7 @@ class TinyModel:
         self.num_layers, self.num_heads, self.head_dim = num_layers, num_kv_heads, head_dim
         self.d_model = d = num_kv_heads * head_dim
         self.device = device
+        self.tick = None     # called between chunks of work (the run's budget; may raise)
         g = torch.Generator().manual_seed(seed)
 
         def rand(*shape: int, scale: float) -> torch.Tensor:
@@ -57,14 +94,42 @@ class TinyModel:
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                q_pos: torch.Tensor) -> torch.Tensor:
         """Causal attention of queries at ``q_pos`` over keys at positions 0..len(k)-1.
-        q: [T, H, D], k, v: [S, H, D] -> [T, H*D]."""
+        q: [T, H, D], k, v: [S, H, D] -> [T, H*D].
+
+        Queries go ``ATTN_ROWS`` positions at a time (and, over many keys, heads in groups:
+        :func:`attention_heads`), each chunk over every key, so the scores never hold more than
+        ``ATTN_CHUNK_ELEMENTS`` (or [1, ATTN_ROWS, S]): memory is linear in the sequence, where
+        [H, T, S] at once is quadratic (a 12,000-token prompt asked for gigabytes). Every chunk
+        has the same shape and starts at a multiple of ATTN_ROWS, so a position's result does
+        not depend on where the pass started: a cache hit reproduces recomputation bit for bit.
+        ``tick`` (the run's budget) is called between chunks."""
+        T, H, D = q.shape
         S = k.shape[0]
-        scores = torch.einsum("thd,shd->hts", q, k.to(COMPUTE_DTYPE)) / math.sqrt(self.head_dim)
-        future = torch.arange(S, device=q.device)[None, :] > q_pos[:, None]    # [T, S]
-        scores = scores.masked_fill(future[None], float("-inf"))
-        probs = scores.softmax(dim=-1)                                          # [H, T, S]
-        out = torch.einsum("hts,shd->thd", probs, v.to(COMPUTE_DTYPE))
-        return out.reshape(q.shape[0], -1)                                      # [T, H*D]
+        kd, vd = k.to(COMPUTE_DTYPE), v.to(COMPUTE_DTYPE)
+        scale = math.sqrt(self.head_dim)
+        out = torch.empty(T, H, D, dtype=COMPUTE_DTYPE, device=q.device)
+        keys = torch.arange(S, device=q.device)
+        R, heads = ATTN_ROWS, attention_heads(S, H)
+        first = int(q_pos[0]) if T else 0          # q_pos is first, first + 1, ..., first + T - 1
+        for c0 in range(first - first % R, first + T, R):
+            lo, hi = max(c0, first) - first, min(c0 + R, first + T) - first   # rows of q
+            if hi - lo == R:
+                qc = q[lo:hi]
+            else:                                   # a partial chunk: padded to R rows
+                qc = q.new_zeros(R, H, D)
+                qc[lo + first - c0:hi + first - c0] = q[lo:hi]
+            future = keys[None, :] > torch.arange(c0, c0 + R, device=q.device)[:, None]  # [R, S]
+            for h0 in range(0, H, heads):
+                h1 = min(H, h0 + heads)
+                if self.tick is not None:
+                    self.tick()
+                qh, kh, vh = ((qc, kd, vd) if heads == H else
+                              (qc[:, h0:h1], kd[:, h0:h1], vd[:, h0:h1]))
+                scores = torch.einsum("thd,shd->hts", qh, kh) / scale                # [h, R, S]
+                probs = scores.masked_fill(future[None], float("-inf")).softmax(dim=-1)
+                got = torch.einsum("hts,shd->thd", probs, vh)                         # [R, h, D]
+                out[lo:hi, h0:h1] = got[lo + first - c0:hi + first - c0]
+        return out.view(T, -1)                                                      # [T, H*D]
 
     def residual(self, layer: int, x: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
         return x + attn @ self.layers[layer][3]
