@@ -240,6 +240,10 @@ _rule(r"the preview was stopped after (?P<s>[\d.]+) s: the run's time budget is 
       "预览运行 {s} 秒后被终止：本次运行的时间预算是 {b} 秒")
 _rule(r"the preview was stopped: it needed more memory than the run's budget of (?P<z>[\d,.]+) MiB",
       "预览被终止：它需要的内存超出了本次运行 {z} MiB 的预算")
+_rule(r"the preview failed with an internal error \((?P<e>\w+)\); the server is fine",
+      "预览因内部错误（{e}）失败；服务器本身没有受到影响")
+_rule(r"the server is busy: (?P<n>\d+) previews are running; try again in a moment",
+      "服务器正忙：已经有 {n} 个预览在运行，请稍后再试")
 
 # -- config.scheduler: what vLLM's SchedulerConfig refuses -------------------------------------
 _rule(r"max_num_batched_tokens \((?P<b>\d+)\) is smaller than max_model_len \((?P<m>\d+)\) with "

@@ -60,7 +60,7 @@ def _run_fork(fork: Fork) -> data.PlayerRun:
     """Load the fork's YAML (the same text a download gives) and run it; ScenarioError if the
     file is not valid or an event is not allowed."""
     loaded = load_text(fork.text(), FORK_FILE)
-    run = data.make_user_run(st.session_state, "fork", loaded)
+    run = data.make_user_run(st.session_state, "fork", loaded, fork.text())
     if run.timeline.error is not None:
         raise run.timeline.error
     if run.stopped is not None:
