@@ -136,14 +136,15 @@ def run_in_worker(key: str, loaded, text: str, budget: Budget):
                            daemon=True, name="blockviz-preview")
         proc.start()
         send.close()
-        wall = None if budget.seconds is None else budget.seconds + GRACE_S
+        wall = kill_after(budget)
         deadline = None if wall is None else time.monotonic() + wall
         done = 0
         while True:
             wait = 1.0 if deadline is None else max(0.0, deadline - time.monotonic())
             if deadline is not None and wait <= 0:
+                limit = budget.seconds if budget.seconds is not None else wall
                 raise _stopped_at(loaded, done, f"the preview was stopped after {wall:g} s: the "
-                                                f"run's time budget is {budget.seconds:g} s")
+                                                f"run's time budget is {limit:g} s")
             if not recv.poll(min(wait, 1.0)):
                 continue
             try:
@@ -168,6 +169,12 @@ def run_in_worker(key: str, loaded, text: str, budget: Budget):
                 proc.kill()
             proc.join(timeout=5)
         _slots.release()
+
+
+def kill_after(budget: Budget) -> float | None:
+    """Seconds after which the server kills a worker: the budget's wall time plus a grace (the
+    worker's own budget should have stopped it by then, with a more precise message)."""
+    return None if budget.seconds is None else budget.seconds + GRACE_S
 
 
 def memory_message(budget: Budget) -> str:
