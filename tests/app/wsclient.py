@@ -45,10 +45,12 @@ class Server:
                     break
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.__exit__()
+                    self.proc.kill()
+                    self.proc.wait()
                     self.log.seek(0)
-                    raise RuntimeError("the server did not start: " + self.log.read().decode(
-                        errors="replace")[-2000:]) from None
+                    text = self.log.read().decode(errors="replace")[-2000:]
+                    self.log.close()
+                    raise RuntimeError("the server did not start: " + text) from None
                 time.sleep(0.3)
 
     def __enter__(self) -> Server:
