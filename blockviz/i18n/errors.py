@@ -242,6 +242,8 @@ _rule(r"the preview was stopped: it needed more memory than the run's budget of 
       "预览被终止：它需要的内存超出了本次运行 {z} MiB 的预算")
 _rule(r"the preview failed with an internal error \((?P<e>\w+)\); the server is fine",
       "预览因内部错误（{e}）失败；服务器本身没有受到影响")
+_rule(r"there is not enough memory here for the KV store and the model's weights",
+      "这里的内存不够放下 KV 存储和模型权重")
 _rule(r"the server is busy: (?P<n>\d+) previews are running; try again in a moment",
       "服务器正忙：已经有 {n} 个预览在运行，请稍后再试")
 

@@ -36,7 +36,10 @@ def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | 
                         payload_history=payload_history, budget=budget)
     except BudgetExceeded as e:   # the store and the weights alone are over the budget
         raise loaded.error(("config", "model"), str(e)) from None
-    except RuntimeError as e:  # e.g. device: cuda without a GPU
+    except RuntimeError as e:  # e.g. device: cuda without a GPU; or torch could not allocate
+        if "allocate" in str(e):
+            raise loaded.error(("config", "model"), "there is not enough memory here for the KV "
+                                                    "store and the model's weights") from None
         raise loaded.error(("config", "device"), str(e)) from None
     if check:
         ref: list = []

@@ -72,17 +72,17 @@ def _context():
 
 
 # -- the worker's side ---------------------------------------------------------------------------
-def _limit_memory(budget: Budget) -> None:
+def _limit_memory(budget: Budget, margin: int) -> None:
     import resource
     if budget.tensor_bytes is None:
         return
     with open("/proc/self/statm") as f:
         vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    cap = vm + budget.tensor_bytes + MEMORY_MARGIN
+    cap = vm + budget.tensor_bytes + margin
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def _child(conn, key: str, text: str, file: str, budget: Budget) -> None:
+def _child(conn, key: str, text: str, file: str, budget: Budget, margin: int) -> None:
     try:
         try:
             os.nice(5)
@@ -90,7 +90,7 @@ def _child(conn, key: str, text: str, file: str, budget: Budget) -> None:
             pass
         import torch
         torch.set_num_threads(1)
-        _limit_memory(budget)
+        _limit_memory(budget, margin)
         from blockviz.scenario import load_text
         from blockviz.ui import data
         loaded = load_text(text, file)
@@ -132,7 +132,7 @@ def run_in_worker(key: str, loaded, text: str, budget: Budget):
     proc = None
     recv, send = ctx.Pipe(duplex=False)
     try:
-        proc = ctx.Process(target=_child, args=(send, key, text, loaded.file, budget),
+        proc = ctx.Process(target=_child, args=(send, key, text, loaded.file, budget, MEMORY_MARGIN),
                            daemon=True, name="blockviz-preview")
         proc.start()
         send.close()

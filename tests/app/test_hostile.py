@@ -107,3 +107,30 @@ def test_worker_messages_are_translated(lang):
                 "the preview was stopped after 25 s: the run's time budget is 20 s",
                 "the preview failed with an internal error (KeyError); the server is fine"):
         assert knows(msg), msg
+
+
+def test_a_worker_over_its_memory_cap_is_stopped_with_a_located_message(monkeypatch):
+    """The worker's address space is capped at the tensor budget plus a margin; here the margin
+    leaves no room for the KV store the budget itself allows, so the process runs out of memory
+    (torch cannot allocate) — it is stopped, and the session told so, at the step it was in."""
+    from blockviz.i18n.errors import knows
+    from blockviz.scenario import ScenarioError, load_text
+    budget = Budget(tensor_bytes=256 << 20, seconds=60)
+    monkeypatch.setattr(worker, "MEMORY_MARGIN", -(256 << 20) + (8 << 20))
+    text = HOSTILE.replace("num_blocks: 900", "num_blocks: 8000")
+    with pytest.raises(ScenarioError) as e:          # the store itself does not fit
+        worker.run_in_worker("user:test:1", load_text(text, "m.yaml"), text, budget)
+    assert (e.value.path, e.value.line) == ("config.model", 3)
+    assert e.value.message == "there is not enough memory here for the KV store and the model's weights"
+    assert knows(e.value.message)
+    monkeypatch.setattr(worker, "MEMORY_MARGIN", -(256 << 20) + (48 << 20))
+    text = HOSTILE.replace("num_blocks: 900", "num_blocks: 2000")
+    with pytest.raises(ScenarioError) as e:          # B's prefill does not
+        worker.run_in_worker("user:test:2", load_text(text, "m.yaml"), text, budget)
+    assert e.value.message.startswith("step 2 (arrive): the preview was stopped: it needed more "
+                                      "memory than the run's budget of 256.0 MiB")
+    assert (e.value.path, e.value.line) == ("steps[1].arrive", 6)
+    # the server goes on: the next preview runs
+    small = SMALL
+    run = worker.run_in_worker("user:test:3", load_text(small, "s.yaml"), small, Budget(seconds=60))
+    assert run.last == 3 and run.timeline.error is None
