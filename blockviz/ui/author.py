@@ -155,7 +155,7 @@ def _preview(text: str, loaded) -> None:
     ss["bv_author_refusal"] = None
     try:
         with st.spinner(t("preview", session_lang()) + "…"):
-            run = data.make_user_run(ss, "author", loaded, text)
+            run = worker.make_user_run(ss, "author", loaded, text)
     except ScenarioError as e:   # busy, or the worker was stopped: the last good preview stays
         ss[STOPPED] = e
         if isinstance(e, worker.Busy):

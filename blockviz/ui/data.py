@@ -182,15 +182,3 @@ def preview_refusal(loaded) -> tuple[str, dict] | None:
     if size > PREVIEW_MAX_KV_BYTES:
         return "preview_too_big", {"limit": PREVIEW_MAX_KV_BYTES >> 20, "size": size / 2**20}
     return None
-
-
-def make_user_run(state, kind: str, loaded, text: str) -> PlayerRun:
-    """Run a session's scenario (``text``, loaded as ``loaded``) in a worker process within
-    PREVIEW_BUDGET. ScenarioError when the server is busy or the worker had to be stopped."""
-    from blockviz.ui import worker
-    key = user_run_key(state, kind)
-    try:
-        return worker.run_in_worker(key, loaded, text, PREVIEW_BUDGET)
-    except OSError:     # no worker process could be started here: run it in this one, bounded
-        worker.log.exception("no preview worker; running in the server process")
-        return make_run(key, loaded, budget=PREVIEW_BUDGET)

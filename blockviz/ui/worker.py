@@ -171,6 +171,19 @@ def run_in_worker(key: str, loaded, text: str, budget: Budget):
         _slots.release()
 
 
+def make_user_run(state, kind: str, loaded, text: str):
+    """Run a session's scenario (``text``, loaded as ``loaded``) in a worker process within the
+    preview budget (``ui.data.PREVIEW_BUDGET``). ScenarioError when the server is busy or the
+    worker had to be stopped."""
+    from blockviz.ui import data
+    key = data.user_run_key(state, kind)
+    try:
+        return run_in_worker(key, loaded, text, data.PREVIEW_BUDGET)
+    except OSError:     # no worker process could be started here: run it in this one, bounded
+        log.exception("no preview worker; running in the server process")
+        return data.make_run(key, loaded, budget=data.PREVIEW_BUDGET)
+
+
 def kill_after(budget: Budget) -> float | None:
     """Seconds after which the server kills a worker: the budget's wall time plus a grace (the
     worker's own budget should have stopped it by then, with a more precise message)."""
