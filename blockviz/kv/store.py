@@ -197,7 +197,11 @@ class PagedKVStore:
         T = k.shape[0]
         end = start + T
         if T:
-            self._changed(block_table[start // bs:(end - 1) // bs + 1])
+            lo, hi = start // bs, (end - 1) // bs + 1
+            if block_table.device.type == "cpu":      # a numpy view: no torch op per call
+                self._version[block_table.numpy()[lo:hi]] = DIRTY
+            else:
+                self._changed(block_table[lo:hi])
         first_full, last_full = -(-start // bs), end // bs        # whole blocks [first, last)
         a, b = first_full * bs - start, last_full * bs - start    # their rows in k, v
         if first_full < last_full:
