@@ -8,7 +8,7 @@ import logging
 import streamlit as st
 
 from blockviz.i18n import t
-from blockviz.ui import author, capacity, player
+from blockviz.ui import author, capacity, player, worker
 from blockviz.ui import state as S
 from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, PLAYER_PATH, register_pages
 
@@ -29,6 +29,7 @@ def main() -> None:
     pages = {path: st.Page(fn, title=t(key, lang), url_path=path, default=default)
              for fn, key, path, default in PAGES}
     register_pages(pages)
+    worker.warm()
     try:
         st.navigation(list(pages.values())).run()
     except Exception as e:  # the page boundary: never an exception box (Streamlit's own

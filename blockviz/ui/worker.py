@@ -71,6 +71,27 @@ def _context():
         return _ctx
 
 
+_warmed = threading.Event()
+
+
+def warm() -> None:
+    """Start the fork server (it imports torch and blockviz once) in the background, so that the
+    first preview a session asks for does not wait for it. Once per server process."""
+    if _warmed.is_set():
+        return
+    _warmed.set()
+
+    def start() -> None:
+        try:
+            from multiprocessing import forkserver
+            _context()
+            forkserver.ensure_running()
+        except Exception:   # a preview will start it, or fall back: never the page's problem
+            log.exception("could not start the preview fork server")
+
+    threading.Thread(target=start, name="blockviz-forkserver", daemon=True).start()
+
+
 # -- the worker's side ---------------------------------------------------------------------------
 def _limit_memory(budget: Budget, margin: int) -> None:
     import resource
