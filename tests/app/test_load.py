@@ -1,13 +1,14 @@
 """A bounded load test against a real server (``streamlit run app.py`` on this machine), driven at
 the websocket level (tests/app/wsclient.py: what a tab sends and reads, no browser): N sessions
-step through a lesson with a user's pause between clicks while another session previews a hostile
-file (a 12,000-token prompt, then thousands of decode steps over it: far more than the preview
-budget's 20 s). No stepping session is affected — each sees exactly its own steps — the hostile
+step through a lesson with a user's pause between clicks (2 s) while another session previews a
+hostile file (a 12,000-token prompt, then thousands of decode steps over it: far more than the
+preview budget's 20 s). No stepping session is affected — each sees exactly its own steps — the hostile
 one is stopped by the budget with a located message, and the server-side time of a step (from a
 click's rerun request to the script's end) stays within 2x of a single user's, measured in the
 same run: the preview runs in a worker process, not in the server's threads."""
 from __future__ import annotations
 
+import re
 import statistics
 import threading
 import time
@@ -18,7 +19,7 @@ from .wsclient import Server, Session
 
 pytestmark = pytest.mark.slow
 
-N_SESSIONS, CLICKS, PAUSE_S = 3, 10, 1.0
+N_SESSIONS, CLICKS, PAUSE_S = 3, 8, 2.0
 
 HOSTILE = """\
 id: hostile
@@ -85,7 +86,9 @@ def test_sessions_stepping_are_not_slowed_by_a_hostile_preview():
         box = hostile.html()
         hostile.close()
 
-    assert "Valid, but the run stops at step 2" in box and 'data-line="6"' in box
+    # the prefill alone may take the 20 s on a busy machine: stopped in step 1 (line 5) or 2 (6)
+    m = re.search(r"Valid, but the run stops at step (\d)", box)
+    assert m and m.group(1) in "12" and f'data-line="{4 + int(m.group(1))}"' in box, box[-3000:]
     assert "the run&#x27;s time budget of 20 s ran out during this step" in box
     assert 19 < preview_s < 40                        # it ran for its budget, and no longer
     for s in seen + [seen_alone]:
