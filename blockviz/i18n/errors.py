@@ -259,6 +259,33 @@ _rule(r"request '(?P<id>.*)': its prompt \((?P<n>\d+) tokens\) plus at least one
       "请求 '{id}'：它的提示词（{n} 个 token）再加至少一个输出 token 就超过了 max_model_len（{m}）；"
       "vLLM 会拒绝它")
 
+# -- the run's budget (blockviz.sim.budget) and the app's preview worker ---------------------
+_BUDGET_WHAT = {"the model's weights and the KV store": "模型权重和 KV 存储",
+                "this forward pass": "这次前向计算", "this checkpoint": "这个检查点",
+                "the external tier": "外部缓存层",
+                "the payload copies for the player": "给播放器保存的 KV 数据副本"}
+_rule(r"the run's time budget of (?P<s>[\d.]+) s ran out during this step",
+      "本次运行的时间预算（{s} 秒）在这一步中用完了")
+_rule(r"the run's budget of (?P<n>[\d,]+) engine steps is used up",
+      "本次运行的引擎步数预算（{n} 步）已经用完")
+_rule(r"the run's budget of (?P<n>[\d,]+) computed tokens is used up \((?P<a>[\d,]+) so far, this "
+      r"step asks for (?P<b>[\d,]+) more\)",
+      "本次运行的计算 token 预算（{n} 个）已经用完（已经计算了 {a} 个，这一步还要 {b} 个）")
+_rule(r"(?P<what>.+) needs (?P<x>[\d,.]+) MiB of tensors; with (?P<y>[\d,.]+) MiB already held that "
+      r"is more than the run's budget of (?P<z>[\d,.]+) MiB",
+      lambda m: f"{_BUDGET_WHAT.get(m['what'], m['what'])}需要 {m['x']} MiB 的张量；已经占用 "
+                f"{m['y']} MiB，超出了本次运行 {m['z']} MiB 的预算")
+_rule(r"the preview was stopped after (?P<s>[\d.]+) s: the run's time budget is (?P<b>[\d.]+) s",
+      "预览运行 {s} 秒后被终止：本次运行的时间预算是 {b} 秒")
+_rule(r"the preview was stopped: it needed more memory than the run's budget of (?P<z>[\d,.]+) MiB",
+      "预览被终止：它需要的内存超出了本次运行 {z} MiB 的预算")
+_rule(r"the preview failed with an internal error \((?P<e>\w+)\); the server is fine",
+      "预览因内部错误（{e}）失败；服务器本身没有受到影响")
+_rule(r"there is not enough memory here for the KV store and the model's weights",
+      "这里的内存不够放下 KV 存储和模型权重")
+_rule(r"the server is busy: (?P<n>\d+) previews are running; try again in a moment",
+      "服务器正忙：已经有 {n} 个预览在运行，请稍后再试")
+
 # -- config.scheduler: what vLLM's SchedulerConfig refuses -------------------------------------
 _rule(r"max_num_batched_tokens \((?P<b>\d+)\) is smaller than max_model_len \((?P<m>\d+)\) with "
       r"chunked prefill off: vLLM rejects this \(raise the budget, lower max_model_len, or turn "

@@ -284,6 +284,15 @@ STRINGS.update({
                      "command line: python -m blockviz play FILE",
                      "预览运行了 {s} 秒，停在第 {k} 步（共 {n} 步）；"
                      "完整运行请用命令行：python -m blockviz play FILE"),
+    "preview_not_run": ("The preview did not run", "预览没有运行"),
+    "preview_retry": ("Run the preview again", "重新运行预览"),
+    "paste_too_big": ("The text was not taken: it is {size} bytes, and a scenario is at most {limit} "
+                      "bytes. The editor keeps the text it had.",
+                      "这段文字没有被接受：它有 {size} 字节，而场景最多 {limit} 字节。"
+                      "编辑框保留原来的内容。"),
+    "page_error": ("Something went wrong on this page ({kind}); the server and your session are fine. "
+                   "Reload the page, or go back to the player.",
+                   "这个页面出了问题（{kind}）；服务器和你的会话都没有受到影响。请刷新页面，或者回到播放器。"),
     "insert_event": ("Insert an example event (added as the last step)", "插入示例事件（加在最后一步之后）"),
     "upload": ("Open a scenario file", "打开场景文件"),
     "upload_help": ("A .yaml file of at most 1 MiB, UTF-8. It replaces the editor's text.",

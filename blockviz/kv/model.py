@@ -19,6 +19,51 @@ from blockviz.kv.store import PagedKVStore
 
 COMPUTE_DTYPE = torch.float64
 VOCAB_SIZE = 65_536
+# Attention goes in chunks of query rows that start at a position that is a multiple of
+# ATTN_ROWS and span a multiple of ATTN_ROWS rows (a partial chunk is padded). A matrix product's
+# rounding of a row depends on where the row falls among the small groups of rows the CPU's GEMM
+# kernel computes together (and on other code for a remainder group); with every call aligned and
+# whole, a position's arithmetic is the same in every pass that computes it — the paged pass of a
+# cache hit and the dense recomputation included — whatever the pass's first position, length or
+# chunk size. (Checked on this project's CPU, MKL with AVX2, whose groups are 4 rows: chunks of
+# 8 to 512 rows give identical rows; tests/kv.)
+ATTN_ROWS = 8
+# A chunk's scores hold at most this many elements (8 MiB in float64), or ATTN_ROWS rows of one
+# head when even that is more: the heads are then split into groups.
+ATTN_CHUNK_ELEMENTS = 1 << 20
+
+
+def attention_heads(num_keys: int, num_heads: int) -> int:
+    """How many heads one chunk of attention takes (a function of the key count alone, so that
+    every pass over the same keys splits alike)."""
+    return max(1, min(num_heads, ATTN_CHUNK_ELEMENTS // (ATTN_ROWS * max(1, num_keys))))
+
+
+def attention_rows(num_keys: int, heads: int) -> int:
+    """Query rows per chunk: a multiple of ATTN_ROWS within ATTN_CHUNK_ELEMENTS, at least one."""
+    fit = ATTN_CHUNK_ELEMENTS // (heads * max(1, num_keys))
+    return max(ATTN_ROWS, fit // ATTN_ROWS * ATTN_ROWS)
+
+
+def weight_bytes(num_layers: int, num_kv_heads: int, head_dim: int) -> int:
+    """The tiny model's weights (float64): embedding, 4 matrices per layer, the output head."""
+    d = num_kv_heads * head_dim
+    return (VOCAB_SIZE * d + num_layers * 4 * d * d + d * d + d) * 8
+
+
+def forward_bytes(num_new: int, num_keys: int, num_heads: int, head_dim: int,
+                  cache_itemsize: int, num_candidates: int = 0) -> int:
+    """An upper estimate of the tensors one forward pass holds at once: the new tokens'
+    activations ([T, d] in float64: x, q, k, v, the attention output, the residual and its
+    product, the position encoding), every key and value gathered from the cache and widened to
+    float64, one chunk of scores (three [H, c, S] tensors and the mask), and the logits'
+    candidate embeddings. Linear in ``num_new`` and ``num_keys``."""
+    d = num_heads * head_dim
+    heads = attention_heads(num_keys, num_heads)
+    rows = min(attention_rows(num_keys, heads), -(-num_new // ATTN_ROWS) * ATTN_ROWS + ATTN_ROWS)
+    chunk = rows * heads * num_keys
+    return (8 * num_new * d * 8 + num_keys * d * 2 * (cache_itemsize + 8)
+            + chunk * 3 * 8 + rows * num_keys + num_keys * 8 + num_candidates * d * 8)
 
 
 class TinyModel:
@@ -27,6 +72,7 @@ class TinyModel:
         self.num_layers, self.num_heads, self.head_dim = num_layers, num_kv_heads, head_dim
         self.d_model = d = num_kv_heads * head_dim
         self.device = device
+        self.tick = None     # called between chunks of work (the run's budget; may raise)
         g = torch.Generator().manual_seed(seed)
 
         def rand(*shape: int, scale: float) -> torch.Tensor:
@@ -57,14 +103,46 @@ class TinyModel:
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                q_pos: torch.Tensor) -> torch.Tensor:
         """Causal attention of queries at ``q_pos`` over keys at positions 0..len(k)-1.
-        q: [T, H, D], k, v: [S, H, D] -> [T, H*D]."""
+        q: [T, H, D], k, v: [S, H, D] -> [T, H*D].
+
+        Queries go in chunks of rows (and, over many keys, heads in groups:
+        :func:`attention_heads`), each chunk over every key, so the scores never hold more than
+        ``ATTN_CHUNK_ELEMENTS`` (or [1, ATTN_ROWS, S]): memory is linear in the sequence, where
+        [H, T, S] at once is quadratic (a 12,000-token prompt asked for gigabytes). Every chunk
+        is aligned to ATTN_ROWS and whole, so a position's result does not depend on where the
+        pass started: a cache hit reproduces recomputation bit for bit.
+        ``tick`` (the run's budget) is called between chunks."""
+        T, H, D = q.shape
         S = k.shape[0]
-        scores = torch.einsum("thd,shd->hts", q, k.to(COMPUTE_DTYPE)) / math.sqrt(self.head_dim)
-        future = torch.arange(S, device=q.device)[None, :] > q_pos[:, None]    # [T, S]
-        scores = scores.masked_fill(future[None], float("-inf"))
-        probs = scores.softmax(dim=-1)                                          # [H, T, S]
-        out = torch.einsum("hts,shd->thd", probs, v.to(COMPUTE_DTYPE))
-        return out.reshape(q.shape[0], -1)                                      # [T, H*D]
+        kd, vd = k.to(COMPUTE_DTYPE), v.to(COMPUTE_DTYPE)
+        scale = math.sqrt(self.head_dim)
+        out = torch.empty(T, H, D, dtype=COMPUTE_DTYPE, device=q.device)
+        keys = torch.arange(S, device=q.device)
+        A = ATTN_ROWS
+        heads = attention_heads(S, H)
+        R = attention_rows(S, heads)
+        first = int(q_pos[0]) if T else 0          # q_pos is first, first + 1, ..., first + T - 1
+        end = first + T
+        for c0 in range(first - first % A, end, R):
+            c1 = min(c0 + R, end + (-end) % A)      # whole groups of A rows: [c0, c1)
+            lo, hi = max(c0, first), min(c1, end)   # the positions of q in it
+            if (lo, hi) == (c0, c1):
+                qc = q[lo - first:hi - first]
+            else:                                   # a partial chunk: padded with zero rows
+                qc = q.new_zeros(c1 - c0, H, D)
+                qc[lo - c0:hi - c0] = q[lo - first:hi - first]
+            future = keys[None, :] > torch.arange(c0, c1, device=q.device)[:, None]  # [c, S]
+            for h0 in range(0, H, heads):
+                h1 = min(H, h0 + heads)
+                if self.tick is not None:
+                    self.tick()
+                qh, kh, vh = ((qc, kd, vd) if heads == H else
+                              (qc[:, h0:h1], kd[:, h0:h1], vd[:, h0:h1]))
+                scores = torch.einsum("thd,shd->hts", qh, kh) / scale                # [h, c, S]
+                probs = scores.masked_fill(future[None], float("-inf")).softmax(dim=-1)
+                got = torch.einsum("hts,shd->thd", probs, vh)                         # [c, h, D]
+                out[lo - first:hi - first, h0:h1] = got[lo - c0:hi - c0]
+        return out.view(T, -1)                                                      # [T, H*D]
 
     def residual(self, layer: int, x: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
         return x + attn @ self.layers[layer][3]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from blockviz.kv.model import TinyModel
+from blockviz.kv.model import TinyModel, forward_bytes
 from blockviz.kv.store import PagedKVStore, resolve_device
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -64,6 +64,18 @@ class KVRuntime:
         self.model = TinyModel(num_layers, num_kv_heads, head_dim, seed, self.device)
         self._candidates: dict[tuple[int, ...], torch.Tensor] = {}
         self.verify_hits = verify_hits
+        # The run's budget (sim.budget.Meter) or None: told of every forward pass before it runs
+        # (``need``: its tensors, ``compute``: a hit check's recomputed tokens), ticked inside.
+        self.guard = None
+
+    def set_guard(self, guard) -> None:
+        self.guard = guard
+        self.model.tick = None if guard is None else guard.tick
+
+    def _pass_bytes(self, num_new: int, num_keys: int, num_candidates: int = 0) -> int:
+        m = self.model
+        return forward_bytes(num_new, num_keys, m.num_heads, m.head_dim,
+                             self.store.kv_caches[0].element_size(), num_candidates)
 
     @property
     def device_name(self) -> str:
@@ -74,6 +86,7 @@ class KVRuntime:
         new = copy.copy(self)
         memo[id(self)] = new
         new.store = copy.deepcopy(self.store, memo)
+        new.guard = None
         return new
 
     def _candidate_tensor(self, candidates: tuple[int, ...]) -> torch.Tensor:
@@ -96,6 +109,10 @@ class KVRuntime:
                 end = item.start + item.num_new_tokens
                 table = torch.as_tensor([b.block_id for b in tables[rid]],
                                         dtype=torch.long, device=self.device)
+                if self.guard is not None:
+                    cands = len(candidates[rid]) if item.samples else 0
+                    self.guard.need(self._pass_bytes(item.num_new_tokens, end, cands),
+                                    "this forward pass")
                 tokens = torch.as_tensor(known_tokens[rid][:end], dtype=torch.long,
                                          device=self.device)
                 hidden, attn = self.model.forward_paged(self.store, tokens[item.start:],
@@ -109,6 +126,10 @@ class KVRuntime:
         return out, checks
 
     def _check(self, rid: str, tokens: torch.Tensor, item, attn: torch.Tensor) -> HitCheck:
+        if self.guard is not None:
+            n = tokens.shape[0]
+            self.guard.compute(n)
+            self.guard.need(self._pass_bytes(n, n), "this forward pass")
         dense = self.model.forward_dense(tokens, self.store.dtype, item.start)
         # Compare as the cache dtype's float32 view of the results.
         diff = (attn.to(torch.float32) - dense.to(torch.float32)).abs().max().item()

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -35,6 +37,21 @@ def resolve_device(device: str) -> torch.device:
     raise ValueError(f"unknown device {device!r} (auto, cpu or cuda)")
 
 
+# A block's version: the snapshot chunk whose copy equals it (ZERO: all zeros, DIRTY: changed
+# since it was last copied).
+ZERO, DIRTY = 0, -1
+
+
+@dataclass(frozen=True, eq=False)
+class StoreSnapshot:
+    """The store's payloads at a checkpoint, copy-on-write: per block, the chunk (a tensor of
+    whole blocks copied at some checkpoint) and the row in it that holds its K/V. A block that
+    did not change since an earlier checkpoint shares that checkpoint's copy."""
+    version: np.ndarray          # [num_blocks] chunk id (ZERO: zeros)
+    row: np.ndarray              # [num_blocks] the block's row in its chunk
+    chunks: dict                 # chunk id -> [num_layers, 2, n, block_size, H, D] tensor
+
+
 def slot_mapping(block_ids: torch.Tensor, positions: torch.Tensor, block_size: int) -> torch.Tensor:
     """Slots of ``positions`` (a [T] long tensor) under a block table ``block_ids`` ([B] long)."""
     return block_ids[positions // block_size] * block_size + positions % block_size  # [T]
@@ -52,6 +69,11 @@ class PagedKVStore:
         self.kv_caches = [torch.zeros(shape, dtype=dtype, device=self.device)
                           for _ in range(num_layers)]
         self._make_row_views()
+        # copy-on-write checkpoints (see snapshot): every block starts as zeros
+        self._version = np.zeros(num_blocks, dtype=np.int64)
+        self._row = np.zeros(num_blocks, dtype=np.int64)
+        self._chunks: dict[int, weakref.ref] = {}     # chunk id -> the chunk, while one is kept
+        self._next_chunk = 1
 
     def _make_row_views(self) -> None:
         """Per layer, K and V as [num_blocks, row] views (one row per block) — and on the CPU the
@@ -80,7 +102,71 @@ class PagedKVStore:
         memo[id(self)] = new
         new.kv_caches = [c.clone() for c in self.kv_caches]
         new._make_row_views()
+        new._version, new._row, new._chunks = self._version.copy(), self._row.copy(), dict(self._chunks)
         return new
+
+    # -- copy-on-write checkpoints ------------------------------------------------------------
+    def _changed(self, blocks) -> None:
+        """Writes go through the store's methods, which call this: the blocks' K/V changed."""
+        if isinstance(blocks, torch.Tensor):
+            blocks = blocks.numpy() if blocks.device.type == "cpu" else blocks.tolist()
+        self._version[blocks] = DIRTY
+
+    def _kept(self) -> dict[int, torch.Tensor]:
+        """The chunks some snapshot still holds (the others were freed with their snapshots)."""
+        kept = {}
+        for cid, ref in list(self._chunks.items()):
+            t = ref()
+            if t is None:
+                del self._chunks[cid]
+            else:
+                kept[cid] = t
+        return kept
+
+    def held_bytes(self) -> int:
+        """Bytes of the block copies that snapshots hold (each copy counted once)."""
+        return sum(t.numel() * t.element_size() for t in self._kept().values())
+
+    def snapshot(self, need: Callable[[int], None] | None = None) -> StoreSnapshot:
+        """The payloads as they are now, copying only the blocks that changed since they were
+        last copied (or whose copy was freed); every other block shares its copy. ``need(n)`` is
+        told the bytes of the new copy before it is made (and may refuse by raising)."""
+        kept = self._kept()
+        stale = (self._version == DIRTY) | ((self._version != ZERO)
+                                            & ~np.isin(self._version, list(kept)))
+        ids = np.flatnonzero(stale)
+        if len(ids):
+            if need is not None:
+                need(len(ids) * self.bytes_per_block)
+            data = self.read_blocks(ids.tolist())                  # [L, 2, n, bs, H, D]
+            cid = self._next_chunk
+            self._next_chunk += 1
+            self._chunks[cid] = weakref.ref(data)
+            kept[cid] = data
+            self._version[ids] = cid
+            self._row[ids] = np.arange(len(ids))
+        used = set(np.unique(self._version).tolist()) - {ZERO}
+        return StoreSnapshot(self._version.copy(), self._row.copy(),
+                             {cid: kept[cid] for cid in used})
+
+    def restore(self, snap: StoreSnapshot) -> list[int]:
+        """Put a snapshot's payloads back; returns the blocks whose K/V this changed (only those
+        are written: a block that still shares the snapshot's copy is left alone)."""
+        differ = np.flatnonzero((self._version != snap.version) | (self._row != snap.row))
+        for cid in np.unique(snap.version[differ]).tolist():
+            ids = differ[snap.version[differ] == cid]
+            idx = torch.as_tensor(ids, dtype=torch.long, device=self.device)
+            if cid == ZERO:
+                for c in self.kv_caches:
+                    c.index_fill_(1, idx, 0)
+            else:
+                rows = torch.as_tensor(snap.row[ids], dtype=torch.long)
+                data = snap.chunks[cid].index_select(2, rows.to(snap.chunks[cid].device))
+                self._write_blocks(idx, data)
+                self._chunks.setdefault(cid, weakref.ref(snap.chunks[cid]))
+        self._version[differ] = snap.version[differ]
+        self._row[differ] = snap.row[differ]
+        return differ.tolist()
 
     @property
     def bytes_per_block(self) -> int:
@@ -93,6 +179,7 @@ class PagedKVStore:
 
     def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         """k, v: [T, H, D] into ``slots`` ([T] long)."""
+        self._changed(slots // self.block_size)
         self._flat(layer, 0).index_copy_(0, slots, k.to(self.dtype))
         self._flat(layer, 1).index_copy_(0, slots, v.to(self.dtype))
 
@@ -109,6 +196,12 @@ class PagedKVStore:
         bs = self.block_size
         T = k.shape[0]
         end = start + T
+        if T:
+            lo, hi = start // bs, (end - 1) // bs + 1
+            if block_table.device.type == "cpu":      # a numpy view: no torch op per call
+                self._version[block_table.numpy()[lo:hi]] = DIRTY
+            else:
+                self._changed(block_table[lo:hi])
         first_full, last_full = -(-start // bs), end // bs        # whole blocks [first, last)
         a, b = first_full * bs - start, last_full * bs - start    # their rows in k, v
         if first_full < last_full:
@@ -157,13 +250,21 @@ class PagedKVStore:
     def write_blocks(self, block_ids: Sequence[int], data: torch.Tensor) -> None:
         """Inverse of :meth:`read_blocks` (``data`` may live on another device)."""
         idx = torch.as_tensor(list(block_ids), dtype=torch.long, device=self.device)
+        self._changed(list(block_ids))
+        self._write_blocks(idx, data)
+
+    def _write_blocks(self, idx: torch.Tensor, data: torch.Tensor) -> None:
         data = data.to(self.device, self.dtype)
         for layer, c in enumerate(self.kv_caches):
             c.index_copy_(1, idx, data[layer])
 
-    def zero_(self) -> None:
+    def zero_(self) -> list[int]:
+        """Zero every block; returns those that were not known to be zeros already."""
+        changed = np.flatnonzero(self._version != ZERO).tolist()
         for c in self.kv_caches:
             c.zero_()
+        self._version[:] = ZERO
+        return changed
 
     def fingerprint(self, block_id: int) -> str:
         """A short digest of everything the block holds (all layers, K and V)."""

@@ -14,6 +14,7 @@ tier is not credited with what the GPU prefix cache did.
 from __future__ import annotations
 
 import copy
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -22,10 +23,26 @@ from blockviz.core import Request
 from blockviz.core.ops import Drop, Save
 
 
-@dataclass
+@dataclass(frozen=True)
 class SavedBlock:
+    """Never changed once saved: a checkpoint's copy of the tier shares it."""
     token_ids: tuple[int, ...]
     payload: Any  # [num_layers, 2, 1, block_size, H, D] CPU tensor, or None without payloads
+
+
+class _Bytes:
+    """Bytes of the saved payloads still alive (in the tier or in a checkpoint's copy of it)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def add(self, tensor) -> None:
+        n = tensor.numel() * tensor.element_size()
+        self.n += n
+        weakref.finalize(tensor, self._sub, n)
+
+    def _sub(self, n: int) -> None:
+        self.n -= n
 
 
 class ExternalKVTier:
@@ -37,14 +54,15 @@ class ExternalKVTier:
         self.ops: list | None = None                  # set by the engine
         self.num_saved = 0
         self.num_dropped = 0
+        self.payload_bytes = _Bytes()                 # shared with every copy of this tier
+        self.guard = None                             # the run's budget (sim.budget.Meter)
 
     def __deepcopy__(self, memo: dict) -> ExternalKVTier:
+        # A copy (a checkpoint) shares the saved blocks: they never change once saved.
         new = copy.copy(self)
         memo[id(self)] = new
         new.kv = copy.deepcopy(self.kv, memo)
-        new.store = OrderedDict((h, SavedBlock(b.token_ids, None if b.payload is None
-                                               else b.payload.clone()))
-                                for h, b in self.store.items())
+        new.store = OrderedDict(self.store)
         return new
 
     def _op(self, op) -> None:
@@ -73,11 +91,15 @@ class ExternalKVTier:
                 self.store.move_to_end(h)
         payloads = None
         if new and self.kv is not None:
+            if self.guard is not None:
+                self.guard.need(len(new) * self.kv.store.bytes_per_block, "the external tier")
             payloads = self.kv.read_blocks([b for _, b in new]).to("cpu")  # [L, 2, n, bs, H, D]
         for j, (i, bid) in enumerate(new):
             h = request.block_hashes[i]
             toks = tuple(request.all_token_ids[i * self.block_size:(i + 1) * self.block_size])
             data = None if payloads is None else payloads[:, :, j:j + 1].clone()
+            if data is not None:
+                self.payload_bytes.add(data)
             self.store[h] = SavedBlock(toks, data)
             self.num_saved += 1
             self._op(Save(request.request_id, bid, h))

@@ -32,6 +32,7 @@ from blockviz.core.ops import Load, Restart, Rewind, Verify, Write
 from blockviz.core.scheduler import SchedulerConfig
 from blockviz.scenario.schema import ArriveSpec, Scenario, Step
 from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
+from blockviz.sim.budget import Budget, BudgetExceeded, Meter
 from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats
 
 
@@ -66,6 +67,18 @@ class EngineState:
     # async scheduling: (scheduler output, sampled tokens) of steps executed but not yet
     # applied, newest first (vLLM's EngineCore batch queue, two deep)
     batch_queue: list = field(default_factory=list)
+    # a checkpoint only: the KV payloads (kv.store.StoreSnapshot, copy-on-write; ``kv`` is then
+    # the live runtime) and an estimate of the bytes the rest of the copy holds
+    payload: Any = None
+    state_bytes: int = 0
+
+
+# What a checkpoint's copy of the engine state costs beyond the payloads, per GPU block (a block
+# object, its place in the free queue, the snapshot's version and row) and per token held in
+# the block and request token lists (tracemalloc, 65,536 blocks: ~180 bytes a block kept, ~330
+# at the copy's peak; 8 a token).
+CHECKPOINT_BYTES_PER_BLOCK = 300
+CHECKPOINT_BYTES_PER_TOKEN = 16
 
 
 @dataclass
@@ -87,7 +100,7 @@ class StepResult:
 class Engine:
     def __init__(self, scenario: Scenario, *, record_ops: bool = True,
                  payloads: bool = True, device: str | None = None,
-                 payload_history: bool = True) -> None:
+                 payload_history: bool = True, budget: Budget | None = None) -> None:
         self.scenario = scenario
         self.config = cfg = scenario.config
         self.num_gpu_blocks = cfg.num_blocks + 1
@@ -104,17 +117,35 @@ class Engine:
         self._written: set[int] = set()  # blocks whose K/V the current step wrote
         self._engine_steps: list[EngineStepView] = []
         self.scheduler_config = SchedulerConfig(**cfg.scheduler.model_dump())
+        # The run's budget (None: unbounded). BudgetExceeded from here on stops the run.
+        self.meter = meter = Meter(budget) if budget is not None else None
         manager = self._new_manager()
         kv = None
         if payloads and cfg.model is not None:
+            from blockviz.kv.model import weight_bytes
             from blockviz.kv.runtime import KVRuntime  # torch is imported only when payloads are on
-            kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, **cfg.model.model_dump(),
+            m = cfg.model
+            if meter is not None:
+                itemsize = 4 if m.dtype == "float32" else 2
+                store = (self.num_gpu_blocks * cfg.block_size * m.num_layers * 2 * m.num_kv_heads
+                         * m.head_dim * itemsize)
+                meter.fix(store + weight_bytes(m.num_layers, m.num_kv_heads, m.head_dim),
+                          "the model's weights and the KV store")
+            kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, **m.model_dump(),
                            device=device or cfg.device, seed=cfg.seed)
+            if meter is not None:
+                kv.set_guard(meter)
+                meter.held.append(kv.store.held_bytes)
         connector = None
         if cfg.connector is not None:
             from blockviz.sim.connector import ExternalKVTier
             connector = ExternalKVTier(cfg.connector.num_blocks, cfg.block_size, kv)
             connector.ops = self.ops
+            if meter is not None:
+                connector.guard = meter
+                meter.held.append(lambda n=connector.payload_bytes: n.n)
+        if meter is not None:
+            meter.held.append(lambda: sum(c.state_bytes for c in self.checkpoints.values()))
         self.state = EngineState(
             manager=manager, scheduler=Scheduler(manager, connector, self.scheduler_config),
             hasher=self._new_hasher(0), block_tokens=[[] for _ in range(self.num_gpu_blocks)],
@@ -168,6 +199,8 @@ class Engine:
         self._written.clear()
         self._engine_steps = []
         self.manager.prefix_cache_stats.reset = False
+        if self.meter is not None:
+            self.meter.tick()
         try:
             if kind == "arrive":
                 self._arrive(args)
@@ -188,11 +221,14 @@ class Engine:
             elif kind == "reset_prefix_cache":
                 result.reset_ok = self.manager.reset_prefix_cache()
             elif kind == "checkpoint":
-                self.checkpoints[args] = self._copy_state(self.state)
+                self._checkpoint(args)
             elif kind == "rewind":
                 if args not in self.checkpoints:
                     raise EngineError(f"unknown checkpoint {args!r}")
-                self.state = self._copy_state(self.checkpoints[args])
+                saved = self.checkpoints[args]
+                self.state = self._copy_state(saved)
+                if self.kv is not None:
+                    self._written.update(self.kv.store.restore(saved.payload))
                 self._attach_ops()
                 self.pool.take_events()  # a rewind emits no KV events
                 self._op(Rewind(args))
@@ -205,10 +241,42 @@ class Engine:
         result.engine_steps = self._engine_steps
         result.teaching_only = step.teaching_only
         result.events = list(self.pool.take_events())
-        if self.kv is not None and self.payload_history:
-            changed = range(self.num_gpu_blocks) if kind in ("rewind", "restart") else self._written
-            result.payloads = {b: self.kv.summary(b) for b in sorted(changed)}
+        if self.kv is not None and self.payload_history and self._written:
+            # the blocks whose K/V this step changed (after a rewind or restart: those whose
+            # payload differs from before it; every other block's last copy still holds)
+            if self.meter is not None:
+                store = self.kv.store
+                per_block = store.bytes_per_block // store.kv_caches[0].element_size() * 4
+                self.meter.keep(len(self._written) * per_block,
+                                "the payload copies for the player")
+            result.payloads = {b: self.kv.summary(b) for b in sorted(self._written)}
         return result
+
+    def _checkpoint(self, name: str) -> None:
+        """Save the state; the payloads copy-on-write (a block unchanged since an earlier
+        checkpoint shares its copy). Counted against the budget: the new block copies and the
+        rest of the state's copy."""
+        st = self.state
+        old = self.checkpoints.pop(name, None)   # replaced: its share of the budget is freed
+        tokens = (sum(map(len, st.block_tokens))
+                  + sum(len(r.all_token_ids) for r in st.scheduler.requests.values()))
+        state_bytes = (self.num_gpu_blocks * CHECKPOINT_BYTES_PER_BLOCK
+                       + tokens * CHECKPOINT_BYTES_PER_TOKEN)
+        try:
+            if self.meter is not None:
+                self.meter.need(state_bytes, "this checkpoint")
+            payload = None
+            if self.kv is not None:
+                need = None if self.meter is None else (
+                    lambda n: self.meter.need(n + state_bytes, "this checkpoint"))
+                payload = self.kv.store.snapshot(need)
+        except BudgetExceeded:
+            if old is not None:
+                self.checkpoints[name] = old
+            raise
+        saved = self._copy_state(st)
+        saved.payload, saved.state_bytes = payload, state_bytes
+        self.checkpoints[name] = saved
 
     def _restart(self) -> None:
         """A new engine process with the same config: a fresh pool (the GPU cache starts empty)
@@ -230,7 +298,7 @@ class Engine:
         st.hasher = self._new_hasher(st.generation)
         st.block_tokens = [[] for _ in range(self.num_gpu_blocks)]
         if st.kv is not None:
-            st.kv.store.zero_()
+            self._written.update(st.kv.store.zero_())
         self._op(Restart(st.generation, st.hasher.none_hash))
 
     def _attach_ops(self) -> None:
@@ -253,6 +321,8 @@ class Engine:
                                     vocab=self.vocab, tokens_of=tokens_of)
         except ValueError as e:
             raise EngineError(str(e)) from None
+        if self.meter is not None:
+            self.meter.tick()
         mm = [MMItem(m.id, m.offset, m.length) for m in spec.mm or ()]
         for m in mm:
             if m.offset + m.length > len(prompt):
@@ -299,6 +369,8 @@ class Engine:
 
     def _schedule(self, only: set[str] | None) -> SchedulerOutput:
         out = self.scheduler.schedule(only)
+        if self.meter is not None:
+            self.meter.engine_step(out.total_num_scheduled_tokens)
         for item in out.scheduled:
             if item.admitted:
                 info = self.state.info[item.request.request_id]
@@ -399,13 +471,19 @@ class Engine:
 
     # -- checkpoints ----------------------------------------------------------------------
     def _copy_state(self, state: EngineState) -> EngineState:
+        """A copy of the state, less the payloads: there is one KV runtime (the live one; a
+        checkpoint's payloads are its ``payload`` snapshot, which a copy does not take)."""
         pool = state.manager.block_pool
         ops, pool.ops = pool.ops, None
         if state.connector is not None:
             state.connector.ops = None
         try:
-            # The pool first, so that every block reference elsewhere maps to its copy.
             memo: dict = {}
+            if state.kv is not None:
+                memo[id(state.kv)] = state.kv
+            if state.payload is not None:
+                memo[id(state.payload)] = None
+            # The pool first, so that every block reference elsewhere maps to its copy.
             copy.deepcopy(pool, memo)
             return copy.deepcopy(state, memo)
         finally:

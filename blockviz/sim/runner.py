@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 from blockviz.core import check_invariants
 from blockviz.scenario.load import LoadedScenario, ScenarioError
+from blockviz.sim.budget import RUN_BUDGET, Budget, BudgetExceeded
 from blockviz.sim.engine import Engine, EngineError
 from blockviz.sim.timeline import Timeline
 
@@ -28,11 +29,17 @@ class _CheckedOps(list):
 
 
 def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = None,
-                check: bool = False, payload_history: bool = True) -> Engine:
+                check: bool = False, payload_history: bool = True,
+                budget: Budget | None = None) -> Engine:
     try:
         engine = Engine(loaded.scenario, payloads=payloads, device=device,
-                        payload_history=payload_history)
-    except RuntimeError as e:  # e.g. device: cuda without a GPU
+                        payload_history=payload_history, budget=budget)
+    except BudgetExceeded as e:   # the store and the weights alone are over the budget
+        raise loaded.error(("config", "model"), str(e)) from None
+    except RuntimeError as e:  # e.g. device: cuda without a GPU; or torch could not allocate
+        if "allocate" in str(e):
+            raise loaded.error(("config", "model"), "there is not enough memory here for the KV "
+                                                    "store and the model's weights") from None
         raise loaded.error(("config", "device"), str(e)) from None
     if check:
         ref: list = []
@@ -45,17 +52,20 @@ def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | 
 
 def run(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = None,
         check: bool = False, upto: int | None = None,
-        progress: Callable[[int, int], None] | None = None) -> tuple[Engine, Timeline]:
-    """Run steps 1..``upto`` (default: all). With ``check``, invariants are checked after every
-    op (pool level) and after every event (block tables too). A disallowed event stops the run:
-    ``timeline.error`` is then a located ScenarioError."""
-    engine = make_engine(loaded, payloads=payloads, device=device, check=check)
+        progress: Callable[[int, int], None] | None = None,
+        budget: Budget | None = RUN_BUDGET) -> tuple[Engine, Timeline]:
+    """Run steps 1..``upto`` (default: all) within ``budget`` (``sim.budget``; None: none).
+    With ``check``, invariants are checked after every op (pool level) and after every event
+    (block tables too). A disallowed event, or a step that passes the budget, stops the run:
+    ``timeline.error`` is then a located ScenarioError naming the step's line. A budget the
+    config alone passes (the store and the model's weights) is a ScenarioError at once."""
+    engine = make_engine(loaded, payloads=payloads, device=device, check=check, budget=budget)
     timeline = Timeline(engine, check=check)
     steps = loaded.scenario.steps if upto is None else loaded.scenario.steps[:upto]
     for i, step in enumerate(steps):
         try:
             result = engine.apply(step)
-        except EngineError as e:
+        except (EngineError, BudgetExceeded) as e:
             path = ("steps", i, step.kind) if step.kind else ("steps", i)
             timeline.error = loaded.error(path, f"step {i + 1} ({step.kind}): {e}")
             timeline.error_step = i + 1
@@ -71,4 +81,4 @@ def run(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = N
     return engine, timeline
 
 
-__all__ = ["ScenarioError", "Stop", "make_engine", "run"]
+__all__ = ["Budget", "BudgetExceeded", "ScenarioError", "Stop", "make_engine", "run"]

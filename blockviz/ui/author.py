@@ -18,7 +18,7 @@ from blockviz.render.authoring import AUTHOR_CSS, error_html, ok_html, reference
 from blockviz.scenario import ScenarioError, load_text
 from blockviz.scenario.schema import MAX_FILE_BYTES
 from blockviz.teach import authoring as A
-from blockviz.ui import data, panels, tryit
+from blockviz.ui import data, panels, tryit, worker
 from blockviz.ui import state as S
 from blockviz.ui.nav import default_lang, go_to_player, language_toggle, md_fields, session_lang
 
@@ -30,6 +30,7 @@ GOOD = "bv_author_good"      # (text, PlayerRun) of the last valid text that ran
 UNDO = "bv_author_undo"      # the text a gallery/starter/upload replaced
 MSG = "bv_author_msg"        # (i18n key, fields, kind) after an upload or a replace
 PREVIEW_STEP = "bv_author_step"
+STOPPED = "bv_author_stopped"  # ScenarioError: the preview of the current text could not run
 
 
 def _digest(text: str) -> str:
@@ -47,7 +48,14 @@ def _set_text(text: str, msg: tuple | None = None, undo: bool = True) -> None:
 
 # -- callbacks -------------------------------------------------------------------------------
 def _on_edit() -> None:
-    st.session_state[TEXT] = st.session_state.get("w_author_text") or ""
+    ss = st.session_state
+    text = ss.get("w_author_text") or ""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_BYTES:    # a paste over the limit: said so, and the text stays as it was
+        ss["w_author_text"] = ss.get(TEXT) or ""
+        ss[MSG] = ("paste_too_big", {"size": f"{size:,}", "limit": f"{MAX_FILE_BYTES:,}"}, "error")
+        return
+    ss[TEXT] = text
 
 
 def _on_upload() -> None:
@@ -139,13 +147,20 @@ def _preview(text: str, loaded) -> None:
     if good is not None and good[0] == text:
         ss["bv_author_refusal"] = None   # it ran before, so it was not refused (an older text was)
         return
+    ss[STOPPED] = None
     refusal = data.preview_refusal(loaded)
     if refusal is not None:
         ss["bv_author_refusal"] = refusal
         return
     ss["bv_author_refusal"] = None
-    with st.spinner(t("preview", session_lang()) + "…"):
-        run = data.make_user_run(ss, "author", loaded)
+    try:
+        with st.spinner(t("preview", session_lang()) + "…"):
+            run = worker.make_user_run(ss, "author", loaded, text)
+    except ScenarioError as e:   # busy, or the worker was stopped: the last good preview stays
+        ss[STOPPED] = e
+        if isinstance(e, worker.Busy):
+            ss[CHECKED] = None   # not remembered: the next rerun tries again
+        return
     at_end = good is None or int(ss.get(PREVIEW_STEP) or 0) >= good[1].last
     ss[GOOD] = (text, run)
     # at the end before: show the new end (the event just added); else stay where the author looks
@@ -193,8 +208,9 @@ def _reference(lang: str) -> str:
 
 
 def _editor(lang: str) -> None:
+    # No max_chars: the browser would cut a longer paste silently; _on_edit refuses it, saying so.
     st.text_area(t("editor", lang), key="w_author_text", height=470, on_change=_on_edit,
-                 help=t("editor_help", lang), max_chars=MAX_FILE_BYTES)
+                 help=t("editor_help", lang))
     st.caption(t("insert_event", lang))
     ids, cps, live = _names()
     row = st.container(horizontal=True, gap="small", key="snippets")
@@ -222,6 +238,13 @@ def _status(err, loaded, lang: str) -> None:
     refusal = ss.get("bv_author_refusal")
     if refusal:
         st.html(warn_html(t(refusal[0], lang, **refusal[1])))
+        return
+    stopped = ss.get(STOPPED)
+    if stopped is not None:
+        st.html(error_html(stopped, text, lang, title=t("preview_not_run", lang),
+                           kept=ss.get(GOOD) is not None))
+        if isinstance(stopped, worker.Busy):
+            st.button(t("preview_retry", lang), key="b_preview_retry", icon=":material/refresh:")
         return
     good = ss.get(GOOD)
     if good is None:

@@ -20,6 +20,7 @@ from blockviz.render.metrics import Series, metrics_series
 from blockviz.scenario import ScenarioError, load
 from blockviz.scenario.lessons import lessons_dir
 from blockviz.scenario.schema import Scenario, Text
+from blockviz.sim.budget import PREVIEW_BUDGET, RUN_BUDGET
 from blockviz.sim.timeline import Timeline
 from blockviz.teach.labels import HashLabels
 
@@ -106,22 +107,24 @@ def builtin_index() -> BuiltinIndex:
     return _index(scenario_dir())
 
 
-def make_run(key: str, loaded, *, time_limit_s: float | None = None) -> PlayerRun:
-    """Run a loaded scenario to the end (or its first disallowed event) and keep the timeline.
-    With ``time_limit_s``, the run ends after the first step that finishes past the limit
-    (``stopped`` says where)."""
+def make_run(key: str, loaded, *, time_limit_s: float | None = None, budget=RUN_BUDGET,
+             on_step=None) -> PlayerRun:
+    """Run a loaded scenario to the end (or its first disallowed event, or the step that passes
+    ``budget``: ``sim.budget``) and keep the timeline. With ``time_limit_s``, the run ends after
+    the first step that finishes past the limit (``stopped`` says where). ``on_step(k)`` is
+    called after each step k."""
     from blockviz.kv import tolerance
     from blockviz.sim.runner import Stop, run
     stopped: list[tuple[int, int]] = []
-    progress = None
-    if time_limit_s is not None:
-        deadline = time.monotonic() + time_limit_s
+    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
 
-        def progress(done: int, total: int) -> None:
-            if done < total and time.monotonic() > deadline:
-                stopped.append((done, total))
-                raise Stop
-    engine, timeline = run(loaded, progress=progress)
+    def progress(done: int, total: int) -> None:
+        if on_step is not None:
+            on_step(done)
+        if deadline is not None and done < total and time.monotonic() > deadline:
+            stopped.append((done, total))
+            raise Stop
+    engine, timeline = run(loaded, progress=progress, budget=budget)
     device = timeline.payload_device or "cpu"
     kinds = tuple(step_kinds(timeline.step_ops(i)) for i in range(len(timeline)))
     series = metrics_series([timeline.step_stats(i) for i in range(len(timeline))],
@@ -157,7 +160,8 @@ def frames_of(key: str, index: int, _run: PlayerRun):
 
 
 # -- the session's own runs (an authored scenario, a fork): kept in st.session_state only -----
-PREVIEW_TIME_LIMIT_S = 20.0
+# They run in a worker process (ui.worker) within PREVIEW_BUDGET (sim.budget).
+PREVIEW_TIME_LIMIT_S = PREVIEW_BUDGET.seconds
 PREVIEW_MAX_KV_BYTES = 256 << 20
 
 
@@ -178,7 +182,3 @@ def preview_refusal(loaded) -> tuple[str, dict] | None:
     if size > PREVIEW_MAX_KV_BYTES:
         return "preview_too_big", {"limit": PREVIEW_MAX_KV_BYTES >> 20, "size": size / 2**20}
     return None
-
-
-def make_user_run(state, kind: str, loaded) -> PlayerRun:
-    return make_run(user_run_key(state, kind), loaded, time_limit_s=PREVIEW_TIME_LIMIT_S)

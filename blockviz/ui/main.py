@@ -3,10 +3,12 @@ every rerun, which calls :func:`main`: the repository's ``app.py`` and the insta
 ``blockviz/ui/streamlit_app.py`` (what ``blockviz app`` starts) are both one line of it."""
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
 from blockviz.i18n import t
-from blockviz.ui import author, capacity, player
+from blockviz.ui import author, capacity, player, worker
 from blockviz.ui import state as S
 from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, PLAYER_PATH, register_pages
 
@@ -27,4 +29,10 @@ def main() -> None:
     pages = {path: st.Page(fn, title=t(key, lang), url_path=path, default=default)
              for fn, key, path, default in PAGES}
     register_pages(pages)
-    st.navigation(list(pages.values())).run()
+    worker.warm()
+    try:
+        st.navigation(list(pages.values())).run()
+    except Exception as e:  # the page boundary: never an exception box (Streamlit's own
+        # rerun/stop signals are BaseExceptions and pass); the log keeps the traceback
+        logging.getLogger(__name__).exception("page failed")
+        st.error(t("page_error", st.session_state.get(S.LANG, lang), kind=type(e).__name__))

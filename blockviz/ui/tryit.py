@@ -17,7 +17,7 @@ from blockviz.scenario import ScenarioError, load_text
 from blockviz.scenario.schema import Scenario
 from blockviz.sim import fork as F
 from blockviz.teach import selfcheck as SC
-from blockviz.ui import data
+from blockviz.ui import data, worker
 from blockviz.ui import state as S
 from blockviz.ui.nav import go_to_author, md_escape, md_fields
 
@@ -60,7 +60,7 @@ def _run_fork(fork: Fork) -> data.PlayerRun:
     """Load the fork's YAML (the same text a download gives) and run it; ScenarioError if the
     file is not valid or an event is not allowed."""
     loaded = load_text(fork.text(), FORK_FILE)
-    run = data.make_user_run(st.session_state, "fork", loaded)
+    run = worker.make_user_run(st.session_state, "fork", loaded, fork.text())
     if run.timeline.error is not None:
         raise run.timeline.error
     if run.stopped is not None:

@@ -1,0 +1,120 @@
+"""The resource budget of one run: what a scenario may make the engine compute and hold.
+
+The loader's limits (``scenario.schema``) bound what a file may *ask for*; the budget bounds what
+running it *costs*, counted while it runs, inside events (between the engine steps of a
+``decode: {steps: 5000}``, between chunks of one attention pass) and not only between them:
+
+* ``tokens``        — tokens the model computes in all: every engine step's scheduled tokens
+                      (prefill, decode, recomputation after preemption) and the tokens a cache-hit
+                      check recomputes;
+* ``engine_steps``  — vLLM engine steps (schedule → execute → update) in all;
+* ``tensor_bytes``  — tensors held at once: the paged KV store, the model's weights, one forward
+                      pass's activations (estimated before it runs), the blocks checkpoints keep
+                      (shared with the live store until a block changes), the external tier's
+                      blocks, and the per-step payload copies the player shows;
+* ``seconds``       — wall time since the run started.
+
+A run over its budget stops at the step it was in, with a located message naming that step's
+line (``FILE:LINE:COL: steps[i].kind: step k (kind): ...``, exit status 2 on the command line).
+``RUN_BUDGET`` is the command line's and the library's; ``PREVIEW_BUDGET`` is the app's, for
+every scenario a session runs (its Author preview, its "try it yourself" fork).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Budget:
+    tokens: int | None = None
+    engine_steps: int | None = None
+    tensor_bytes: int | None = None
+    seconds: float | None = None
+
+
+RUN_BUDGET = Budget(tokens=50_000_000, engine_steps=2_000_000, tensor_bytes=8 << 30, seconds=None)
+PREVIEW_BUDGET = Budget(tokens=2_000_000, engine_steps=200_000, tensor_bytes=512 << 20,
+                        seconds=20.0)
+
+
+class BudgetExceeded(Exception):
+    """The run used up a dimension of its budget (the run stops at this step)."""
+
+
+def mib(n: int | float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+# What needs the bytes, as the message names it (blockviz.i18n.errors translates each).
+WHAT = ("the model's weights and the KV store", "this forward pass", "this checkpoint",
+        "the external tier", "the payload copies for the player")
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+class Meter:
+    """One run's use of its budget. ``held`` callables report bytes held now beyond the fixed
+    part (checkpointed blocks, the external tier); ``history`` counts the payload copies kept."""
+
+    def __init__(self, budget: Budget, clock: Callable[[], float] | None = None) -> None:
+        self.budget = budget
+        self.clock = clock or (lambda: _now())
+        self.start = self.clock()
+        self.tokens = 0
+        self.engine_steps = 0
+        self.fixed_bytes = 0
+        self.history_bytes = 0
+        self.held: list[Callable[[], int]] = []
+
+    # -- time -----------------------------------------------------------------------------
+    def tick(self) -> None:
+        s = self.budget.seconds
+        if s is not None and self.clock() - self.start > s:
+            raise BudgetExceeded(f"the run's time budget of {s:g} s ran out during this step")
+
+    # -- work -----------------------------------------------------------------------------
+    def engine_step(self, num_tokens: int) -> None:
+        """Before an engine step that schedules ``num_tokens`` tokens."""
+        self.tick()
+        b = self.budget
+        self.engine_steps += 1
+        if b.engine_steps is not None and self.engine_steps > b.engine_steps:
+            raise BudgetExceeded(f"the run's budget of {b.engine_steps:,} engine steps is used up")
+        self.compute(num_tokens)
+
+    def compute(self, num_tokens: int) -> None:
+        """Before the model computes ``num_tokens`` more tokens."""
+        b = self.budget
+        if b.tokens is not None and self.tokens + num_tokens > b.tokens:
+            raise BudgetExceeded(f"the run's budget of {b.tokens:,} computed tokens is used up "
+                                 f"({self.tokens:,} so far, this step asks for {num_tokens:,} more)")
+        self.tokens += num_tokens
+
+    # -- bytes ----------------------------------------------------------------------------
+    def in_use(self) -> int:
+        return self.fixed_bytes + self.history_bytes + sum(f() for f in self.held)
+
+    def need(self, nbytes: int, what: str) -> None:
+        """Before ``what`` allocates ``nbytes`` more: refuse if the total would pass the budget."""
+        limit = self.budget.tensor_bytes
+        if limit is None:
+            return
+        used = self.in_use()
+        if used + nbytes > limit:
+            raise BudgetExceeded(f"{what} needs {mib(nbytes)} of tensors; with {mib(used)} "
+                                 f"already held that is more than the run's budget of "
+                                 f"{mib(limit)}")
+
+    def fix(self, nbytes: int, what: str) -> None:
+        """Tensors held for the whole run (the store, the weights)."""
+        self.need(nbytes, what)
+        self.fixed_bytes += nbytes
+
+    def keep(self, nbytes: int, what: str) -> None:
+        """Copies the run keeps to its end (the player's payload history)."""
+        self.need(nbytes, what)
+        self.history_bytes += nbytes

@@ -1,0 +1,134 @@
+"""A minimal Streamlit client over the server's websocket (what a browser tab sends and reads, no
+browser): a session reruns the script with widget triggers and values and reads back the
+elements; a real ``streamlit run app.py`` serves many such sessions at once."""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from websockets.sync.client import connect
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``streamlit run app.py`` on a free port, headless; stopped on exit."""
+
+    def __init__(self, env: dict | None = None) -> None:
+        self.port = free_port()
+        self.log = tempfile.TemporaryFile()      # not a pipe: a full pipe would stall the server
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+             "--server.port", str(self.port), "--server.address", "127.0.0.1",
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
+            stderr=self.log)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.proc.kill()
+                    self.proc.wait()
+                    self.log.seek(0)
+                    text = self.log.read().decode(errors="replace")[-2000:]
+                    self.log.close()
+                    raise RuntimeError("the server did not start: " + text) from None
+                time.sleep(0.3)
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+class Session:
+    """One browser tab's worth of a session."""
+
+    def __init__(self, port: int, timeout: float = 120) -> None:
+        self.ws = connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"],
+                          max_size=None, open_timeout=30)
+        self.timeout = timeout
+        self.pages: dict[str, str] = {}      # url path -> page script hash
+        self.page_hash = ""
+        self.elements: list = []             # the last run's elements
+        self.cache: dict[str, ForwardMsg] = {}
+
+    def close(self) -> None:
+        self.ws.close()
+
+    def rerun(self, widgets=()) -> float:
+        """Rerun the script with ``widgets`` ((kind, key, value) to set: "trigger", "string");
+        returns the seconds from the request to the script's end (the server's work)."""
+        msg = BackMsg()
+        cs = msg.rerun_script
+        cs.page_script_hash = self.page_hash
+        for kind, key, value in widgets:
+            w = cs.widget_states.widgets.add()
+            w.id = self.widget_id(key)
+            if kind == "trigger":
+                w.trigger_value = True
+            else:
+                w.string_value = value
+        start = time.perf_counter()
+        self.ws.send(msg.SerializeToString())
+        self.elements = []
+        while True:
+            fm = ForwardMsg()
+            fm.ParseFromString(self.ws.recv(timeout=self.timeout))
+            if fm.WhichOneof("type") == "ref_hash":
+                fm = self.cache[fm.ref_hash]
+            elif fm.hash:
+                self.cache[fm.hash] = fm
+            kind = fm.WhichOneof("type")
+            if kind == "navigation":
+                self.pages = {p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages}
+            elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                self.elements.append(fm.delta.new_element)
+            elif kind == "script_finished":
+                return time.perf_counter() - start
+
+    def goto(self, url_path: str) -> float:
+        self.page_hash = self.pages[url_path]
+        return self.rerun()
+
+    def widget_id(self, key: str) -> str:
+        for e in self.elements:
+            w = getattr(e, e.WhichOneof("type"))
+            if getattr(w, "id", "").endswith("-" + key):
+                return w.id
+        raise KeyError(key)
+
+    def html(self) -> str:
+        return "\n".join(e.html.body for e in self.elements if e.WhichOneof("type") == "html")
+
+    def header(self) -> str:
+        m = re.search(r'class="bv-stepno" data-step="\d+">([^<]*)<', self.html())
+        return m.group(1) if m else ""
+
+    def errors(self) -> list[str]:
+        return [e.alert.body for e in self.elements if e.WhichOneof("type") == "alert"]
