@@ -85,7 +85,8 @@ def test_quick_run_writes_a_report(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"report written to {out}" in proc.stdout
     report = json.loads(out.read_text())
-    assert set(report["benchmarks"]) == {"core", "scale", "tensors", "app", "capacity", "json_stream"}
+    assert set(report["benchmarks"]) == {"core", "scale", "tensors", "app", "capacity", "json_stream",
+                                         "sched"}
     core = report["benchmarks"]["core"]
     assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
     scale = report["benchmarks"]["scale"]
