@@ -93,6 +93,8 @@ def test_quick_run_writes_a_report(tmp_path):
     assert all(c["samples"][0]["steps_in_timeline"] == c["events"] + 1 for c in scale["cases"])
     stream = report["benchmarks"]["json_stream"]
     assert stream["side_by_side"]["eager"]["bytes"] == stream["side_by_side"]["stream"]["bytes"] > 0
+    sched = report["benchmarks"]["sched"]
+    assert [c["case"] for c in sched["cases"]] == ["admit 32", "decode 32"]
     for b in report["budgets"]:
         assert {"name", "value", "limit", "met", "unit"} <= set(b)
 
