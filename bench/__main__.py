@@ -1,5 +1,5 @@
-"""``python -m bench [core] [scale] [tensors] [app] [capacity] [json_stream] [--repeat N] [--quick]
-[--out FILE]``
+"""``python -m bench [core] [scale] [tensors] [app] [capacity] [json_stream] [sched] [--repeat N]
+[--quick] [--out FILE]``
 
 Runs the chosen benchmarks (all by default), prints medians and the ratios measured side by side
 in the same run, the budgets met or missed, and writes a JSON report (default
@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import app, capacity, core_ops, json_stream, scale, tensors
+from . import app, capacity, core_ops, json_stream, scale, sched, tensors
 from .timing import machine
 
 # Each a module with NAME, run(repeat, quick, say) -> dict (with optional "budgets") and render(dict).
-BENCHMARKS = {m.NAME: m for m in (core_ops, scale, tensors, app, capacity, json_stream)}
+BENCHMARKS = {m.NAME: m for m in (core_ops, scale, tensors, app, capacity, json_stream, sched)}
 LATER: dict[str, str] = {}      # names of benchmarks announced but not written yet -> why
 DEFAULT_REPORT = Path(__file__).resolve().parent / "reports" / "latest.json"
 

@@ -85,13 +85,16 @@ def test_quick_run_writes_a_report(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"report written to {out}" in proc.stdout
     report = json.loads(out.read_text())
-    assert set(report["benchmarks"]) == {"core", "scale", "tensors", "app", "capacity", "json_stream"}
+    assert set(report["benchmarks"]) == {"core", "scale", "tensors", "app", "capacity", "json_stream",
+                                         "sched"}
     core = report["benchmarks"]["core"]
     assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
     scale = report["benchmarks"]["scale"]
     assert all(c["samples"][0]["steps_in_timeline"] == c["events"] + 1 for c in scale["cases"])
     stream = report["benchmarks"]["json_stream"]
     assert stream["side_by_side"]["eager"]["bytes"] == stream["side_by_side"]["stream"]["bytes"] > 0
+    sched = report["benchmarks"]["sched"]
+    assert [c["case"] for c in sched["cases"]] == ["admit 32", "decode 32"]
     for b in report["budgets"]:
         assert {"name", "value", "limit", "met", "unit"} <= set(b)
 
@@ -115,3 +118,34 @@ def test_quick_app_run_measures_both_pages_side_by_side(tmp_path):
     assert len(names) == 4 and any("4,096 blocks" in n for n in names)
     for b in app["budgets"]:
         assert {"name", "value", "limit", "met", "unit"} <= set(b)
+
+
+def test_sched_sides_take_the_same_steps():
+    """``bench sched``: blockviz's Scheduler (recording off and on) and vLLM's real one, checked
+    step by step on a small workload; a side that goes another way is caught."""
+    from bench import sched as S
+    from bench import vllm_sched
+    toks = S.prompts(40)          # two groups, every prompt length 32..47
+    impls = [S.Ours(False), S.Ours(True)]
+
+    class Reversed(S.Ours):       # the same requests, arriving in the opposite order
+        def setup(self, toks):
+            super().setup(toks[::-1])
+            self.ids = [f"r{i}" for i in range(len(toks))]
+
+    with pytest.raises(S.Mismatch, match="step 1: .* differs from"):
+        S.check_same([S.Ours(False), Reversed(False)], toks)
+    try:
+        with vllm_sched.loaded() as v:
+            S.check_same(impls + [S.Vllm(v, True), S.Vllm(v, False)], toks)
+    except vllm_sched.VllmUnavailable as e:
+        S.check_same(impls, toks)
+        pytest.skip(f"vLLM side: {e}")
+    assert not any(k == "vllm" or k.startswith("vllm.") for k in sys.modules)
+
+
+def test_vllm_sched_loader_explains_a_missing_source(tmp_path):
+    from bench import vllm_sched
+    with pytest.raises(vllm_sched.VllmUnavailable, match="scheduler.py"):
+        with vllm_sched.loaded(tmp_path):
+            pass

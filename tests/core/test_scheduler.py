@@ -9,7 +9,7 @@ import pytest
 from core_helpers import doc_chain, free_ids, hash_map, tables
 
 from blockviz.core import KVCacheManager, RequestStatus, Scheduler, check_invariants
-from blockviz.core.ops import AllocFailed
+from blockviz.core.ops import AllocFailed, Lookup
 from blockviz.core.scheduler import SchedulerConfig
 
 
@@ -100,6 +100,10 @@ def test_the_whole_sequence_must_fit_at_admission(make_req):
     failed = [op for op in mgr.ops if isinstance(op, AllocFailed)]
     assert failed == [AllocFailed("A", 5, 4, full_sequence=True)]
     assert free_ids(mgr.block_pool) == [1, 2, 3, 4]
+    # A was looked up, but vLLM records the stats only at a successful admission
+    assert [op.request_id for op in mgr.ops if isinstance(op, Lookup)] == ["A"]
+    s = mgr.prefix_cache_stats
+    assert (s.requests, s.queries, s.preempted_requests, s.preempted_queries) == (0, 0, 0, 0)
 
 
 def test_with_chunked_prefill_off_a_prompt_over_the_budget_left_stops_admission(make_req):
@@ -195,6 +199,39 @@ def test_a_resumed_lookup_is_counted_apart(make_req):
     s = mgr.prefix_cache_stats
     assert (s.requests, s.queries, s.hits) == (2, 8, 0)
     assert (s.preempted_requests, s.preempted_queries, s.preempted_hits) == (1, 5, 4)
+
+
+def test_a_failed_allocation_preempts_the_last_running_request_and_retries(make_req):
+    """Three usable blocks. A (4 tokens) takes block 1, B (8 tokens) blocks 2 and 3; both cache
+    their full blocks at schedule time and sample a token. Next step A's decode token needs a
+    second block and none is free: vLLM preempts the *last* running request, B, whose table goes
+    back reversed (3, then 2, both hashed: to the tail), and retries A, which takes the head,
+    block 3, evicting B's second hash. Nothing is admitted in a step that preempted. B's return
+    (9 tokens = 3 blocks) finds only its first block still cached (2, free) and needs 3 blocks
+    with 1 free: it waits."""
+    mgr, sched = make_sched(3)
+    a, b = make_req("A", [1, 2, 3, 4]), make_req("B", list(range(11, 19)))
+    ha1, = doc_chain([1, 2, 3, 4])
+    hb1, hb2 = doc_chain(list(range(11, 19)))
+    sched.add_request(a)
+    sched.add_request(b)
+    assert plan(step(sched)) == [("A", 4), ("B", 8)]
+    assert tables(mgr) == {"A": [1], "B": [2, 3]} and free_ids(mgr.block_pool) == []
+    assert dict(hash_map(mgr.block_pool)) == {ha1: [1], hb1: [2], hb2: [3]}
+    out = step(sched)
+    assert out.preempted == ["B"] and plan(out) == [("A", 1)]
+    assert tables(mgr) == {"A": [1, 3]} and free_ids(mgr.block_pool) == [2]
+    assert dict(hash_map(mgr.block_pool)) == {ha1: [1], hb1: [2]}
+    assert b.status is RequestStatus.PREEMPTED and b.num_computed_tokens == 0
+    assert b.num_preemptions == 1 and sched.num_preemptions == 1
+    assert [r.request_id for r in sched.waiting] == ["B"] and [r.request_id for r in sched.running] == ["A"]
+    failed = [op for op in mgr.ops if isinstance(op, AllocFailed)]
+    assert failed == [AllocFailed("A", 1, 0)]
+    out = step(sched)
+    assert plan(out) == [("A", 1)] and not out.preempted
+    assert failed + [AllocFailed("B", 3, 1, full_sequence=True)] == [
+        op for op in mgr.ops if isinstance(op, AllocFailed)]
+    check_invariants(mgr.block_pool, mgr)
 
 
 def test_reset_marks_the_stats(make_req):
