@@ -12,14 +12,13 @@ from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import error_text
 from blockviz.render import blocks as rblocks
 from blockviz.render.hash_table import hash_table_html
-from blockviz.render.narration import did_html, note_html, step_header_html
+from blockviz.render.narration import engine_did_html, note_html, step_header_html
 from blockviz.render.queue import queue_html
 from blockviz.render.requests import requests_html
 from blockviz.render.slide import H, W, slide_figure
 from blockviz.render.theme import css, esc
 from blockviz.render.view import step_view
 from blockviz.teach.labels import HashLabels
-from blockviz.teach.narrate import narrate_ops
 
 MAX_HTML_STEPS = 2_000     # one file holds every step rendered; past this, export fewer
 
@@ -115,7 +114,7 @@ def step_html(timeline, index: int, lang: str, labels: HashLabels, title: str = 
     header = step_header_html(index, last, event_label(s.step, lang), lang, title=title)
     note = s.note.get(lang) if s.note is not None else None
     error = error_text(timeline.error, lang) if timeline.error is not None and index == last else None
-    did = did_html(narrate_ops(s.ops, lang, labels, vocab, bs), lang)
+    did = engine_did_html(s, lang, labels, vocab, bs)
     n = len(v.state.ref_cnt)
     if rblocks.use_heatmap(n):
         blocks = f'<div class="bv bv-panel bv-muted">{esc(t("x_big_pool", lang, n=f"{n:,}"))}</div>'

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from blockviz.i18n import t
 from blockviz.render.theme import esc
+from blockviz.teach.narrate import narrate_ops, schedule_lines
 
 
 def step_header_html(index: int, last: int, event: str, lang: str, frame: tuple[int, int] | None = None,
@@ -49,6 +50,30 @@ def did_html(sentences: Sequence[str], lang: str, *, title: bool = True) -> str:
                     else f"<li>{esc(s)}</li>" for s in sentences)
     return (f'<div class="bv bv-panel">{head}<div class="bv-did-wrap"><ul class="bv-did">{items}</ul>'
             f'</div></div>')
+
+
+def schedule_html(lines: Sequence[str], lang: str, *, teaching_only: bool = False) -> str:
+    """The engine steps an event ran, a line each ("A: 1 decode token · B: 2 new (8 hit) ·
+    budget 11/8192", who was preempted, who finished: ``blockviz.teach.narrate.schedule_lines``),
+    and the badge of a teaching-only event (a form vLLM's scheduler has no equivalent for)."""
+    badge = (f'<div class="bv-teaching" role="note"><b>{esc(t("teaching_only", lang))}</b> '
+             f'<span>{esc(t("teaching_only_why", lang))}</span></div>' if teaching_only else "")
+    if not lines and not badge:
+        return ""
+    rows = ""
+    if lines:
+        items = "".join(f"<li>{esc(clip(ln))}</li>" for ln in lines)
+        rows = (f'<div class="bv-small">{esc(t("engine_steps", lang))}</div>'
+                f'<ul class="bv-sched" data-bv="schedule">{items}</ul>')
+    return f'<div class="bv bv-panel">{badge}{rows}</div>'
+
+
+def engine_did_html(snapshot, lang: str, labels, vocab, block_size: int) -> str:
+    """What the engine did in a step, as every view shows it: the schedule of its engine steps
+    (with the teaching-only badge), then one sentence per op."""
+    return (schedule_html(schedule_lines(snapshot.engine_steps, lang), lang,
+                          teaching_only=snapshot.teaching_only)
+            + did_html(narrate_ops(snapshot.ops, lang, labels, vocab, block_size), lang))
 
 
 def narration_html(note: str | None, sentences: Sequence[str], lang: str, *,

@@ -151,6 +151,11 @@ CSS = """
 .bv-error { background: #fdecea; border-left: .3em solid $red; padding: .5em .8em; margin-top: .5em;
             border-radius: .25em; font-weight: 600; }
 .bv-title { font-size: 1.35em; font-weight: 800; }
+.bv-sched { margin: .2em 0 .1em 0; padding-left: 1.2em; font-size: .92em;
+            font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.bv-sched li { margin: .1em 0; }
+.bv-teaching { background: #fff4e5; border-left: .3em solid $orange; padding: .35em .7em;
+               border-radius: .25em; margin-bottom: .35em; font-size: .92em; }
 
 /* pseudocode */
 .bv-code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .76em;
@@ -195,7 +200,7 @@ def css(presenter: bool = False) -> str:
     sheet = Template(CSS).substitute(
         ink=INK, muted=MUTED, grey=GREY, grey_bg=GREY_BG, grey_bg_free=GREY_BG_FREE,
         green=GREEN, green_bg=GREEN_BG, green_bg_free=GREEN_BG_FREE, null=NULL_BG,
-        amber=AMBER, red=RED, blue=BLUE, purple=PURPLE)
+        amber=AMBER, red=RED, blue=BLUE, purple=PURPLE, orange=ORANGE)
     root = f":root {{ --bv-scale: {scale}; }}\n" + wide
     return "<style>\n" + root + sheet + PAGE_CSS + (PRESENTER_CSS if presenter else "") + "</style>"
 

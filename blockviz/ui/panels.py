@@ -19,14 +19,14 @@ from blockviz.render.external import external_html
 from blockviz.render.hash_table import hash_table_html
 from blockviz.render.markers import kinds_markdown, strip_html
 from blockviz.render.metrics import metrics_figure
-from blockviz.render.narration import clip, did_html, note_html, step_header_html
+from blockviz.render.narration import clip, engine_did_html, note_html, step_header_html
 from blockviz.render.payload import payload_caption_html, payload_figure, verify_html
 from blockviz.render.pseudocode import ops_list_html, pseudocode_html
 from blockviz.render.queue import queue_html
 from blockviz.render.requests import requests_html
 from blockviz.render.theme import esc
 from blockviz.render.view import step_view
-from blockviz.teach.narrate import describe_op, narrate_ops
+from blockviz.teach.narrate import describe_op
 from blockviz.ui.data import PlayerRun, frames_of
 from blockviz.ui.nav import md_escape
 
@@ -142,7 +142,7 @@ def build_panels(run: PlayerRun, index: int, frame: int | None, lang: str) -> Pa
     note = s.note.get(lang) if s.note is not None else None
     error = error_text(tl.error, lang) if tl.error is not None and index == run.last else None
     note_part = note_html(note, lang, error=error)
-    did = did_html(narrate_ops(s.ops, lang, labels, vocab, bs), lang)
+    did = engine_did_html(s, lang, labels, vocab, bs)
     big = rblocks.use_heatmap(len(v.state.ref_cnt))
     blocks = None if big else rblocks.blocks_html(v.state, labels=labels, vocab=vocab, block_size=bs,
                                                  lang=lang, changed=v.changed, legend=False)

@@ -14,7 +14,7 @@ from blockviz.render.markers import step_kinds, strip_html
 from blockviz.render.narration import narration_html, step_header_html
 from blockviz.render.queue import moved_to_ends, queue_html
 from blockviz.render.requests import requests_html
-from blockviz.render.theme import css
+from blockviz.render.theme import css, esc
 from blockviz.render.view import step_view
 from blockviz.teach.labels import HashLabels
 
@@ -269,3 +269,46 @@ def test_stylesheet_scales_up_in_presenter_mode():
 def test_queue_words_follow_the_language(six, six_labels, lang):
     html = queue_at(six, six_labels, 4, lang)
     assert (">head<" in html) == (lang == "en") and (">队首<" in html) == (lang == "zh")
+
+
+# -- the engine step's schedule and the teaching-only badge (the player and the export) ---------
+def _sched_items(markup: str) -> list[str]:
+    m = re.search(r'<ul class="bv-sched" data-bv="schedule">(.*?)</ul>', markup)
+    return re.findall(r"<li>(.*?)</li>", m.group(1)) if m else []
+
+
+def test_the_step_that_admits_b_also_decodes_a_and_says_so(six, six_labels):
+    from blockviz.render.narration import engine_did_html
+    # six-blocks step 2: vLLM serves the running A first (one decode token), then admits B with
+    # its 8-token hit and 2 new tokens: 3 of the 8,192-token budget
+    en = engine_did_html(six[2], "en", six_labels, six.vocab, six.block_size)
+    assert _sched_items(en) == ["A: 1 decode token · B: 2 new (8 hit) · budget 3/8192"]
+    zh = engine_did_html(six[2], "zh", six_labels, six.vocab, six.block_size)
+    assert _sched_items(zh) == ["A：解码 1 个 token · B：新 2 个 token（命中 8） · 预算 3/8192"]
+    # the schedule comes before the op sentences, and a finish runs no engine step
+    assert en.index('data-bv="schedule"') < en.index('class="bv-did"')
+    assert _sched_items(engine_did_html(six[3], "en", six_labels, six.vocab, six.block_size)) == []
+    assert "bv-teaching" not in en
+
+
+def test_a_teaching_only_step_is_badged_in_the_player_and_the_export():
+    from blockviz.render.export import step_html
+    from blockviz.render.narration import engine_did_html
+    from blockviz.scenario.load import load_text
+    from blockviz.sim.runner import run
+    text = ("id: t\ntitle: {en: t, zh: t}\nconfig: {num_blocks: 8, block_size: 4}\nsteps:\n"
+            "  - arrive: {id: A, prompt: [{tokens: [1, 2, 3, 4, 5]}]}\n"
+            "  - arrive: {id: B, prompt: [{tokens: [9, 8, 7]}]}\n"
+            "  - decode: {requests: [A]}\n")
+    _, tl = run(load_text(text, "t.yaml"))
+    labels = HashLabels.for_timeline(tl)
+    assert tl[3].teaching_only and not tl[2].teaching_only
+    for lang, words in (("en", esc("vLLM's scheduler would not do this")),
+                        ("zh", "vLLM 的调度器不会这样做")):
+        badged = engine_did_html(tl[3], lang, labels, tl.vocab, tl.block_size)
+        assert 'class="bv-teaching"' in badged and words in badged
+        assert "bv-teaching" not in engine_did_html(tl[2], lang, labels, tl.vocab, tl.block_size)
+        # only A was scheduled: B, running too, got nothing in that step
+        assert _sched_items(badged)[0].startswith("A")
+        assert "B" not in _sched_items(badged)[0]
+        assert words in step_html(tl, 3, lang, labels)
