@@ -151,8 +151,8 @@ CSS = """
 .bv-error { background: #fdecea; border-left: .3em solid $red; padding: .5em .8em; margin-top: .5em;
             border-radius: .25em; font-weight: 600; }
 .bv-title { font-size: 1.35em; font-weight: 800; }
-.bv-sched { margin: .2em 0 .1em 0; padding-left: 1.2em; font-size: .92em;
-            font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.bv-sched { margin: .2em 0 .1em 0; padding-left: 1.2em; font-size: .95em; font-weight: 600;
+            font-variant-numeric: tabular-nums; }
 .bv-sched li { margin: .1em 0; }
 .bv-teaching { background: #fff4e5; border-left: .3em solid $orange; padding: .35em .7em;
                border-radius: .25em; margin-bottom: .35em; font-size: .92em; }
