@@ -10,7 +10,7 @@ from collections.abc import Collection
 import plotly.graph_objects as go
 
 from blockviz.i18n import t
-from blockviz.render.theme import AMBER, GREEN, GREY, NULL_BG, RED, esc
+from blockviz.render.theme import AMBER, BLOCK_KINDS, BLOCK_LEGEND, GREY, RED, block_kind, esc
 from blockviz.teach.labels import HashLabels, token_text
 
 # Past this many GPU blocks the cards give way to one heatmap cell per block.
@@ -18,14 +18,9 @@ HEATMAP_THRESHOLD = 256
 TOKENS_ON_CARD = 8
 HEATMAP_COLUMNS = 64          # up to 2,048 blocks; more: 128 per row
 
-# heatmap categories: (colour, i18n key). Stronger than the card fills: cells are tiny.
-CATEGORIES = (
-    (NULL_BG, "null_block"),
-    ("#f4f4f4", "cat_free"),
-    ("#a5d6a7", "cat_free_cached"),
-    ("#9e9e9e", "cat_used"),
-    (GREEN, "cat_used_cached"),
-)
+# heatmap categories, in the order of the colour scale: (colour, i18n key), from the style table
+CATEGORY_KINDS = ("null", "free", "free_cached", "used", "used_cached")
+CATEGORIES = tuple((BLOCK_KINDS[k][4], BLOCK_KINDS[k][5]) for k in CATEGORY_KINDS)
 
 
 def use_heatmap(num_gpu_blocks: int) -> bool:
@@ -33,16 +28,12 @@ def use_heatmap(num_gpu_blocks: int) -> bool:
 
 
 def category(i: int, ref_cnt: int, block_hash) -> int:
-    if i == 0:
-        return 0
-    return (1 if ref_cnt == 0 else 3) + (block_hash is not None)
+    return CATEGORY_KINDS.index(block_kind(i, ref_cnt, block_hash))
 
 
 def legend_html(lang: str) -> str:
-    items = [("bv-cached", t("cached", lang)), ("", t("uncached", lang)),
-             ("bv-free", t("legend_free", lang)), ("bv-null", t("null_block_long", lang)),
-             ("bv-changed", t("changed", lang)), ("bv-victim", t("next_victim", lang))]
-    spans = "".join(f'<span><i class="bv-sw {cls}"></i>{esc(label)}</span>' for cls, label in items)
+    spans = "".join(f'<span><i class="bv-sw {cls}"></i>{esc(t(key, lang))}</span>'
+                    for key, cls, *_ in BLOCK_LEGEND)
     return f'<div class="bv-legend">{spans}</div>'
 
 
@@ -56,16 +47,11 @@ def _slots(n_tokens: int, block_size: int) -> str:
 def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang: str,
               changed: bool, victim: bool) -> str:
     ref, h, toks = state.ref_cnt[i], state.block_hash[i], state.block_tokens[i]
-    classes = ["bv-card"]
+    classes = ["bv-card", *BLOCK_KINDS[block_kind(i, ref, h)][0]]
     if i == 0:
-        classes.append("bv-null")
         body = (f'<div class="bv-top"><span class="bv-id">0</span></div>'
                 f'<div class="bv-ref">{esc(t("null_block", lang))}</div>')
         return f'<div class="{" ".join(classes)}" data-block="0">{body}</div>'
-    if h is not None:
-        classes.append("bv-cached")
-    if ref == 0:
-        classes.append("bv-free")
     if changed:
         classes.append("bv-changed")
     if victim:

@@ -19,18 +19,16 @@ from blockviz.i18n.errors import error_text
 from blockviz.render.requests import ordered_requests
 from blockviz.render.theme import (
     AMBER,
+    BLOCK_KINDS,
+    BLOCK_LEGEND,
     BLUE,
     GREEN,
     GREEN_BG,
-    GREEN_BG_FREE,
-    GREY,
-    GREY_BG,
-    GREY_BG_FREE,
     INK,
     MUTED,
-    NULL_BG,
     PURPLE,
     RED,
+    block_kind,
 )
 from blockviz.render.view import step_view
 from blockviz.teach.labels import HashLabels, token_text
@@ -144,13 +142,9 @@ class _Canvas:
 
 
 def _cell_style(i: int, ref: int, h) -> tuple[str, str, str]:
-    """(fill, border, dash) of a block as the app draws it."""
-    if i == 0:
-        return NULL_BG, NULL_BG, "solid"
-    free = ref == 0
-    if h is not None:
-        return (GREEN_BG_FREE if free else GREEN_BG), GREEN, "dash" if free else "solid"
-    return (GREY_BG_FREE if free else GREY_BG), GREY, "dash" if free else "solid"
+    """(fill, border, dash) of a block as the app draws it (the style table)."""
+    _, fill, line, dash, _, _ = BLOCK_KINDS[block_kind(i, ref, h)]
+    return fill, line, dash
 
 
 def _section(c: _Canvas, x, y, title: str, hint: str = "") -> None:
@@ -385,13 +379,9 @@ def _narration(c: _Canvas, snapshot, sentences: Sequence[str], lang: str, error:
 
 
 def _legend(c: _Canvas, lang: str, y: float) -> None:
-    items = [(GREEN_BG, GREEN, "solid", t("cached", lang)),
-             (GREY_BG, GREY, "solid", t("uncached", lang)),
-             (GREY_BG_FREE, GREY, "dash", t("legend_free", lang)),
-             ("#ffffff", AMBER, "solid", t("changed", lang)),
-             (RED, RED, "solid", t("next_victim", lang))]
     x = PAD
-    for fill, line, dash, label in items:
+    for key, _, fill, line, dash in BLOCK_LEGEND:
+        label = t(key, lang)
         c.rect(x, y, x + 28, y + 22, fill=fill, line=line, width=3, dash=dash)
         c.text(x + 36, y + 1, label, size=17, colour=MUTED)
         x += 36 + text_width(label, 17) + 40

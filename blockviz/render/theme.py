@@ -25,6 +25,38 @@ PURPLE = "#7b1fa2"
 INK = "#1f2328"
 MUTED = "#57606a"
 
+# The style table: the kinds of block, told apart the same way wherever a block is drawn (the
+# player's cards, the slide, the heatmap), and the legend items that explain them.
+#   kind -> (card CSS classes, fill, border, border dash, heatmap cell colour, heatmap i18n key)
+# Heatmap cells are tiny, so their colours are stronger than the card fills.
+BLOCK_KINDS: dict[str, tuple[tuple[str, ...], str, str, str, str, str]] = {
+    "null": (("bv-null",), NULL_BG, NULL_BG, "solid", NULL_BG, "null_block"),
+    "free": (("bv-free",), GREY_BG_FREE, GREY, "dash", "#f4f4f4", "cat_free"),
+    "free_cached": (("bv-cached", "bv-free"), GREEN_BG_FREE, GREEN, "dash", "#a5d6a7",
+                    "cat_free_cached"),
+    "used": ((), GREY_BG, GREY, "solid", "#9e9e9e", "cat_used"),
+    "used_cached": (("bv-cached",), GREEN_BG, GREEN, "solid", GREEN, "cat_used_cached"),
+}
+
+
+def block_kind(block_id: int, ref_cnt: int, block_hash) -> str:
+    """Which kind of block this is (a key of BLOCK_KINDS): the null block, free or in use, with a
+    hash (cached: can be hit) or without."""
+    if block_id == 0:
+        return "null"
+    return ("free" if ref_cnt == 0 else "used") + ("_cached" if block_hash is not None else "")
+
+
+# The legend of the block cards and the slide: (i18n key, card CSS class, fill, border, dash)
+BLOCK_LEGEND = (
+    ("cached", "bv-cached", GREEN_BG, GREEN, "solid"),
+    ("uncached", "", GREY_BG, GREY, "solid"),
+    ("legend_free", "bv-free", GREY_BG_FREE, GREY, "dash"),
+    ("null_block_long", "bv-null", NULL_BG, NULL_BG, "solid"),
+    ("changed", "bv-changed", "#ffffff", AMBER, "solid"),
+    ("next_victim", "bv-victim", RED, RED, "solid"),
+)
+
 # step-event markers (timeline strip, step list, metrics)
 FREE_MARK = "#8c959f"
 ORANGE = "#ef6c00"
