@@ -30,7 +30,7 @@ from blockviz.render.capacity import (
     trace_latency_figure,
     trace_reading_lines,
 )
-from blockviz.scenario import Scenario
+from blockviz.scenario import Scenario, ScenarioError
 from blockviz.scenario.trace import TraceError, check_trace, iter_trace
 from blockviz.sim.capacity import (
     KNEE_FRACTION,
@@ -41,6 +41,7 @@ from blockviz.sim.capacity import (
     timed_settings,
     trace_extent,
 )
+from blockviz.sim.fork import to_yaml
 from blockviz.sim.sweep import LocalExecutor, sweep
 from blockviz.teach.tracegen import (
     PLAYER_BLOCK_TOKENS,
@@ -60,8 +61,8 @@ from blockviz.teach.workload import (
     generate,
 )
 from blockviz.teach.workload import loaded as workload_loaded
-from blockviz.ui import data
 from blockviz.ui import state as S
+from blockviz.ui import worker
 from blockviz.ui.nav import (
     default_lang,
     go_to_player,
@@ -584,6 +585,12 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     except ValueError as e:          # beyond the scenario format's limits
         st.error(t("cap_too_big", lang, **md_fields({"msg": e}, lang)))
         return
+    try:       # in a worker within the preview budget, as every session's own run
+        with st.spinner(t("preview", lang) + "…"):
+            run = worker.make_user_run(ss, "trace", workload_loaded(scenario), to_yaml(w.scenario))
+    except ScenarioError as e:       # the server is busy, or the run was stopped
+        st.error(localize_error(e, lang))
+        return
     ss[S.FORK] = None
-    S.use_user_run(ss, data.make_user_run(ss, "trace", workload_loaded(scenario)))
+    S.use_user_run(ss, run)
     go_to_player()
