@@ -26,13 +26,13 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import logging
 import os
 import sys
 import types
 from pathlib import Path
 from types import SimpleNamespace as NS
 
+from .vllm_manager import _Logger  # the same quiet stand-in for vllm.logger
 from .vllm_shim import VllmUnavailable, _version
 
 DEFAULT_SRC = "~/.cache/blockviz-sched-oracle/src/0.33.0"
@@ -68,18 +68,6 @@ class _StandInType(type):
 
 def _stand_in(name: str, module: str) -> type:
     return _StandInType(name, (), {"__module__": module, "__init__": lambda self, *a, **k: None})
-
-
-class _Logger(logging.LoggerAdapter):
-    def __init__(self, name: str) -> None:
-        log = logging.getLogger(f"bench.vllm.{name}")
-        log.setLevel(logging.ERROR)
-        super().__init__(log, {})
-
-    def warning_once(self, *a, **k):
-        pass
-
-    info_once = debug_once = warning_once
 
 
 def _behaviour() -> dict[str, dict[str, object]]:
