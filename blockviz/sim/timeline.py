@@ -343,12 +343,12 @@ class Timeline:
             self._reset_ok[index] = result.reset_ok
         if result is not None and result.teaching_only:
             self._teaching.add(index)
-        cols = self._stats
+        cols, stats = self._stats, cap.stats
         for name in _STATS:
-            value = getattr(cap.stats, name)
-            if name == "usage":
+            value = getattr(stats, name)
+            try:                      # one value: append is all or nothing
                 cols[name].append(value)
-            else:
+            except OverflowError:     # past what the column's width holds: widen it once
                 cols[name] = L.grow(cols[name], (value,))
         if result is not None:
             for b, summary in result.payloads.items():
@@ -369,8 +369,14 @@ class Timeline:
             if blocks is None:
                 blocks = self._blist_index[id(v._blocks)] = len(self._blists)
                 self._blists.append(v._blocks)
-        self._vrows[i] = L.grow(self._vrows[i], (len(self._vrecord),))
-        self._vrecord = L.grow(self._vrecord, (index,))
+        try:
+            self._vrows[i].append(len(self._vrecord))
+        except OverflowError:
+            self._vrows[i] = L.grow(self._vrows[i], (len(self._vrecord),))
+        try:
+            self._vrecord.append(index)
+        except OverflowError:
+            self._vrecord = L.grow(self._vrecord, (index,))
         # (codes and indices that may be -1 are kept one up, so every value is >= 0)
         self._vdata = L.grow(self._vdata, (
             self._status.code(v.status), v.num_tokens, v.num_computed_tokens, v.num_preemptions,
