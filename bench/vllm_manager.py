@@ -125,9 +125,15 @@ def loaded(src: str | Path | None = None):
         yield ns
     finally:
         sys.meta_path.remove(finder)
-        for name in set(sys.modules) - before:
-            if name.partition(".")[0] in roots:
-                del sys.modules[name]
+        forget_modules(roots, before)
+
+
+def forget_modules(roots: set[str], before: set[str]) -> None:
+    """Drop the modules under ``roots`` imported since ``before`` (vLLM's files and the stand-ins
+    for what they import), so that a later load starts clean."""
+    for name in set(sys.modules) - before:
+        if name.partition(".")[0] in roots:
+            del sys.modules[name]
 
 
 class VllmTraceRequest:

@@ -32,7 +32,7 @@ import types
 from pathlib import Path
 from types import SimpleNamespace as NS
 
-from .vllm_manager import _Logger  # the same quiet stand-in for vllm.logger
+from .vllm_manager import _Logger, forget_modules  # the same quiet vllm.logger stand-in
 from .vllm_shim import VllmUnavailable, _version
 
 DEFAULT_SRC = "~/.cache/blockviz-sched-oracle/src/0.33.0"
@@ -168,9 +168,7 @@ def loaded(src: str | Path | None = None):
         yield ns
     finally:
         sys.meta_path.remove(finder)
-        for name in set(sys.modules) - before:
-            if name.partition(".")[0] in roots:
-                del sys.modules[name]
+        forget_modules(roots, before)
         for name in [m for m in sys.modules if m.partition(".")[0] in roots]:
             del sys.modules[name]
         sys.modules.update(saved)
