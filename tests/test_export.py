@@ -78,7 +78,7 @@ def test_the_slide_draws_every_panel_at_1920x1080(six):
     texts = [a.text for a in fig.layout.annotations]
     joined = "\n".join(texts)
     for words in ("step 4 of 8", "B finishes", "GPU blocks", "Free queue", "Prefix hash table",
-                  "Requests", "What the engine did", "Six blocks, one prefix", "next to be taken"):
+                  "Requests", "What the engine did", "Six blocks, one prefix", "next allocation takes it"):
         assert words in joined, words
     # seven block cards, six queue cells, head → tail
     assert [x for x in texts if x in ("<b>0</b>", "<b>4</b>")]
