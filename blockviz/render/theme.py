@@ -235,17 +235,23 @@ CSS = """
 """
 
 
+def css_rules() -> str:
+    """The panels' rules with the colours filled in (no <style> tag, no page rules): the player's
+    stylesheet and the board's (inside its shadow root) both start from these."""
+    return Template(CSS).substitute(
+        ink=INK, muted=MUTED, grey=GREY, grey_bg=GREY_BG, grey_bg_free=GREY_BG_FREE,
+        green=GREEN, green_bg=GREEN_BG, green_bg_free=GREEN_BG_FREE, null=NULL_BG,
+        amber=AMBER, red=RED, blue=BLUE, purple=PURPLE, orange=ORANGE)
+
+
 def css(presenter: bool = False) -> str:
     """The stylesheet; presenter mode scales every panel up (readable from the back row)."""
     scale = 1.3 if presenter else 1.0
     # a projector (1920 wide and up) gets larger type still: read from the back row
     wide = "@media (min-width: 1700px) { :root { --bv-scale: 1.7; } }\n" if presenter else ""
-    sheet = Template(CSS).substitute(
-        ink=INK, muted=MUTED, grey=GREY, grey_bg=GREY_BG, grey_bg_free=GREY_BG_FREE,
-        green=GREEN, green_bg=GREEN_BG, green_bg_free=GREEN_BG_FREE, null=NULL_BG,
-        amber=AMBER, red=RED, blue=BLUE, purple=PURPLE, orange=ORANGE)
     root = f":root {{ --bv-scale: {scale}; }}\n" + wide
-    return "<style>\n" + root + sheet + PAGE_CSS + (PRESENTER_CSS if presenter else "") + "</style>"
+    return ("<style>\n" + root + css_rules() + PAGE_CSS + (PRESENTER_CSS if presenter else "")
+            + "</style>")
 
 
 # Streamlit's page: less empty space above the player.
