@@ -70,7 +70,7 @@ def build_panels(timeline, index: int, frame: int | None, lang: str, *, labels: 
                  info: RunInfo = RunInfo(), frames: Sequence | None = None,
                  compact: bool = False) -> Panels:
     """Every panel of step ``index`` (or of op ``frame`` inside it), in ``lang``; ``compact``:
-    the long panels cut shorter (``COMPACT``), as the board draws a big pool."""
+    the long panels cut shorter (``COMPACT``) and no cards, as the board draws a big pool."""
     last = len(timeline) - 1
     vocab, bs = timeline.vocab, timeline.block_size
     v = step_view(timeline, index, frame, frames)
@@ -80,7 +80,7 @@ def build_panels(timeline, index: int, frame: int | None, lang: str, *, labels: 
                               title=info.title)
     note = s.note.get(lang) if s.note is not None else None
     error = error_text(timeline.error, lang) if timeline.error is not None and index == last else None
-    big = rblocks.use_heatmap(len(v.state.ref_cnt))
+    big = compact or rblocks.use_heatmap(len(v.state.ref_cnt))   # compact: the board's dense view
     blocks = None if big else rblocks.blocks_html(
         v.state, labels=labels, vocab=vocab, block_size=bs, lang=lang, changed=v.changed,
         legend=False, prev_ref=v.prev_ref_cnt, held_by=holders(s, v.state))
