@@ -127,3 +127,17 @@ def test_check_grades_and_explains_with_the_engine_s_narration(six):
         check(six, 9, "queue", (), "en")
     with pytest.raises(ValueError):
         check(six, 4, "victim", (1, 2), "en")
+
+
+def test_the_next_prefix_to_be_evicted_is_the_first_cached_block_from_the_head(six):
+    labels = HashLabels.for_timeline(six)
+    # after B finishes (step 4) the queue is 4 3 5 6 2 1: 4, 3, 5, 6 have no hash, 2 holds H2
+    assert expected(six, 4, "evict") == (2,) and expected(six, 4, "victim") == (4,)
+    assert expected(six, 8, "evict") == ()                    # D took every block
+    g = check(six, 4, "evict", (4,), "en", labels)
+    assert not g.correct and "block 2 is the first block from the head" in g.verdict
+    assert "You said block 4." in g.details
+    assert g.why[0].startswith("The rule: allocation takes the free queue from the head")
+    right = check(six, 4, "evict", (2,), "zh", labels)
+    assert right.correct and "块 2 是从空闲队列队首数起第一个还带 hash 的块" in right.verdict
+    assert check(six, 8, "evict", (), "en", labels).correct

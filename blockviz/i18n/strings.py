@@ -238,6 +238,23 @@ STRINGS.update({
                               "allocation finds no block (allocate_slots returns None).",
                               "不对：这一步之后空闲队列是空的，"
                               "下一次分配拿不到块（allocate_slots 返回 None）。"),
+    "sc_evict_right": ("Right: block {b} is the first block from the head of the free queue that still "
+                       "has a hash, so its prefix is the next to be evicted.",
+                       "答对了：块 {b} 是从空闲队列队首数起第一个还带 hash 的块，它的前缀将最先被驱逐。"),
+    "sc_evict_wrong": ("Not quite: block {b} is the first block from the head of the free queue that "
+                       "still has a hash, so its prefix is the next to be evicted.",
+                       "不对：块 {b} 是从空闲队列队首数起第一个还带 hash 的块，它的前缀将最先被驱逐。"),
+    "sc_evict_empty_right": ("Right: no free block carries a hash after this step, so no cached prefix "
+                             "can be evicted yet.",
+                             "答对了：这一步之后没有空闲块带着 hash，暂时没有缓存前缀可被驱逐。"),
+    "sc_evict_empty_wrong": ("Not quite: no free block carries a hash after this step, so no cached "
+                             "prefix can be evicted yet.",
+                             "不对：这一步之后没有空闲块带着 hash，暂时没有缓存前缀可被驱逐。"),
+    "sc_rule_evict": ("The rule: allocation takes the free queue from the head; blocks without a hash "
+                      "ahead of the first cached block are used up first, and only taking that block "
+                      "evicts its hash — lazily, when the block is reused.",
+                      "规则：分配从空闲队列队首取块；排在第一个带 hash 的块之前的无 hash 块先被用掉，"
+                      "只有取走那个块时才会淘汰它的 hash——惰性地，在块被重用时。"),
     "sc_victim_said": ("You said block {a}.", "你的答案是块 {a}。"),
     "sc_victim_said_none": ("You said none.", "你的答案是“没有”。"),
     "sc_rule_queue_split": ("The rule: allocation takes blocks from the head; a hit takes a free cached "
@@ -459,6 +476,10 @@ STRINGS.update({
     "sc_q_queue": ("the free queue after it", "之后的空闲队列"),
     "sc_q_hits": ("which blocks hit", "哪些块命中"),
     "sc_q_victim": ("which block the next allocation takes", "下一次分配取走哪个块"),
+    "sc_q_evict": ("whose cached prefix is evicted next", "下一个被驱逐的缓存前缀在哪个块"),
+    "sc_in_evict": ("After step {k}, the next cached prefix to be evicted is in block:",
+                    "第 {k} 步之后，下一个被驱逐的缓存前缀在块："),
+    "sc_answer_on_board": ("The answer is outlined on the board.", "答案已在看板上描出。"),
     "sc_in_queue": ("The free queue after step {k}, head (taken first) to tail:",
                     "第 {k} 步之后的空闲队列，从队首（最先取走）到队尾："),
     "sc_in_queue_ph": ("e.g. 4 3 5 6 2 1 (empty = the queue is empty)",
@@ -468,6 +489,7 @@ STRINGS.update({
     "sc_in_victim": ("After step {k}, the next allocation takes block:",
                      "第 {k} 步之后，下一次分配取走的块："),
     "sc_none_option": ("none (the queue is empty)", "没有（队列为空）"),
+    "sc_none_option_evict": ("none (no free block has a hash)", "没有（没有空闲块带 hash）"),
     "sc_check": ("Check", "核对"),
     "sc_show": ("Show step {k}", "显示第 {k} 步"),
     "sc_bad_input": ("“{w}” is not a block id: type block ids separated by spaces.",

@@ -212,6 +212,14 @@ function create(parent, component) {
     put(part.reqs, rec.r);
     part.extBox.hidden = !d().external;
     if (d().external) put(part.ext, rec.x);
+    const ans = d().answer;                // a self-check answer, outlined at its step
+    for (const e of root.querySelectorAll('.bv-answer')) e.classList.remove('bv-answer');
+    if (ans && ans.step === k) {
+      const want = new Set(ans.ids.map(String));
+      for (const e of root.querySelectorAll('[data-block]')) {
+        if (want.has(e.getAttribute('data-block'))) e.classList.add('bv-answer');
+      }
+    }
     drawMarks();
     drawButtons(ui);
     if (st.lit) light(st.lit);

@@ -7,6 +7,8 @@ Three questions about step ``index`` (the step about to be revealed):
   hits    which blocks the step's admissions hit in the prefix cache (the blocks ``touch`` reuses)
   victim  which block the next allocation takes first: the head of the free queue after the step
           (if it still carries a hash, taking it is an eviction)
+  evict   whose cached prefix is evicted next: the first block from the head of the free queue
+          that still carries a hash (none when no free block does)
 
 The "why" is the engine's own narration of the ops that decided the answer (``narrate_ops``) plus
 the rule behind them.
@@ -21,13 +23,13 @@ from blockviz.i18n import t
 from blockviz.teach.labels import HashLabels
 from blockviz.teach.narrate import narrate_ops
 
-QUESTIONS = ("queue", "hits", "victim")
+QUESTIONS = ("queue", "hits", "victim", "evict")
 
 # the ops whose narration explains each answer
 _QUEUE_OPS = frozenset({"popleft", "evict", "touch", "free", "free_head", "free_tail", "reset",
                         "alloc_failed", "preempt", "rewind", "restart"})
 _HIT_OPS = frozenset({"lookup", "touch", "alloc_failed", "admit", "load"})
-_WHY_OPS = {"queue": _QUEUE_OPS, "victim": _QUEUE_OPS, "hits": _HIT_OPS}
+_WHY_OPS = {"queue": _QUEUE_OPS, "victim": _QUEUE_OPS, "evict": _QUEUE_OPS, "hits": _HIT_OPS}
 
 _SEPARATORS = re.compile(r"[\s,;，、→>\-–—|]+")
 _WORDS = re.compile(r"(?i)\b(head|tail|none|empty|blocks?)\b|队首|队尾|无|空|块")
@@ -77,6 +79,9 @@ def expected(timeline, index: int, kind: str) -> tuple[int, ...]:
         return hit_blocks(timeline.step_ops(index))
     if kind == "victim":
         return (s.free_queue[0],) if s.free_queue else ()
+    if kind == "evict":
+        first = next((b for b in s.free_queue if s.block_hash[b] is not None), None)
+        return () if first is None else (first,)
     raise ValueError(f"unknown question {kind!r}")
 
 
@@ -126,22 +131,24 @@ def grade_hits(answer: Iterable[int], want: Iterable[int], lang: str) -> tuple[b
     return False, t(key, lang, ids=_ids(w, lang), a=_ids(a, lang)), details
 
 
-def grade_victim(answer: int | None, want: int | None, lang: str) -> tuple[bool, str, list[str]]:
+def grade_victim(answer: int | None, want: int | None, lang: str,
+                 kind: str = "victim") -> tuple[bool, str, list[str]]:
+    """One block or none: the next allocation's (``victim``) or the next evicted prefix's (``evict``)."""
     if want is None:
         ok = answer is None
-        return ok, t("sc_victim_empty_right" if ok else "sc_victim_empty_wrong", lang), \
+        return ok, t(f"sc_{kind}_empty_right" if ok else f"sc_{kind}_empty_wrong", lang), \
             ([] if ok else [t("sc_victim_said", lang, a=answer)])
     if answer == want:
-        return True, t("sc_victim_right", lang, b=want), []
+        return True, t(f"sc_{kind}_right", lang, b=want), []
     said = t("sc_victim_said", lang, a=answer) if answer is not None else t("sc_victim_said_none", lang)
-    return False, t("sc_victim_wrong", lang, b=want), [said]
+    return False, t(f"sc_{kind}_wrong", lang, b=want), [said]
 
 
 # -- the whole check ------------------------------------------------------------------------
 def why(timeline, index: int, kind: str, lang: str, labels: HashLabels,
         free_order: str = "split") -> tuple[str, ...]:
     rule = {"queue": f"sc_rule_queue_{free_order}", "victim": "sc_rule_victim",
-            "hits": "sc_rule_hits"}[kind]
+            "evict": "sc_rule_evict", "hits": "sc_rule_hits"}[kind]
     ops = [op for op in timeline.step_ops(index) if op.kind in _WHY_OPS[kind]]
     said = narrate_ops(ops, lang, labels, timeline.vocab, timeline.block_size)
     return (t(rule, lang),) + tuple(said or [t("sc_no_ops", lang)])
@@ -164,6 +171,6 @@ def check(timeline, index: int, kind: str, answer: Sequence[int], lang: str,
         if len(answer) > 1:
             raise ValueError("one block, or none")
         ok, verdict, details = grade_victim(answer[0] if answer else None,
-                                            want[0] if want else None, lang)
+                                            want[0] if want else None, lang, kind)
     return Grade(kind, ok, want, answer, verdict, tuple(details),
                  why(timeline, index, kind, lang, labels, free_order))

@@ -134,6 +134,7 @@ def _body(run: data.PlayerRun) -> None:
                   or any(ss.get("bv_open_" + k) for k in ("x_payload", "x_metrics", "x_events")))
     board.show(run, ss, key=BOARD, step=cursor, frame=frame, lang=lang, presenter=presenter,
                speed=ss.get(S.SPEED, 1.0), url=not S.showing_user(ss), report=report or S.showing_user(ss),
+               answer=tryit.board_answer(run) if ss.get(S.SELFCHECK) else None,
                on_pos=_board_pos, on_want=_board_want)
     if presenter:
         _sync_url()

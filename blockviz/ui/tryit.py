@@ -25,6 +25,7 @@ FORK_FILE = "fork.yaml"
 EVENT_KINDS = ("arrive", "decode", "step", "finish", "preempt", "reset_prefix_cache")
 PART_KINDS = ("tokens", "text", "same_as", "random")
 SC_RESULT = "bv_sc_result"     # {"at": (run key, step, kind), "answer": tuple}
+SC_ANSWER = "bv_sc_answer"     # {"run", "step", "ids", "kind"}: the revealed answer, on the board
 SC_SCORE = "bv_sc_score"       # {(run key, step, kind): right at the first try}
 SC_AT = "bv_sc_at"             # (run key, step) the answer widgets belong to
 FK_PARTS = "bv_fk_parts"       # the prompt being built: [part dict]
@@ -371,8 +372,19 @@ def _sc_check(run: data.PlayerRun, cursor: int) -> None:
 
 def _sc_show(run: data.PlayerRun) -> None:
     ss = st.session_state
+    kind = ss.get("w_sc_kind") or "queue"
+    k = ss[S.CURSOR] + 1
+    if k <= run.last:                         # the answer, outlined on the board at that step
+        ss[SC_ANSWER] = {"run": run.key, "step": k,
+                         "ids": list(SC.expected(run.timeline, k, kind)), "kind": kind}
     S.go(ss, "next", run.last, run.n_ops)
     board.move(ss, board.PLAYER, ss[S.CURSOR], ss.get(S.FRAME), run.key)   # Python moves the board
+
+
+def board_answer(run: data.PlayerRun) -> dict | None:
+    """The answer the learner asked to see, for the board to outline (its step and block ids)."""
+    a = st.session_state.get(SC_ANSWER)
+    return {"step": a["step"], "ids": a["ids"]} if a and a["run"] == run.key else None
 
 
 def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
@@ -398,12 +410,14 @@ def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
                                placeholder=t("sc_nothing", lang))
             else:
                 st.text_input(t("sc_in_hits", lang, k=k), key="w_sc_hits_t")
-        else:
+        else:                                 # one block or none: victim, evict
+            label = t("sc_in_" + kind, lang, k=k)
             if _few_blocks(run):
-                st.selectbox(t("sc_in_victim", lang, k=k), [None] + list(range(1, n)), key="w_sc_victim",
-                             format_func=lambda b: t("sc_none_option", lang) if b is None else str(b))
+                none = t("sc_none_option" if kind == "victim" else "sc_none_option_evict", lang)
+                st.selectbox(label, [None] + list(range(1, n)), key="w_sc_victim",
+                             format_func=lambda b: none if b is None else str(b))
             else:
-                st.text_input(t("sc_in_victim", lang, k=k), key="w_sc_victim_t")
+                st.text_input(label, key="w_sc_victim_t")
         row = st.container(horizontal=True, gap="small", key="sc_buttons")
         row.button(t("sc_check", lang), key="b_sc_check", type="primary", icon=":material/check:",
                    on_click=_sc_check, args=(run, cursor))

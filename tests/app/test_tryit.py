@@ -151,6 +151,7 @@ def test_self_check_grades_right_and_wrong_predictions(page):
     # reveal, then (b) which blocks hit: step 6 is C arriving with A's prefix
     p.click("b_sc_show")
     assert p.header() == "step 4 of 8" and p.board()["goto"]["step"] == 4   # Python moved the board
+    assert p.board()["answer"] == {"step": 4, "ids": [4, 3, 5, 6, 2, 1]}    # outlined on the board
     p.jump(5)
     assert "Predict step 6: C arrives" in p.html()
     assert p.at.button_group(key="w_sc_kind").value == "hits"   # the question that suits the step
