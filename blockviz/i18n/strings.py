@@ -496,6 +496,9 @@ STRINGS.update({
                      "“{w}” 不是块编号：请输入用空格分隔的块编号。"),
     "sc_why": ("Why", "原因"),
     "sc_score": ("{right} of {total} right so far", "目前答对 {right} / {total}"),
+    "sc_lesson_done": ("Lesson done: {right} of {total} predictions right at the first try "
+                       "({steps} steps).",
+                       "本课完成：{total} 次预测中首次答对 {right} 次（共 {steps} 步）。"),
 })
 
 # -- export (blockviz/export.py, python -m blockviz export) -----------------------------------

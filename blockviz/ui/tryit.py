@@ -392,7 +392,7 @@ def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
     with st.container(border=True, key="selfcheck"):
         if cursor >= run.last:
             st.html(f'<div class="bv bv-small">{esc(t("sc_at_end", lang))}</div>')
-            _sc_score(lang)
+            _sc_score(run, lang, done=True)
             return
         k = cursor + 1
         event = event_label(run.timeline.step_of(k), lang)
@@ -424,13 +424,15 @@ def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
         row.button(t("sc_show", lang, k=k), key="b_sc_show", icon=":material/visibility:",
                    on_click=_sc_show, args=(run,))
         _sc_result(run, cursor, kind, lang)
-        _sc_score(lang)
+        _sc_score(run, lang)
 
 
-def _sc_score(lang: str) -> None:
-    score = st.session_state.get(SC_SCORE) or {}
+def _sc_score(run: data.PlayerRun, lang: str, done: bool = False) -> None:
+    """The score over this lesson (first tries only); at its end, the lesson's result."""
+    score = [ok for at, ok in (st.session_state.get(SC_SCORE) or {}).items() if at[0] == run.key]
     if score:
-        st.caption(t("sc_score", lang, right=sum(score.values()), total=len(score)))
+        key = "sc_lesson_done" if done else "sc_score"
+        st.caption(t(key, lang, right=sum(score), total=len(score), steps=run.last))
 
 
 def _sc_result(run: data.PlayerRun, cursor: int, kind: str, lang: str) -> None:

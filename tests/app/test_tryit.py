@@ -175,7 +175,7 @@ def test_self_check_grades_right_and_wrong_predictions(page):
     # at the last step there is nothing left to predict
     p.click("b_last")
     assert "nothing left to predict" in p.html()
-    assert re.search(r"\d of 3 right so far", " ".join(c.value for c in p.at.caption))
+    assert re.search(r"Lesson done: \d of 3 predictions right", " ".join(c.value for c in p.at.caption))
 
 
 def test_self_check_speaks_chinese(page):
@@ -201,3 +201,32 @@ def test_add_and_run_takes_the_part_being_typed_when_none_was_added(page):
     assert p.header() == "step 4 of 4"
     p.click("b_fk_add")                                          # the input was kept: same again
     assert p.header() == "step 5 of 5"
+
+
+def test_training_grades_a_whole_lesson(page):
+    """Self-check as training: every step of six-blocks predicted in turn (the question that suits
+    the step, answered from the timeline, one of them wrong on purpose), revealed, and the lesson
+    scored at its end."""
+    from blockviz.teach import selfcheck as SC
+    from blockviz.ui import data
+    p = page({"scenario": "six-blocks", "step": "0"})
+    p.at.toggle(key="w_selfcheck").set_value(True)
+    p.run()
+    tl = data.builtin_run("six-blocks").timeline
+    for k in range(1, 9):
+        kind = p.at.button_group(key="w_sc_kind").value
+        want = SC.expected(tl, k, kind)
+        if k == 4:                                     # one wrong answer
+            want = tuple(reversed(want)) if kind == "queue" else (6,)
+        if kind == "queue":
+            p.at.text_input(key="w_sc_queue").set_value(" ".join(map(str, want)))
+        elif kind == "hits":
+            p.at.multiselect(key="w_sc_hits").set_value(list(want))
+        else:
+            p.at.selectbox(key="w_sc_victim").set_value(want[0] if want else None)
+        p.click("b_sc_check")
+        assert ('data-correct="false"' if k == 4 else 'data-correct="true"') in _result(p), k
+        p.click("b_sc_show")
+        assert p.header() == f"step {k} of 8"
+    assert any("Lesson done: 7 of 8 predictions right at the first try (8 steps)." in c.value
+               for c in p.at.caption)
