@@ -173,3 +173,10 @@ def test_payload_and_metrics_open_in_the_browser(browser, server, screenshots):
     page.screenshot(path=str(screenshots / "six-blocks-step2-en-1920x1080-details.png"))
     assert page.locator(NO_ERROR).count() == 0
     page.close()
+
+
+def test_a_chinese_link_names_the_pages_in_chinese_at_once(browser, server):
+    page = open_page(browser, server, "scenario=six-blocks&lang=zh")
+    expect(page.locator('[data-testid="stSidebarNav"]')).to_contain_text("播放器", timeout=30_000)
+    assert "Player" not in page.locator('[data-testid="stSidebarNav"]').inner_text()
+    page.close()
