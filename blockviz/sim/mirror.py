@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from operator import itemgetter
 
 from blockviz.sim import oplog as L
@@ -27,22 +28,30 @@ from blockviz.sim import oplog as L
 
 @dataclass(frozen=True)
 class Keyframe:
-    """A mirror, compact: what a keyframe of the timeline stores. Integers as narrow as they fit;
-    block hashes are the table's and the queue's back links its forward ones (rebuilding them
-    costs a jump two loops over the pool; keeping them would cost every keyframe 190 KB at
-    16,384 blocks)."""
+    """A mirror, compact: what a keyframe of the timeline stores. Integers as narrow as they fit
+    (the queue's links in both directions, 2 bytes each below 32,767 blocks: together the size
+    one 4-byte array took); block hashes are the table's, rebuilt by C-level maps on a jump."""
     ref: array
     tsrc: array
     tstart: array
     tlen: array
     nxt: array
     table: tuple
+    prv: array = field(default_factory=lambda: array("h"))
     # a serving mirror's own explicit token tuples (sources -LOCAL - k); () for the recording one
     local: tuple = ()
 
 
 def _narrow(values) -> array:
     return L.grow(array("H"), values)
+
+
+def _links(values) -> array:
+    """Queue links (-1: not in the queue), 2 bytes each while they fit."""
+    try:
+        return array("h", values)
+    except OverflowError:
+        return array("i", values)
 
 
 _CODES = (L.WRITE, L.SAMPLE, L.SCHEDULE, L.POPLEFT, L.FREE, L.FREE_HEAD, L.FREE_TAIL, L.TOUCH, L.CACHE,
@@ -84,24 +93,32 @@ class Mirror:
         m.ref = kf.ref.tolist()
         m.tsrc, m.tstart, m.tlen = kf.tsrc.tolist(), kf.tstart.tolist(), kf.tlen.tolist()
         m.nxt = nxt = kf.nxt.tolist()
-        m.prv = prv = [-1] * (n + 2)
-        b, tail = n, n + 1
-        while b != tail:
-            prv[nxt[b]] = b
-            b = nxt[b]
+        if len(kf.prv) == n + 2:
+            m.prv = kf.prv.tolist()
+        else:                                       # an older keyframe: walk the queue
+            m.prv = prv = [-1] * (n + 2)
+            b, tail = n, n + 1
+            while b != tail:
+                prv[nxt[b]] = b
+                b = nxt[b]
         m.hash = hash_ = [None] * n
-        for h, ids in kf.table:
-            for b in ids:
-                hash_[b] = h
-        m.table = dict(zip(map(itemgetter(0), kf.table), kf.table))
+        table = kf.table
+        keys = list(map(itemgetter(0), table))
+        idss = list(map(itemgetter(1), table))
+        # one block a hash (nearly always): set them all in C; duplicates (rare) in a loop
+        deque(map(hash_.__setitem__, map(itemgetter(0), idss), keys), maxlen=0)
+        for i in [i for i, ln in enumerate(map(len, idss)) if ln > 1]:
+            for b in idss[i]:
+                hash_[b] = keys[i]
+        m.table = dict(zip(keys, table))
         if kf.local:
             m.local = list(kf.local)
         return m
 
     def keyframe(self) -> Keyframe:
         return Keyframe(L.grow(array("B"), self.ref), array("i", self.tsrc), _narrow(self.tstart),
-                        _narrow(self.tlen), array("i", self.nxt), tuple(self.table.values()),
-                        tuple(self.local) if self.local else ())
+                        _narrow(self.tlen), _links(self.nxt), tuple(self.table.values()),
+                        tuple(self.local) if self.local else (), _links(self.prv))
 
     def copy(self) -> Mirror:
         """A serving copy (its new explicit tuples, if any, stay its own)."""
