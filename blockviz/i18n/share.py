@@ -22,15 +22,15 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "这个场景放不进链接：链接会有 {n:,} 个字符，而链接最多 {limit:,} 个字符（约 8 KB）。"
                        "请下载文件（“下载 .yaml”）发给别人，或者把场景写短一些（少一些步骤或说明）。"),
     # the player, opening a link
-    "link_refused": ("The shared link could not be opened: {msg_en} Showing “{d}” instead.",
-                     "无法打开这个分享链接：{msg_zh} 改为显示 “{d}”。"),
+    "link_refused": ("The shared link could not be opened: {msg_en}. Showing “{d}” instead.",
+                     "无法打开这个分享链接：{msg_zh}。改为显示 “{d}”。"),
     "link_opened_note": ("Opened from a shared link: the link in the address bar reopens this scenario "
                          "at this step.",
                          "这是从分享链接打开的：地址栏里的链接可以在这一步重新打开这个场景。"),
     # a run cut short (a time or size limit, or an event the state does not allow)
-    "cut_short": ("This run stopped early, at step {k} of the scenario's {n} steps: {why_en} The player "
+    "cut_short": ("This run stopped early, at step {k} of the scenario's {n} steps: {why_en}. The player "
                   "shows only the steps that ran (0 to {last}).",
-                  "这次运行提前停止了，停在第 {k} 步（场景共 {n} 步）：{why_zh} 播放器只显示运行过的步骤"
+                  "这次运行提前停止了，停在第 {k} 步（场景共 {n} 步）：{why_zh}。播放器只显示运行过的步骤"
                   "（0 到 {last}）。"),
     "cut_short_cli": ("To run it whole, download it (the Author page saves it as {file}) and run: "
                       "python -m blockviz play {file}",

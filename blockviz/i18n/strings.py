@@ -276,14 +276,18 @@ STRINGS.update({
                             "用完整的播放器逐步查看这个场景：所有面板、单步进入、自测。"),
     "preview_too_big": ("The preview runs scenarios whose KV tensors fit in {limit} MiB; this one asks "
                         "for {size:.0f} MiB. Set config.model: null (no payloads), or run it with the "
-                        "command line: python -m blockviz play FILE",
+                        "command line: download it (“Download .yaml” saves {file}) and run "
+                        "python -m blockviz play {file}",
                         "预览只运行 KV 张量不超过 {limit} MiB 的场景；这个场景需要 {size:.0f} MiB。"
                         "可以设置 config.model: null（不存 KV 数据），"
-                        "或者用命令行运行：python -m blockviz play FILE"),
+                        "或者用命令行运行：先下载（“下载 .yaml”保存为 {file}），"
+                        "再运行 python -m blockviz play {file}"),
     "preview_slow": ("The preview stopped after {s} s at step {k} of {n}; run the whole scenario with the "
-                     "command line: python -m blockviz play FILE",
+                     "command line: download it (“Download .yaml” saves {file}) and run "
+                     "python -m blockviz play {file}",
                      "预览运行了 {s} 秒，停在第 {k} 步（共 {n} 步）；"
-                     "完整运行请用命令行：python -m blockviz play FILE"),
+                     "完整运行请用命令行：先下载（“下载 .yaml”保存为 {file}），"
+                     "再运行 python -m blockviz play {file}"),
     "preview_not_run": ("The preview did not run", "预览没有运行"),
     "preview_retry": ("Run the preview again", "重新运行预览"),
     "paste_too_big": ("The text was not taken: it is {size} bytes, and a scenario is at most {limit} "

@@ -15,12 +15,19 @@ from blockviz.i18n import t
 from blockviz.i18n.errors import ErrorMessage
 from blockviz.render import theme
 from blockviz.render.authoring import AUTHOR_CSS, error_html, ok_html, reference_html, warn_html
-from blockviz.scenario import ScenarioError, load_text
+from blockviz.scenario import ScenarioError, load_text, share
 from blockviz.scenario.schema import MAX_FILE_BYTES
 from blockviz.teach import authoring as A
 from blockviz.ui import data, panels, tryit, worker
 from blockviz.ui import state as S
-from blockviz.ui.nav import default_lang, go_to_player, language_toggle, md_fields, session_lang
+from blockviz.ui.nav import (
+    AUTHOR_PATH,
+    default_lang,
+    go_to_player,
+    language_toggle,
+    md_fields,
+    session_lang,
+)
 
 FILE = "scenario.yaml"       # the name errors carry for the editor's text
 
@@ -31,6 +38,7 @@ UNDO = "bv_author_undo"      # the text a gallery/starter/upload replaced
 MSG = "bv_author_msg"        # (i18n key, fields, kind) after an upload or a replace
 PREVIEW_STEP = "bv_author_step"
 STOPPED = "bv_author_stopped"  # ScenarioError: the preview of the current text could not run
+SHARE = "bv_author_share"    # (text digest, link code | LinkTooLong) of the current valid text
 
 
 def _digest(text: str) -> str:
@@ -120,6 +128,23 @@ def _open_in_player() -> None:
     if good is not None:
         ss[S.FORK] = None
         S.use_user_run(ss, good[1], int(ss.get(PREVIEW_STEP) or 0))
+        code = share_code(good[0])
+        ss[S.SHARED] = (good[1].key, code) if isinstance(code, str) else None   # the URL follows
+
+
+def share_code(text: str) -> str | share.LinkTooLong:
+    """The link code of ``text`` (remembered per text), or why it has none."""
+    ss = st.session_state
+    digest = _digest(text)
+    cached = ss.get(SHARE)
+    if cached and cached[0] == digest:
+        return cached[1]
+    try:
+        code: str | share.LinkTooLong = share.share_code(text)
+    except share.LinkTooLong as e:
+        code = e
+    ss[SHARE] = (digest, code)
+    return code
 
 
 # -- checking and running ------------------------------------------------------------------
@@ -199,6 +224,7 @@ def page() -> None:
             st.html(_reference(lang))
     with left:
         _files(loaded, lang)
+        _share(loaded, lang)
         _gallery(lang)
 
 
@@ -235,9 +261,10 @@ def _status(err, loaded, lang: str) -> None:
     s = loaded.scenario
     st.html(ok_html(t("valid", lang, title=s.title.get(lang), n=len(s.steps), blocks=s.config.num_blocks,
                       size=s.config.block_size)))
+    file = A.download_name(s.id)
     refusal = ss.get("bv_author_refusal")
     if refusal:
-        st.html(warn_html(t(refusal[0], lang, **refusal[1])))
+        st.html(warn_html(t(refusal[0], lang, file=file, **refusal[1])))
         return
     stopped = ss.get(STOPPED)
     if stopped is not None:
@@ -255,7 +282,7 @@ def _status(err, loaded, lang: str) -> None:
         st.html(error_html(e, text, lang, title=t("run_stops_at", lang, k=run.timeline.error_step)))
     if run.stopped is not None:
         k, n = run.stopped
-        st.html(warn_html(t("preview_slow", lang, s=int(data.PREVIEW_TIME_LIMIT_S), k=k, n=n)))
+        st.html(warn_html(t("preview_slow", lang, s=int(data.PREVIEW_TIME_LIMIT_S), k=k, n=n, file=file)))
 
 
 def _preview_panel(lang: str) -> None:
@@ -304,6 +331,39 @@ def _files(loaded, lang: str) -> None:
         name = A.download_name(loaded.scenario.id if loaded is not None else None)
         st.download_button(t("download", lang), ss[TEXT], file_name=name, mime="application/x-yaml",
                            key="b_download", icon=":material/download:", on_click="ignore")
+
+
+def _base_url() -> str:
+    """The app's address as the browser sees it (the player is its default page)."""
+    try:
+        url = st.context.url or ""
+    except Exception:  # noqa: BLE001 - no browser context (tests)
+        url = ""
+    return url.split("?", 1)[0].removesuffix("/" + AUTHOR_PATH).rstrip("/") or ""
+
+
+def _share(loaded, lang: str) -> None:
+    """The link that opens the player on this scenario, and an <iframe> for a course page."""
+    ss = st.session_state
+    with st.container(key="share"):
+        st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("share_title", lang))}</div></div>')
+        if loaded is None:
+            st.caption(t("share_invalid", lang))
+            return
+        code = share_code(ss[TEXT])
+        if isinstance(code, share.LinkTooLong):
+            st.html(warn_html(t("share_too_long", lang, n=code.chars, limit=share.MAX_CODE_CHARS)))
+            return
+        step = int(ss.get(PREVIEW_STEP) or 0)
+        base = _base_url()
+        url = share.link(base, code, step=step, lang=lang)
+        st.caption(t("share_link", lang), help=t("share_help", lang))
+        st.code(url, language=None, wrap_lines=True)
+        st.caption(t("share_size", lang, n=len(code), limit=share.MAX_CODE_CHARS))
+        st.caption(t("share_embed", lang))
+        title = loaded.scenario.title.get(lang)
+        st.code(share.iframe(share.link(base, code, step=step, lang=lang, embed=True), title),
+                language="html", wrap_lines=True)
 
 
 def _gallery(lang: str) -> None:

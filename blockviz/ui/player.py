@@ -103,7 +103,7 @@ def page() -> None:
     for css in _stylesheets(presenter):
         st.html(css)
     _sidebar(run, index, lang, presenter)
-    for key, fields in ss.get(S.NOTICES, []):   # values from the URL: inert in markdown
+    for key, fields in ss.get(S.NOTICES, []) + S.run_notices(run):   # inert in markdown
         st.warning(t(key, lang, **{k: md_escape(str(v)) for k, v in fields.items()}))
     for name, err in index.broken:
         st.warning(t("scenario_broken", lang, f=md_escape(name), msg=md_escape(error_text(err, lang))))
@@ -312,7 +312,7 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
         st.selectbox(t("scenario", lang), options, key="w_scenario", on_change=_set_scenario,
                      format_func=title)
         if S.showing_user(ss):
-            st.caption(t("user_not_linked", lang))
+            st.caption(t(S.user_link_note(ss), lang))
         cfg = run.scenario.config
         info = [t("config_line", lang, blocks=cfg.num_blocks, size=cfg.block_size, hash=cfg.hash_algo),
                 t("free_order_" + cfg.free_order, lang)]

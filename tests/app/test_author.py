@@ -63,7 +63,7 @@ def test_a_valid_edit_previews_and_opens_in_the_player(page):
     assert p.state["bv_source"] == "user"
     assert p.header() == "step 3 of 3" and "Tiny test" in p.html()   # where the preview was
     assert p.at.selectbox(key="w_scenario").value == "__user__"
-    assert p.params == {"lang": "en"}             # a session's own scenario has no link
+    assert p.params["step"] == "3" and "s" in p.params   # its link: the scenario in the URL
     assert p.queue() == "2"                       # A freed block 2 (B still holds 1 and 3)
     p.click("b_first")
     assert p.header() == "step 0 of 3" and p.queue() == "1 2 3"
