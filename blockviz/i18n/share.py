@@ -52,3 +52,12 @@ STRINGS: dict[str, tuple[str, str]] = {
                         "config.block_size 每块最多 {limit:,} 个 token（vLLM 常用 16 或 32）。"
                         "请用小一些的块大小。"),
 }
+STRINGS.update({
+    # the editor's quick check in the browser (the loader's message replaces it a moment later)
+    "ed_q_tab": ("a tab: YAML indents with spaces", "这里用了制表符：YAML 只能用空格缩进"),
+    "ed_q_field": ("unknown field '{f}'", "未知字段 '{f}'"),
+    "ed_q_event": ("unknown event '{e}'", "未知事件 '{e}'"),
+    "ed_q_close": ("'{c}' closes nothing here", "这里的 '{c}' 没有对应的开括号"),
+    "ed_q_open": ("not closed: a '{c}' is missing", "没有闭合：缺少 '{c}'"),
+    "ed_q_quote": ("a quote is not closed", "引号没有闭合"),
+})

@@ -248,11 +248,11 @@ STRINGS.update({
 STRINGS.update({
     "page_author": ("Author", "编写场景"),
     "author_title": ("Write a scenario", "编写场景"),
-    "author_intro": ("Edit the YAML on the left: every change is checked at once and a valid scenario "
-                     "runs in the preview on the right. Press Ctrl+Enter (or click outside the editor) "
-                     "to apply an edit.",
-                     "在左边编辑 YAML：每次修改都会立即检查，合法的场景会在右边的预览里运行。"
-                     "按 Ctrl+Enter（或点击编辑框外）应用修改。"),
+    "author_intro": ("Edit the YAML on the left: the editor checks it as you type (the bad line is marked, "
+                     "its message beside it; Ctrl+Space completes event and field names) and a valid "
+                     "scenario runs in the preview on the right.",
+                     "在左边编辑 YAML：边输入边检查（出错的行会被标出，错误信息就在旁边；"
+                     "Ctrl+Space 补全事件名和字段名），合法的场景会在右边的预览里运行。"),
     "editor": ("Scenario (YAML)", "场景（YAML）"),
     "editor_help": ("The format: id, title, config, steps. Each step is one event; see the “Format "
                     "reference” tab. Scenarios are data: nothing in them is executed.",
@@ -324,6 +324,8 @@ STRINGS.update({
     "ref_sec_model": ("config.model: the tiny model that writes real K/V",
                       "config.model：写入真实 K/V 的小模型"),
     "ref_sec_connector": ("config.connector: an external KV tier", "config.connector：外部 KV 缓存层"),
+    "ref_sec_scheduler": ("config.scheduler: vLLM's scheduler settings",
+                          "config.scheduler：vLLM 调度器的设置"),
     "ref_sec_events": ("Events (one per step)", "事件（每步一个）"),
     "ref_sec_parts": ("Prompt parts", "prompt 的组成部分"),
     "ref_bare": ("Written as a bare word: no value.", "只写事件名，不带值。"),

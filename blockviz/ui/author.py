@@ -18,7 +18,7 @@ from blockviz.render.authoring import AUTHOR_CSS, error_html, ok_html, reference
 from blockviz.scenario import ScenarioError, load_text, share
 from blockviz.scenario.schema import MAX_FILE_BYTES
 from blockviz.teach import authoring as A
-from blockviz.ui import data, panels, tryit, worker
+from blockviz.ui import data, editor, panels, tryit, worker
 from blockviz.ui import state as S
 from blockviz.ui.nav import (
     AUTHOR_PATH,
@@ -31,7 +31,10 @@ from blockviz.ui.nav import (
 
 FILE = "scenario.yaml"       # the name errors carry for the editor's text
 
-TEXT = "bv_author_text"      # the editor's text (the widget w_author_text mirrors it)
+TEXT = "bv_author_text"      # the editor's text (the editor component w_author_text shows it)
+SEQ = "bv_author_seq"        # changes whenever Python replaces the text (the editor then takes it)
+SEEN = "bv_author_seen"      # the editor's last edit taken (editor.take_edit)
+ED = "w_author_text"         # the editor component's key
 CHECKED = "bv_author_checked"  # (text digest, ScenarioError | None, LoadedScenario | None)
 GOOD = "bv_author_good"      # (text, PlayerRun) of the last valid text that ran
 UNDO = "bv_author_undo"      # the text a gallery/starter/upload replaced
@@ -50,17 +53,21 @@ def _set_text(text: str, msg: tuple | None = None, undo: bool = True) -> None:
     if undo and ss.get(TEXT) is not None and ss[TEXT] != text:
         ss[UNDO] = ss[TEXT]
     ss[TEXT] = text
-    ss["w_author_text"] = text
+    ss[SEQ] = int(ss.get(SEQ) or 0) + 1
     ss[MSG] = msg
 
 
 # -- callbacks -------------------------------------------------------------------------------
 def _on_edit() -> None:
+    """The author's edit in the editor (also run at the top of the page: AppTest sets the
+    editor's state without its callback)."""
     ss = st.session_state
-    text = ss.get("w_author_text") or ""
+    text = editor.take_edit(ss, ED, SEEN)
+    if text is None:
+        return
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_BYTES:    # a paste over the limit: said so, and the text stays as it was
-        ss["w_author_text"] = ss.get(TEXT) or ""
+        ss[SEQ] = int(ss.get(SEQ) or 0) + 1           # the editor takes the kept text back
         ss[MSG] = ("paste_too_big", {"size": f"{size:,}", "limit": f"{MAX_FILE_BYTES:,}"}, "error")
         return
     ss[TEXT] = text
@@ -92,10 +99,14 @@ def _snippet(kind: str) -> None:
 
 
 def _names() -> tuple[list[str], list[str], list[str]]:
-    """Request ids, checkpoints and not-yet-finished requests of the last valid version."""
-    good = st.session_state.get(GOOD)
-    if good is None:
-        return [], [], []
+    """Request ids, checkpoints and not-yet-finished requests of the text being written: from
+    its run when it is the previewed one (what max_tokens finished counts too), else as far as
+    the text says (it may not be valid yet)."""
+    ss = st.session_state
+    text = ss.get(TEXT) or ""
+    good = ss.get(GOOD)
+    if good is None or good[0] != text:
+        return A.text_names(text)
     run = good[1]
     ids, cps = A.scenario_names(run.scenario)
     last = run.timeline.snapshot(run.last)
@@ -203,7 +214,7 @@ def page() -> None:
         _set_text(handoff, ("replaced", {"what": t("your_scenario", lang)}, "info"))
     if ss.get(TEXT) is None:
         ss[TEXT] = A.STARTER
-    ss["w_author_text"] = ss[TEXT]
+    _on_edit()
     st.html(theme.css(False))
     st.html(AUTHOR_CSS)
     with st.sidebar:
@@ -213,7 +224,7 @@ def page() -> None:
     err, loaded = check_text(ss[TEXT])
     left, right = st.columns([1.2, 1], gap="medium")
     with left:
-        _editor(lang)
+        _editor(err, lang)
     with right:
         _status(err, loaded, lang)
         preview, reference = st.tabs([t("preview", lang), t("reference_tab", lang)])
@@ -233,10 +244,11 @@ def _reference(lang: str) -> str:
     return reference_html(A.reference(), lang)     # from the schema: the same for every user
 
 
-def _editor(lang: str) -> None:
-    # No max_chars: the browser would cut a longer paste silently; _on_edit refuses it, saying so.
-    st.text_area(t("editor", lang), key="w_author_text", height=470, on_change=_on_edit,
-                 help=t("editor_help", lang))
+def _editor(err, lang: str) -> None:
+    # No size cap in the browser: it would cut a longer paste silently; _on_edit refuses it, saying so.
+    st.caption(t("editor", lang), help=t("editor_help", lang))
+    editor.editor(ED, text=st.session_state[TEXT], seq=int(st.session_state.get(SEQ) or 0), err=err,
+                  lang=lang, on_edit=_on_edit)
     st.caption(t("insert_event", lang))
     ids, cps, live = _names()
     row = st.container(horizontal=True, gap="small", key="snippets")
@@ -256,7 +268,8 @@ def _status(err, loaded, lang: str) -> None:
             st.button(t("undo_replace", lang), key="b_undo", icon=":material/undo:", on_click=_undo)
     text = ss[TEXT]
     if err is not None:
-        st.html(error_html(err, text, lang, kept=ss.get(GOOD) is not None))
+        st.html(error_html(err, text, lang, kept=ss.get(GOOD) is not None,
+                           hint=A.error_hint(err, lang)))
         return
     s = loaded.scenario
     st.html(ok_html(t("valid", lang, title=s.title.get(lang), n=len(s.steps), blocks=s.config.num_blocks,

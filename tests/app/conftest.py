@@ -1,6 +1,7 @@
 """AppTest helpers: open the app (optionally with a deep link), read what the page shows."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -48,6 +49,21 @@ class Page:
     def click(self, key: str) -> Page:
         self.at.button(key=key).click()
         return self.run()
+
+    def edit(self, text: str) -> Page:
+        """Type ``text`` into the Author page's editor (as the editor sends an edit: its state
+        value ``edit``; AppTest does not run the component's JavaScript)."""
+        self._edits = getattr(self, "_edits", 0) + 1
+        self.at.session_state["w_author_text"] = {"edit": {"text": text, "n": self._edits}}
+        return self.run()
+
+    def editor(self) -> dict:
+        """What the page sends the editor component: text, seq, mark, words, labels."""
+        (e,) = [e for e in self.at.get("bidi_component") if e.proto.id.endswith("-w_author_text")]
+        return json.loads(e.proto.json)
+
+    def editor_text(self) -> str:
+        return self.editor()["text"]
 
     def open_details(self) -> Page:
         """Open the KV payload and metrics expanders (as a click on each would)."""
