@@ -12,7 +12,7 @@ the author types; Python replaces it only with a new ``seq`` (a snippet, an uplo
 """
 from __future__ import annotations
 
-DEBOUNCE_MS = 300
+DEBOUNCE_MS = 250
 LINE_PX = 20
 
 HTML = """
@@ -159,7 +159,8 @@ function quickCheck(text, words, L) {
       if (!names("scenario").has(top)) return {line: i + 1, col: 1, msg: L.q_field.replace("{f}", top)};
     }
     const ev = line.match(/^(\\s*)-\\s+([A-Za-z_]\\w*)\\s*(:|$|\\s#)/);
-    if (ev && top === "steps" && !events.has(ev[2]) && blockParent(lines, i, ev[1].length + 1) === "steps") {
+    const evParent = ev ? blockParent(lines, i, ev[1].length) : null;
+    if (ev && top === "steps" && !events.has(ev[2]) && (evParent === "steps" || evParent === "")) {
       return {line: i + 1, col: ev[1].length + 3, msg: L.q_event.replace("{e}", ev[2])};
     }
     const sub = line.match(/^(\\s+)(?:-\\s+)?([A-Za-z_][\\w-]*)\\s*:/);
