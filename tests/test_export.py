@@ -3,6 +3,7 @@ HTML document holds every step, escapes everything a scenario says and reaches f
 slide figure draws the panels at 1920×1080; the CLI fails with one located line and exit 2."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -21,19 +22,28 @@ def six(root):
     return loaded, run(loaded)[1]
 
 
-def test_the_html_holds_every_step_and_opens_at_the_start_step(six):
+def board_of(doc: str) -> dict:
+    m = re.search(r'<script type="application/json" id="bv-data">(.*?)</script>', doc, flags=re.S)
+    assert m, "no board data in the document"
+    return json.loads(m.group(1))
+
+
+def step_text(d: dict, lang: str, k: int) -> str:
+    return "\n".join(d["strings"][i] for i in d["steps"][lang][k - d["lo"]].values())
+
+
+def test_the_html_is_the_board_with_every_step_and_opens_at_the_start_step(six):
     loaded, tl = six
     doc = export_html(tl, title="Six blocks, one prefix", lang="en", start=4, file="six-blocks.yaml")
-    sections = re.findall(r'<section class="bvx-step" data-step="(\d+)" data-label="([^"]*)"( hidden)?>',
-                          doc)
-    assert [int(s[0]) for s in sections] == list(range(9))
-    assert [s[0] for s in sections if not s[2]] == ["4"]              # only the start step shows
-    assert sections[4][1] == "step 4 of 8"
-    assert 'data-start="4"' in doc and '<span class="bvx-pos" id="bvx-pos">step 4 of 8</span>' in doc
-    assert doc.count('data-queue="4 3 5 6 2 1"') == 3                 # after steps 4, 5 and 7
-    assert "B finishes; its table is freed in reverse" in doc         # the author's note
-    assert "free_blocks (table reversed): blocks 4, 2, 1" in doc       # what the engine did
-    assert 'id="bvx-prev"' in doc and 'id="bvx-next"' in doc and "ArrowRight" in doc
+    d = board_of(doc)
+    assert (d["n"], d["lo"], d["hi"]) == (9, 0, 8) and d["goto"]["step"] == 4
+    assert d["url"] == "hash" and d["langs"] == ["en", "zh"] and d["lang"] == "en"
+    queues = [re.search(r'data-queue="([^"]*)"', step_text(d, "en", k)).group(1) for k in range(9)]
+    assert [k for k, q in enumerate(queues) if q == "4 3 5 6 2 1"] == [4, 5, 7]
+    assert "step 4 of 8" in step_text(d, "en", 4) and "第 4 步 / 共 8 步" in step_text(d, "zh", 4)
+    assert "B finishes; its table is freed in reverse" in step_text(d, "en", 4)        # the note
+    assert "free_blocks (table reversed): blocks 4, 2, 1" in step_text(d, "en", 4)     # what it did
+    assert "function board(component)" in doc and "ArrowRight" in doc                  # the board
 
 
 def test_the_html_is_self_contained(six):
@@ -43,19 +53,23 @@ def test_the_html_is_self_contained(six):
     assert "default-src 'none'" in doc                                 # CSP: no network at all
     assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', doc)
     assert "<link" not in doc and "@import" not in doc and "url(http" not in doc
-    assert "第 0 步 / 共 8 步" in doc and "上一步" in doc and "空闲队列" in doc
+    d = board_of(doc)
+    assert d["lang"] == "zh" and "第 0 步 / 共 8 步" in step_text(d, "zh", 0)
+    assert d["ui"]["zh"]["nav_prev"] == "上一步" and d["ui"]["zh"]["free_queue"] == "空闲队列"
 
 
 def test_everything_from_the_file_is_escaped_in_the_html(root):
     loaded = load(root / HOSTILE)
     _, tl = run(loaded)
     doc = export_html(tl, title=loaded.scenario.title.get("en"), lang="en", file="<x>.yaml")
-    body = doc.split("<main>", 1)[1]
-    scripts = re.findall(r"<script>(.*?)</script>", doc, flags=re.S)
-    assert len(scripts) == 1 and "alert" not in scripts[0]             # only our own script
-    assert "<script>alert" not in body and "<img" not in body and "<b>R</b>" not in body
+    # the data cannot close its script element, and every panel string is escaped HTML
+    scripts = re.findall(r"<script[^>]*>(.*?)</script>", doc, flags=re.S)
+    assert len(scripts) == 3 and "alert" not in scripts[0] and "alert" not in scripts[2]
+    d = board_of(doc)
+    panels = "\n".join(d["strings"])
+    assert "<script>alert" not in panels and "<img" not in panels and "<b>R</b>" not in panels
     assert "&lt;script&gt;alert(&#x27;title&#x27;)&lt;/script&gt; Hostile" in doc
-    assert "&lt;b&gt;R&lt;/b&gt;" in body and "&lt;x&gt;.yaml" in body
+    assert "&lt;b&gt;R&lt;/b&gt;" in panels and "&lt;x&gt;.yaml" in doc
 
 
 def test_too_many_steps_or_a_step_out_of_range_is_an_export_error(six, monkeypatch):
@@ -78,7 +92,7 @@ def test_the_slide_draws_every_panel_at_1920x1080(six):
     texts = [a.text for a in fig.layout.annotations]
     joined = "\n".join(texts)
     for words in ("step 4 of 8", "B finishes", "GPU blocks", "Free queue", "Prefix hash table",
-                  "Requests", "What the engine did", "Six blocks, one prefix", "next to be taken"):
+                  "Requests", "What the engine did", "Six blocks, one prefix", "next allocation takes it"):
         assert words in joined, words
     # seven block cards, six queue cells, head → tail
     assert [x for x in texts if x in ("<b>0</b>", "<b>4</b>")]
@@ -121,7 +135,9 @@ def test_cli_export_html(capsys, monkeypatch, root, tmp_path):
     assert rc == 0, stderr
     assert stdout.strip() == str(out)
     doc = out.read_text(encoding="utf-8")
-    assert 'data-start="3"' in doc and "第 3 步 / 共 8 步" in doc and "six-blocks.yaml" in doc
+    d = board_of(doc)
+    assert d["goto"]["step"] == 3 and "第 3 步 / 共 8 步" in step_text(d, "zh", 3)
+    assert "six-blocks.yaml" in doc
 
 
 @pytest.mark.parametrize("args, message", [
@@ -148,16 +164,19 @@ def test_cli_export_a_bad_file_is_located(capsys, tmp_path):
     assert stderr.strip() == f"{bad}:4:13: steps[0].finish: request 'Z' is used before it arrives"
 
 
-def test_cli_export_png_without_chromium_says_so(cli, tmp_path):
-    """kaleido finds chromium by itself; pointed at a browser that is not there, it cannot start
-    one: a clear message, exit 2, no traceback (a real process: what a user runs)."""
+@pytest.mark.parametrize("fmt, env_key", [("png", "BLOCKVIZ_CHROMIUM"), ("slide", "BROWSER_PATH")])
+def test_cli_export_png_without_chromium_says_so(cli, tmp_path, fmt, env_key):
+    """The board's PNG (headless Chromium) and the slide (kaleido, which finds chromium by
+    itself), pointed at a browser that is not there: a clear message, exit 2, no traceback (a
+    real process: what a user runs)."""
     import os
     import subprocess
     import sys
-    env = dict(os.environ, BROWSER_PATH=str(tmp_path / "no-chromium"))
+    env = dict(os.environ, **{env_key: str(tmp_path / "no-chromium")})
     r = subprocess.run([sys.executable, "-m", "blockviz", "export", "scenarios/six-blocks.yaml",
-                        "--step", "1", "-o", str(tmp_path / "x.png")], capture_output=True, text=True,
-                       env=env, timeout=180, cwd=os.path.dirname(os.path.dirname(__file__)))
+                        "--step", "1", "--format", fmt, "-o", str(tmp_path / "x.png")],
+                       capture_output=True, text=True, env=env, timeout=180,
+                       cwd=os.path.dirname(os.path.dirname(__file__)))
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "PNG export needs Chromium" in lines[0] and "Traceback" not in r.stderr

@@ -5,7 +5,7 @@ timeline Snapshot (one event) or a Frame (one op inside it).
 """
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 
 import plotly.graph_objects as go
 
@@ -27,6 +27,16 @@ def use_heatmap(num_gpu_blocks: int) -> bool:
     return num_gpu_blocks > HEATMAP_THRESHOLD
 
 
+def next_marks(state) -> tuple[int | None, int | None]:
+    """(the block the next allocation takes: the free queue's head, the block whose cached prefix
+    is evicted next: the first block from the head that still has a hash). They are one block when
+    the head is cached; a queue with no cached block has no prefix to evict."""
+    q, hashes = state.free_queue, state.block_hash
+    head = q[0] if q else None
+    prefix = next((b for b in q if hashes[b] is not None), None)
+    return head, prefix
+
+
 def category(i: int, ref_cnt: int, block_hash) -> int:
     return CATEGORY_KINDS.index(block_kind(i, ref_cnt, block_hash))
 
@@ -45,7 +55,8 @@ def _slots(n_tokens: int, block_size: int) -> str:
 
 
 def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang: str,
-              changed: bool, victim: bool) -> str:
+              changed: bool, victim: bool, evict_next: bool = False, prev_ref: int | None = None,
+              held_by: tuple[str, ...] = ()) -> str:
     ref, h, toks = state.ref_cnt[i], state.block_hash[i], state.block_tokens[i]
     classes = ["bv-card", *BLOCK_KINDS[block_kind(i, ref, h)][0]]
     if i == 0:
@@ -56,23 +67,43 @@ def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang
         classes.append("bv-changed")
     if victim:
         classes.append("bv-victim")
+    if evict_next:
+        classes.append("bv-evict-next")
     hash_label = f'<span class="bv-hash">{esc(labels(h))}</span>' if h is not None else ""
-    tag = f'<span class="bv-victim-tag">{esc(t("next_victim_short", lang))}</span>' if victim else ""
+    tags = []
+    if victim:
+        tags.append(f'<span class="bv-victim-tag">{esc(t("next_victim_short", lang))}</span>')
+    if evict_next:
+        tags.append(f'<span class="bv-evict-tag">{esc(t("next_evict_short", lang))}</span>')
+    tag = f'<span class="bv-tags">{"".join(tags)}</span>' if tags else ""
     words = esc(token_text(toks, vocab, TOKENS_ON_CARD)) if toks else "&nbsp;"
+    if prev_ref is not None and prev_ref != ref:
+        count = f'<s class="bv-was">{prev_ref}</s>→<b class="bv-now">{ref}</b>'
+    else:
+        count = f"<b>{ref}</b>"
+    held = (f' <span class="bv-held" title="{esc(t("held_by", lang, ids=", ".join(held_by)))}">'
+            f'{esc(" ".join(held_by))}</span>' if held_by else "")
     body = (f'{tag}<div class="bv-top"><span class="bv-id">{i}</span>{hash_label}</div>'
-            f'<div class="bv-ref">ref_cnt <b>{ref}</b></div>'
+            f'<div class="bv-ref">ref_cnt {count}{held}</div>'
             f'<div class="bv-tok" title="{esc(token_text(toks, vocab))}">{words}</div>'
             f'{_slots(len(toks), block_size)}')
     return f'<div class="{" ".join(classes)}" data-block="{i}">{body}</div>'
 
 
 def blocks_html(state, *, labels: HashLabels, vocab=None, block_size: int = 0, lang: str = "en",
-                changed: Collection[int] = (), legend: bool = True) -> str:
-    """Cards for every block (small pools): id, ref_cnt, hash label, tokens, slot fill."""
-    victim = state.free_queue[0] if state.free_queue else None
+                changed: Collection[int] = (), legend: bool = True,
+                prev_ref: Sequence[int] | None = None,
+                held_by: Mapping[int, tuple[str, ...]] | None = None) -> str:
+    """Cards for every block (small pools): id, ref_cnt (``1→2`` when ``prev_ref`` differs), the
+    requests holding it, hash label, tokens, slot fill; the next allocation's block and the block
+    whose cached prefix goes next are marked apart."""
+    victim, evict = next_marks(state)
     changed = frozenset(changed)
+    held_by = held_by or {}
     cards = "".join(card_html(i, state, labels=labels, vocab=vocab, block_size=block_size, lang=lang,
-                              changed=i in changed, victim=i == victim)
+                              changed=i in changed, victim=i == victim, evict_next=i == evict,
+                              prev_ref=None if prev_ref is None else prev_ref[i],
+                              held_by=held_by.get(i, ()))
                     for i in range(len(state.ref_cnt)))
     width = f"max-width:{len(state.ref_cnt) * 12}em"   # a few blocks: cards stay card-sized
     return (f'<div class="bv bv-panel"><div class="bv-blocks" role="list" style="{width}">{cards}</div>'

@@ -1,23 +1,19 @@
-"""Export for slides: one step as a PNG (a plotly figure, written by kaleido), or the whole scenario
-as ONE self-contained HTML file that steps through it offline (inline CSS and a few lines of JS, no
-network, no server). Pure except ``write_png`` (which needs kaleido and a Chromium).
+"""Export: the whole scenario as ONE self-contained HTML file — the board, with its data inlined,
+stepping offline (no network, no server) — and one step as a PNG: the board's page shot by headless
+Chromium (``board_png``), or the plotly slide written by kaleido (``slide`` / ``write_png``).
 
 Everything a scenario file says reaches the HTML through the render functions, which escape it;
-the few strings added here are escaped too, and the script holds no scenario data at all: every
-step is pre-rendered into its own hidden <section>, and the script only shows one of them.
+the data travels as JSON inside a script element that cannot be closed early (``_inline``).
 """
 from __future__ import annotations
 
-from blockviz.i18n import event_label, t
-from blockviz.i18n.errors import error_text
-from blockviz.render import blocks as rblocks
-from blockviz.render.hash_table import hash_table_html
-from blockviz.render.narration import engine_did_html, note_html, step_header_html
-from blockviz.render.queue import queue_html
-from blockviz.render.requests import requests_html
+import json
+
+from blockviz.i18n import t
+from blockviz.render.board import BoardRun, asset, board_css, board_data, is_dense
+from blockviz.render.markers import step_kinds
 from blockviz.render.slide import H, W, slide_figure
-from blockviz.render.theme import css, esc
-from blockviz.render.view import step_view
+from blockviz.render.theme import esc
 from blockviz.teach.labels import HashLabels
 
 MAX_HTML_STEPS = 2_000     # one file holds every step rendered; past this, export fewer
@@ -34,64 +30,21 @@ def check_step(timeline, step: int, file: str) -> None:
 
 
 # -- HTML -----------------------------------------------------------------------------------
-EXPORT_CSS = """
-<style>
-body { margin: 0; font-family: "Source Sans Pro", "Noto Sans", "Noto Sans CJK SC", "Segoe UI",
-       Helvetica, Arial, sans-serif; background: #fff; }
-.bvx-bar { position: sticky; top: 0; z-index: 5; background: #fff; border-bottom: 1px solid #e3e6e8;
-           display: flex; gap: .8em; align-items: center; padding: .55em 1.4em; flex-wrap: wrap; }
-.bvx-bar button { font: inherit; font-size: 1.05em; padding: .3em 1em; border-radius: .4em;
-                  border: 1px solid #c4c9cf; background: #f6f8fa; cursor: pointer; }
-.bvx-bar button:disabled { opacity: .4; cursor: default; }
-.bvx-pos { font-weight: 800; font-size: 1.15em; min-width: 8em; }
-.bvx-keys { color: #57606a; font-size: .9em; }
-.bvx-title { margin-left: auto; color: #57606a; }
-main { padding: .8em 1.4em 2em 1.4em; max-width: 1500px; }
-.bvx-row { display: grid; grid-template-columns: 3fr 2fr; gap: 1.2em; align-items: start; }
-.bvx-two { display: grid; grid-template-columns: 1fr 1fr; gap: 1.2em; align-items: start; }
-.bvx-foot { color: #8c959f; font-size: .8em; margin-top: 1.5em; }
-.bvx-step > .bv > .bv-h { margin-top: .9em; }
-.bvx-step .bvx-two .bv-h { margin-top: .9em; }
-@media (max-width: 900px) { .bvx-row, .bvx-two { grid-template-columns: 1fr; } }
-</style>
+# The board (board.js) in a page of its own: its data inlined as JSON, its stylesheet in its own
+# shadow root, exactly as the app mounts it. Nothing is fetched: the CSP forbids it.
+PAGE_CSS = """
+body { margin: 0; background: #fff; }
+#bv-host { padding: .6em 1.2em .4em 1.2em; max-width: 1900px; }
+.bvx-foot { color: #8c959f; font: .75em sans-serif; padding: 0 1.2em .6em 1.2em; }
 """
 
-SCRIPT = """
-<script>
-(function () {
-  var steps = document.querySelectorAll("section.bvx-step");
-  var pos = document.getElementById("bvx-pos");
-  var prev = document.getElementById("bvx-prev"), next = document.getElementById("bvx-next");
-  var cur = Number(document.body.dataset.start) || 0;
-  function show(k) {
-    k = Math.max(0, Math.min(steps.length - 1, k));
-    for (var i = 0; i < steps.length; i++) { steps[i].hidden = (i !== k); }
-    cur = k;
-    pos.textContent = steps[k].dataset.label;
-    prev.disabled = (k === 0);
-    next.disabled = (k === steps.length - 1);
-    if (history.replaceState) { history.replaceState(null, "", "#step=" + k); }
-  }
-  prev.addEventListener("click", function () { show(cur - 1); });
-  next.addEventListener("click", function () { show(cur + 1); });
-  document.addEventListener("keydown", function (e) {
-    if (e.key === "ArrowRight" || e.key === "PageDown") { show(cur + 1); e.preventDefault(); }
-    else if (e.key === "ArrowLeft" || e.key === "PageUp") { show(cur - 1); e.preventDefault(); }
-    else if (e.key === "Home") { show(0); e.preventDefault(); }
-    else if (e.key === "End") { show(steps.length - 1); e.preventDefault(); }
-  });
-  function hashStep() {
-    var m = /step=(\\d+)/.exec(location.hash);
-    return m ? Number(m[1]) : null;
-  }
-  window.addEventListener("hashchange", function () {
-    var k = hashStep();
-    if (k !== null && k !== cur) { show(k); }
-  });
-  var first = hashStep();                 // a link to a step opens there
-  show(first !== null ? first : cur);
-})();
-</script>
+BOOT = """
+const host = document.getElementById("bv-host");
+const shadow = host.attachShadow({ mode: "open" });
+const style = document.createElement("style");
+style.textContent = document.getElementById("bv-css").textContent;
+shadow.appendChild(style);
+board({ data: JSON.parse(document.getElementById("bv-data").textContent), parentElement: shadow });
 """
 
 # no network, ever: only inline styles and scripts, images as data: URLs
@@ -99,70 +52,86 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline
        "font-src data:")
 
 
-def _section(title: str, body: str, hint: str = "") -> str:
-    small = f"<small>{esc(hint)}</small>" if hint else ""
-    return f'<div class="bv"><div class="bv-h">{esc(title)}{small}</div></div>{body}'
-
-
-def step_html(timeline, index: int, lang: str, labels: HashLabels, title: str = "") -> str:
-    """One step's panels, as the player draws them (header, narration, blocks, queue, hash table,
-    requests)."""
-    last = len(timeline) - 1
-    v = step_view(timeline, index)
-    s = v.snapshot
-    vocab, bs = timeline.vocab, timeline.block_size
-    header = step_header_html(index, last, event_label(s.step, lang), lang, title=title)
-    note = s.note.get(lang) if s.note is not None else None
-    error = error_text(timeline.error, lang) if timeline.error is not None and index == last else None
-    did = engine_did_html(s, lang, labels, vocab, bs)
-    n = len(v.state.ref_cnt)
-    if rblocks.use_heatmap(n):
-        blocks = f'<div class="bv bv-panel bv-muted">{esc(t("x_big_pool", lang, n=f"{n:,}"))}</div>'
-    else:
-        blocks = rblocks.blocks_html(v.state, labels=labels, vocab=vocab, block_size=bs, lang=lang,
-                                     changed=v.changed)
-    queue = queue_html(v.state, labels=labels, lang=lang, to_head=v.to_head, to_tail=v.to_tail)
-    table = hash_table_html(v.table, labels=labels, state=v.state, lang=lang, added=v.hashes_added,
-                            removed=v.hashes_removed)
-    reqs = requests_html(s, lang=lang, fresh=v.fresh, changed=v.changed_requests)
-    narration = note_html(note, lang, error=error)
-    top = f'<div class="bvx-row"><div>{narration}</div><div>{did}</div></div>' if narration else did
-    return (header + top + _section(t("gpu_blocks", lang), blocks)
-            + _section(t("free_queue", lang), queue, t("free_queue_hint", lang))
-            + f'<div class="bvx-two"><div>{_section(t("hash_table", lang), table)}</div>'
-              f'<div>{_section(t("requests", lang), reqs)}</div></div>')
+def _inline(text: str) -> str:
+    """Text safe inside a <script> element (JSON or CSS never closes it early)."""
+    return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
 
 
 def export_html(timeline, *, title: str = "", lang: str = "en", start: int = 0,
-                file: str = "", labels: HashLabels | None = None) -> str:
-    """The whole run as one HTML document: every step pre-rendered, Prev/Next buttons, ←/→ keys,
-    "step k of n"; it opens at ``start``."""
+                file: str = "", labels: HashLabels | None = None, titles: dict | None = None) -> str:
+    """The whole run as one HTML document that steps through it offline: the board, with every
+    step inlined (both languages for a lesson-sized pool); ``#step=k`` opens step k."""
     n = len(timeline)
     if n > MAX_HTML_STEPS:
         raise ExportError(f"{file}: {n - 1} steps is too many for one HTML file (at most "
                           f"{MAX_HTML_STEPS - 1}); export a shorter scenario")
     check_step(timeline, start, file)
     labels = labels or HashLabels.for_timeline(timeline)
-    sections = []
-    for i in range(n):
-        label = t("step_k_of_n", lang, k=i, n=n - 1)
-        hidden = "" if i == start else " hidden"
-        sections.append(f'<section class="bvx-step" data-step="{i}" data-label="{esc(label)}"{hidden}>'
-                        f'{step_html(timeline, i, lang, labels, title)}</section>')
+    kinds = [step_kinds(timeline.step_ops(i)) for i in range(n)]
+    run = BoardRun(timeline, labels, kinds, titles or {lang: title})
+    other = "zh" if lang == "en" else "en"
+    langs = [lang] if is_dense(run) else [lang, other]
+    data = board_data(run, langs=langs, whole=True, url="hash", lang=lang)
+    data["goto"] = {"step": int(start), "frame": None, "seq": 0, "run": "export"}
+    data["noFrames"] = True        # op frames come from the server: a file has none
     page_lang = "zh-CN" if lang == "zh" else "en"
     made = t("x_made", lang, file=file) if file else "blockviz"
     return ("<!DOCTYPE html>\n"
             f'<html lang="{page_lang}"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title or 'blockviz')}</title>{css(False)}{EXPORT_CSS}</head>"
-            f'<body data-start="{int(start)}"><div class="bvx-bar">'
-            f'<button id="bvx-prev" type="button">◀ {esc(t("nav_prev", lang))}</button>'
-            f'<span class="bvx-pos" id="bvx-pos">{esc(t("step_k_of_n", lang, k=start, n=n - 1))}</span>'
-            f'<button id="bvx-next" type="button">{esc(t("nav_next", lang))} ▶</button>'
-            f'<span class="bvx-keys">{esc(t("x_keys", lang))}</span></div>'
-            f'<main>{"".join(sections)}<div class="bvx-foot">{esc(made)}</div></main>'
-            f"{SCRIPT}</body></html>\n")
+            f"<title>{esc(title or 'blockviz')}</title><style>{PAGE_CSS}</style></head>"
+            f'<body><div id="bv-host"></div><div class="bvx-foot">{esc(made)}</div>'
+            f'<script type="text/css" id="bv-css">{_inline(board_css())}</script>'
+            f'<script type="application/json" id="bv-data">'
+            f"{_inline(json.dumps(data, ensure_ascii=False, separators=(',', ':')))}</script>"
+            f'<script type="module">{asset("board.js").replace("export default function", "function")}'
+            f"{BOOT}</script></body></html>\n")
+
+
+# -- PNG from the board ----------------------------------------------------------------------
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def find_browser() -> str | None:
+    """The Chromium to drive: $BLOCKVIZ_CHROMIUM when set (a path), else the first on PATH."""
+    import os
+    import shutil
+    chosen = os.environ.get("BLOCKVIZ_CHROMIUM")
+    if chosen:
+        return chosen if os.path.isfile(chosen) and os.access(chosen, os.X_OK) else None
+    for name in BROWSERS:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def board_png(html: str, step: int, *, width: int = W, height: int = H, timeout_s: float = 90.0) -> bytes:
+    """One step of an exported board (``export_html``) as a PNG, shot by headless Chromium at
+    ``width``×``height``; ExportError when no Chromium is installed or it fails."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+    browser = find_browser()
+    if browser is None:
+        raise ExportError("PNG export needs Chromium: install `chromium` (e.g. apt-get install chromium) "
+                          "or set BLOCKVIZ_CHROMIUM to its path")
+    with tempfile.TemporaryDirectory(prefix="blockviz-png-") as tmp:
+        page, out = Path(tmp) / "board.html", Path(tmp) / "step.png"
+        page.write_text(html, encoding="utf-8")
+        cmd = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
+               "--no-first-run", "--disable-extensions", f"--user-data-dir={tmp}/profile",
+               f"--window-size={int(width)},{int(height)}", "--virtual-time-budget=3000",
+               f"--screenshot={out}", page.as_uri() + f"#step={int(step)}&still&present"]
+        try:
+            done = subprocess.run(cmd, capture_output=True, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            raise ExportError(f"PNG export: Chromium took longer than {timeout_s:.0f} s") from None
+        if not out.exists():
+            text = " ".join(done.stderr.decode("utf-8", "replace").split())
+            raise ExportError(f"PNG export failed: {_clip(text, 300)}")
+        return out.read_bytes()
 
 
 # -- PNG ------------------------------------------------------------------------------------

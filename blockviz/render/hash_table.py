@@ -100,4 +100,4 @@ def hash_table_html(table, *, labels: HashLabels, state=None, lang: str = "en",
 def _chip(b: int, state) -> str:
     free = state is not None and state.ref_cnt[b] == 0
     style = "border-style:dashed" if free else ""
-    return f'<span class="bv-b bv-local" style="{style}">{b}</span>'
+    return f'<span class="bv-b bv-local" style="{style}" data-block="{b}">{b}</span>'

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from blockviz.i18n import t
+from blockviz.render.blocks import next_marks
 from blockviz.render.theme import esc
 from blockviz.teach.labels import HashLabels
 
@@ -29,13 +30,15 @@ def moved_to_ends(ops: Sequence[tuple]) -> tuple[frozenset[int], frozenset[int]]
 
 
 def _cell(b: int, state, labels: HashLabels, to_head: Collection[int], to_tail: Collection[int],
-          lang: str, victim: bool) -> str:
+          lang: str, victim: bool, evict: bool = False) -> str:
     h = state.block_hash[b]
     cls = ["bv-q"]
     if h is not None:
         cls.append("bv-cached")
     if victim:
         cls.append("bv-victim")
+    if evict:
+        cls.append("bv-evict-next")
     mark = ""
     if b in to_head:
         cls.append("bv-to-head")
@@ -56,8 +59,10 @@ def queue_html(state, *, labels: HashLabels, lang: str = "en", to_head: Collecti
     head = f'<span class="bv-end">{esc(t("head", lang))}</span>'
     tail = f'<span class="bv-end">{esc(t("tail", lang))}</span>'
 
+    _, evict = next_marks(state)
+
     def cells(ids, first_is_head: bool) -> list[str]:
-        return [_cell(b, state, labels, to_head, to_tail, lang, first_is_head and j == 0)
+        return [_cell(b, state, labels, to_head, to_tail, lang, first_is_head and j == 0, b == evict)
                 for j, b in enumerate(ids)]
     if not q:
         shown: Sequence[int] = ()

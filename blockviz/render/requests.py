@@ -43,7 +43,7 @@ def _table(r, fresh: Collection[int], lang: str) -> str:
             cls, why = "bv-b", t("new_block", lang)
         if b in fresh:
             cls += " bv-changed"
-        cells.append(f'<span class="{cls}" title="{esc(why)}">{b}</span>')
+        cells.append(f'<span class="{cls}" title="{esc(why)}" data-block="{b}">{b}</span>')
     if len(ids) > MAX_TABLE_CELLS:
         more = t("more_items", lang, n=len(ids) - MAX_TABLE_CELLS)
         cells.append(f'<span class="bv-more">… {esc(more)}</span>')

@@ -55,6 +55,7 @@ BLOCK_LEGEND = (
     ("null_block_long", "bv-null", NULL_BG, NULL_BG, "solid"),
     ("changed", "bv-changed", "#ffffff", AMBER, "solid"),
     ("next_victim", "bv-victim", RED, RED, "solid"),
+    ("next_evict", "bv-evict-next", "#ffffff", RED, "dash"),
 )
 
 # step-event markers (timeline strip, step list, metrics)
@@ -102,8 +103,15 @@ CSS = """
 .bv-slots i { flex: 1; height: .42em; border-radius: 1px; background: #ffffff;
               border: 1px solid #9e9e9e; }
 .bv-slots i.bv-on { background: $ink; border-color: $ink; }
-.bv-victim-tag { position: absolute; top: -.95em; right: .3em; background: $red; color: #fff;
-                 font-size: .72em; font-weight: 700; padding: 0 .4em; border-radius: .3em; }
+.bv-tags { position: absolute; top: -.95em; right: .3em; display: flex; gap: .2em; }
+.bv-victim-tag, .bv-evict-tag { font-size: .72em; font-weight: 700; padding: 0 .4em;
+                 border-radius: .3em; white-space: nowrap; }
+.bv-victim-tag { background: $red; color: #fff; border: 1px solid $red; }
+.bv-evict-tag { background: #fff; color: $red; border: 1px dashed $red; }
+.bv-card.bv-evict-next .bv-hash { text-decoration: underline dashed $red; text-underline-offset: .2em; }
+.bv-was { color: $muted; font-weight: 400; }
+.bv-now { color: $ink; }
+.bv-held { font-size: .8em; font-weight: 700; color: $blue; word-break: break-all; }
 .bv-card.bv-victim { box-shadow: inset 0 -.35em 0 $red; }
 
 /* legend */
@@ -118,6 +126,7 @@ CSS = """
     background: repeating-linear-gradient(135deg, $null 0 .2em, #546e7a .2em .4em); }
 .bv-sw.bv-changed { background: #fff; border-color: $amber; border-width: 3px; }
 .bv-sw.bv-victim { background: $red; border-color: $red; }
+.bv-sw.bv-evict-next { background: #fff; border-color: $red; border-style: dashed; }
 
 /* free queue */
 .bv-queue { display: flex; flex-wrap: wrap; align-items: center; gap: .35em .2em; }
@@ -131,6 +140,8 @@ CSS = """
 .bv-q.bv-cached .bv-qh { color: $green; }
 .bv-qh { display: block; font-size: .5em; font-weight: 700; line-height: 1; min-height: 1em; }
 .bv-q.bv-victim { box-shadow: inset 0 -.22em 0 $red; padding-bottom: .3em; }
+.bv-q.bv-evict-next .bv-qh { color: $red; text-decoration: underline dashed $red; }
+.bv-q.bv-evict-next { border-color: $red; }
 .bv-q.bv-to-head, .bv-q.bv-to-tail { outline: .2em solid $amber; outline-offset: .06em; }
 .bv-qm { display: block; font-size: .5em; font-weight: 700; color: $ink; line-height: 1.15;
          white-space: nowrap; }
@@ -224,17 +235,23 @@ CSS = """
 """
 
 
+def css_rules() -> str:
+    """The panels' rules with the colours filled in (no <style> tag, no page rules): the player's
+    stylesheet and the board's (inside its shadow root) both start from these."""
+    return Template(CSS).substitute(
+        ink=INK, muted=MUTED, grey=GREY, grey_bg=GREY_BG, grey_bg_free=GREY_BG_FREE,
+        green=GREEN, green_bg=GREEN_BG, green_bg_free=GREEN_BG_FREE, null=NULL_BG,
+        amber=AMBER, red=RED, blue=BLUE, purple=PURPLE, orange=ORANGE)
+
+
 def css(presenter: bool = False) -> str:
     """The stylesheet; presenter mode scales every panel up (readable from the back row)."""
     scale = 1.3 if presenter else 1.0
     # a projector (1920 wide and up) gets larger type still: read from the back row
     wide = "@media (min-width: 1700px) { :root { --bv-scale: 1.7; } }\n" if presenter else ""
-    sheet = Template(CSS).substitute(
-        ink=INK, muted=MUTED, grey=GREY, grey_bg=GREY_BG, grey_bg_free=GREY_BG_FREE,
-        green=GREEN, green_bg=GREEN_BG, green_bg_free=GREEN_BG_FREE, null=NULL_BG,
-        amber=AMBER, red=RED, blue=BLUE, purple=PURPLE, orange=ORANGE)
     root = f":root {{ --bv-scale: {scale}; }}\n" + wide
-    return "<style>\n" + root + sheet + PAGE_CSS + (PRESENTER_CSS if presenter else "") + "</style>"
+    return ("<style>\n" + root + css_rules() + PAGE_CSS + (PRESENTER_CSS if presenter else "")
+            + "</style>")
 
 
 # Streamlit's page: less empty space above the player.

@@ -28,6 +28,7 @@ class StepView:
     fresh: frozenset[int]        # blocks get_new_blocks handed out
     changed_requests: frozenset[str]
     op: tuple | None             # the op of this frame
+    prev_ref_cnt: Any = None     # ref counts before it (a card shows ``1→2``)
 
     @property
     def ops(self) -> tuple:
@@ -44,11 +45,12 @@ def step_view(timeline: Timeline, index: int, frame: int | None = None,
         head, tail = moved_to_ends(s.ops)
         removed = tuple(h for h, _ in prev.hash_table if h in d.hashes_removed)
         return StepView(index, None, len(s.ops), s, s, d.changed_blocks, head, tail, s.hash_table,
-                        d.hashes_added, removed, popped_blocks(s.ops), d.changed_requests, None)
+                        d.hashes_added, removed, popped_blocks(s.ops), d.changed_requests, None,
+                        prev.ref_cnt)
     frames = timeline.frames(index) if frames is None else frames
     if not frames:
         return StepView(index, 0, 0, s, s, frozenset(), frozenset(), frozenset(), s.hash_table,
-                        frozenset(), (), frozenset(), frozenset(), None)
+                        frozenset(), (), frozenset(), frozenset(), None, s.ref_cnt)
     frame = max(0, min(frame, len(frames) - 1))
     f = frames[frame]
     before = frames[frame - 1] if frame > 0 else prev
@@ -59,4 +61,4 @@ def step_view(timeline: Timeline, index: int, frame: int | None = None,
     head, tail = moved_to_ends([f.op])
     return StepView(index, frame, len(frames), f, s, changed_blocks(before, f), head, tail, table,
                     frozenset(now_h - set(old_h)), tuple(h for h in old_h if h not in now_h),
-                    popped_blocks([f.op]), frozenset(), f.op)
+                    popped_blocks([f.op]), frozenset(), f.op, before.ref_cnt)

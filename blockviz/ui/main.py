@@ -25,7 +25,10 @@ def main() -> None:
     presenter_link = S.presenter_flag(st.query_params.get("presenter"))
     st.set_page_config(layout="wide", page_title="blockviz", page_icon="🧱",
                        initial_sidebar_state="collapsed" if presenter_link else "auto")
-    lang = st.session_state.get(S.LANG, "en")
+    lang = st.session_state.get(S.LANG)
+    if lang not in S.LANGS:            # a first visit: the link's language titles the pages too
+        link = st.query_params.get("lang")
+        lang = link if link in S.LANGS else "en"
     pages = {path: st.Page(fn, title=t(key, lang), url_path=path, default=default)
              for fn, key, path, default in PAGES}
     register_pages(pages)

@@ -6,27 +6,18 @@ never from a process-wide cache. Everything here is built by the pure functions 
 ``blockviz.render``."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import plotly.graph_objects as go
 import streamlit as st
 from streamlit.string_util import clean_text
 
-from blockviz.i18n import event_label, t
-from blockviz.i18n.errors import error_text
+from blockviz.i18n import event_label
 from blockviz.render import blocks as rblocks
-from blockviz.render.external import external_html
-from blockviz.render.hash_table import hash_table_html
+from blockviz.render import step as rstep
 from blockviz.render.markers import kinds_markdown, strip_html
 from blockviz.render.metrics import metrics_figure
-from blockviz.render.narration import clip, engine_did_html, note_html, step_header_html
-from blockviz.render.payload import payload_caption_html, payload_figure, verify_html
-from blockviz.render.pseudocode import ops_list_html, pseudocode_html
-from blockviz.render.queue import queue_html
-from blockviz.render.requests import requests_html
-from blockviz.render.theme import esc
+from blockviz.render.payload import payload_caption_html, payload_figure
+from blockviz.render.step import Panels
 from blockviz.render.view import step_view
-from blockviz.teach.narrate import describe_op
 from blockviz.ui.data import PlayerRun, frames_of
 from blockviz.ui.nav import md_escape
 
@@ -97,24 +88,6 @@ def _frames(run: PlayerRun, index: int) -> tuple:
     return _session_memo(run, "frames", (index,), lambda: run.timeline.frames(index))
 
 
-@dataclass(frozen=True)
-class Panels:
-    header: str
-    note: str                     # the author's note (and the run's error at the last step)
-    did: str                      # what the engine did
-    blocks: str | None            # None: too many blocks, draw the heatmap figure
-    blocks_legend: str
-    queue: str
-    table: str
-    requests: str
-    op: str                       # the current op in words (stepping into an event)
-    pseudocode: str               # "" unless stepping into an event
-    ops_list: str
-    external: str
-    verify: str
-    written: tuple[int, ...]      # blocks whose K/V this step wrote (the payload panel's hint)
-
-
 def _view(run: PlayerRun, index: int, frame: int | None):
     frames = _frames(run, index) if frame is not None else None
     return step_view(run.timeline, index, frame, frames)
@@ -133,43 +106,18 @@ def _shared_panels(key: str, index: int, frame: int | None, lang: str, _run: Pla
 
 
 def build_panels(run: PlayerRun, index: int, frame: int | None, lang: str) -> Panels:
-    tl, labels, vocab, bs = run.timeline, run.labels, run.timeline.vocab, run.timeline.block_size
-    v = _view(run, index, frame)
-    s = v.snapshot
-    header = step_header_html(index, run.last, event_label(s.step, lang), lang,
-                              None if frame is None else (v.frame or 0, v.num_frames),
-                              title=run.scenario.title.get(lang))
-    note = s.note.get(lang) if s.note is not None else None
-    error = error_text(tl.error, lang) if tl.error is not None and index == run.last else None
-    note_part = note_html(note, lang, error=error)
-    did = engine_did_html(s, lang, labels, vocab, bs)
-    big = rblocks.use_heatmap(len(v.state.ref_cnt))
-    blocks = None if big else rblocks.blocks_html(v.state, labels=labels, vocab=vocab, block_size=bs,
-                                                 lang=lang, changed=v.changed, legend=False)
-    legend = (rblocks.heatmap_legend_html(lang, len(v.state.ref_cnt)) if big
-              else f'<div class="bv">{rblocks.legend_html(lang)}</div>')
-    queue = queue_html(v.state, labels=labels, lang=lang, to_head=v.to_head, to_tail=v.to_tail)
-    table = hash_table_html(v.table, labels=labels, state=v.state, lang=lang, added=v.hashes_added,
-                            removed=v.hashes_removed)
-    reqs = requests_html(s, lang=lang, fresh=v.fresh, changed=v.changed_requests)
-    code = ops = op = ""
-    if frame is not None:
-        if v.op is not None:
-            op = (f'<div class="bv"><div class="bv-op">'
-                  f'{esc(clip(describe_op(v.op, lang, labels, vocab, bs)))}</div></div>')
-            code = pseudocode_html(v.op, lang=lang, free_order=run.free_order,
-                                   vllm_function=v.op.fn)
-            ops = ops_list_html(s.ops, v.frame or 0, lang)
-        else:
-            op = f'<div class="bv"><div class="bv-op">{esc(t("no_ops", lang))}</div></div>'
-    on_gpu = {h for h, _ in v.table}
-    ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang, on_gpu=on_gpu)
-           if s.external is not None else "")
-    written = tuple(sorted({op.block_id for op in s.ops if op.kind in ("write", "load")}))
+    frames = _frames(run, index) if frame is not None else None
+    p = rstep.build_panels(run.timeline, index, frame, lang, labels=run.labels, info=run_info(run, lang),
+                           frames=frames)
     h = prepared
-    return Panels(h(header), h(note_part), h(did), None if blocks is None else h(blocks), h(legend),
-                  h(queue), h(table), h(reqs), h(op), h(code), h(ops), h(ext),
-                  h(verify_html(s.ops, lang, run.tolerance)), written)
+    return Panels(h(p.header), h(p.note), h(p.did), None if p.blocks is None else h(p.blocks),
+                  h(p.blocks_legend), h(p.queue), h(p.table), h(p.requests), h(p.op), h(p.pseudocode),
+                  h(p.ops_list), h(p.external), h(p.verify), p.written)
+
+
+def run_info(run: PlayerRun, lang: str) -> rstep.RunInfo:
+    return rstep.RunInfo(title=run.scenario.title.get(lang), free_order=run.free_order,
+                         tolerance=run.tolerance)
 
 
 def blocks_heatmap(key: str, index: int, frame: int | None, lang: str, run: PlayerRun) -> go.Figure:

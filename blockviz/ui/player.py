@@ -16,26 +16,38 @@ from blockviz.i18n.errors import error_text
 from blockviz.render import theme
 from blockviz.render.authoring import AUTHOR_CSS
 from blockviz.render.markers import markers_legend_html
-from blockviz.ui import data, panels, tryit
+from blockviz.ui import board, data, panels, tryit
 from blockviz.ui import state as S
 from blockviz.ui.nav import default_lang, language_toggle, md_escape, md_fields
 
-STEP_LIST_WINDOW = 120     # the sidebar lists at most this many steps around the cursor
-
 # -- callbacks (they only change session state) --------------------------------------------
-def _go(action: str) -> None:
+BOARD = board.PLAYER
+
+
+def _board_pos() -> None:
+    """The board moved (in the browser): the panels below it follow."""
+    ss = st.session_state
+    pos = board.position(ss, BOARD)
+    if pos is None:
+        return
     run = _current_run()
-    S.go(st.session_state, action, run.last, run.n_ops)
+    try:
+        ss[S.CURSOR] = max(0, min(int(pos.get("step", 0)), run.last))
+        frame = pos.get("frame")
+        ss[S.FRAME] = None if frame is None else max(0, int(frame))
+    except (TypeError, ValueError):
+        return
+    if pos.get("lang") in S.LANGS:
+        ss[S.LANG] = pos["lang"]
 
 
-def _toggle_play() -> None:
-    run = _current_run()
-    S.toggle_play(st.session_state, run.last, run.n_ops)
-
-
-def _from_widget(widget: str) -> None:
-    run = _current_run()
-    S.jump(st.session_state, st.session_state[widget], run.last)
+def _board_want() -> None:
+    """The board reached the edge of the steps it holds: ship the window around this step."""
+    ss = st.session_state
+    value = ss.get(BOARD)
+    want = value.get("want") if value is not None and hasattr(value, "get") else None
+    if isinstance(want, int):
+        ss[S.CURSOR] = max(0, min(want, _current_run().last))
 
 
 def _set_presenter() -> None:
@@ -58,10 +70,6 @@ def _set_speed() -> None:
         st.session_state[S.SPEED] = v
     st.session_state[S.FULL_RERUN] = True
     st.session_state[S.ARMED] = False
-
-
-def _set_into() -> None:
-    S.set_into(st.session_state, bool(st.session_state.get("w_into")))
 
 
 def _set_selfcheck() -> None:
@@ -93,6 +101,7 @@ def page() -> None:
             ss[S.CURSOR], ss[S.FRAME] = own
     elif ss.get(S.SCENARIO) not in index.paths:
         S.switch_scenario(ss, index.ids[0])
+
     if ss.get(S.SOURCE) == "user" and ss.get(S.USER_RUN) is None:
         ss[S.SOURCE] = "builtin"
     run = _current_run()
@@ -107,10 +116,7 @@ def page() -> None:
         st.warning(t(key, lang, **{k: md_escape(str(v)) for k, v in fields.items()}))
     for name, err in index.broken:
         st.warning(t("scenario_broken", lang, f=md_escape(name), msg=md_escape(error_text(err, lang))))
-    if ss.get(S.PLAYING):
-        _autoplay(run)
-    else:
-        _body(run)
+    _body(run)
 
 
 @functools.cache
@@ -119,103 +125,40 @@ def _stylesheets(presenter: bool) -> tuple[str, str]:
     return panels.prepared(theme.css(presenter)), panels.prepared(AUTHOR_CSS)
 
 
-def _autoplay(run: data.PlayerRun) -> None:
-    ss = st.session_state
-
-    @st.fragment(run_every=S.interval(ss.get(S.SPEED, 1.0)))
-    def autoplay_fragment() -> None:
-        if not ss.get(S.PLAYING) or ss.get(S.FULL_RERUN):
-            ss[S.FULL_RERUN] = False
-            st.rerun()
-        S.tick(ss, run.last, run.n_ops)
-        _body(run)
-
-    autoplay_fragment()
-
-
 def _body(run: data.PlayerRun) -> None:
     ss = st.session_state
     lang, presenter = ss[S.LANG], ss.get(S.PRESENTER, False)
     cursor, frame = ss[S.CURSOR], ss.get(S.FRAME)
-    p = panels.step_panels(run.key, cursor, frame, lang, run)
-    _controls(run, lang, presenter, p)
-    if not presenter:
-        _learn_row(run, cursor, lang)
-    if frame is not None:
-        left, right = st.columns([3, 5], gap="medium")
-        with left:
-            _html(p.op)
-            if p.ops_list:
-                _html(p.ops_list)
-            st.caption(t("frame_state_note", lang))
-        with right:
-            if p.pseudocode:
-                _html(p.pseudocode)
-        with st.expander(t("narration", lang), expanded=False):
-            _html(p.note)
-            _html(p.did)
-    elif presenter or not p.note:
-        _html(p.note or p.did)
-    else:
-        left, right = st.columns([3, 2], gap="medium")
-        with left:
-            _html(p.note)
-        with right:
-            _html(p.did)
-    _section(t("gpu_blocks", lang))
-    if p.blocks is not None:
-        _html(p.blocks)
-    else:
-        st.plotly_chart(panels.blocks_heatmap(run.key, cursor, frame, lang, run), key="blocks_heatmap",
-                        config={"displayModeBar": False})
-    _html(p.blocks_legend)
-    if presenter:   # essentials side by side, so one projector screen holds them all
-        qcol, tcol = st.columns([2, 1], gap="medium")
-        with qcol:
-            _section(t("free_queue", lang), t("free_queue_hint", lang))
-            _html(p.queue)
-            if p.external:
-                _section(t("external_tier", lang))
-                _html(p.external)
-        with tcol:
-            _section(t("hash_table", lang))
-            _html(p.table)
-    else:
-        if p.external:
-            qcol, ecol = st.columns([3, 2], gap="medium")
-        else:
-            qcol, ecol = st.container(), None
-        with qcol:
-            _section(t("free_queue", lang), t("free_queue_hint", lang))
-            _html(p.queue)
-        if ecol is not None:
-            with ecol:
-                _section(t("external_tier", lang))
-                _html(p.external)
-        _learn_panels(run, cursor, frame, lang)   # below the state they are about
-        tcol, rcol = st.columns(2, gap="medium")
-        with tcol:
-            _section(t("hash_table", lang))
-            _html(p.table)
-        with rcol:
-            _section(t("requests", lang))
-            _html(p.requests)
-        # The tensors and the metrics open on demand: closed, they cost nothing (no plotly).
-        pcol, mcol = st.columns(2, gap="medium")
-        with pcol:
-            box = _lazy_expander(t("payload", lang), "x_payload")
-            with box:
-                if box.open:
-                    _payload(run, lang, p)
-        with mcol:
-            box = _lazy_expander(t("metrics", lang), "x_metrics")
-            with box:
-                if box.open:
-                    st.plotly_chart(panels.metrics_chart(run.key, cursor, lang, run),
-                                    key="metrics_chart", config={"displayModeBar": False})
-        events = run.timeline.snapshot(cursor).kv_events
-        if events:
-            with st.expander(f"{t('kv_events', lang)} ({len(events)})"):
+    # The board tells Python its step only while a panel below it follows the step.
+    report = bool(ss.get(S.SELFCHECK) or tryit.current_fork(run) is not None
+                  or any(ss.get("bv_open_" + k) for k in ("x_payload", "x_metrics", "x_events")))
+    board.show(run, ss, key=BOARD, step=cursor, frame=frame, lang=lang, presenter=presenter,
+               speed=ss.get(S.SPEED, 1.0), url=S.linked(ss), report=report or S.showing_user(ss),
+               on_pos=_board_pos, on_want=_board_want)
+    if presenter:
+        _sync_url()
+        return
+    _learn_row(run, cursor, lang)
+    _learn_panels(run, cursor, frame, lang)
+    # The tensors and the metrics open on demand: closed, they cost nothing (no plotly).
+    pcol, mcol = st.columns(2, gap="medium")
+    with pcol:
+        box = _lazy_expander(t("payload", lang), "x_payload")
+        with box:
+            if box.open:
+                _payload(run, lang, panels.step_panels(run.key, cursor, frame, lang, run))
+    with mcol:
+        box = _lazy_expander(t("metrics", lang), "x_metrics")
+        with box:
+            if box.open:
+                st.plotly_chart(panels.metrics_chart(run.key, cursor, lang, run),
+                                key="metrics_chart", config={"displayModeBar": False})
+    box = _lazy_expander(t("kv_events", lang), "x_events")
+    with box:
+        if box.open:
+            events = run.timeline.snapshot(cursor).kv_events
+            st.caption(t("kv_events_at", lang, k=cursor, n=len(events)))
+            if events:
                 st.json(list(events), expanded=True)
     _sync_url()
 
@@ -258,43 +201,9 @@ def _lazy_expander(label: str, key: str):
                        on_change=_remember_open, args=(key,))
 
 
-def _html(markup: str) -> None:
-    if markup:          # st.html refuses empty content
-        st.html(markup)
-
-
 def _section(title: str, hint: str = "") -> None:
     small = f"<small>{theme.esc(hint)}</small>" if hint else ""
     st.html(f'<div class="bv"><div class="bv-h">{theme.esc(title)}{small}</div></div>')
-
-
-def _controls(run: data.PlayerRun, lang: str, presenter: bool, p: panels.Panels) -> None:
-    ss = st.session_state
-    cursor, frame = ss[S.CURSOR], ss.get(S.FRAME)
-    playing = ss.get(S.PLAYING, False)
-    at_start = cursor == 0 and (frame is None or frame == 0)
-    at_end = S.at_end(cursor, frame, run.last, run.n_ops)
-    row = st.container(horizontal=True, vertical_alignment="center", gap="small", key="controls")
-    with row:
-        st.button(t("nav_first", lang), key="b_first", icon=":material/first_page:", shortcut="Home",
-                  on_click=_go, args=("first",), disabled=at_start)
-        st.button(t("nav_prev", lang), key="b_prev", icon=":material/chevron_left:", shortcut="Left",
-                  on_click=_go, args=("prev",), disabled=at_start)
-        st.button(t("nav_pause" if playing else "nav_play", lang), key="b_play", shortcut="Space",
-                  icon=":material/pause:" if playing else ":material/play_arrow:",
-                  on_click=_toggle_play, type="primary" if playing else "secondary")
-        st.button(t("nav_next", lang), key="b_next", icon=":material/chevron_right:", shortcut="Right",
-                  on_click=_go, args=("next",), disabled=at_end, icon_position="right")
-        st.button(t("nav_last", lang), key="b_last", icon=":material/last_page:", shortcut="End",
-                  on_click=_go, args=("last",), disabled=at_end, icon_position="right")
-        ss["w_into"] = frame is not None
-        st.toggle(t("step_into", lang), key="w_into", on_change=_set_into, help=t("step_into_help", lang))
-    st.html(p.header)
-    if not presenter and run.last > 0:
-        ss["w_slider"] = cursor
-        st.slider(t("timeline", lang), 0, run.last, key="w_slider", on_change=_from_widget,
-                  args=("w_slider",), label_visibility="collapsed")
-        st.html(panels.markers_strip(cursor, lang, run))
 
 
 def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter: bool) -> None:
@@ -329,22 +238,7 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
         st.toggle(t("presenter", lang), key="w_presenter", on_change=_set_presenter,
                   help=t("presenter_help", lang))
         st.caption(t("keys_hint", lang))
-        if not presenter:
-            _step_list(run, lang)
-
-
-def _step_list(run: data.PlayerRun, lang: str) -> None:
-    ss = st.session_state
-    cursor = ss[S.CURSOR]
-    lo = max(0, min(cursor - STEP_LIST_WINDOW // 2, run.last + 1 - STEP_LIST_WINDOW))
-    hi = min(run.last, lo + STEP_LIST_WINDOW - 1)
-    options = list(range(lo, hi + 1))
-    labels = panels.step_labels(lo, hi, lang, run)     # cached: a revisit formats nothing
-
-    ss["w_steps"] = cursor
-    st.radio(t("steps_list", lang), options, key="w_steps", format_func=lambda i: labels[i - lo],
-             on_change=_from_widget, args=("w_steps",))
-    st.html(markers_legend_html(lang))
+        st.html(markers_legend_html(lang))      # the colours of the board's timeline marks
 
 
 def _payload(run: data.PlayerRun, lang: str, p: panels.Panels) -> None:
@@ -384,7 +278,10 @@ def _payload(run: data.PlayerRun, lang: str, p: panels.Panels) -> None:
 
 
 def _sync_url() -> None:
-    """The URL follows the cursor, so a copied link reopens exactly this view."""
+    """The URL names the scenario, language and mode; the board writes the step into it (one
+    writer per field: a late rerun must not move the URL back a step)."""
     want = S.url_params(st.session_state)
-    if dict(st.query_params) != want:
+    have = dict(st.query_params)
+    moved = ("step", "op")
+    if {k: v for k, v in have.items() if k not in moved} != {k: v for k, v in want.items() if k not in moved}:
         st.query_params.from_dict(want)

@@ -233,6 +233,11 @@ def shared_code(state: Mapping) -> str | None:
     return shared[1]
 
 
+def linked(state: Mapping) -> bool:
+    """Whether a link reopens what the player shows (a built-in, or a run with a link code)."""
+    return not showing_user(state) or shared_code(state) is not None
+
+
 def user_link_note(state: Mapping) -> str:
     """The i18n key of the sidebar's note on the session's own scenario: whether a link reopens it."""
     return "link_opened_note" if shared_code(state) else "user_not_linked"

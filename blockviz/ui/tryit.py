@@ -17,7 +17,7 @@ from blockviz.scenario import ScenarioError, load_text
 from blockviz.scenario.schema import Scenario
 from blockviz.sim import fork as F
 from blockviz.teach import selfcheck as SC
-from blockviz.ui import data, worker
+from blockviz.ui import board, data, worker
 from blockviz.ui import state as S
 from blockviz.ui.nav import go_to_author, md_escape, md_fields
 
@@ -370,7 +370,9 @@ def _sc_check(run: data.PlayerRun, cursor: int) -> None:
 
 
 def _sc_show(run: data.PlayerRun) -> None:
-    S.go(st.session_state, "next", run.last, run.n_ops)
+    ss = st.session_state
+    S.go(ss, "next", run.last, run.n_ops)
+    board.move(ss, board.PLAYER, ss[S.CURSOR], ss.get(S.FRAME), run.key)   # Python moves the board
 
 
 def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 APP = str(ROOT / "app.py")
 TEST_SCENARIOS = ROOT / "tests" / "render" / "scenarios"
 BUILTIN_IDS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml"))
+BOARD_KEYS = {"b_next": "next", "b_prev": "prev", "b_first": "first", "b_last": "last"}
 
 
 class Page:
@@ -47,6 +48,8 @@ class Page:
         return self.at.download_button(key=key).proto.url.rsplit("/", 1)[-1].split(".")[0]
 
     def click(self, key: str) -> Page:
+        if key in BOARD_KEYS:          # the board's buttons live in the browser: do what it does
+            return self.press(BOARD_KEYS[key])
         self.at.button(key=key).click()
         return self.run()
 
@@ -65,6 +68,69 @@ class Page:
     def editor_text(self) -> str:
         return self.editor()["text"]
 
+    # the board (a components-v2 element: AppTest runs no JS, so these do what its script does)
+    def board(self) -> dict | None:
+        """The data the board was sent (None: no board on the page)."""
+        found = [e for e in self.at.get("bidi_component")
+                 if not e.proto.id.endswith("-w_author_text")]      # not the Author editor
+        if not found:
+            return None
+        raw = json.loads(found[0].proto.json)
+        return json.loads(raw) if isinstance(raw, str) else raw
+
+    def press(self, action: str) -> Page:
+        """A key on the board (next / prev / first / last): the board moves in the browser and
+        tells Python where it is (its ``pos`` state); the page then runs again."""
+        from blockviz.ui import state as S
+        d = self.board()
+        assert d is not None, "no board on the page"
+        ss = self.at.session_state
+        frame = ss["bv_frame"] if "bv_frame" in ss else None
+
+        def n_ops(i: int) -> int:
+            frames = d.get("frames", {}).get(d["lang"])
+            return len(frames[i - d["lo"]]) if frames and d["lo"] <= i <= d["hi"] else 0
+        ss["bv_cursor"], ss["bv_frame"] = S.move(ss["bv_cursor"], frame, action, d["n"] - 1, n_ops)
+        return self.run()
+
+    def step_into(self, on: bool = True) -> Page:
+        """The board's "step into" button: frames on (op 0) or off."""
+        self.at.session_state["bv_frame"] = 0 if on else None
+        return self.run()
+
+    def jump(self, step: int) -> Page:
+        """A click on the board's timeline."""
+        self.at.session_state["bv_cursor"] = step
+        if ("bv_frame" in self.at.session_state and self.at.session_state["bv_frame"] is not None):
+            self.at.session_state["bv_frame"] = 0
+        return self.run()
+
+    def board_html(self) -> str:
+        """What the board draws at the step the session is on (its panels, from its data)."""
+        d = self.board()
+        if d is None:
+            return ""
+        ss = self.at.session_state
+        k = ss["bv_cursor"] if "bv_cursor" in ss else 0
+        if "bv_preview_step" in ss and not self.on_player():
+            k = ss["bv_preview_step"]
+        frame = ss["bv_frame"] if "bv_frame" in ss else None
+        lang = d["lang"] if d["lang"] in d["steps"] else d["langs"][0]
+        if not d["lo"] <= k <= d["hi"]:
+            return ""
+        rec = d["steps"][lang][k - d["lo"]]
+        keys = ["h", "n", "d", "b", "q", "t", "r", "x"]
+        parts = {x: rec[x] for x in keys if x in rec}
+        frames = d.get("frames", {}).get(lang)
+        if frame is not None and frames:
+            fr = frames[k - d["lo"]]
+            if fr:
+                parts.update(fr[min(frame, len(fr) - 1)])
+        return "\n".join(d["strings"][i] for i in parts.values())
+
+    def on_player(self) -> bool:
+        return not self.at._finished_page_script_hash or self.on_page("player")
+
     def open_details(self) -> Page:
         """Open the KV payload and metrics expanders (as a click on each would)."""
         self.at.session_state["bv_open_x_payload"] = True
@@ -73,7 +139,7 @@ class Page:
 
     # what the page shows
     def html(self) -> str:
-        return "\n".join(e.proto.body for e in self.at.html)
+        return "\n".join([e.proto.body for e in self.at.html] + [self.board_html()])
 
     def text(self) -> str:
         parts = [self.html()]

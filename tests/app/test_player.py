@@ -17,9 +17,11 @@ def test_every_builtin_scenario_opens_and_reaches_its_last_step(page, sid):
     assert not p.warnings()
     assert p.state["bv_scenario"] == sid and p.header().startswith("step 0 of ")
     last = int(p.header().rsplit(" ", 1)[1])
+    d = p.board()
+    assert d["n"] == last + 1 and (d["lo"], d["hi"]) == (0, last)     # a lesson ships every step
+    assert set(d["steps"]) == {"en", "zh"}                             # both languages: no rerun
     p.click("b_last")
     assert p.header() == f"step {last} of {last}"
-    assert p.params["step"] == str(last)
 
 
 def test_opens_on_six_blocks_at_the_start(page):
@@ -29,7 +31,8 @@ def test_opens_on_six_blocks_at_the_start(page):
     assert "Six blocks, one prefix" in p.html()
     assert p.queue() == "1 2 3 4 5 6"
     assert p.params == {"scenario": "six-blocks", "step": "0", "lang": "en"}
-    assert p.at.button(key="b_first").disabled and p.at.button(key="b_prev").disabled
+    d = p.board()
+    assert d["goto"]["step"] == 0 and d["url"] is True and d["report"] is False
 
 
 def test_next_prev_first_last(page):
@@ -37,52 +40,51 @@ def test_next_prev_first_last(page):
     for _ in range(4):
         p.click("b_next")
     assert p.header() == "step 4 of 8" and p.queue() == "4 3 5 6 2 1"
-    assert p.params["step"] == "4"
     p.click("b_prev")
     assert p.header() == "step 3 of 8" and p.queue() == "3 5 6"
     p.click("b_last")
     assert p.header() == "step 8 of 8" and p.queue() == ""
-    assert p.at.button(key="b_next").disabled and p.at.button(key="b_last").disabled
     p.click("b_first")
-    assert p.header() == "step 0 of 8" and p.params["step"] == "0"
+    assert p.header() == "step 0 of 8"
 
 
-def test_buttons_carry_the_keyboard_shortcuts(page):
+def test_the_board_data_never_carries_the_browser_step(page):
+    """Python moves the board only by a new goto: a rerun after the browser stepped sends the same
+    data, so a late rerun cannot pull the board back (and the payload is not sent again)."""
     p = page()
-    shortcuts = {key: p.at.button(key=key).proto.shortcut
-                 for key in ("b_first", "b_prev", "b_play", "b_next", "b_last")}
-    assert shortcuts == {"b_first": "home", "b_prev": "left", "b_play": "space",
-                         "b_next": "right", "b_last": "end"}
+    before = p.board()
+    p.click("b_next").click("b_next")         # the browser stepped and said so
+    after = p.board()
+    assert after == before                     # same data, same goto: the board stays where it is
+    assert after["goto"] == {"step": 0, "frame": None, "seq": 1, "run": after["goto"]["run"]}
 
 
-def test_slider_and_step_list_jump_anywhere(page):
+def test_the_board_reports_its_step_only_while_a_panel_follows_it(page):
     p = page()
-    p.at.slider(key="w_slider").set_value(6)
+    assert p.board()["report"] is False                      # stepping costs the server nothing
+    p.at.session_state["bv_open_x_metrics"] = True
     p.run()
-    assert p.header() == "step 6 of 8" and p.queue() == "3 5 6"
-    assert p.at.radio(key="w_steps").value == 6          # the list follows the cursor
-    p.at.radio(key="w_steps").set_value(2)
+    assert p.board()["report"] is True
+    p.at.session_state["bv_open_x_metrics"] = False
+    p.at.toggle(key="w_selfcheck").set_value(True)
     p.run()
-    assert p.header() == "step 2 of 8" and p.at.slider(key="w_slider").value == 2
-    assert p.params["step"] == "2"
+    assert p.board()["report"] is True
 
 
-def test_step_list_labels_events_with_markers(page):
-    p = page()
-    radio = p.at.radio(key="w_steps")
-    labels = radio.proto.options
-    assert len(labels) == 9
-    assert labels[1].startswith("1 · A arrives") and ":blue[■]" in labels[1]
-    assert ":green[■]" in labels[2] and ":red[■]" in labels[8]
+def test_the_timeline_marks_every_step_with_its_kinds(page):
+    d = page().board()
+    assert len(d["marks"]) == 9
+    assert d["marks"][1] == "a" and "h" in d["marks"][2] and "e" in d["marks"][8]
+    assert d["events"]["en"][1] == "A arrives" and d["events"]["zh"][1]
 
 
 def test_step_into_walks_the_frames_with_the_pseudocode_line(page):
     p = page({"step": "1"})
-    p.at.toggle(key="w_into").set_value(True)
-    p.run()
+    assert "frames" not in p.board()                        # frames ship only on request
+    p.step_into()
+    assert "frames" in p.board() and p.board()["steps"].keys() == {"en"}
     assert p.state["bv_frame"] == 0 and "op 1 of 9" in p.html()
     assert "waiting.append(request)" in p.current_code_line()
-    assert p.params["op"] == "1"
     p.click("b_next").click("b_next")
     assert "op 3 of 9" in p.html()
     assert "free_block_queue.popleft_n(n)" in p.current_code_line()
@@ -95,9 +97,8 @@ def test_step_into_walks_the_frames_with_the_pseudocode_line(page):
     assert p.header() == "step 2 of 8" and "op 1 of" in p.html()
     p.click("b_prev")
     assert p.header() == "step 1 of 8" and "op 9 of 9" in p.html()
-    p.at.toggle(key="w_into").set_value(False)
-    p.run()
-    assert p.state["bv_frame"] is None and "op" not in p.params
+    p.step_into(False)
+    assert p.state["bv_frame"] is None and "frames" not in p.board()
 
 
 def test_step_into_the_free_of_b_shows_the_split_order_lines(page):
@@ -109,35 +110,28 @@ def test_step_into_the_free_of_b_shows_the_split_order_lines(page):
     assert p.queue() == "4 3 5 6 2 1"
 
 
-def test_autoplay_toggle_and_speed(page):
+def test_speed_reaches_the_board(page):
     p = page()
-    assert p.at.button(key="b_play").label == "Play"
-    p.click("b_play")
-    assert p.state["bv_playing"] is True
-    assert p.at.button(key="b_play").label == "Pause"
+    assert p.board()["speed"] == 1.0
     p.at.button_group(key="w_speed").set_value(4.0)
     p.run()
-    assert p.state["bv_speed"] == 4.0 and p.state["bv_playing"] is True
-    p.click("b_play")
-    assert p.state["bv_playing"] is False and p.at.button(key="b_play").label == "Play"
-
-
-def test_play_at_the_end_starts_over(page):
-    p = page({"step": "8"})
-    p.click("b_play")
-    assert p.state["bv_playing"] is True and p.header() == "step 0 of 8"
+    assert p.state["bv_speed"] == 4.0 and p.board()["speed"] == 4.0
 
 
 def test_language_switch_changes_the_visible_text(page):
     p = page({"step": "4"})
-    assert "GPU blocks" in p.text() and "Free queue" in p.text()
+    ui = p.board()["ui"]
+    assert (ui["en"]["gpu_blocks"], ui["en"]["free_queue"]) == ("GPU blocks", "Free queue")
+    assert "What the engine did" in p.text() and p.board()["lang"] == "en"
     p.at.button_group(key="w_lang").set_value("zh")
     p.run()
     text = p.text()
     assert p.header() == "第 4 步 / 共 8 步"
-    assert "GPU 块" in text and "空闲队列" in text and "前缀 hash 表" in text
-    assert "GPU blocks" not in text and "Free queue" not in text and "What the engine did" not in text
-    assert p.at.button(key="b_next").label == "下一步"
+    assert p.board()["lang"] == "zh"            # the board shows its zh panels (it holds both)
+    assert (ui["zh"]["gpu_blocks"], ui["zh"]["free_queue"], ui["zh"]["hash_table"]) == \
+        ("GPU 块", "空闲队列", "前缀 hash 表")
+    assert "What the engine did" not in text and "引擎做了什么" in text
+    assert p.board()["ui"]["zh"]["nav_next"] == "下一步" and p.board()["lang"] == "zh"
     assert "B 结束，块表倒序释放" in text                  # the scenario's own zh note
     assert p.params["lang"] == "zh"
     assert p.queue() == "4 3 5 6 2 1"                     # same state, other words
@@ -145,15 +139,15 @@ def test_language_switch_changes_the_visible_text(page):
 
 def test_presenter_mode_keeps_only_the_essentials(page):
     p = page({"step": "2"})
-    assert 'data-request="A"' in p.html() and p.at.slider and p.at.radio
+    assert p.board()["presenter"] is False and p.at.toggle(key="w_selfcheck")
     p.at.toggle(key="w_presenter").set_value(True)
     p.run()
     html = p.html()
-    assert "--bv-scale: 1.3" in html
-    assert 'data-request="A"' not in html                  # no requests panel
-    assert not p.at.slider and not p.at.radio              # keyboard, not the slider / step list
+    assert p.board()["presenter"] is True                  # the board fits itself, larger
+    assert 'data-request="A"' in html                      # every panel stays: the board fits them
+    assert not p.at.toggle(key="w_selfcheck") if "w_selfcheck" in [t.key for t in p.at.toggle] else True
     p.open_details()
-    assert not p.charts()                                  # no payload or metrics
+    assert not p.charts()                                  # no payload or metrics below it
     assert p.queue() == "5 6" and 'data-hash="H1"' in html and "bv-note" in html
     assert p.params.get("presenter") == "1"
     p.click("b_next")                                      # the controls still work

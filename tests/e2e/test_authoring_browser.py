@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_browser import IDLE, NO_ERROR, open_page, queue_text, wait_header
+from .test_browser import IDLE, NO_ERROR, act, open_page, queue_text, wait_header
 
 pytestmark = pytest.mark.browser
 
@@ -57,12 +57,12 @@ def test_write_a_scenario_preview_it_and_step_it_in_the_player(browser, server, 
     page.screenshot(path=str(screenshots / "author-valid-en-1280x800.png"))
     click_key(page, "b_open_player")
     wait_header(page, "step 3 of 3")
-    click_key(page, "b_first")
+    act(page, "first")                          # the board's own buttons (no st.button since the board)
     wait_header(page, "step 0 of 3")
     assert queue_text(page) == "1 2 3"
-    click_key(page, "b_next")
+    act(page, "next")
     wait_header(page, "step 1 of 3")
-    assert "A takes two blocks." in page.locator(".bv-note").inner_text()
+    assert "A takes two blocks." in page.locator(".bv-note").first.inner_text()
     assert queue_text(page) == "3"
     assert page.locator(NO_ERROR).count() == 0
     page.screenshot(path=str(screenshots / "author-opened-in-player-en-1280x800.png"))

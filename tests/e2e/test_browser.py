@@ -3,75 +3,126 @@ element, and screenshots of both languages at laptop and projector sizes (presen
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
-HEADER = ".bv-stepno"
+HEADER = '[data-bv="board"] .bv-stepno'
+BOARD = '[data-bv="board"]'
+READY = '[data-bv="board"][data-bv-ready="1"]'
 NO_ERROR = '[data-testid="stException"]'
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+PANELS = ("blocks", "free-queue", "hash-table", "requests")
 
 
 def open_page(browser, url: str, query: str, width: int = 1280, height: int = 800):
     page = browser.new_page(viewport={"width": width, "height": height})
     page.goto(f"{url}/?{query}")
-    page.wait_for_selector(HEADER, timeout=90_000)
-    page.wait_for_selector(".st-key-b_next button", timeout=30_000)
+    page.wait_for_selector(READY, timeout=90_000)      # Playwright's CSS pierces the shadow root
     page.wait_for_selector(IDLE, timeout=60_000)
     return page
 
 
 def wait_header(page, text: str) -> None:
-    """The step header reads ``text`` and the script run that drew it has finished (a key
-    pressed mid-run may be dropped by the browser side)."""
-    page.wait_for_function(
-        "t => document.querySelector('.bv-stepno')?.textContent === t", arg=text, timeout=30_000)
-    page.wait_for_selector(IDLE, timeout=30_000)
+    """The board's step header reads ``text``."""
+    expect(page.locator(HEADER)).to_have_text(text, timeout=30_000)
 
 
 def queue_text(page) -> str:
-    return " ".join(page.locator(".bv-queue .bv-qid").all_inner_texts())
+    return " ".join(page.locator('[data-bv="free-queue"] .bv-qid').all_inner_texts())
 
 
-def test_walk_six_blocks_with_the_next_button(browser, server):
+def board_step(page) -> int:
+    return int(page.locator(BOARD).get_attribute("data-bv-step"))
+
+
+def act(page, what: str) -> None:
+    page.locator(f'{BOARD} [data-act="{what}"]').click()
+
+
+def test_walk_six_blocks_with_the_board_buttons(browser, server):
     page = open_page(browser, server, "scenario=six-blocks&lang=en")
     wait_header(page, "step 0 of 8")
     assert queue_text(page) == "1 2 3 4 5 6"
     for k in range(1, 5):
-        page.locator(".st-key-b_next button").click()
+        act(page, "next")
         wait_header(page, f"step {k} of 8")
-    page.wait_for_function(
-        "() => document.querySelector('.bv-queue')?.dataset.queue === '4 3 5 6 2 1'", timeout=30_000)
     assert queue_text(page) == "4 3 5 6 2 1"
     assert page.locator(NO_ERROR).count() == 0
     page.wait_for_function("() => location.search.includes('step=4')", timeout=10_000)
     page.close()
 
 
-def test_walk_six_blocks_with_the_arrow_key(browser, server):
+def test_walk_six_blocks_with_the_arrow_key_and_back(browser, server):
     page = open_page(browser, server, "scenario=six-blocks&lang=zh")
     wait_header(page, "第 0 步 / 共 8 步")
-    page.locator(".bv-stepno").click()          # focus the page, not a widget
     for k in range(1, 5):
         page.keyboard.press("ArrowRight")
         wait_header(page, f"第 {k} 步 / 共 8 步")
     assert queue_text(page) == "4 3 5 6 2 1"
+    page.go_back()                                   # a history entry per step
+    wait_header(page, "第 3 步 / 共 8 步")
+    assert "step=3" in page.url
     page.keyboard.press("End")
     wait_header(page, "第 8 步 / 共 8 步")
     page.keyboard.press("Home")
     wait_header(page, "第 0 步 / 共 8 步")
+    page.locator(f'{BOARD} .bvb-mk[data-step="6"]').click()     # the timeline jumps
+    wait_header(page, "第 6 步 / 共 8 步")
     assert page.locator(NO_ERROR).count() == 0
+    page.close()
+
+
+def test_stepping_costs_the_server_no_rerun(browser, server):
+    page = open_page(browser, server, "scenario=six-blocks&lang=en")
+    runs = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda f: runs.append(f)))
+    page.reload()
+    page.wait_for_selector(READY, timeout=90_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.wait_for_timeout(600)
+    sent = len(runs)
+    for _ in range(5):
+        page.keyboard.press("ArrowRight")
+    wait_header(page, "step 5 of 8")
+    page.wait_for_timeout(800)                        # past the report debounce
+    assert len(runs) == sent, "stepping sent the server a message"
     page.close()
 
 
 def test_space_plays_and_pauses(browser, server):
     page = open_page(browser, server, "scenario=six-blocks&lang=en&step=6")
     wait_header(page, "step 6 of 8")
-    page.locator(".bv-stepno").click()
     page.keyboard.press("Space")                # 1x = one step every 2 s
     wait_header(page, "step 7 of 8")
     page.keyboard.press("Space")
-    page.wait_for_selector('.st-key-b_play button:has-text("Play")', timeout=30_000)
+    expect(page.locator(f'{BOARD} [data-act="play"]')).to_have_attribute("aria-label", "Play")
     assert page.locator(NO_ERROR).count() == 0
+    page.close()
+
+
+def test_hover_links_a_request_to_its_blocks_everywhere(browser, server):
+    page = open_page(browser, server, "scenario=six-blocks&lang=en&step=2")
+    page.locator('[data-bv="requests"] [data-request="A"]').hover()
+    lit = page.locator('[data-bv="blocks"] .bv-card.bv-lit')
+    expect(lit).to_have_count(3)
+    assert sorted(lit.evaluate_all("es => es.map(e => e.dataset.block)")) == ["1", "2", "3"]
+    # a block: the same block lights in the hash table and the request tables too
+    page.locator('[data-bv="blocks"] .bv-card[data-block="1"]').hover()
+    assert page.locator('[data-bv="hash-table"] .bv-lit[data-block="1"]').count() == 1
+    assert page.locator('[data-bv="requests"] .bv-b.bv-lit[data-block="1"]').count() == 2  # A and B
+    assert "A B" in page.locator('[data-bv="blocks"] .bv-card[data-block="1"] .bv-held').inner_text()
+    page.close()
+
+
+def test_the_language_switches_on_the_board_without_a_rerun(browser, server):
+    page = open_page(browser, server, "scenario=six-blocks&lang=en&step=4")
+    wait_header(page, "step 4 of 8")
+    act(page, "lang")
+    wait_header(page, "第 4 步 / 共 8 步")
+    assert "空闲队列" in page.locator('[data-bv="free-queue"] .bvb-t').inner_text()
+    page.wait_for_selector(IDLE, timeout=30_000)      # Python follows: the sidebar and page names
+    expect(page.locator('[data-testid="stSidebarNav"]')).to_contain_text("播放器", timeout=30_000)
     page.close()
 
 
@@ -99,8 +150,10 @@ def test_screenshots(browser, server, screenshots, lang, width, height, mode):
 
 def test_screenshot_step_into(browser, server, screenshots):
     page = open_page(browser, server, "scenario=six-blocks&step=4&op=3&lang=en", 1280, 800)
-    page.wait_for_selector(".bv-code .bv-cur", timeout=30_000)
-    assert "append_n(to_tail)" in page.locator(".bv-code .bv-cur").inner_text()
+    page.wait_for_selector(f"{BOARD} .bv-code .bv-cur", timeout=30_000)
+    assert "append_n(to_tail)" in page.locator(f"{BOARD} .bv-code .bv-cur").inner_text()
+    page.keyboard.press("ArrowRight")                # op by op, in the browser
+    expect(page.locator(BOARD)).to_have_attribute("data-bv-frame", "3")
     page.wait_for_timeout(800)
     page.screenshot(path=str(screenshots / "six-blocks-step4-op3-en-1280x800-into.png"))
     assert page.locator(NO_ERROR).count() == 0

@@ -11,7 +11,7 @@ import pytest
 from blockviz.scenario.share import MAX_CODE_CHARS
 
 from .test_authoring_browser import SMALL, open_author, write
-from .test_browser import HEADER, IDLE, NO_ERROR, queue_text, wait_header
+from .test_browser import HEADER, IDLE, NO_ERROR, act, queue_text, wait_header
 
 pytestmark = pytest.mark.browser
 
@@ -121,11 +121,11 @@ def test_a_shared_link_opens_the_same_scenario_at_the_same_step_in_a_fresh_conte
     other.wait_for_selector(HEADER, timeout=90_000)
     wait_header(other, "step 1 of 3")
     assert "Tiny test" in other.locator(".bv-scn").first.inner_text()
-    assert "A takes two blocks." in other.locator(".bv-note").inner_text()
+    assert "A takes two blocks." in other.locator(".bv-note").first.inner_text()
     assert queue_text(other) == "3"
     assert other.locator(NO_ERROR).count() == 0
     other.screenshot(path=str(screenshots / "shared-link-en-1280x800.png"))
-    other.locator(".st-key-b_next button").click()
+    act(other, "next")
     wait_header(other, "step 2 of 3")
     other.wait_for_function("() => location.search.includes('step=2') && location.search.includes('s=')",
                             timeout=10_000)

@@ -1,13 +1,15 @@
 """Exports in a real Chromium: the HTML file opens OFFLINE (every request that is not the file
-itself is aborted) and its Next button and arrow keys step it; the PNG is made by kaleido, decodes
-as a 1920×1080 PNG, and is kept in artifacts/screenshots/ to be looked at."""
+itself is aborted) and the board in it steps with its buttons, the arrow keys and Back; the PNG of
+the board (headless Chromium) and the plotly slide (kaleido) decode as 1920×1080 PNGs and are kept in
+artifacts/screenshots/ to be looked at."""
 from __future__ import annotations
 
 import struct
 
 import pytest
+from playwright.sync_api import expect
 
-from blockviz.render.export import export_html, slide, write_png
+from blockviz.render.export import board_png, export_html, slide, write_png
 from blockviz.scenario import load
 from blockviz.sim.runner import run
 
@@ -34,33 +36,53 @@ def test_the_exported_html_steps_offline(browser, root, tmp_path, screenshots):
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(path.as_uri())
-    pos = page.locator("#bvx-pos")
-    visible_queue = "section.bvx-step:not([hidden]) .bv-queue"
-    assert pos.inner_text() == "step 3 of 8"
-    assert page.locator(visible_queue).get_attribute("data-queue") == "3 5 6"
-    page.locator("#bvx-next").click()
-    assert pos.inner_text() == "step 4 of 8"
-    assert page.locator(visible_queue).get_attribute("data-queue") == "4 3 5 6 2 1"
-    assert page.locator("section.bvx-step:not([hidden])").count() == 1
+    head = page.locator('[data-bv="board"] .bv-stepno')
+    queue = page.locator('[data-bv="free-queue"] .bv-queue')
+    page.wait_for_selector('[data-bv="board"][data-bv-ready="1"]', timeout=10_000)
+    assert head.inner_text() == "step 3 of 8"
+    assert queue.get_attribute("data-queue") == "3 5 6"
+    page.locator('[data-bv="board"] [data-act="next"]').click()
+    assert head.inner_text() == "step 4 of 8"
+    assert queue.get_attribute("data-queue") == "4 3 5 6 2 1"
     page.keyboard.press("ArrowLeft")
-    assert pos.inner_text() == "step 3 of 8"
+    assert head.inner_text() == "step 3 of 8"
     page.keyboard.press("End")
-    assert pos.inner_text() == "step 8 of 8" and page.locator("#bvx-next").is_disabled()
+    assert head.inner_text() == "step 8 of 8"
+    assert page.locator('[data-bv="board"] [data-act="next"]').is_disabled()
     page.keyboard.press("Home")
-    assert pos.inner_text() == "step 0 of 8" and page.locator("#bvx-prev").is_disabled()
-    page.locator("#bvx-next").click()
-    page.screenshot(path=str(screenshots / "export-html-six-blocks-step1-en.png"))
+    assert head.inner_text() == "step 0 of 8"
+    page.keyboard.press("ArrowRight")
+    page.go_back()                                   # Back steps back in a file too
+    expect(head).to_have_text("step 0 of 8")
+    page.keyboard.press("ArrowRight")
+    page.locator('[data-bv="board"] [data-act="lang"]').click()        # both languages inside
+    assert head.inner_text() == "第 1 步 / 共 8 步"
+    page.screenshot(path=str(screenshots / "export-html-six-blocks-step1-zh.png"))
     assert not asked and not errors
     # a link to a step opens there (a new page, and the same page)
     page.goto(path.as_uri() + "#step=6")
-    assert pos.inner_text() == "step 6 of 8"
+    expect(head).to_have_text("step 6 of 8")
     page.close()
     fresh = browser.new_page()
     fresh.route("**/*", only_the_file)
     fresh.goto(path.as_uri() + "#step=7")
-    assert fresh.locator("#bvx-pos").inner_text() == "step 7 of 8"
+    expect(fresh.locator('[data-bv="board"] .bv-stepno')).to_have_text("step 7 of 8")
     assert not asked
     fresh.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_png_is_the_board(chromium_path, root, screenshots, lang, monkeypatch):
+    monkeypatch.setenv("BLOCKVIZ_CHROMIUM", chromium_path)
+    loaded = load(root / "scenarios" / "six-blocks.yaml")
+    _, tl = run(loaded)
+    doc = export_html(tl, title=loaded.scenario.title.get(lang), lang=lang, start=4)
+    data = board_png(doc, 4)
+    out = screenshots / f"export-board-six-blocks-step4-{lang}.png"
+    out.write_bytes(data)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    assert struct.unpack(">II", data[16:24]) == (1920, 1080)
+    assert len(data) > 50_000                                   # drawn, not blank
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

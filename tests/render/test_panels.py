@@ -123,7 +123,8 @@ def test_card_shows_id_ref_count_hash_label_and_tokens(six, six_labels):
 
 def test_legend_names_every_colour_in_both_languages():
     en, zh = legend_html("en"), legend_html("zh")
-    for word in ("cached", "not cached", "free", "null", "changed in this step", "next to be taken"):
+    for word in ("cached", "not cached", "free", "null", "changed in this step", "next allocation takes it",
+                 "next cached prefix to be evicted"):
         assert word in en
     assert "本步变化" in zh and "已登记 hash" in zh
 

@@ -1,0 +1,643 @@
+// The board: every panel of a step on one screen, stepped in the browser.
+// Used two ways with the same code: as a Streamlit components-v2 component (the player and the
+// Author preview), and in the offline HTML export, where a few lines call it with the data inlined.
+// It receives pre-rendered, escaped panel HTML (blockviz.render.step) in a string pool, lays it out,
+// fits it to the viewport, steps with keys and buttons, follows and writes the URL, animates the
+// change (blocks slide between the free queue and the request tables) and links the panels.
+// Python learns the step through setStateValue("pos"), debounced, so a burst of keys is one rerun.
+
+const DEBOUNCE_MS = 250;
+const MOVE_MS = 420;
+const BOARDS = new WeakMap();
+const svg = (d) => `<svg viewBox="0 0 24 24" width="1.1em" height="1.1em" aria-hidden="true"><path d="${d}" fill="currentColor"/></svg>`;
+const ICONS = {
+  first: svg('M6 5h2.5v14H6zM20 5v14L9.5 12z'), prev: svg('M17 5v14L6 12z'), play: svg('M7 5v14l12-7z'),
+  pause: svg('M6 5h4v14H6zM14 5h4v14h-4z'), next: svg('M7 5v14l11-7z'), last: svg('M15.5 5H18v14h-2.5zM4 5v14l10.5-7z'),
+};      // the component's parent element -> its board state
+const TYPING = 'input, textarea, select, [contenteditable=""], [contenteditable="true"], ' +
+  '[role="tab"], [role="slider"], [role="radiogroup"], [role="radio"], [role="listbox"], ' +
+  '[role="option"], [role="combobox"], [role="spinbutton"]';
+
+let lastText = null, lastData = null;
+
+export default function board(component) {
+  const { parentElement } = component;
+  let data = component.data;
+  if (typeof data === 'string') {          // the app sends one cached JSON text
+    if (data !== lastText) { lastText = data; lastData = JSON.parse(data); }
+    data = lastData;
+  }
+  let b = BOARDS.get(parentElement);
+  if (!b) {
+    b = create(parentElement, component);
+    BOARDS.set(parentElement, b);
+  }
+  b.api = component;
+  b.load(data || {});
+  return () => { b.destroy(); BOARDS.delete(parentElement); };
+}
+
+function el(tag, cls, attrs) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (attrs) for (const k in attrs) e.setAttribute(k, attrs[k]);
+  return e;
+}
+
+function create(parent, component) {
+  const root = el('div', 'bvb', { 'data-bv': 'board', 'data-bv-step': '0', tabindex: '-1' });
+  root.innerHTML = `
+    <div class="bvb-bar">
+      <div class="bvb-btns" role="toolbar">
+        <button type="button" data-act="first">${ICONS.first}</button>
+        <button type="button" data-act="prev">${ICONS.prev}</button>
+        <button type="button" data-act="play" class="bvb-play">${ICONS.play}</button>
+        <button type="button" data-act="next">${ICONS.next}</button>
+        <button type="button" data-act="last">${ICONS.last}</button>
+      </div>
+      <div class="bvb-head" data-bv="header"></div>
+      <div class="bvb-tools">
+        <button type="button" data-act="into" class="bvb-into" aria-pressed="false"></button>
+        <button type="button" data-act="lang" class="bvb-lang"></button>
+      </div>
+    </div>
+    <div class="bvb-marks" data-bv="timeline" role="list"></div>
+    <div class="bvb-say" data-bv="narration">
+      <div class="bvb-note"></div><div class="bvb-did"></div>
+    </div>
+    <div class="bvb-grid">
+      <div class="bvb-col">
+        <section class="bvb-p bvb-blocks" data-bv="blocks"><div class="bvb-t" data-t="gpu_blocks"></div>
+          <div class="bvb-body"></div><div class="bvb-legend"></div></section>
+        <section class="bvb-p bvb-queue" data-bv="free-queue"><div class="bvb-t" data-t="free_queue"
+          data-hint="free_queue_hint"></div><div class="bvb-body"></div></section>
+        <section class="bvb-p bvb-ext" data-bv="external" hidden><div class="bvb-t"
+          data-t="external_tier"></div><div class="bvb-body"></div></section>
+      </div>
+      <div class="bvb-col">
+        <section class="bvb-p bvb-table" data-bv="hash-table"><div class="bvb-t" data-t="hash_table"></div>
+          <div class="bvb-body"></div></section>
+        <section class="bvb-p bvb-reqs" data-bv="requests"><div class="bvb-t" data-t="requests"></div>
+          <div class="bvb-body"></div></section>
+      </div>
+    </div>
+    <div class="bvb-foot"><span class="bvb-keys"></span><span class="bvb-tip" role="status"></span></div>`;
+  parent.appendChild(root);
+  const q = (s) => root.querySelector(s);
+  const part = {
+    head: q('.bvb-head'), marks: q('.bvb-marks'), note: q('.bvb-note'), did: q('.bvb-did'),
+    say: q('.bvb-say'), blocks: q('.bvb-blocks .bvb-body'), legend: q('.bvb-legend'),
+    table: q('.bvb-table .bvb-body'), queue: q('.bvb-queue .bvb-body'), reqs: q('.bvb-reqs .bvb-body'),
+    ext: q('.bvb-ext .bvb-body'), extBox: q('.bvb-ext'), keys: q('.bvb-keys'), tip: q('.bvb-tip'),
+    into: q('.bvb-into'), lang: q('.bvb-lang'), play: q('.bvb-play'),
+  };
+  const st = {
+    data: null, step: 0, frame: null, lang: 'en', playing: false, timer: 0, seq: null,
+    dataLang: null, sent: '', debounce: 0, scale: 1, fitKey: '', lit: null, want: -1,
+  };
+  const b = { api: component, root };
+
+  const S = (i) => (i === undefined || i === null ? '' : st.data.strings[i]);
+  const d = () => st.data;
+  const stepsOf = (lang) => d().steps[lang] || d().steps[d().langs[0]];
+  const inWindow = (k) => k >= d().lo && k <= d().hi;
+  const nFrames = (k) => {
+    const f = d().frames && (d().frames[st.lang] || d().frames[d().langs[0]]);
+    return f && inWindow(k) ? f[k - d().lo].length : 0;
+  };
+  const hasFrames = () => !!(d().frames && (d().frames[st.lang] || d().frames[d().langs[0]]));
+  const flag = (f) => d().url === 'hash' && new RegExp(`[#&]${f}(&|$)`).test(window.location.hash);
+  const reduced = () => (window.matchMedia && window.matchMedia('(prefers-reduced-motion: reduce)').matches) ||
+    (st.playing && d().speed > 2) || flag('still');
+
+  // -- drawing ------------------------------------------------------------------------------
+  function record(k, frame) {
+    const recs = stepsOf(st.lang);
+    const rec = recs[k - d().lo];
+    if (frame === null || !hasFrames()) return [rec, null];
+    const fr = (d().frames[st.lang] || d().frames[d().langs[0]])[k - d().lo];
+    return [rec, fr.length ? fr[Math.min(frame, fr.length - 1)] : null];
+  }
+
+  function positions() {
+    // where each block is drawn in the panels it moves between (queue, request tables)
+    const at = new Map();
+    for (const sel of ['.bvb-queue [data-block]', '.bvb-reqs [data-block]']) {
+      for (const e of root.querySelectorAll(sel)) {
+        const id = e.getAttribute('data-block');
+        if (!at.has(id)) at.set(id, e.getBoundingClientRect());
+      }
+    }
+    return at;
+  }
+
+  function slide(before) {
+    if (reduced() || !before || !Element.prototype.animate) return;
+    const seen = new Set();
+    for (const sel of ['.bvb-queue [data-block]', '.bvb-reqs [data-block]']) {
+      for (const e of root.querySelectorAll(sel)) {
+        const id = e.getAttribute('data-block');
+        if (seen.has(id)) continue;
+        seen.add(id);
+        const old = before.get(id);
+        if (!old) continue;
+        const now = e.getBoundingClientRect();
+        const dx = old.left - now.left, dy = old.top - now.top;
+        if (Math.abs(dx) < 2 && Math.abs(dy) < 2) continue;
+        e.animate([{ transform: `translate(${dx}px, ${dy}px)`, zIndex: 3 },
+                   { transform: 'translate(0, 0)', zIndex: 3 }],
+                  { duration: MOVE_MS, easing: 'cubic-bezier(.2,.7,.2,1)' });
+      }
+    }
+  }
+
+  function draw(animate) {
+    if (!d() || !d().n) return;
+    const k = st.step;
+    root.setAttribute('data-bv-step', String(k));
+    root.setAttribute('data-bv-frame', st.frame === null ? '' : String(st.frame));
+    root.setAttribute('lang', st.lang === 'zh' ? 'zh-CN' : 'en');
+    root.classList.toggle('bvb-still', reduced());
+    root.classList.toggle('bvb-into-on', st.frame !== null);
+    const ui = d().ui[st.lang] || d().ui[d().langs[0]];
+    for (const t of root.querySelectorAll('.bvb-t')) {
+      const hint = t.getAttribute('data-hint');
+      t.innerHTML = '';
+      t.append(document.createTextNode(ui[t.getAttribute('data-t')] || ''));
+      if (hint) { const s = el('small'); s.textContent = ui[hint]; t.append(s); }
+    }
+    if (!inWindow(k)) {
+      part.head.textContent = ui.board_loading;
+      return;
+    }
+    const before = animate ? positions() : null;
+    const [rec, fr] = record(k, st.frame);
+    const show = fr || rec;
+    part.head.innerHTML = S(show.h);
+    if (fr) {
+      part.note.innerHTML = S(fr.op);
+      part.did.innerHTML = S(fr.pc) + S(fr.ol);
+    } else if (st.frame !== null) {
+      part.note.innerHTML = S(rec.n);
+      part.did.textContent = d().noFrames ? ui.board_no_frames : ui.board_loading;
+    } else {
+      part.note.innerHTML = S(rec.n);
+      part.did.innerHTML = S(rec.d);
+    }
+    part.say.classList.toggle('bvb-say-code', !!fr);
+    part.say.classList.toggle('bvb-say-did', !fr && !S(rec.n));
+    if (d().dense) {
+      dense(k);
+    } else {
+      part.blocks.innerHTML = S(show.b);
+    }
+    part.legend.innerHTML = d().legend[st.lang] || d().legend[d().langs[0]];
+    part.queue.innerHTML = S(show.q);
+    part.table.innerHTML = S(show.t);
+    part.reqs.innerHTML = S(rec.r);
+    part.extBox.hidden = !d().external;
+    part.ext.innerHTML = d().external ? S(rec.x) : '';
+    drawMarks();
+    drawButtons(ui);
+    if (st.lit) light(st.lit);
+    slide(before);
+  }
+
+  function drawButtons(ui) {
+    const n = d().n, k = st.step;
+    const atStart = k === 0 && (st.frame === null || st.frame === 0);
+    const atEnd = k === n - 1 && (st.frame === null || st.frame >= nFrames(k) - 1);
+    const set = (act, label, dis) => {
+      const e = root.querySelector(`[data-act="${act}"]`);
+      e.title = label; e.setAttribute('aria-label', label); e.disabled = !!dis;
+    };
+    set('first', ui.nav_first, atStart);
+    set('prev', ui.nav_prev, atStart);
+    set('next', ui.nav_next, atEnd);
+    set('last', ui.nav_last, atEnd);
+    set('play', st.playing ? ui.nav_pause : ui.nav_play, false);
+    part.play.innerHTML = st.playing ? ICONS.pause : ICONS.play;
+    part.play.classList.toggle('bvb-on', st.playing);
+    part.into.textContent = ui.step_into;
+    part.into.disabled = !!d().noFrames;
+    part.into.setAttribute('aria-pressed', String(st.frame !== null));
+    part.into.classList.toggle('bvb-on', st.frame !== null);
+    const other = d().langs.length > 1 ? d().langs.find((l) => l !== st.lang) : null;
+    part.lang.hidden = !other;
+    if (other) part.lang.textContent = (d().ui[st.lang] || {}).board_lang || other;
+    part.keys.textContent = ui.board_keys;
+  }
+
+  function drawMarks() {
+    const n = d().n;
+    const key = `${n}|${st.lang}|${d().lo}|${d().hi}`;
+    if (part.marks.getAttribute('data-key') !== key) {
+      part.marks.setAttribute('data-key', key);
+      part.marks.innerHTML = '';
+      const per = Math.max(1, Math.ceil(n / 160));
+      const names = d().markNames[st.lang] || d().markNames[d().langs[0]];
+      const events = d().events[st.lang] || d().events[d().langs[0]];
+      for (let s = 0; s < n; s += per) {
+        const e = el('button', 'bvb-mk', { type: 'button', 'data-step': String(s), role: 'listitem' });
+        const codes = new Set();
+        for (let j = s; j < Math.min(n, s + per); j++) for (const c of d().marks[j] || '') codes.add(c);
+        const bars = el('span', 'bvb-bars');
+        for (const c of codes) {
+          const i = el('i'); i.style.background = d().markColours[c]; bars.append(i);
+        }
+        const num = el('span', 'bvb-num'); num.textContent = String(s);
+        e.append(bars, num);
+        const what = [...codes].map((c) => names[c]).join(', ');
+        const ev = inWindow(s) ? events[s - d().lo] : '';
+        e.title = `${s}${ev ? ' · ' + ev : ''}${what ? ' — ' + what : ''}`;
+        part.marks.append(e);
+      }
+      part.marks.style.setProperty('--bvb-cols', String(Math.ceil(n / per)));
+      part.marks.setAttribute('data-per', String(per));
+    }
+    const per = Number(part.marks.getAttribute('data-per')) || 1;
+    for (const e of part.marks.children) {
+      const s = Number(e.getAttribute('data-step'));
+      e.classList.toggle('bvb-cur', st.step >= s && st.step < s + per);
+    }
+  }
+
+  // -- the dense view (big pools): a cell per block, an id axis, the queue as a strip -----------
+  function dense(k) {
+    const rec = d().cells[k - d().lo];
+    let box = part.blocks.querySelector('.bvb-dense');
+    if (!box) {
+      part.blocks.innerHTML = `<div class="bvb-dense"><div class="bvb-zoom">
+        <button type="button" data-zoom="-1">−</button><button type="button" data-zoom="1">+</button>
+        <span class="bvb-dnote"></span></div><div class="bvb-scroll"><canvas class="bvb-cv"></canvas></div>
+        <canvas class="bvb-strip"></canvas></div>`;
+      box = part.blocks.querySelector('.bvb-dense');
+    }
+    const ui = d().ui[st.lang] || d().ui[d().langs[0]];
+    box.querySelector('.bvb-dnote').textContent = ui.board_dense_note.replace('{n}', d().blocks.toLocaleString());
+    const n = rec.cells.length;
+    const cols = n <= 2048 ? 64 : 128;
+    const rows = Math.ceil(n / cols);
+    const scroll = box.querySelector('.bvb-scroll');
+    const width = Math.max(200, scroll.clientWidth || part.blocks.clientWidth || 600);
+    const axis = 34;
+    const cell = Math.max(3, Math.floor((width - axis) / cols)) * (st.zoom || 1);
+    const cv = box.querySelector('.bvb-cv');
+    const dpr = window.devicePixelRatio || 1;
+    const W = axis + cols * cell, H = 14 + rows * cell;
+    cv.width = W * dpr; cv.height = H * dpr; cv.style.width = W + 'px'; cv.style.height = H + 'px';
+    const g = cv.getContext('2d');
+    g.scale(dpr, dpr);
+    g.fillStyle = '#fff'; g.fillRect(0, 0, W, H);
+    g.fillStyle = '#57606a'; g.font = '10px sans-serif';
+    for (let c = 0; c < cols; c += 16) g.fillText(String(c), axis + c * cell, 10);
+    const colour = d().kindColours;
+    for (let i = 0; i < n; i++) {
+      const r = Math.floor(i / cols), c = i % cols;
+      if (c === 0 && r % Math.max(1, Math.round(12 / cell)) === 0) {
+        g.fillStyle = '#57606a'; g.fillText(String(i), 0, 14 + r * cell + Math.min(cell, 10));
+      }
+      g.fillStyle = colour[rec.cells[i]];
+      g.fillRect(axis + c * cell, 14 + r * cell, Math.max(1, cell - 1), Math.max(1, cell - 1));
+    }
+    const mark = (i, style, dash) => {
+      const r = Math.floor(i / cols), c = i % cols;
+      g.strokeStyle = style; g.lineWidth = 2; g.setLineDash(dash || []);
+      g.strokeRect(axis + c * cell - 1, 14 + r * cell - 1, cell + 1, cell + 1);
+    };
+    for (const i of rec.changed) mark(i, '#f2a900');
+    if (rec.evict !== null && rec.evict !== undefined) mark(rec.evict, '#c62828', [2, 2]);
+    if (rec.victim !== null && rec.victim !== undefined) mark(rec.victim, '#c62828');
+    if (st.lit) for (const i of st.lit) if (i < n) mark(Number(i), '#1f2328');
+    cv.onmousemove = (ev) => {
+      const rc = cv.getBoundingClientRect();
+      const c = Math.floor((ev.clientX - rc.left - axis) / cell), r = Math.floor((ev.clientY - rc.top - 14) / cell);
+      const i = r * cols + c;
+      part.tip.textContent = c >= 0 && c < cols && i >= 0 && i < n ? `${ui.block} ${i}` : '';
+    };
+    // the free queue as a strip, head on the left
+    const strip = box.querySelector('.bvb-strip');
+    const sw = width, sh = 14;
+    strip.width = sw * dpr; strip.height = sh * dpr; strip.style.width = sw + 'px'; strip.style.height = sh + 'px';
+    const h = strip.getContext('2d');
+    h.scale(dpr, dpr);
+    h.fillStyle = '#fff'; h.fillRect(0, 0, sw, sh);
+    const m = rec.qcells.length;
+    for (let x = 0; x < sw && m; x++) {
+      h.fillStyle = colour[rec.qcells[Math.floor((x * m) / sw)]];
+      h.fillRect(x, 0, 1, sh);
+    }
+  }
+
+  // -- linking: hover a block, a request or a hash row; every panel lights the same blocks ----
+  function idsAt(target) {
+    const t = target && target.closest ? target : null;
+    if (!t) return null;
+    const row = t.closest('[data-request], tr[data-hash]');
+    const one = t.closest('[data-block]');
+    if (one && !(row && row.contains(one) && one === row)) {
+      if (row && !one.closest('.bvb-queue, .bvb-blocks')) {
+        return [...row.querySelectorAll('[data-block]')].map((e) => e.getAttribute('data-block'));
+      }
+      return [one.getAttribute('data-block')];
+    }
+    if (row) return [...row.querySelectorAll('[data-block]')].map((e) => e.getAttribute('data-block'));
+    return null;
+  }
+
+  function light(ids) {
+    st.lit = ids;
+    const want = new Set(ids || []);
+    for (const e of root.querySelectorAll('.bv-lit')) e.classList.remove('bv-lit');
+    root.classList.toggle('bvb-linking', want.size > 0);
+    if (!want.size) return;
+    for (const e of root.querySelectorAll('[data-block]')) {
+      if (want.has(e.getAttribute('data-block'))) e.classList.add('bv-lit');
+    }
+    for (const e of root.querySelectorAll('[data-request], tr[data-hash]')) {
+      const mine = [...e.querySelectorAll('[data-block]')].some((x) => want.has(x.getAttribute('data-block')));
+      if (mine) e.classList.add('bv-lit');
+    }
+  }
+
+  root.addEventListener('pointerover', (ev) => {
+    const ids = idsAt(ev.target);
+    const key = ids ? ids.join(',') : '';
+    if (key !== (st.lit || []).join(',')) light(ids);
+  });
+  root.addEventListener('pointerleave', () => light(null));
+
+  // -- moving ---------------------------------------------------------------------------------
+  function flush() {
+    clearTimeout(st.debounce);
+    const pos = { step: st.step, frame: st.frame, lang: st.lang };
+    const key = JSON.stringify(pos);
+    if (key !== st.sent && b.api && b.api.setStateValue) {
+      st.sent = key;
+      b.api.setStateValue('pos', pos);
+    }
+  }
+  function report() {
+    if (!d().report) return;             // nothing on the server follows the step: no rerun
+    clearTimeout(st.debounce);
+    st.debounce = setTimeout(flush, DEBOUNCE_MS);
+  }
+
+  // the step in the address: ?step=&op= in the app, #step= in an exported file
+  function readUrl() {
+    try {
+      if (d().url === 'hash') {
+        const m = /step=(\d{1,9})/.exec(window.location.hash);
+        return m ? { step: Number(m[1]), frame: null } : null;
+      }
+      const u = new URL(window.location.href);
+      const s = u.searchParams.get('step');
+      if (s === null || !/^\d{1,9}$/.test(s)) return null;
+      const op = u.searchParams.get('op');
+      return { step: Number(s), frame: op !== null && /^\d{1,9}$/.test(op) ? Math.max(0, Number(op) - 1) : null };
+    } catch (e) { return null; }
+  }
+
+  function writeUrl(push) {
+    if (!d().url) return;
+    try {
+      const state = { bvStep: st.step, bvFrame: st.frame };
+      if (d().url === 'hash') {           // keep any flags (#step=3&still&present)
+        const h = window.location.hash;
+        const want = /step=\d+/.test(h) ? h.replace(/step=\d+/, `step=${st.step}`) : `#step=${st.step}`;
+        if (h === want) return;
+        if (push) window.history.pushState(state, '', want);
+        else window.history.replaceState(state, '', want);
+        return;
+      }
+      const u = new URL(window.location.href);
+      const want = String(st.step), op = st.frame === null ? null : String(st.frame + 1);
+      if (u.searchParams.get('step') === want && u.searchParams.get('op') === op) return;
+      u.searchParams.set('step', want);
+      if (op === null) u.searchParams.delete('op'); else u.searchParams.set('op', op);
+      if (push) window.history.pushState(state, '', u.toString());
+      else window.history.replaceState(state, '', u.toString());
+    } catch (e) { /* a sandboxed page may refuse; stepping still works */ }
+  }
+
+  function show(k, frame, how) {
+    const n = d().n;
+    k = Math.max(0, Math.min(n - 1, k | 0));
+    if (frame !== null && frame !== undefined) frame = Math.max(0, frame | 0);
+    else frame = null;
+    const moved = k !== st.step || frame !== st.frame;
+    st.step = k; st.frame = frame;
+    if (!inWindow(k)) askWindow(k);
+    draw(moved && how !== 'jump');
+    if (moved && how !== 'pop') writeUrl(how !== 'init');
+    if (how !== 'init') report();
+  }
+
+  function askWindow(k) {
+    if (st.want === k || !b.api || !b.api.setStateValue) return;
+    st.want = k;
+    b.api.setStateValue('want', k);
+  }
+
+  function move(act) {
+    const n = d().n, k = st.step, f = st.frame;
+    if (f === null) {
+      if (act === 'next') show(k + 1, null);
+      else if (act === 'prev') show(k - 1, null);
+    } else {
+      const m = nFrames(k);
+      if (act === 'next') {
+        if (f + 1 < m) show(k, f + 1);
+        else if (k + 1 < n) show(k + 1, 0);
+      } else if (act === 'prev') {
+        if (f > 0) show(k, f - 1);
+        else if (k > 0) show(k - 1, Math.max(0, nFrames(k - 1) - 1));
+      }
+    }
+    if (act === 'first') show(0, f === null ? null : 0, 'jump');
+    if (act === 'last') show(n - 1, f === null ? null : Math.max(0, nFrames(n - 1) - 1), 'jump');
+  }
+
+  function atEnd() {
+    const k = st.step;
+    return k >= d().n - 1 && (st.frame === null || st.frame >= nFrames(k) - 1);
+  }
+
+  function play(on) {
+    st.playing = on && !atEnd();
+    clearInterval(st.timer);
+    if (st.playing) {
+      const ms = Math.max(120, (2000 / (d().speed || 1)));
+      st.timer = setInterval(() => {
+        if (atEnd()) { play(false); return; }
+        move('next');
+      }, ms);
+    }
+    draw(false);
+  }
+
+  function toggleInto() {
+    if (d().noFrames) return;
+    show(st.step, st.frame === null ? 0 : null, 'jump');
+    if (st.frame !== null && !hasFrames()) flush();   // the server ships the frames on request
+  }
+
+  function act(a) {
+    if (a === 'play') play(!st.playing);
+    else if (a === 'into') toggleInto();
+    else if (a === 'lang') {
+      const other = d().langs.find((l) => l !== st.lang);
+      if (other) { st.lang = other; st.fitKey = ''; draw(false); fit(); flush(); }
+    } else { if (st.playing && a !== 'next') play(false); move(a); }
+  }
+
+  root.addEventListener('click', (ev) => {
+    const btn = ev.target.closest('[data-act]');
+    if (btn && root.contains(btn)) { act(btn.getAttribute('data-act')); return; }
+    const mk = ev.target.closest('.bvb-mk');
+    if (mk) { show(Number(mk.getAttribute('data-step')), st.frame === null ? null : 0, 'jump'); return; }
+    const z = ev.target.closest('[data-zoom]');
+    if (z) { st.zoom = Math.max(1, Math.min(4, (st.zoom || 1) + Number(z.getAttribute('data-zoom')))); draw(false); return; }
+    // a tap links too (no hover on a touch screen)
+    if (ev.pointerType === 'touch' || ev.pointerType === 'pen') light(idsAt(ev.target));
+  });
+
+  function onKey(ev) {
+    if (!d() || !root.isConnected || ev.defaultPrevented) return;
+    if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const path = ev.composedPath ? ev.composedPath() : [ev.target];
+    for (const n of path) {
+      if (n && n.matches && n.matches(TYPING)) return;
+      if (n && n.isContentEditable) return;
+    }
+    const map = { ArrowRight: 'next', ArrowLeft: 'prev', Home: 'first', End: 'last', ' ': 'play',
+                  PageDown: 'next', PageUp: 'prev' };
+    const a = map[ev.key];
+    if (!a) return;
+    ev.preventDefault();
+    ev.stopPropagation();
+    act(a);
+  }
+  document.addEventListener('keydown', onKey, true);
+
+  function onPop() {
+    if (!d() || !d().url) return;
+    const at = readUrl();
+    if (at && (at.step !== st.step || at.frame !== st.frame)) show(at.step, at.frame, 'pop');
+  }
+  window.addEventListener('popstate', onPop);
+  window.addEventListener('hashchange', onPop);
+
+  // -- fitting the whole board on one screen ----------------------------------------------------
+  function avail() {
+    const top = Math.max(0, Math.min(root.getBoundingClientRect().top + scrollTop(), 400));
+    return window.innerHeight - top - 6;
+  }
+  function scrollTop() {
+    let e = root.parentNode;
+    while (e) {
+      if (e.host) e = e.host;
+      if (e.scrollTop) return e.scrollTop;
+      e = e.parentNode;
+    }
+    return window.scrollY || 0;
+  }
+  function setScale(s) {
+    st.scale = s;
+    root.style.setProperty('--bv-scale', String(s));
+  }
+  function fits() { return root.scrollHeight <= avail() && root.scrollWidth <= root.clientWidth + 2; }
+  function fit() {
+    if (!d() || !d().n || !root.isConnected) return;
+    const big = d().presenter || flag('present');       // a slide (#present) is shot large
+    const max = big ? (window.innerWidth >= 1700 ? 1.7 : 1.35) : 1.0;
+    const min = 0.5;
+    const keep = { step: st.step, frame: st.frame };
+    // the tallest steps decide: try every shipped step (at most 60, spread out)
+    const count = d().hi - d().lo + 1;
+    const every = Math.max(1, Math.ceil(count / 60));
+    const probe = [];
+    for (let i = d().lo; i <= d().hi; i += every) probe.push(i);
+    let lo = min, hi = max;
+    setScale(hi);
+    const worst = () => {
+      let bad = null, most = -1;
+      for (const k of probe) {
+        st.step = k; draw(false);
+        const over = root.scrollHeight - avail();
+        if (over > most) { most = over; bad = k; }
+      }
+      return [bad, most];
+    };
+    root.classList.add('bvb-fitting');
+    let [bad, over] = worst();
+    if (over > 0) {
+      for (let round = 0; round < 3 && over > 0; round++) {
+        st.step = bad;
+        hi = st.scale;
+        for (let it = 0; it < 7; it++) {
+          const mid = (lo + hi) / 2;
+          setScale(mid); draw(false);
+          if (fits()) lo = mid; else hi = mid;
+        }
+        setScale(lo);
+        [bad, over] = worst();
+        hi = lo; lo = min;
+      }
+    }
+    root.classList.remove('bvb-fitting');
+    st.step = keep.step; st.frame = keep.frame;
+    draw(false);
+  }
+  let resizeT = 0;
+  const onResize = () => { clearTimeout(resizeT); resizeT = setTimeout(() => { st.fitKey = ''; fit(); }, 150); };
+  window.addEventListener('resize', onResize);
+  const ro = window.ResizeObserver ? new ResizeObserver(onResize) : null;
+
+  // -- data in ----------------------------------------------------------------------------------
+  b.load = (data) => {
+    if (!data || !data.n) { st.data = null; return; }
+    const first = st.data === null;
+    const reportOn = !!data.report && (first || !st.data.report);
+    const windowChanged = !first && (data.lo !== st.data.lo || data.hi !== st.data.hi);
+    st.data = data;
+    st.want = -1;
+    if (data.lang && data.lang !== st.dataLang) {
+      st.dataLang = data.lang;
+      if (data.langs.includes(data.lang)) st.lang = data.lang;
+    }
+    if (!data.langs.includes(st.lang)) st.lang = data.langs[0];
+    const g = data.goto;
+    const seq = g ? `${g.run || ''}#${g.seq}` : null;
+    if (g && seq !== st.seq) {
+      st.seq = seq;
+      st.step = Math.max(0, Math.min(data.n - 1, g.step | 0));
+      st.frame = g.frame === null || g.frame === undefined ? null : g.frame;
+      if (first && data.url) onPopInit();
+      else if (!first) writeUrl(true);
+    }
+    if (first) { writeUrl(false); if (ro) ro.observe(root); }
+    if (st.playing) play(true);             // a new speed takes effect at once
+    const key = `${data.n}|${data.lo}|${data.hi}|${data.presenter}|${st.lang}|${data.blocks}`;
+    draw(false);
+    if (key !== st.fitKey || windowChanged) { st.fitKey = key; fit(); }
+    if (first) root.setAttribute('data-bv-ready', '1');
+    if (reportOn) { st.sent = ''; flush(); }   // a panel below now follows the step: tell it where
+  };
+  function onPopInit() {
+    // a reload keeps the step the address names (the browser owns it once the board is up)
+    const at = readUrl();
+    if (at) { st.step = Math.min(d().n - 1, at.step); if (d().url === true) st.frame = at.frame; }
+  }
+  b.destroy = () => {
+    clearInterval(st.timer); clearTimeout(st.debounce); clearTimeout(resizeT);
+    document.removeEventListener('keydown', onKey, true);
+    window.removeEventListener('popstate', onPop);
+    window.removeEventListener('hashchange', onPop);
+    window.removeEventListener('resize', onResize);
+    if (ro) ro.disconnect();
+    root.remove();
+  };
+  b.state = st;
+  return b;
+}

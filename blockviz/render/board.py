@@ -1,0 +1,175 @@
+"""The board's data: a run's steps, ready for the browser to draw — the same panels (``render.step``)
+for the player, the Author preview and the offline HTML export. Pure: a timeline in, a JSON-ready
+dict out. The browser side (``board.js``, ``board.css`` beside this file) lays the panels out on
+one screen, steps through them without asking the server, animates the change and links the panels.
+
+Size: a lesson of up to ``CARD_LIMIT`` blocks ships every step in both languages (switching
+language costs no rerun) with the op frames of "step into"; bigger runs ship a window of steps
+around the cursor in one language, and draw their blocks as a dense strip (one cell per block)
+instead of cards.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+from blockviz.i18n import event_label, t
+from blockviz.render import step as rstep
+from blockviz.render.blocks import heatmap_legend_html, legend_html, next_marks
+from blockviz.render.markers import KINDS
+from blockviz.render.theme import BLOCK_KINDS, MARKER_COLOURS, block_kind, css_rules
+from blockviz.render.view import step_view
+from blockviz.teach.labels import HashLabels
+
+CARD_LIMIT = 32            # blocks drawn as cards; more: the dense view
+FULL_STEPS = 400           # a run this short ships every step; longer: a window
+WINDOW = 120               # steps in a window (the browser asks for the next one at its edge)
+DENSE_WINDOW = 40          # the same, for a dense run (each step carries a cell per block)
+VERSION = 1
+
+# kind of block -> one letter in the dense view's cell strings (the browser maps it to a colour)
+KIND_CODES = {"null": "n", "free": "f", "free_cached": "c", "used": "u", "used_cached": "U"}
+MARK_CODES = {k: k[0] if k != "external" else "x" for k in KINDS}   # a, h, x, e, f, p
+
+UI_KEYS = ("nav_first", "nav_prev", "nav_play", "nav_pause", "nav_next", "nav_last", "step_into",
+           "gpu_blocks", "free_queue", "free_queue_hint", "hash_table", "requests", "external_tier",
+           "board_keys", "board_lang", "board_fit", "board_timeline", "board_dense_note", "block",
+           "board_op", "board_pseudocode", "step_k_of_n", "board_no_frames", "board_loading")
+
+
+@dataclass(frozen=True)
+class BoardRun:
+    """What the board needs of a run: its timeline, hash labels, per-step kinds, per-language titles."""
+    timeline: object
+    labels: HashLabels
+    kinds: Sequence[frozenset[str]]
+    titles: dict[str, str]           # lang -> title
+    free_order: str = "split"
+    tolerance: float = 0.0
+
+
+def asset(name: str) -> str:
+    """The board's browser code (``board.js``) or stylesheet (``board.css``), shipped in the package."""
+    return resources.files("blockviz.render").joinpath(name).read_text(encoding="utf-8")
+
+
+def board_css() -> str:
+    """The panels' stylesheet (the theme's one table of colours) and the board's layout."""
+    return css_rules() + "\n" + asset("board.css")
+
+
+def is_dense(run: BoardRun) -> bool:
+    return run.timeline.num_gpu_blocks > CARD_LIMIT
+
+
+def window(run: BoardRun, around: int, whole: bool = False) -> tuple[int, int]:
+    """(lo, hi), inclusive: the steps shipped when the board shows step ``around`` (``whole``:
+    every step, as an export needs)."""
+    n = len(run.timeline)
+    if whole:
+        return 0, n - 1
+    size = n if n <= FULL_STEPS and not is_dense(run) else (DENSE_WINDOW if is_dense(run) else WINDOW)
+    if size >= n:
+        return 0, n - 1
+    lo = max(0, min(around - size // 2, n - size))
+    return lo, lo + size - 1
+
+
+class Pool:
+    """Every distinct panel string once (a record names it by index): the blocks of a frame are
+    often the blocks of the one before, and one function's pseudocode serves many ops."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, s: str) -> int:
+        i = self._index.get(s)
+        if i is None:
+            i = self._index[s] = len(self.strings)
+            self.strings.append(s)
+        return i
+
+
+def _record(p: rstep.Panels, pool: Pool, frame: bool = False) -> dict:
+    """A step's panels (a frame's: only those that change op by op), as pool indices."""
+    rec = {"h": p.header, "q": p.queue, "t": p.table}
+    if not frame:
+        rec.update(n=p.note, d=p.did, r=p.requests)
+        if p.external:
+            rec["x"] = p.external
+    if p.blocks is not None:
+        rec["b"] = p.blocks
+    if p.op:
+        rec.update(op=p.op, pc=p.pseudocode, ol=p.ops_list)
+    return {k: pool(v) for k, v in rec.items()}
+
+
+def _dense(state, changed: frozenset[int]) -> dict:
+    """A dense step: a letter per block (its kind), the free queue in order as letters, marks."""
+    ref, hashes = state.ref_cnt, state.block_hash
+    cells = "".join(KIND_CODES[block_kind(i, ref[i], hashes[i])] for i in range(len(ref)))
+    queue = "".join(cells[b] for b in state.free_queue)
+    head, evict = next_marks(state)
+    return {"cells": cells, "qcells": queue, "qids": [state.free_queue[0], state.free_queue[-1]]
+            if state.free_queue else [], "changed": sorted(changed)[:2000], "victim": head,
+            "evict": evict}
+
+
+def _marks(kinds: Sequence[frozenset[str]]) -> list[str]:
+    return ["".join(MARK_CODES[k] for k in KINDS if k in ks) for ks in kinds]
+
+
+def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: bool = False,
+               presenter: bool = False, speed: float = 1.0, goto: dict | None = None,
+               lang: str | None = None, url: bool | str = False, whole: bool = False) -> dict:
+    """Everything the board draws, for the window of steps around ``around``, in ``langs`` (the
+    first, or ``lang``, shown first). ``frames``: ship the op frames of "step into" too (for small
+    runs only). ``url``: the board writes the step into the page's URL (True: ``?step=``, the
+    player; "hash": ``#step=``, an exported file; False: a preview). ``whole``: every step."""
+    tl = run.timeline
+    shown = langs[0] if lang is None else lang
+    lo, hi = window(run, around, whole)
+    dense = is_dense(run)
+    frames = frames and not dense
+    pool = Pool()
+    steps: dict[str, list] = {}
+    op_frames: dict[str, list] = {}
+    for lang in langs:
+        info = rstep.RunInfo(title=run.titles.get(lang, ""), free_order=run.free_order,
+                             tolerance=run.tolerance)
+        out, fr = [], []
+        for i in range(lo, hi + 1):
+            out.append(_record(rstep.build_panels(tl, i, None, lang, labels=run.labels, info=info), pool))
+            if frames:
+                seq = tl.frames(i)
+                fr.append([_record(rstep.build_panels(tl, i, k, lang, labels=run.labels, info=info,
+                                                      frames=seq), pool, frame=True)
+                           for k in range(len(seq))])
+        steps[lang], op_frames[lang] = out, fr
+    dense_steps = []
+    if dense:
+        for i in range(lo, hi + 1):
+            v = step_view(tl, i)
+            dense_steps.append(_dense(v.state, v.changed))
+    ui = {lang: {k: t(k, lang) for k in UI_KEYS} for lang in langs}
+    events = {lang: [event_label(tl.step_of(i), lang) for i in range(lo, hi + 1)] for lang in langs}
+    legend = {lang: (heatmap_legend_html(lang, tl.num_gpu_blocks) if dense
+                     else f'<div class="bv">{legend_html(lang)}</div>') for lang in langs}
+    data = {"v": VERSION, "n": len(tl), "lo": lo, "hi": hi, "langs": list(langs), "steps": steps,
+            "events": events, "marks": _marks(run.kinds), "ui": ui, "legend": legend,
+            "markColours": {MARK_CODES[k]: MARKER_COLOURS[k] for k in KINDS},
+            "markNames": {lang: {MARK_CODES[k]: t("mk_" + k, lang) for k in KINDS} for lang in langs},
+            "dense": dense, "blocks": tl.num_gpu_blocks, "presenter": presenter, "speed": speed,
+            "noFrames": dense, "url": url, "lang": shown,
+            "kindColours": {c: BLOCK_KINDS[k][4] for k, c in KIND_CODES.items()},
+            "external": any("x" in r for r in steps[langs[0]]), "strings": pool.strings}
+    if frames:
+        data["frames"] = op_frames
+    if dense:
+        data["cells"] = dense_steps
+    if goto is not None:
+        data["goto"] = goto
+    return data
+

@@ -1,0 +1,103 @@
+"""The board in the app: one Streamlit components-v2 component (inline html/css/js, no iframe,
+nothing fetched) that the player and the Author preview both mount.
+
+The browser owns the current step: it steps, plays, follows the URL and tells Python where it is
+(``pos``, debounced) so the panels below the board (self-check, fork, payload, metrics) follow.
+Python moves the board only through ``goto`` (a step and a sequence number that changes only when
+Python itself moves it), never by sending the step with the data, so a late rerun cannot pull the
+board back. The run's panels go out once per window, as one cached JSON text.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, MutableMapping
+
+import streamlit as st
+
+from blockviz.render import board as rboard
+from blockviz.ui.data import PlayerRun
+
+NAME = "blockviz_board"
+PLAYER = "board"          # the player's board (its widget key)
+
+
+@functools.cache
+def _renderer():
+    return st.components.v2.component(NAME, html="", css=rboard.board_css(), js=rboard.asset("board.js"),
+                                      isolate_styles=True)
+
+
+def board_run(run: PlayerRun) -> rboard.BoardRun:
+    return rboard.BoardRun(run.timeline, run.labels, run.kinds,
+                           {lang: run.scenario.title.get(lang) for lang in ("en", "zh")},
+                           run.free_order, run.tolerance)
+
+
+def _build(run: PlayerRun, lo: int, langs: tuple[str, ...], frames: bool, presenter: bool,
+           speed: float, url: bool) -> str:
+    data = rboard.board_data(board_run(run), langs=langs, around=lo, frames=frames, presenter=presenter,
+                             speed=speed, url=url)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _shared(key: str, lo: int, langs: tuple[str, ...], frames: bool, presenter: bool, speed: float,
+            url: bool, _run: PlayerRun) -> str:
+    return _build(_run, lo, langs, frames, presenter, speed, url)
+
+
+MEMO = "bv_board_memo"   # session state: the board JSON of this session's own runs (a few)
+
+
+def _payload(run: PlayerRun, around: int, lang: str, frames: bool, presenter: bool, speed: float,
+             url: bool) -> str:
+    br = board_run(run)
+    lo, _ = rboard.window(br, around)
+    langs = (lang,) if frames or rboard.is_dense(br) else (lang, "zh" if lang == "en" else "en")
+    args = (lo, langs, frames, presenter, speed, url)
+    if run.shared:
+        return _shared(run.key, *args, run)
+    memo = st.session_state.setdefault(MEMO, {})
+    k = (run.key, *args)
+    if k not in memo:
+        while len(memo) >= 6:
+            del memo[next(iter(memo))]
+        memo[k] = _build(run, *args)
+    return memo[k]
+
+
+def show(run: PlayerRun, state: MutableMapping, *, key: str, step: int, frame: int | None, lang: str,
+         presenter: bool = False, speed: float = 1.0, url: bool = False, report: bool = True,
+         on_pos: Callable[[], None] | None = None, on_want: Callable[[], None] | None = None):
+    """Mount the board for ``run``. ``state[key + ":goto"]`` holds Python's last command; the
+    window of steps shipped is the one around ``step`` (the browser's step, as it last told us).
+    ``report``: the board tells Python each step it shows (a rerun per burst of keys); without
+    it, stepping costs the server nothing and Python reads the step from the URL when it runs."""
+    goto = state.get(key + ":goto")
+    if goto is None or goto.get("run") != run.key:    # a new run opens where Python says
+        move(state, key, step, frame, run.key)
+        goto = state[key + ":goto"]
+    body = _payload(run, step, lang, frame is not None, presenter, speed, url)
+    extra = json.dumps({"goto": goto, "lang": lang, "report": report}, separators=(",", ":"))
+    data = body[:-1] + "," + extra[1:]
+    return _renderer()(key=key, data=data, default={"pos": None, "want": None},
+                       on_pos_change=on_pos or (lambda: None), on_want_change=on_want or (lambda: None))
+
+
+def move(state: MutableMapping, key: str, step: int, frame: int | None, run_key: str) -> None:
+    """Python moves the board (a new scenario, the step list, a fork): a new goto command."""
+    old = state.get(key + ":goto") or {"seq": 0}
+    state[key + ":goto"] = {"step": int(step), "frame": frame, "seq": int(old["seq"]) + 1, "run": run_key}
+
+
+def position(state: MutableMapping, key: str) -> dict | None:
+    """The board's last reported position ({step, frame, lang}) or None."""
+    value = state.get(key)
+    pos = None
+    if value is not None:
+        try:
+            pos = value.get("pos") if hasattr(value, "get") else value["pos"]
+        except (KeyError, TypeError):
+            pos = None
+    return pos if isinstance(pos, dict) else None
