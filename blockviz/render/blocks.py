@@ -161,6 +161,7 @@ def heatmap_legend_html(lang: str, n: int) -> str:
     sw = "".join(f'<span><i class="bv-sw" style="background:{c};border-color:{GREY}">'
                  f'</i>{esc(t(key, lang))}</span>' for c, key in CATEGORIES)
     sw += (f'<span><i class="bv-sw bv-changed"></i>{esc(t("changed", lang))}</span>'
-           f'<span><i class="bv-sw bv-victim"></i>{esc(t("next_victim", lang))}</span>')
+           f'<span><i class="bv-sw bv-victim"></i>{esc(t("next_victim", lang))}</span>'
+           f'<span><i class="bv-sw bv-evict-next"></i>{esc(t("next_evict", lang))}</span>')
     return (f'<div class="bv"><div class="bv-small">{esc(t("heatmap_note", lang, n=f"{n:,}"))}</div>'
             f'<div class="bv-legend">{sw}</div></div>')

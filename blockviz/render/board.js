@@ -108,9 +108,18 @@ function create(parent, component) {
   const hasFrames = () => !!(d().frames && (d().frames[st.lang] || d().frames[d().langs[0]]));
   const flag = (f) => d().url === 'hash' && new RegExp(`[#&]${f}(&|$)`).test(window.location.hash);
   const reduced = () => (window.matchMedia && window.matchMedia('(prefers-reduced-motion: reduce)').matches) ||
-    (st.playing && d().speed > 2) || flag('still');
+    (st.playing && d().speed > 2) || flag('still') || !!d().dense;   // a big pool: no slides
 
   // -- drawing ------------------------------------------------------------------------------
+  // a panel is replaced only when its string changed (the pool shares equal strings)
+  function put(e, i) {
+    const key = `${st.lang}:${i}`;
+    if (e.__bv === key && e.__bvData === st.data) return;
+    e.__bv = key; e.__bvData = st.data;
+    e.innerHTML = S(i);
+  }
+  function putText(e, text) { e.__bv = null; e.textContent = text; }
+
   function record(k, frame) {
     const recs = stepsOf(st.lang);
     const rec = recs[k - d().lo];
@@ -159,12 +168,16 @@ function create(parent, component) {
     root.setAttribute('lang', st.lang === 'zh' ? 'zh-CN' : 'en');
     root.classList.toggle('bvb-still', reduced());
     root.classList.toggle('bvb-into-on', st.frame !== null);
+    root.classList.toggle('bvb-dense-on', !!d().dense);
     const ui = d().ui[st.lang] || d().ui[d().langs[0]];
-    for (const t of root.querySelectorAll('.bvb-t')) {
-      const hint = t.getAttribute('data-hint');
-      t.innerHTML = '';
-      t.append(document.createTextNode(ui[t.getAttribute('data-t')] || ''));
-      if (hint) { const s = el('small'); s.textContent = ui[hint]; t.append(s); }
+    if (st.titles !== ui) {                // the panels' titles, once per language
+      st.titles = ui;
+      for (const t of root.querySelectorAll('.bvb-t')) {
+        const hint = t.getAttribute('data-hint');
+        t.innerHTML = '';
+        t.append(document.createTextNode(ui[t.getAttribute('data-t')] || ''));
+        if (hint) { const s = el('small'); s.textContent = ui[hint]; t.append(s); }
+      }
     }
     if (!inWindow(k)) {
       part.head.textContent = ui.board_loading;
@@ -173,30 +186,32 @@ function create(parent, component) {
     const before = animate ? positions() : null;
     const [rec, fr] = record(k, st.frame);
     const show = fr || rec;
-    part.head.innerHTML = S(show.h);
+    put(part.head, show.h);
     if (fr) {
-      part.note.innerHTML = S(fr.op);
+      put(part.note, fr.op);
+      part.did.__bv = null;
       part.did.innerHTML = S(fr.pc) + S(fr.ol);
     } else if (st.frame !== null) {
-      part.note.innerHTML = S(rec.n);
-      part.did.textContent = d().noFrames ? ui.board_no_frames : ui.board_loading;
+      put(part.note, rec.n);
+      putText(part.did, d().noFrames ? ui.board_no_frames : ui.board_loading);
     } else {
-      part.note.innerHTML = S(rec.n);
-      part.did.innerHTML = S(rec.d);
+      put(part.note, rec.n);
+      put(part.did, rec.d);
     }
     part.say.classList.toggle('bvb-say-code', !!fr);
     part.say.classList.toggle('bvb-say-did', !fr && !S(rec.n));
     if (d().dense) {
       dense(k);
     } else {
-      part.blocks.innerHTML = S(show.b);
+      put(part.blocks, show.b);
     }
-    part.legend.innerHTML = d().legend[st.lang] || d().legend[d().langs[0]];
-    part.queue.innerHTML = S(show.q);
-    part.table.innerHTML = S(show.t);
-    part.reqs.innerHTML = S(rec.r);
+    const legend = d().legend[st.lang] || d().legend[d().langs[0]];
+    if (part.legend.__bv !== legend) { part.legend.__bv = legend; part.legend.innerHTML = legend; }
+    put(part.queue, show.q);
+    put(part.table, show.t);
+    put(part.reqs, rec.r);
     part.extBox.hidden = !d().external;
-    part.ext.innerHTML = d().external ? S(rec.x) : '';
+    if (d().external) put(part.ext, rec.x);
     drawMarks();
     drawButtons(ui);
     if (st.lit) light(st.lit);
@@ -285,9 +300,11 @@ function create(parent, component) {
     const cv = box.querySelector('.bvb-cv');
     const dpr = window.devicePixelRatio || 1;
     const W = axis + cols * cell, H = 14 + rows * cell;
-    cv.width = W * dpr; cv.height = H * dpr; cv.style.width = W + 'px'; cv.style.height = H + 'px';
+    if (cv.width !== W * dpr || cv.height !== H * dpr) {
+      cv.width = W * dpr; cv.height = H * dpr; cv.style.width = W + 'px'; cv.style.height = H + 'px';
+    }
     const g = cv.getContext('2d');
-    g.scale(dpr, dpr);
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.fillStyle = '#fff'; g.fillRect(0, 0, W, H);
     g.fillStyle = '#57606a'; g.font = '10px sans-serif';
     for (let c = 0; c < cols; c += 16) g.fillText(String(c), axis + c * cell, 10);
@@ -318,9 +335,11 @@ function create(parent, component) {
     // the free queue as a strip, head on the left
     const strip = box.querySelector('.bvb-strip');
     const sw = width, sh = 14;
-    strip.width = sw * dpr; strip.height = sh * dpr; strip.style.width = sw + 'px'; strip.style.height = sh + 'px';
+    if (strip.width !== sw * dpr) {
+      strip.width = sw * dpr; strip.height = sh * dpr; strip.style.width = sw + 'px'; strip.style.height = sh + 'px';
+    }
     const h = strip.getContext('2d');
-    h.scale(dpr, dpr);
+    h.setTransform(dpr, 0, 0, dpr, 0, 0);
     h.fillStyle = '#fff'; h.fillRect(0, 0, sw, sh);
     const m = rec.qcells.length;
     for (let x = 0; x < sw && m; x++) {

@@ -141,7 +141,8 @@ def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: 
                              tolerance=run.tolerance)
         out, fr = [], []
         for i in range(lo, hi + 1):
-            out.append(_record(rstep.build_panels(tl, i, None, lang, labels=run.labels, info=info), pool))
+            out.append(_record(rstep.build_panels(tl, i, None, lang, labels=run.labels, info=info,
+                                                  compact=dense), pool))
             if frames:
                 seq = tl.frames(i)
                 fr.append([_record(rstep.build_panels(tl, i, k, lang, labels=run.labels, info=info,

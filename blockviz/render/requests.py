@@ -29,12 +29,12 @@ def ordered_requests(snapshot) -> list:
     return [reqs[rid] for rid in order if rid in reqs]
 
 
-def _table(r, fresh: Collection[int], lang: str) -> str:
+def _table(r, fresh: Collection[int], lang: str, max_cells: int = MAX_TABLE_CELLS) -> str:
     ids = r.block_ids
     if not ids:
         return f'<span class="bv-muted">{esc(t("no_blocks", lang))}</span>'
     cells = []
-    for j, b in enumerate(ids[:MAX_TABLE_CELLS]):
+    for j, b in enumerate(ids[:max_cells]):
         if j < r.local_hit_blocks:
             cls, why = "bv-b bv-local", t("local_hit", lang)
         elif j < r.local_hit_blocks + r.external_hit_blocks:
@@ -44,13 +44,14 @@ def _table(r, fresh: Collection[int], lang: str) -> str:
         if b in fresh:
             cls += " bv-changed"
         cells.append(f'<span class="{cls}" title="{esc(why)}" data-block="{b}">{b}</span>')
-    if len(ids) > MAX_TABLE_CELLS:
-        more = t("more_items", lang, n=len(ids) - MAX_TABLE_CELLS)
+    if len(ids) > max_cells:
+        more = t("more_items", lang, n=len(ids) - max_cells)
         cells.append(f'<span class="bv-more">… {esc(more)}</span>')
     return "".join(cells)
 
 
-def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = False) -> str:
+def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = False,
+                max_cells: int = MAX_TABLE_CELLS) -> str:
     n, done = r.num_tokens, r.num_computed_tokens
     pct = 100.0 * done / n if n else 0.0
     if r.status == "finished":  # nothing is pending for a request that is done
@@ -75,21 +76,22 @@ def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = Fa
     return (f'<div class="{cls}" data-request="{esc(r.request_id)}">'
             f'<div><div class="bv-rid">{esc(r.request_id)}</div>'
             f'<span class="bv-st bv-st-{esc(r.status)}">{esc(t("status_" + r.status, lang))}</span></div>'
-            f'<div><div class="bv-bt">{_table(r, fresh, lang)}</div>'
+            f'<div><div class="bv-bt">{_table(r, fresh, lang, max_cells)}</div>'
             f'<div class="bv-bar" title="{esc(tokens)}"><i style="width:{pct:.1f}%"></i></div>'
             f'<div class="bv-small">{esc(tokens)}</div>{extras}</div></div>')
 
 
 def requests_html(snapshot, *, lang: str = "en", fresh: Collection[int] = (),
-                  changed: Collection[str] = ()) -> str:
+                  changed: Collection[str] = (), max_requests: int = MAX_REQUESTS,
+                  max_cells: int = MAX_TABLE_CELLS) -> str:
     reqs = ordered_requests(snapshot)
     if not reqs:
         return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("no_requests", lang))}</div></div>'
     changed = frozenset(changed)
-    rows = [request_row(r, lang=lang, fresh=fresh, changed=r.request_id in changed)
-            for r in reqs[:MAX_REQUESTS]]
-    if len(reqs) > MAX_REQUESTS:
-        rows.append(f'<div class="bv-more">… {esc(t("more_items", lang, n=len(reqs) - MAX_REQUESTS))}</div>')
+    rows = [request_row(r, lang=lang, fresh=fresh, changed=r.request_id in changed, max_cells=max_cells)
+            for r in reqs[:max_requests]]
+    if len(reqs) > max_requests:
+        rows.append(f'<div class="bv-more">… {esc(t("more_items", lang, n=len(reqs) - max_requests))}</div>')
     legend = (f'<div class="bv-legend"><span><i class="bv-sw bv-cached"></i>'
               f'{esc(t("local_hit", lang))}</span>'
               f'<span><i class="bv-sw" style="background:#f3e5f5;border-color:#7b1fa2"></i>'

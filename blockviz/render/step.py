@@ -62,9 +62,15 @@ def holders(snapshot, state=None) -> dict[int, tuple[str, ...]]:
     return {b: tuple(ids) for b, ids in out.items()}
 
 
+# A big pool's panels on the board are shorter (they scroll inside one screen; a step paints fast)
+COMPACT = {"rows": 24, "requests": 16, "cells": 16, "head": 24, "tail": 6}
+
+
 def build_panels(timeline, index: int, frame: int | None, lang: str, *, labels: HashLabels,
-                 info: RunInfo = RunInfo(), frames: Sequence | None = None) -> Panels:
-    """Every panel of step ``index`` (or of op ``frame`` inside it), in ``lang``."""
+                 info: RunInfo = RunInfo(), frames: Sequence | None = None,
+                 compact: bool = False) -> Panels:
+    """Every panel of step ``index`` (or of op ``frame`` inside it), in ``lang``; ``compact``:
+    the long panels cut shorter (``COMPACT``) and no cards, as the board draws a big pool."""
     last = len(timeline) - 1
     vocab, bs = timeline.vocab, timeline.block_size
     v = step_view(timeline, index, frame, frames)
@@ -74,16 +80,19 @@ def build_panels(timeline, index: int, frame: int | None, lang: str, *, labels: 
                               title=info.title)
     note = s.note.get(lang) if s.note is not None else None
     error = error_text(timeline.error, lang) if timeline.error is not None and index == last else None
-    big = rblocks.use_heatmap(len(v.state.ref_cnt))
+    big = compact or rblocks.use_heatmap(len(v.state.ref_cnt))   # compact: the board's dense view
     blocks = None if big else rblocks.blocks_html(
         v.state, labels=labels, vocab=vocab, block_size=bs, lang=lang, changed=v.changed,
         legend=False, prev_ref=v.prev_ref_cnt, held_by=holders(s, v.state))
     legend = (rblocks.heatmap_legend_html(lang, len(v.state.ref_cnt)) if big
               else f'<div class="bv">{rblocks.legend_html(lang)}</div>')
-    queue = queue_html(v.state, labels=labels, lang=lang, to_head=v.to_head, to_tail=v.to_tail)
+    cut = ({"head_cells": COMPACT["head"], "tail_cells": COMPACT["tail"]} if compact else {})
+    queue = queue_html(v.state, labels=labels, lang=lang, to_head=v.to_head, to_tail=v.to_tail, **cut)
     table = hash_table_html(v.table, labels=labels, state=v.state, lang=lang, added=v.hashes_added,
-                            removed=v.hashes_removed)
-    reqs = requests_html(s, lang=lang, fresh=v.fresh, changed=v.changed_requests)
+                            removed=v.hashes_removed, **({"max_rows": COMPACT["rows"]} if compact else {}))
+    reqs = requests_html(s, lang=lang, fresh=v.fresh, changed=v.changed_requests,
+                         **({"max_requests": COMPACT["requests"], "max_cells": COMPACT["cells"]}
+                            if compact else {}))
     code = ops = op = ""
     if frame is not None:
         if v.op is not None:

@@ -18,7 +18,7 @@ from blockviz.render.authoring import AUTHOR_CSS, error_html, ok_html, reference
 from blockviz.scenario import ScenarioError, load_text, share
 from blockviz.scenario.schema import MAX_FILE_BYTES
 from blockviz.teach import authoring as A
-from blockviz.ui import data, editor, panels, tryit, worker
+from blockviz.ui import board, data, editor, tryit, worker
 from blockviz.ui import state as S
 from blockviz.ui.nav import (
     AUTHOR_PATH,
@@ -40,6 +40,7 @@ GOOD = "bv_author_good"      # (text, PlayerRun) of the last valid text that ran
 UNDO = "bv_author_undo"      # the text a gallery/starter/upload replaced
 MSG = "bv_author_msg"        # (i18n key, fields, kind) after an upload or a replace
 PREVIEW_STEP = "bv_author_step"
+PREVIEW_BOARD = "author_board"   # the preview board's widget key
 STOPPED = "bv_author_stopped"  # ScenarioError: the preview of the current text could not run
 SHARE = "bv_author_share"    # (text digest, link code | LinkTooLong) of the current valid text
 
@@ -310,28 +311,21 @@ def _preview_panel(lang: str) -> None:
                  help=t("open_in_player_help", lang)):
         go_to_player()
     step = max(0, min(int(ss.get(PREVIEW_STEP) or 0), run.last))
-    if run.last > 0:
-        # one slider per run (its key names the run): a slider whose range changes under a fixed
-        # key can come back from the browser at 0
-        step = st.slider(t("preview_step", lang), 0, run.last, value=step, key=f"w_preview_step:{run.key}")
-        ss[PREVIEW_STEP] = step
-    p = panels.step_panels(run.key, step, None, lang, run)
-    for part in (p.header, p.note, p.did):
-        if part:
-            st.html(part)
-    if p.blocks is not None:
-        st.html(p.blocks)
-    else:
-        st.plotly_chart(panels.blocks_heatmap(run.key, step, None, lang, run), key="author_heatmap",
-                        config={"displayModeBar": False})
-    st.html(p.blocks_legend)                 # the cards' legend, or the heatmap's colour key
-    st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("free_queue", lang))}'
-            f'<small>{theme.esc(t("free_queue_hint", lang))}</small></div></div>')
-    st.html(p.queue)
-    st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("hash_table", lang))}</div></div>')
-    st.html(p.table)
-    st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("requests", lang))}</div></div>')
-    st.html(p.requests)
+    ss[PREVIEW_STEP] = step
+    # the player's board: the same panels, stepped in the browser; it tells us its step
+    board.show(run, ss, key=PREVIEW_BOARD, step=step, frame=None, lang=lang, url=False, report=True,
+               on_pos=_preview_pos)
+
+
+def _preview_pos() -> None:
+    ss = st.session_state
+    pos = board.position(ss, PREVIEW_BOARD)
+    good = ss.get(GOOD)
+    if pos is not None and good is not None:
+        try:
+            ss[PREVIEW_STEP] = max(0, min(int(pos.get("step", 0)), good[1].last))
+        except (TypeError, ValueError):
+            pass
 
 
 def _files(loaded, lang: str) -> None:

@@ -202,3 +202,11 @@ def _step_labels(run: PlayerRun, lo: int, hi: int, lang: str) -> tuple[str, ...]
     tl = run.timeline
     return tuple(f"{i} · {md_escape(event_label(tl.step_of(i), lang))} {kinds_markdown(run.kinds[i])}"
                  for i in range(lo, hi + 1))
+
+
+def export_doc(run: PlayerRun, index: int, lang: str) -> str:
+    """The run as one offline HTML page (the board, its data inlined), opening at ``index``."""
+    from blockviz.render.export import export_html
+    titles = {lg: run.scenario.title.get(lg) for lg in ("en", "zh")}
+    return export_html(run.timeline, title=titles[lang], lang=lang, start=index, labels=run.labels,
+                       titles=titles, file=f"{run.scenario.id}.yaml" if run.scenario.id else "")

@@ -173,10 +173,40 @@ def _learn_row(run: data.PlayerRun, cursor: int, lang: str) -> None:
                   help=t("selfcheck_help", lang))
         st.button(t("fork_here", lang), key="b_fork", icon=":material/call_split:",
                   on_click=tryit.start_fork, args=(run, cursor), help=t("fork_help", lang))
+        _export_buttons(run, cursor, lang)
     msg = ss.get(tryit.FK_MSG)
     if tryit.current_fork(run) is None and msg and msg[2]:   # a fork that could not start
         st.error(t(msg[0], lang, **md_fields(msg[1], lang)))
         ss[tryit.FK_MSG] = None
+
+
+def _export_buttons(run: data.PlayerRun, cursor: int, lang: str) -> None:
+    """The board as a file: the whole run as one offline HTML page (opens at this step), and
+    this step as a PNG (the board shot by headless Chromium on the server)."""
+    ss = st.session_state
+    name = run.scenario.id or "scenario"
+    st.download_button(t("export_html", lang), data=lambda: panels.export_doc(run, cursor, lang),
+                       file_name=f"{name}.html", mime="text/html", key="b_export_html",
+                       icon=":material/download:", on_click="ignore", help=t("export_html_help", lang))
+    png = ss.get("bv_png")
+    if png is not None and png[0] == (run.key, cursor, lang):
+        st.download_button(t("export_png_ready", lang, k=cursor), data=png[1],
+                           file_name=f"{name}-step{cursor}.png", mime="image/png", key="b_export_png_dl",
+                           icon=":material/image:", on_click="ignore")
+    else:
+        st.button(t("export_png", lang), key="b_export_png", icon=":material/image:",
+                  on_click=_make_png, args=(run, cursor, lang), help=t("export_png_help", lang))
+    if ss.get("bv_png_error"):
+        st.error(ss.pop("bv_png_error"))
+
+
+def _make_png(run: data.PlayerRun, cursor: int, lang: str) -> None:
+    from blockviz.render.export import ExportError, board_png
+    ss = st.session_state
+    try:
+        ss["bv_png"] = ((run.key, cursor, lang), board_png(panels.export_doc(run, cursor, lang), cursor))
+    except ExportError as e:
+        ss["bv_png_error"] = t("export_png_failed", lang, msg=str(e))
 
 
 def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str) -> None:

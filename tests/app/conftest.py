@@ -112,8 +112,8 @@ class Page:
             return ""
         ss = self.at.session_state
         k = ss["bv_cursor"] if "bv_cursor" in ss else 0
-        if "bv_preview_step" in ss and not self.on_player():
-            k = ss["bv_preview_step"]
+        if not self.on_player():             # the Author page's preview board
+            k = ss["bv_author_step"] if "bv_author_step" in ss else 0
         frame = ss["bv_frame"] if "bv_frame" in ss else None
         lang = d["lang"] if d["lang"] in d["steps"] else d["langs"][0]
         if not d["lo"] <= k <= d["hi"]:

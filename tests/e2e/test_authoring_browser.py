@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_browser import IDLE, NO_ERROR, act, open_page, queue_text, wait_header
+from .test_browser import BOARD, HEADER, IDLE, NO_ERROR, act, open_page, queue_text, wait_header
 
 pytestmark = pytest.mark.browser
 
@@ -52,17 +52,18 @@ def test_write_a_scenario_preview_it_and_step_it_in_the_player(browser, server, 
     page = open_author(browser, server)
     write(page, SMALL)
     page.get_by_text("Valid: “Tiny test”, 3 steps").wait_for(timeout=30_000)
-    page.wait_for_function("() => document.querySelector('.bv-stepno')?.textContent === 'step 3 of 3'",
-                           timeout=30_000)
+    wait_header(page, "step 3 of 3")                 # the preview is the board
     page.screenshot(path=str(screenshots / "author-valid-en-1280x800.png"))
     click_key(page, "b_open_player")
+    page.wait_for_selector(".st-key-w_author_text", state="detached", timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
     wait_header(page, "step 3 of 3")
-    act(page, "first")                          # the board's own buttons (no st.button since the board)
+    act(page, "first")
     wait_header(page, "step 0 of 3")
     assert queue_text(page) == "1 2 3"
     act(page, "next")
     wait_header(page, "step 1 of 3")
-    assert "A takes two blocks." in page.locator(".bv-note").first.inner_text()
+    assert "A takes two blocks." in page.locator(f"{BOARD} .bv-note").inner_text()
     assert queue_text(page) == "3"
     assert page.locator(NO_ERROR).count() == 0
     page.screenshot(path=str(screenshots / "author-opened-in-player-en-1280x800.png"))
@@ -78,7 +79,7 @@ def test_an_invalid_edit_shows_the_located_error(browser, server, screenshots, l
     assert page.locator(".bv-errbox .bv-bad").inner_text().strip().startswith("8")
     where = page.locator(".bv-errwhere").first.inner_text()
     assert ("line 8, column 13" if lang == "en" else "第 8 行，第 13 列") in where
-    assert page.locator(".bv-stepno").inner_text() in ("step 3 of 3", "第 3 步 / 共 3 步")   # kept
+    assert page.locator(HEADER).inner_text() in ("step 3 of 3", "第 3 步 / 共 3 步")   # kept
     assert page.locator(NO_ERROR).count() == 0
     page.screenshot(path=str(screenshots / f"author-error-{lang}-1280x800.png"))
     page.locator(".st-key-snippets").scroll_into_view_if_needed()

@@ -7,6 +7,7 @@ it in the player (artifacts/screenshots/capacity-trace-*.png)."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from .test_authoring_browser import click_key
 from .test_browser import IDLE, NO_ERROR
@@ -116,7 +117,6 @@ def test_an_uploaded_trace_is_swept_and_a_window_opens_in_the_player(browser, se
     assert page.locator(NO_ERROR).count() == 0
     assert "/capacity" not in page.url
     page.get_by_text(scaled).first.wait_for(timeout=30_000)           # its start note says the scale
-    click_key(page, "b_next")
-    page.wait_for_selector(IDLE, timeout=30_000)
-    assert "L1" in page.content()                                     # the window's first request
+    page.locator('[data-bv="board"] [data-act="next"]').click()      # the board steps it
+    expect(page.locator('[data-bv="requests"]')).to_contain_text("L1")   # the window's first request
     page.close()

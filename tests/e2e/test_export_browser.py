@@ -58,6 +58,8 @@ def test_the_exported_html_steps_offline(browser, root, tmp_path, screenshots):
     page.locator('[data-bv="board"] [data-act="lang"]').click()        # both languages inside
     assert head.inner_text() == "第 1 步 / 共 8 步"
     page.screenshot(path=str(screenshots / "export-html-six-blocks-step1-zh.png"))
+    page.locator('[data-bv="board"] [data-act="lang"]').click()        # and back
+    assert head.inner_text() == "step 1 of 8"
     assert not asked and not errors
     # a link to a step opens there (a new page, and the same page)
     page.goto(path.as_uri() + "#step=6")

@@ -293,8 +293,8 @@ def test_the_step_that_admits_b_also_decodes_a_and_says_so(six, six_labels):
 
 
 def test_a_teaching_only_step_is_badged_in_the_player_and_the_export():
-    from blockviz.render.export import step_html
     from blockviz.render.narration import engine_did_html
+    from blockviz.render.step import build_panels
     from blockviz.scenario.load import load_text
     from blockviz.sim.runner import run
     text = ("id: t\ntitle: {en: t, zh: t}\nconfig: {num_blocks: 8, block_size: 4}\nsteps:\n"
@@ -312,4 +312,4 @@ def test_a_teaching_only_step_is_badged_in_the_player_and_the_export():
         # only A was scheduled: B, running too, got nothing in that step
         assert _sched_items(badged)[0].startswith("A")
         assert "B" not in _sched_items(badged)[0]
-        assert words in step_html(tl, 3, lang, labels)
+        assert words in build_panels(tl, 3, None, lang, labels=labels).did   # every view's panel

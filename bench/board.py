@@ -1,0 +1,221 @@
+"""Benchmark ``board``: the player's board in a real browser (Debian chromium, Playwright), against a
+real server (``blockviz app``), at 6 blocks (six-blocks) and at 4,096 blocks (a generated
+shared-prefix workload whose pool is full and evicting at the step measured).
+
+  * **first paint**: from the start of the navigation to the board's first painted step;
+  * **key → paint**: an arrow key dispatched in the page to the frame after the new step painted,
+    runs of five → then five ←, a short pause between keys (a rerun, had there been one, would land
+    in it); median and worst;
+  * **server, N sessions stepping**: N pages step at once (each a key every 100 ms) for a few
+    seconds; the server process's CPU time over that wall time, in cores. A step sends the server
+    nothing, so this is the cost of idle sessions; it is measured, not assumed.
+
+Budgets (issue 14): → to painted step under 50 ms median and 150 ms worst at 6 and 4,096 blocks; a
+lesson's first board paint under 1.5 s; 60 sessions stepping at once keep the server under one core.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from .timing import median, table
+
+NAME = "board"
+ROOT = Path(__file__).resolve().parent.parent
+BIG = {"kind": "shared_prefix", "num_blocks": 4_096, "block_size": 16, "seed": 1, "num_events": 400,
+       "max_live": 32, "prefix_blocks": 96, "new_tokens": 1_024, "num_prefixes": 8}
+BIG_ID = "bench-4096"
+CASES = [("six-blocks", 0), (BIG_ID, 200)]
+BUDGET_MEDIAN_MS, BUDGET_WORST_MS, BUDGET_FIRST_S, BUDGET_CORES = 50.0, 150.0, 1.5, 1.0
+SESSIONS = 60
+READY = '[data-bv="board"][data-bv-ready="1"]'
+
+KEY_TO_PAINT = """(n) => new Promise(done => {
+  const out = [];
+  let i = 0;
+  function one() {
+    const t0 = performance.now();
+    const key = Math.floor(i / 5) % 2 ? 'ArrowLeft' : 'ArrowRight';
+    document.dispatchEvent(new KeyboardEvent('keydown', {key, bubbles: true}));
+    requestAnimationFrame(() => setTimeout(() => {
+      out.push(performance.now() - t0);
+      if (++i < n) setTimeout(one, 300); else done(out);
+    }, 0));
+  }
+  one();
+})"""
+
+STEPPER = """(ms) => { let i = 0; window.__bvStepper = setInterval(() => {
+  const key = Math.floor(i++ / 5) % 2 ? 'ArrowLeft' : 'ArrowRight';
+  document.dispatchEvent(new KeyboardEvent('keydown', {key, bubbles: true})); }, ms); }"""
+
+
+class Unavailable(RuntimeError):
+    pass
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise Unavailable("the board benchmark needs Debian's chromium (apt-get install chromium)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _scenario_dir(tmp: Path, big: dict) -> None:
+    import yaml
+
+    from blockviz.teach.workload import Workload, generate, generate_dict
+    shutil.copy(ROOT / "scenarios" / "six-blocks.yaml", tmp)
+    w = Workload(**big)
+    generate(w)                                    # within the format's limits
+    (tmp / f"{BIG_ID}.yaml").write_text(yaml.safe_dump(generate_dict(w) | {"id": BIG_ID}, sort_keys=False))
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its reaped children, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return sum(int(x) for x in fields[11:15]) / tick
+
+
+class Server:
+    def __init__(self, scenarios: Path) -> None:
+        self.port = _free_port()
+        env = dict(os.environ, BLOCKVIZ_SCENARIOS=str(scenarios), PYTHONPATH=str(ROOT))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+             "--server.port", str(self.port), "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(self.url + "/_stcore/health", timeout=2)
+                return
+            except OSError:
+                time.sleep(0.3)
+        self.close()
+        raise RuntimeError("the app server did not start within 90 s")
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _open(browser, url: str, width: int = 1280, height: int = 800):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(url)
+    page.wait_for_selector(READY, timeout=180_000)
+    first = page.evaluate("() => performance.now()")      # ms since the navigation started
+    return page, first / 1000.0
+
+
+def run(repeat: int, quick: bool, say) -> dict:
+    try:
+        from playwright.sync_api import sync_playwright
+        chromium = _chromium()
+    except (ImportError, Unavailable) as e:
+        say(f"  skipped: {e}")
+        return {"skipped": str(e), "cases": [], "budgets": []}
+    big = BIG | ({"num_events": 40} if quick else {})
+    keys = 10 if quick else 40
+    sessions = 4 if quick else SESSIONS
+    cases, load = [], {}
+    with tempfile.TemporaryDirectory(prefix="bench-board-") as d, sync_playwright() as p:
+        _scenario_dir(Path(d), big)
+        server = Server(Path(d))
+        try:
+            browser = p.chromium.launch(executable_path=chromium)
+            for sid, start in CASES:
+                if quick and sid == BIG_ID:
+                    start = 20
+                say(f"  {sid}: first paint and {keys} keys, {repeat} page load(s) after a warm-up load")
+                page, _ = _open(browser, f"{server.url}/?scenario={sid}&step={start}&lang=en")
+                page.close()                       # the server's first run of it: not the page's cost
+                firsts, times = [], []
+                for _ in range(repeat):
+                    page, first = _open(browser, f"{server.url}/?scenario={sid}&step={start}&lang=en")
+                    firsts.append(first)
+                    page.wait_for_timeout(800)
+                    times += page.evaluate(KEY_TO_PAINT, keys)
+                    page.close()
+                blocks = int(big["num_blocks"]) if sid == BIG_ID else 6
+                cases.append({"scenario": sid, "blocks": blocks, "first_paint_s": median(firsts),
+                              "key_ms": {"median": median(times), "worst": max(times), "n": len(times)}})
+            say(f"  {sessions} sessions stepping at once on six-blocks")
+            load = _sessions(browser, server, sessions, 4.0 if quick else 10.0)
+            browser.close()
+        finally:
+            server.close()
+    result = {"cases": cases, "load": load, "big_workload": big}
+    result["budgets"] = _budgets(cases, load)
+    return result
+
+
+def _sessions(browser, server: Server, n: int, seconds: float) -> dict:
+    pages = []
+    for _ in range(n):
+        page, _ = _open(browser, f"{server.url}/?scenario=six-blocks&lang=en", 1280, 800)
+        pages.append(page)
+    time.sleep(1.0)                                         # the last page's runs settle
+    cpu0, wall0 = _cpu_s(server.proc.pid), time.perf_counter()
+    for page in pages:
+        page.evaluate(STEPPER, 100)
+    time.sleep(seconds)
+    cpu1, wall1 = _cpu_s(server.proc.pid), time.perf_counter()
+    steps = [int(page.locator('[data-bv="board"]').get_attribute("data-bv-step")) for page in pages]
+    for page in pages:
+        page.close()
+    return {"sessions": n, "seconds": wall1 - wall0, "server_cores": (cpu1 - cpu0) / (wall1 - wall0),
+            "pages_stepping": sum(1 for s in steps if 0 <= s <= 8)}
+
+
+def _budgets(cases: list[dict], load: dict) -> list[dict]:
+    out = []
+    for c in cases:
+        where = f"{c['blocks']:,} blocks"
+        out.append({"name": f"→ to painted step, median ({where})", "value": c["key_ms"]["median"],
+                    "limit": BUDGET_MEDIAN_MS, "met": c["key_ms"]["median"] < BUDGET_MEDIAN_MS, "unit": "ms"})
+        out.append({"name": f"→ to painted step, worst ({where})", "value": c["key_ms"]["worst"],
+                    "limit": BUDGET_WORST_MS, "met": c["key_ms"]["worst"] < BUDGET_WORST_MS, "unit": "ms"})
+        if c["blocks"] <= 32:
+            out.append({"name": "first board paint after the page loads (a lesson)",
+                        "value": c["first_paint_s"], "limit": BUDGET_FIRST_S,
+                        "met": c["first_paint_s"] < BUDGET_FIRST_S, "unit": "s"})
+    if load:
+        out.append({"name": f"server CPU, {load['sessions']} sessions stepping at once",
+                    "value": load["server_cores"], "limit": BUDGET_CORES,
+                    "met": load["server_cores"] < BUDGET_CORES, "unit": "cores"})
+    return out
+
+
+def render(result: dict) -> str:
+    if result.get("skipped"):
+        return f"board: skipped ({result['skipped']})"
+    rows = [[c["scenario"], f"{c['blocks']:,}", f"{c['first_paint_s']:.2f} s",
+             f"{c['key_ms']['median']:.1f} ms", f"{c['key_ms']['worst']:.1f} ms", str(c["key_ms"]["n"])]
+            for c in result["cases"]]
+    text = table(["scenario", "blocks", "first paint", "→ paint median", "→ paint worst", "keys"], rows)
+    load = result.get("load")
+    if load:
+        text += (f"\n{load['sessions']} sessions stepping for {load['seconds']:.1f} s: server "
+                 f"{load['server_cores']:.3f} cores ({load['pages_stepping']} pages stepping)")
+    return text

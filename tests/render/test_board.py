@@ -1,0 +1,117 @@
+"""The board's data (blockviz.render.board) and the marks it draws: every step's panels from the one
+step renderer, in a string pool; windows for long runs; the dense view's cells; frames on request;
+the next allocation and the next cached prefix to be evicted told apart; who holds a block."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from blockviz.render import board as B
+from blockviz.render.blocks import blocks_html, next_marks
+from blockviz.render.step import build_panels, holders
+from blockviz.render.view import step_view
+from blockviz.scenario import load
+from blockviz.scenario.load import load_text
+from blockviz.sim.runner import run
+from blockviz.teach.labels import HashLabels
+
+
+@pytest.fixture(scope="module")
+def six_run(root):
+    loaded = load(root / "scenarios" / "six-blocks.yaml")
+    _, tl = run(loaded)
+    from blockviz.render.markers import step_kinds
+    labels = HashLabels.for_timeline(tl)
+    kinds = [step_kinds(tl.step_ops(i)) for i in range(len(tl))]
+    return B.BoardRun(tl, labels, kinds, {lg: loaded.scenario.title.get(lg) for lg in ("en", "zh")})
+
+
+def panel(d: dict, lang: str, k: int, key: str) -> str:
+    return d["strings"][d["steps"][lang][k - d["lo"]][key]]
+
+
+def test_every_step_in_both_languages_from_the_one_step_renderer(six_run):
+    d = B.board_data(six_run, langs=["en", "zh"])
+    assert (d["n"], d["lo"], d["hi"]) == (9, 0, 8) and d["langs"] == ["en", "zh"]
+    for k in range(9):
+        p = build_panels(six_run.timeline, k, None, "zh", labels=six_run.labels,
+                         info=B.rstep.RunInfo(title=six_run.titles["zh"]))
+        assert panel(d, "zh", k, "q") == p.queue and panel(d, "zh", k, "b") == p.blocks
+        assert panel(d, "zh", k, "t") == p.table and panel(d, "zh", k, "d") == p.did
+    assert 'data-queue="4 3 5 6 2 1"' in panel(d, "en", 4, "q")
+    assert len(d["strings"]) == len(set(d["strings"]))            # each string once in the pool
+    assert "frames" not in d and "goto" not in d                   # no step in the data
+    json.dumps(d)                                                   # JSON-ready as it is
+
+
+def test_frames_ship_only_when_asked_and_walk_the_ops(six_run):
+    d = B.board_data(six_run, langs=["en"], frames=True)
+    frames = d["frames"]["en"]
+    assert [len(f) for f in frames] == [six_run.timeline.step_num_ops(i) for i in range(9)]
+    third = frames[1][2]
+    assert "free_block_queue.popleft_n(n)" in d["strings"][third["pc"]]
+    assert 'data-queue="4 5 6"' in d["strings"][third["q"]]
+    assert "n" not in third and "r" not in third                   # step-level panels are not repeated
+
+
+def test_timeline_marks_and_events(six_run):
+    d = B.board_data(six_run, langs=["en"])
+    assert d["marks"][1] == "a" and "h" in d["marks"][2] and "e" in d["marks"][8]
+    assert d["events"]["en"][4] == "B finishes"
+    assert set(d["markColours"]) == set("ahxefp")
+
+
+def test_a_long_run_ships_a_window_around_the_step():
+    text = ("id: long\ntitle: {en: long, zh: long}\nconfig: {num_blocks: 8, block_size: 2}\nsteps:\n"
+            + "".join(f"  - arrive: {{id: R{i}, prompt: [{{tokens: [{i}, {i + 1}, {i + 2}]}}]}}\n"
+                      f"  - finish: R{i}\n" for i in range(260)))
+    _, tl = run(load_text(text, "long.yaml"))
+    br = B.BoardRun(tl, HashLabels.for_timeline(tl), [frozenset()] * len(tl), {"en": "long"})
+    assert len(tl) == 521 > B.FULL_STEPS
+    lo, hi = B.window(br, 300)
+    assert hi - lo + 1 == B.WINDOW and lo <= 300 <= hi
+    assert B.window(br, 0)[0] == 0 and B.window(br, 520)[1] == 520
+    assert B.window(br, 300, whole=True) == (0, 520)
+    d = B.board_data(br, langs=["en"], around=300)
+    assert (d["lo"], d["hi"]) == (lo, hi) and len(d["steps"]["en"]) == B.WINDOW
+    assert len(d["marks"]) == 521                                  # the timeline is whole
+
+
+def test_a_big_pool_is_dense_with_a_cell_per_block():
+    text = ("id: big\ntitle: {en: big, zh: big}\nconfig: {num_blocks: 40, block_size: 2}\nsteps:\n"
+            "  - arrive: {id: A, prompt: [{tokens: [1, 2, 3, 4, 5]}]}\n  - finish: A\n")
+    _, tl = run(load_text(text, "big.yaml"))
+    br = B.BoardRun(tl, HashLabels.for_timeline(tl), [frozenset()] * len(tl), {"en": "big"})
+    d = B.board_data(br, langs=["en"], frames=True)
+    assert d["dense"] and d["noFrames"] and "frames" not in d
+    after = d["cells"][2]
+    assert len(after["cells"]) == 41 and after["cells"][0] == "n"
+    assert after["cells"][1:3] == "cc" and after["cells"][3] == "f"   # A's two full blocks stay cached
+    assert after["victim"] == 3 and after["evict"] == 2               # free, no hash first; then H2's block
+    assert "b" not in d["steps"]["en"][2]                              # no cards
+
+
+def test_next_allocation_and_next_cached_prefix_are_told_apart(six_run):
+    tl, labels = six_run.timeline, six_run.labels
+    s4 = step_view(tl, 4).state
+    assert next_marks(s4) == (4, 2)            # 4 is taken next; H2's block 2 is evicted first
+    html = blocks_html(s4, labels=labels, lang="en")
+    card2 = re.search(r'<div class="[^"]*" data-block="2">.*?</div></div>', html).group(0)
+    assert "bv-evict-next" in card2 and "evicts next" in card2
+    card4 = re.search(r'<div class="[^"]*" data-block="4">', html).group(0)
+    assert "bv-victim" in card4 and "bv-evict-next" not in card4
+    s8 = step_view(tl, 8).state
+    assert next_marks(s8) == (None, None)      # an empty queue: nothing to take, nothing to evict
+
+
+def test_cards_show_ref_count_changes_and_holders(six_run):
+    tl, labels = six_run.timeline, six_run.labels
+    v = step_view(tl, 2)                       # B arrives and hits A's blocks 1 and 2
+    assert holders(v.snapshot, v.state)[1] == ("A", "B")
+    html = build_panels(tl, 2, None, "en", labels=labels).blocks
+    card1 = re.search(r'data-block="1">(.*?)</div></div>', html, flags=re.S).group(1)
+    assert '<s class="bv-was">1</s>→<b class="bv-now">2</b>' in card1 and "A B" in card1
+    card5 = re.search(r'data-block="5">(.*?)</div></div>', html, flags=re.S).group(1)
+    assert "bv-was" not in card5               # unchanged: the count alone
