@@ -234,6 +234,24 @@ _rule(r"ran out of memory(?: (?P<w>while writing its JSON))?",
       lambda m: "写出它的 JSON 时内存不足" if m["w"] else "内存不足")
 # -- end of the hostile-input block ------------------------------------------------------------
 
+# -- a shared link (blockviz.scenario.share) ---------------------------------------------------
+_LINK_DAMAGE = {"not text": "不是文本", "not URL-safe base64": "不是 URL 安全的 base64",
+                "not compressed data": "不是压缩数据"}
+_rule(r"the link would be (?P<n>[\d,]+) characters long; a link holds at most (?P<lim>[\d,]+)",
+      "链接会有 {n} 个字符；一个链接最多 {lim} 个字符")
+_rule(r"the link's scenario code is empty", "链接里的场景代码是空的")
+_rule(r"the link's scenario code is damaged \((?P<why>[^)]+)\)(?P<again>; copy the whole link again)?",
+      lambda m: f"链接里的场景代码损坏了（{_LINK_DAMAGE.get(m['why'], m['why'])}）"
+                + ("；请重新复制完整的链接" if m["again"] else ""))
+_rule(r"the link's scenario expands to more than (?P<n>[\d,]+) bytes, the limit for a scenario",
+      "链接里的场景解压后超过 {n} 字节，超出了场景的大小上限")
+_rule(r"the link's scenario code is cut short; copy the whole link again",
+      "链接里的场景代码不完整（被截断了）；请重新复制完整的链接")
+_rule(r"the link's scenario code has extra data after the scenario; copy the whole link again",
+      "链接里的场景代码末尾有多余的数据；请重新复制完整的链接")
+_rule(r"the link's scenario is not UTF-8 text \(byte (?P<b>\d+)\)",
+      "链接里的场景不是 UTF-8 文本（第 {b} 字节处）")
+
 
 def _status_zh(status: str) -> str:
     return STRINGS.get("status_" + status, (status, status))[1]   # the label the panels show

@@ -289,11 +289,11 @@ STRINGS.update({
 STRINGS.update({
     "page_author": ("Author", "编写场景"),
     "author_title": ("Write a scenario", "编写场景"),
-    "author_intro": ("Edit the YAML on the left: every change is checked at once and a valid scenario "
-                     "runs in the preview on the right. Press Ctrl+Enter (or click outside the editor) "
-                     "to apply an edit.",
-                     "在左边编辑 YAML：每次修改都会立即检查，合法的场景会在右边的预览里运行。"
-                     "按 Ctrl+Enter（或点击编辑框外）应用修改。"),
+    "author_intro": ("Edit the YAML on the left: the editor checks it as you type (the bad line is marked, "
+                     "its message beside it; Ctrl+Space completes event and field names) and a valid "
+                     "scenario runs in the preview on the right.",
+                     "在左边编辑 YAML：边输入边检查（出错的行会被标出，错误信息就在旁边；"
+                     "Ctrl+Space 补全事件名和字段名），合法的场景会在右边的预览里运行。"),
     "editor": ("Scenario (YAML)", "场景（YAML）"),
     "editor_help": ("The format: id, title, config, steps. Each step is one event; see the “Format "
                     "reference” tab. Scenarios are data: nothing in them is executed.",
@@ -317,14 +317,18 @@ STRINGS.update({
                             "用完整的播放器逐步查看这个场景：所有面板、单步进入、自测。"),
     "preview_too_big": ("The preview runs scenarios whose KV tensors fit in {limit} MiB; this one asks "
                         "for {size:.0f} MiB. Set config.model: null (no payloads), or run it with the "
-                        "command line: python -m blockviz play FILE",
+                        "command line: download it (“Download .yaml” saves {file}) and run "
+                        "python -m blockviz play {file}",
                         "预览只运行 KV 张量不超过 {limit} MiB 的场景；这个场景需要 {size:.0f} MiB。"
                         "可以设置 config.model: null（不存 KV 数据），"
-                        "或者用命令行运行：python -m blockviz play FILE"),
+                        "或者用命令行运行：先下载（“下载 .yaml”保存为 {file}），"
+                        "再运行 python -m blockviz play {file}"),
     "preview_slow": ("The preview stopped after {s} s at step {k} of {n}; run the whole scenario with the "
-                     "command line: python -m blockviz play FILE",
+                     "command line: download it (“Download .yaml” saves {file}) and run "
+                     "python -m blockviz play {file}",
                      "预览运行了 {s} 秒，停在第 {k} 步（共 {n} 步）；"
-                     "完整运行请用命令行：python -m blockviz play FILE"),
+                     "完整运行请用命令行：先下载（“下载 .yaml”保存为 {file}），"
+                     "再运行 python -m blockviz play {file}"),
     "preview_not_run": ("The preview did not run", "预览没有运行"),
     "preview_retry": ("Run the preview again", "重新运行预览"),
     "paste_too_big": ("The text was not taken: it is {size} bytes, and a scenario is at most {limit} "
@@ -361,6 +365,8 @@ STRINGS.update({
     "ref_sec_model": ("config.model: the tiny model that writes real K/V",
                       "config.model：写入真实 K/V 的小模型"),
     "ref_sec_connector": ("config.connector: an external KV tier", "config.connector：外部 KV 缓存层"),
+    "ref_sec_scheduler": ("config.scheduler: vLLM's scheduler settings",
+                          "config.scheduler：vLLM 调度器的设置"),
     "ref_sec_events": ("Events (one per step)", "事件（每步一个）"),
     "ref_sec_parts": ("Prompt parts", "prompt 的组成部分"),
     "ref_bare": ("Written as a bare word: no value.", "只写事件名，不带值。"),

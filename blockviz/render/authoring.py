@@ -23,6 +23,8 @@ AUTHOR_CSS = f"""
              border-radius: .25em; }}
 .bv-errhead {{ font-weight: 800; color: {RED}; font-size: 1.05em; }}
 .bv-errmsg {{ font-size: 1.05em; margin: .25em 0; }}
+.bv-errhint {{ margin: .2em 0 .35em 0; padding: .25em .5em; background: #fff8e1; border-radius: .25em;
+              font-size: .95em; }}
 .bv-errwhere {{ color: {MUTED}; font-size: .9em; }}
 .bv-errwhere code, .bv-docref code {{ background: #eef1f4; padding: 0 .3em; border-radius: .2em; }}
 .bv-okbox {{ border-left: .3em solid {GREEN}; padding: .3em .7em; background: #eef7ee;
@@ -53,32 +55,44 @@ AUTHOR_CSS = f"""
 """
 
 
-def source_excerpt_html(text: str, line: int | None, col: int | None, *, context: int = 2) -> str:
-    """The lines around ``line`` (1-based), numbered, that line highlighted, a caret at ``col``."""
+EXCERPT_WIDTH = 44     # characters of a line the excerpt box shows without scrolling
+
+
+def source_excerpt_html(text: str, line: int | None, col: int | None, *, context: int = 2,
+                        width: int = EXCERPT_WIDTH) -> str:
+    """The lines around ``line`` (1-based), numbered, that line highlighted, a caret at ``col``.
+    When the column lies past ``width``, every line is shown from the same later column (a "…"
+    where its start was cut), so that the caret is in view."""
     if not line:
         return ""
     lines = text.splitlines() or [""]
     line = max(1, min(line, len(lines)))
     lo, hi = max(1, line - context), min(len(lines), line + context)
+    cut = max(0, (col or 1) - 1 - width * 2 // 3) if col and col > width - 4 else 0
     rows = []
     for n in range(lo, hi + 1):
         cls = ' class="bv-bad"' if n == line else ""
-        rows.append(f'<div{cls} data-line="{n}"><span class="bv-ln">{n}</span>{esc(lines[n - 1])}</div>')
+        shown = lines[n - 1] if not cut else "…" + lines[n - 1][cut:]
+        rows.append(f'<div{cls} data-line="{n}"><span class="bv-ln">{n}</span>{esc(shown)}</div>')
         if n == line and col:
-            rows.append(f'<div class="bv-caret"><span class="bv-ln"></span>{" " * (col - 1)}^</div>')
+            rows.append(f'<div class="bv-caret"><span class="bv-ln"></span>'
+                        f'{" " * (col - 1 - cut + (1 if cut else 0))}^</div>')
     return f'<div class="bv-src" role="region">{"".join(rows)}</div>'
 
 
-def error_html(err, text: str, lang: str, *, kept: bool = False, title: str | None = None) -> str:
-    """A located ScenarioError: the message, where (line, column, field) and the excerpt."""
+def error_html(err, text: str, lang: str, *, kept: bool = False, title: str | None = None,
+               hint: str | None = None) -> str:
+    """A located ScenarioError: the message, what to do (``hint``), where (line, column, field)
+    and the excerpt."""
     where = (t("err_where", lang, line=err.line, col=err.col) if err.line
              else t("err_nowhere", lang))
     path = f' · {esc(t("err_path", lang))} <code>{esc(err.path)}</code>' if err.path else ""
     keep = f'<div class="bv-errwhere">{esc(t("err_kept", lang))}</div>' if kept else ""
     head = esc(title if title is not None else t("invalid", lang))
+    tip = f'<div class="bv-errhint">{esc(hint)}</div>' if hint else ""
     return (f'<div class="bv bv-errbox" role="alert" data-line="{err.line or ""}">'
             f'<div class="bv-errhead">{head}</div>'
-            f'<div class="bv-errmsg">{esc(localize_error(err.message, lang))}</div>'
+            f'<div class="bv-errmsg">{esc(localize_error(err.message, lang))}</div>{tip}'
             f'<div class="bv-errwhere">{esc(where)}{path}</div>'
             f'{source_excerpt_html(text, err.line, err.col)}{keep}</div>')
 
@@ -92,7 +106,8 @@ def warn_html(message: str) -> str:
 
 
 _SECTION_TITLES = {"scenario": "ref_sec_scenario", "config": "ref_sec_config",
-                   "model": "ref_sec_model", "connector": "ref_sec_connector"}
+                   "model": "ref_sec_model", "connector": "ref_sec_connector",
+                   "scheduler": "ref_sec_scheduler"}
 
 
 def _fields_table(fields, lang: str) -> str:
@@ -104,7 +119,8 @@ def _fields_table(fields, lang: str) -> str:
     for f in fields:
         default = (f'<span class="bv-required">{esc(t("ref_required", lang))}</span>' if f.required
                    else f"<code>{esc(f.default)}</code>")
-        desc = f'<br><span class="bv-small">{esc(f.description)}</span>' if f.description else ""
+        doc = f.doc(lang)
+        desc = f'<br><span class="bv-small">{esc(doc)}</span>' if doc else ""
         rows.append(f"<tr><td><code>{esc(f.name)}</code>{desc}</td><td>{esc(f.type)}</td>"
                     f"<td>{default}</td></tr>")
     return f'<table>{head}{"".join(rows)}</table>'
@@ -140,8 +156,8 @@ def reference_html(sections: Sequence[Section], lang: str) -> str:
             bare = f' {esc(t("ref_bare", lang))}'
         elif not table:
             bare = f' {esc(t("ref_value", lang))} <code>{esc(s.fields[0].type)}</code>'
-            if s.fields[0].description:
-                bare += f' <span class="bv-small">{esc(s.fields[0].description)}</span>'
+            if s.fields[0].doc(lang):
+                bare += f' <span class="bv-small">{esc(s.fields[0].doc(lang))}</span>'
 
         out.append(f'<h5 data-ref="{esc(s.key)}"><code>{esc(name)}</code></h5>'
                    f'<p>{esc(t(help_key, lang))}{bare}</p>'

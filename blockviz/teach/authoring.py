@@ -10,8 +10,9 @@ from typing import Any
 
 import yaml
 
+from blockviz.i18n import STRINGS, t
 from blockviz.scenario import ScenarioError, UnreadableFile, json_schema, load_bytes
-from blockviz.scenario.schema import EVENT_NAMES
+from blockviz.scenario.schema import EVENT_NAMES, MAX_BLOCK_SIZE, MAX_NUM_BLOCKS
 from blockviz.sim.fork import next_request_id, to_yaml
 
 STARTER = """\
@@ -43,6 +44,11 @@ class Field:
     default: str        # "" when required
     required: bool
     description: str    # the schema's own description (English), if any
+    key: str = ""       # the i18n key of its description in both languages (blockviz.i18n.fields)
+
+    def doc(self, lang: str) -> str:
+        """What the field means, in ``lang`` (the schema's English when no translation exists)."""
+        return t(self.key, lang) if self.key else self.description
 
 
 @dataclass(frozen=True)
@@ -118,12 +124,26 @@ def _default_text(prop: dict) -> str:
     return str(d)
 
 
+def doc_key(section: str, name: str) -> str:
+    """The i18n key of a field's description (``""`` when there is none)."""
+    key = f"fd_{section}_{name}"
+    return key if key in STRINGS else ""
+
+
+# the reference's section for each definition (the i18n keys of its fields' descriptions)
+DEF_SECTIONS = {None: "scenario", "Config": "config", "ModelConfig": "model",
+                "ConnectorConfig": "connector", "SchedulerSpec": "scheduler", "ArriveSpec": "arrive",
+                "DecodeSpec": "decode", "TokensPart": "tokens", "TextPart": "text",
+                "SameAsPart": "same_as", "RandomPart": "random"}
+
+
 def fields_of(schema: dict, definition: str | None) -> tuple[Field, ...]:
     """The fields of a definition (``None``: the top level)."""
     node = schema if definition is None else schema["$defs"][definition]
     required = set(node.get("required", ()))
+    section = DEF_SECTIONS.get(definition, "")
     return tuple(Field(name, type_text(prop), _default_text(prop), name in required,
-                       prop.get("description", ""))
+                       prop.get("description", ""), doc_key(section, name))
                  for name, prop in node.get("properties", {}).items())
 
 
@@ -142,7 +162,10 @@ def reference(schema: dict | None = None) -> tuple[Section, ...]:
                "num_blocks": 6, "block_size": 4, "free_order": "split"}})),
            Section("model", fields_of(schema, "ModelConfig"), to_yaml({"config": {"model": None}})),
            Section("connector", fields_of(schema, "ConnectorConfig"),
-                   to_yaml({"config": {"connector": {"kind": "cpu", "num_blocks": 16}}}))]
+                   to_yaml({"config": {"connector": {"kind": "cpu", "num_blocks": 16}}})),
+           Section("scheduler", fields_of(schema, "SchedulerSpec"),
+                   to_yaml({"config": {"scheduler": {"max_num_batched_tokens": 8192,
+                                                     "max_num_seqs": 256}}}))]
     ids = ["A", "B"]
     for name in EVENT_NAMES:
         if name in EVENT_DEFS:
@@ -153,15 +176,42 @@ def reference(schema: dict | None = None) -> tuple[Section, ...]:
             if name == "finish":
                 kind = "text | " + kind         # one id, or a list of them
             fields = () if kind == "true | false" else (   # a bare word: `- admit`
-                Field(name, kind, "", True, prop.get("description", "")),)
+                Field(name, kind, "", True, prop.get("description", ""), doc_key("event", name)),)
         example = snippet(name, ids, ["before"]) if name in SNIPPETS else ""
         out.append(Section(f"event:{name}", fields, example))
-    out.append(Section("event:note", (Field("note", "{en: text, zh: text}", "", False, ""),),
+    out.append(Section("event:note", (Field("note", "{en: text, zh: text}", "", False, "",
+                                            doc_key("event", "note")),),
                        snippet("note", ids, [])))
     for name, definition in PART_DEFS.items():
         out.append(Section(f"part:{name}", fields_of(schema, definition),
                            to_yaml({"prompt": [_PART_EXAMPLES[name]]})))
     return tuple(out)
+
+
+def completions(schema: dict | None = None) -> dict[str, list[dict]]:
+    """What the editor offers to complete, by context: event names (``events``), the file's top
+    level (``scenario``), and the fields of ``config``, ``model``, ``connector``, ``scheduler``,
+    ``arrive``, ``decode`` and a prompt part (``part``). Each entry: the name, its type, and what
+    it means in both languages. All from the JSON Schema (``blockviz schema``)."""
+    schema = schema or json_schema()
+
+    def entry(f: Field) -> dict:
+        return {"label": f.name, "detail": f.type, "en": f.doc("en"), "zh": f.doc("zh")}
+
+    out: dict[str, list[dict]] = {}
+    sections = {s.key: s for s in reference(schema)}
+    out["events"] = []
+    for name in (*EVENT_NAMES, "note"):
+        sec = sections[f"event:{name}"]
+        detail = "" if not sec.fields else ("{…}" if name in EVENT_DEFS else sec.fields[0].type)
+        out["events"].append({"label": name, "detail": detail, "en": t(f"evh_{name}", "en"),
+                              "zh": t(f"evh_{name}", "zh")})
+    for key, definition in (("scenario", None), ("config", "Config"), ("model", "ModelConfig"),
+                            ("connector", "ConnectorConfig"), ("scheduler", "SchedulerSpec"),
+                            ("arrive", "ArriveSpec"), ("decode", "DecodeSpec")):
+        out[key] = [entry(f) for f in fields_of(schema, definition)]
+    out["part"] = [entry(f) for d in PART_DEFS.values() for f in fields_of(schema, d)]
+    return out
 
 
 _PART_EXAMPLES: dict[str, dict] = {
@@ -279,6 +329,27 @@ def scenario_names(scenario) -> tuple[list[str], list[str]]:
     return ids, cps
 
 
+_ARRIVE_ID = re.compile(r"^\s*-\s*arrive\s*:\s*\{\s*(?:[^{}]*?,\s*)?id\s*:\s*([\w.-]+)", re.M)
+_BLOCK_ID = re.compile(r"^\s*-\s*arrive\s*:\s*(?:#.*)?\n(?:\s*[A-Za-z_]\w*\s*:.*\n)*?\s*id\s*:\s*([\w.-]+)",
+                       re.M)
+_CHECKPOINT = re.compile(r"^\s*-\s*checkpoint\s*:\s*([\w.-]+)", re.M)
+_FINISH = re.compile(r"^\s*-\s*finish\s*:\s*(\[[^\]]*\]|[\w.-]+)", re.M)
+
+
+def text_names(text: str) -> tuple[list[str], list[str], list[str]]:
+    """(request ids, checkpoint names, ids not finished by a ``finish`` step) as far as the text
+    says, read line by line: it need not be valid (the insert buttons follow the text being
+    written, not its last valid version)."""
+    found = sorted([(m.start(), m.group(1)) for m in _ARRIVE_ID.finditer(text)]
+                   + [(m.start(), m.group(1)) for m in _BLOCK_ID.finditer(text)])
+    ids = list(dict.fromkeys(rid for _, rid in found))
+    cps = list(dict.fromkeys(m.group(1) for m in _CHECKPOINT.finditer(text)))
+    finished: set[str] = set()
+    for m in _FINISH.finditer(text):
+        finished.update(x.strip() for x in m.group(1).strip("[]").split(",") if x.strip())
+    return ids, cps, [rid for rid in ids if rid not in finished]
+
+
 # -- uploads ------------------------------------------------------------------------------
 def read_upload(raw: bytes, name: str) -> str:
     """The text of an uploaded scenario file, or ScenarioError when the file is refused: larger
@@ -295,3 +366,17 @@ def read_upload(raw: bytes, name: str) -> str:
 def download_name(scenario_id: str | None) -> str:
     stem = re.sub(r"[^A-Za-z0-9_.-]", "-", scenario_id or "scenario").strip(".-") or "scenario"
     return f"{stem[:64]}.yaml"
+
+
+# -- what to do about an error --------------------------------------------------------------
+_OVER_MAX = re.compile(r"Input should be less than or equal to")
+
+
+def error_hint(err: ScenarioError, lang: str) -> str | None:
+    """A sentence on what to do, for the errors whose message alone does not say it (a limit)."""
+    if _OVER_MAX.match(err.message or ""):
+        if err.path in ("config.num_blocks", "config.connector.num_blocks"):
+            return t("num_blocks_hint", lang, limit=MAX_NUM_BLOCKS)
+        if err.path == "config.block_size":
+            return t("block_size_hint", lang, limit=MAX_BLOCK_SIZE)
+    return None

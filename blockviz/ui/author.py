@@ -15,16 +15,26 @@ from blockviz.i18n import t
 from blockviz.i18n.errors import ErrorMessage
 from blockviz.render import theme
 from blockviz.render.authoring import AUTHOR_CSS, error_html, ok_html, reference_html, warn_html
-from blockviz.scenario import ScenarioError, load_text
+from blockviz.scenario import ScenarioError, load_text, share
 from blockviz.scenario.schema import MAX_FILE_BYTES
 from blockviz.teach import authoring as A
-from blockviz.ui import board, data, tryit, worker
+from blockviz.ui import board, data, editor, tryit, worker
 from blockviz.ui import state as S
-from blockviz.ui.nav import default_lang, go_to_player, language_toggle, md_fields, session_lang
+from blockviz.ui.nav import (
+    AUTHOR_PATH,
+    default_lang,
+    go_to_player,
+    language_toggle,
+    md_fields,
+    session_lang,
+)
 
 FILE = "scenario.yaml"       # the name errors carry for the editor's text
 
-TEXT = "bv_author_text"      # the editor's text (the widget w_author_text mirrors it)
+TEXT = "bv_author_text"      # the editor's text (the editor component w_author_text shows it)
+SEQ = "bv_author_seq"        # changes whenever Python replaces the text (the editor then takes it)
+SEEN = "bv_author_seen"      # the editor's last edit taken (editor.take_edit)
+ED = "w_author_text"         # the editor component's key
 CHECKED = "bv_author_checked"  # (text digest, ScenarioError | None, LoadedScenario | None)
 GOOD = "bv_author_good"      # (text, PlayerRun) of the last valid text that ran
 UNDO = "bv_author_undo"      # the text a gallery/starter/upload replaced
@@ -32,6 +42,7 @@ MSG = "bv_author_msg"        # (i18n key, fields, kind) after an upload or a rep
 PREVIEW_STEP = "bv_author_step"
 PREVIEW_BOARD = "author_board"   # the preview board's widget key
 STOPPED = "bv_author_stopped"  # ScenarioError: the preview of the current text could not run
+SHARE = "bv_author_share"    # (text digest, link code | LinkTooLong) of the current valid text
 
 
 def _digest(text: str) -> str:
@@ -43,17 +54,21 @@ def _set_text(text: str, msg: tuple | None = None, undo: bool = True) -> None:
     if undo and ss.get(TEXT) is not None and ss[TEXT] != text:
         ss[UNDO] = ss[TEXT]
     ss[TEXT] = text
-    ss["w_author_text"] = text
+    ss[SEQ] = int(ss.get(SEQ) or 0) + 1
     ss[MSG] = msg
 
 
 # -- callbacks -------------------------------------------------------------------------------
 def _on_edit() -> None:
+    """The author's edit in the editor (also run at the top of the page: AppTest sets the
+    editor's state without its callback)."""
     ss = st.session_state
-    text = ss.get("w_author_text") or ""
+    text = editor.take_edit(ss, ED, SEEN)
+    if text is None:
+        return
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_BYTES:    # a paste over the limit: said so, and the text stays as it was
-        ss["w_author_text"] = ss.get(TEXT) or ""
+        ss[SEQ] = int(ss.get(SEQ) or 0) + 1           # the editor takes the kept text back
         ss[MSG] = ("paste_too_big", {"size": f"{size:,}", "limit": f"{MAX_FILE_BYTES:,}"}, "error")
         return
     ss[TEXT] = text
@@ -85,10 +100,14 @@ def _snippet(kind: str) -> None:
 
 
 def _names() -> tuple[list[str], list[str], list[str]]:
-    """Request ids, checkpoints and not-yet-finished requests of the last valid version."""
-    good = st.session_state.get(GOOD)
-    if good is None:
-        return [], [], []
+    """Request ids, checkpoints and not-yet-finished requests of the text being written: from
+    its run when it is the previewed one (what max_tokens finished counts too), else as far as
+    the text says (it may not be valid yet)."""
+    ss = st.session_state
+    text = ss.get(TEXT) or ""
+    good = ss.get(GOOD)
+    if good is None or good[0] != text:
+        return A.text_names(text)
     run = good[1]
     ids, cps = A.scenario_names(run.scenario)
     last = run.timeline.snapshot(run.last)
@@ -121,6 +140,23 @@ def _open_in_player() -> None:
     if good is not None:
         ss[S.FORK] = None
         S.use_user_run(ss, good[1], int(ss.get(PREVIEW_STEP) or 0))
+        code = share_code(good[0])
+        ss[S.SHARED] = (good[1].key, code) if isinstance(code, str) else None   # the URL follows
+
+
+def share_code(text: str) -> str | share.LinkTooLong:
+    """The link code of ``text`` (remembered per text), or why it has none."""
+    ss = st.session_state
+    digest = _digest(text)
+    cached = ss.get(SHARE)
+    if cached and cached[0] == digest:
+        return cached[1]
+    try:
+        code: str | share.LinkTooLong = share.share_code(text)
+    except share.LinkTooLong as e:
+        code = e
+    ss[SHARE] = (digest, code)
+    return code
 
 
 # -- checking and running ------------------------------------------------------------------
@@ -179,7 +215,7 @@ def page() -> None:
         _set_text(handoff, ("replaced", {"what": t("your_scenario", lang)}, "info"))
     if ss.get(TEXT) is None:
         ss[TEXT] = A.STARTER
-    ss["w_author_text"] = ss[TEXT]
+    _on_edit()
     st.html(theme.css(False))
     st.html(AUTHOR_CSS)
     with st.sidebar:
@@ -189,7 +225,7 @@ def page() -> None:
     err, loaded = check_text(ss[TEXT])
     left, right = st.columns([1.2, 1], gap="medium")
     with left:
-        _editor(lang)
+        _editor(err, lang)
     with right:
         _status(err, loaded, lang)
         preview, reference = st.tabs([t("preview", lang), t("reference_tab", lang)])
@@ -200,6 +236,7 @@ def page() -> None:
             st.html(_reference(lang))
     with left:
         _files(loaded, lang)
+        _share(loaded, lang)
         _gallery(lang)
 
 
@@ -208,10 +245,11 @@ def _reference(lang: str) -> str:
     return reference_html(A.reference(), lang)     # from the schema: the same for every user
 
 
-def _editor(lang: str) -> None:
-    # No max_chars: the browser would cut a longer paste silently; _on_edit refuses it, saying so.
-    st.text_area(t("editor", lang), key="w_author_text", height=470, on_change=_on_edit,
-                 help=t("editor_help", lang))
+def _editor(err, lang: str) -> None:
+    # No size cap in the browser: it would cut a longer paste silently; _on_edit refuses it, saying so.
+    st.caption(t("editor", lang), help=t("editor_help", lang))
+    editor.editor(ED, text=st.session_state[TEXT], seq=int(st.session_state.get(SEQ) or 0), err=err,
+                  lang=lang, on_edit=_on_edit)
     st.caption(t("insert_event", lang))
     ids, cps, live = _names()
     row = st.container(horizontal=True, gap="small", key="snippets")
@@ -231,14 +269,16 @@ def _status(err, loaded, lang: str) -> None:
             st.button(t("undo_replace", lang), key="b_undo", icon=":material/undo:", on_click=_undo)
     text = ss[TEXT]
     if err is not None:
-        st.html(error_html(err, text, lang, kept=ss.get(GOOD) is not None))
+        st.html(error_html(err, text, lang, kept=ss.get(GOOD) is not None,
+                           hint=A.error_hint(err, lang)))
         return
     s = loaded.scenario
     st.html(ok_html(t("valid", lang, title=s.title.get(lang), n=len(s.steps), blocks=s.config.num_blocks,
                       size=s.config.block_size)))
+    file = A.download_name(s.id)
     refusal = ss.get("bv_author_refusal")
     if refusal:
-        st.html(warn_html(t(refusal[0], lang, **refusal[1])))
+        st.html(warn_html(t(refusal[0], lang, file=file, **refusal[1])))
         return
     stopped = ss.get(STOPPED)
     if stopped is not None:
@@ -256,7 +296,7 @@ def _status(err, loaded, lang: str) -> None:
         st.html(error_html(e, text, lang, title=t("run_stops_at", lang, k=run.timeline.error_step)))
     if run.stopped is not None:
         k, n = run.stopped
-        st.html(warn_html(t("preview_slow", lang, s=int(data.PREVIEW_TIME_LIMIT_S), k=k, n=n)))
+        st.html(warn_html(t("preview_slow", lang, s=int(data.PREVIEW_TIME_LIMIT_S), k=k, n=n, file=file)))
 
 
 def _preview_panel(lang: str) -> None:
@@ -298,6 +338,39 @@ def _files(loaded, lang: str) -> None:
         name = A.download_name(loaded.scenario.id if loaded is not None else None)
         st.download_button(t("download", lang), ss[TEXT], file_name=name, mime="application/x-yaml",
                            key="b_download", icon=":material/download:", on_click="ignore")
+
+
+def _base_url() -> str:
+    """The app's address as the browser sees it (the player is its default page)."""
+    try:
+        url = st.context.url or ""
+    except Exception:  # noqa: BLE001 - no browser context (tests)
+        url = ""
+    return url.split("?", 1)[0].removesuffix("/" + AUTHOR_PATH).rstrip("/") or ""
+
+
+def _share(loaded, lang: str) -> None:
+    """The link that opens the player on this scenario, and an <iframe> for a course page."""
+    ss = st.session_state
+    with st.container(key="share"):
+        st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("share_title", lang))}</div></div>')
+        if loaded is None:
+            st.caption(t("share_invalid", lang))
+            return
+        code = share_code(ss[TEXT])
+        if isinstance(code, share.LinkTooLong):
+            st.html(warn_html(t("share_too_long", lang, n=code.chars, limit=share.MAX_CODE_CHARS)))
+            return
+        step = int(ss.get(PREVIEW_STEP) or 0)
+        base = _base_url()
+        url = share.link(base, code, step=step, lang=lang)
+        st.caption(t("share_link", lang), help=t("share_help", lang))
+        st.code(url, language=None, wrap_lines=True)
+        st.caption(t("share_size", lang, n=len(code), limit=share.MAX_CODE_CHARS))
+        st.caption(t("share_embed", lang))
+        title = loaded.scenario.title.get(lang)
+        st.code(share.iframe(share.link(base, code, step=step, lang=lang, embed=True), title),
+                language="html", wrap_lines=True)
 
 
 def _gallery(lang: str) -> None:

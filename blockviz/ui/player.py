@@ -112,7 +112,7 @@ def page() -> None:
     for css in _stylesheets(presenter):
         st.html(css)
     _sidebar(run, index, lang, presenter)
-    for key, fields in ss.get(S.NOTICES, []):   # values from the URL: inert in markdown
+    for key, fields in ss.get(S.NOTICES, []) + S.run_notices(run):   # inert in markdown
         st.warning(t(key, lang, **{k: md_escape(str(v)) for k, v in fields.items()}))
     for name, err in index.broken:
         st.warning(t("scenario_broken", lang, f=md_escape(name), msg=md_escape(error_text(err, lang))))
@@ -133,7 +133,7 @@ def _body(run: data.PlayerRun) -> None:
     report = bool(ss.get(S.SELFCHECK) or tryit.current_fork(run) is not None
                   or any(ss.get("bv_open_" + k) for k in ("x_payload", "x_metrics", "x_events")))
     board.show(run, ss, key=BOARD, step=cursor, frame=frame, lang=lang, presenter=presenter,
-               speed=ss.get(S.SPEED, 1.0), url=not S.showing_user(ss), report=report or S.showing_user(ss),
+               speed=ss.get(S.SPEED, 1.0), url=S.linked(ss), report=report or S.showing_user(ss),
                answer=tryit.board_answer(run) if ss.get(S.SELFCHECK) else None,
                on_pos=_board_pos, on_want=_board_want)
     if presenter:
@@ -252,7 +252,7 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
         st.selectbox(t("scenario", lang), options, key="w_scenario", on_change=_set_scenario,
                      format_func=title)
         if S.showing_user(ss):
-            st.caption(t("user_not_linked", lang))
+            st.caption(t(S.user_link_note(ss), lang))
         cfg = run.scenario.config
         info = [t("config_line", lang, blocks=cfg.num_blocks, size=cfg.block_size, hash=cfg.hash_algo),
                 t("free_order_" + cfg.free_order, lang)]

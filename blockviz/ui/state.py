@@ -28,6 +28,8 @@ FORK = "bv_fork"            # the fork being tried (base scenario, step, added e
 USER_OPTION = "__user__"    # the scenario selector's entry for USER_RUN (not a valid scenario id)
 PAGES = "bv_pages"          # url path -> st.Page, from app.py (see nav.register_pages)
 SELFCHECK = "bv_selfcheck"  # self-check mode: predict each step before it is shown
+SHARED = "bv_shared"        # (run key, link code): the session's own run that a link reopens
+SHARE_PARAM = "s"           # ?s=CODE: a scenario shared by link (blockviz.scenario.share)
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 BASE_INTERVAL_S = 2.0       # seconds per step at 1x
@@ -191,16 +193,28 @@ def choose_lang(value: str | None, default: str, notices: list) -> str:
 
 def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequence[str],
                    default_lang: str, last_of: Callable[[str], int],
-                   n_ops_of: Callable[[str, int], int]) -> None:
+                   n_ops_of: Callable[[str, int], int], open_link: Callable | None = None) -> None:
     """First run of a session: open exactly where ``?scenario=&step=&op=&lang=&presenter=`` says,
-    with a notice (and a sensible fallback) for every value that does not make sense."""
+    with a notice (and a sensible fallback) for every value that does not make sense. ``?s=CODE``
+    (a shared scenario) opens that scenario as the session's own run instead, through
+    ``open_link(state, code, notices, fallback id)`` (``blockviz.ui.shared.open_link``)."""
     notices: list = []
     lang = choose_lang(params.get("lang"), default_lang, notices)
     sid = choose_scenario(params.get("scenario"), ids, notices)
-    last = last_of(sid)
+    code = params.get(SHARE_PARAM)
+    run = None
+    if code:
+        if open_link is None:
+            from blockviz.ui.shared import open_link
+        run = open_link(state, code, notices, sid)
+    last, n_ops = (run.last, run.n_ops) if run is not None else (last_of(sid), lambda i: n_ops_of(sid, i))
     step = choose_step(params.get("step"), last, notices)
-    frame = choose_op(params.get("op"), step, n_ops_of(sid, step), notices)
-    state[SCENARIO], state[CURSOR], state[FRAME], state[LANG] = sid, step, frame, lang
+    frame = choose_op(params.get("op"), step, n_ops(step), notices)
+    state[SCENARIO], state[LANG] = sid, lang
+    if run is not None:
+        use_user_run(state, run, step)
+        state[SHARED] = (run.key, code)
+    state[CURSOR], state[FRAME] = step, frame
     state[PRESENTER] = presenter_flag(params.get("presenter"))
     state.setdefault(PLAYING, False)
     state.setdefault(SPEED, 1.0)
@@ -210,12 +224,55 @@ def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequen
     state[INITIALIZED] = True
 
 
+def shared_code(state: Mapping) -> str | None:
+    """The link code of the run the player shows, when a link describes it."""
+    shared = state.get(SHARED)
+    run = state.get(USER_RUN)
+    if not showing_user(state) or not shared or shared[0] != getattr(run, "key", None):
+        return None
+    return shared[1]
+
+
+def linked(state: Mapping) -> bool:
+    """Whether a link reopens what the player shows (a built-in, or a run with a link code)."""
+    return not showing_user(state) or shared_code(state) is not None
+
+
+def user_link_note(state: Mapping) -> str:
+    """The i18n key of the sidebar's note on the session's own scenario: whether a link reopens it."""
+    return "link_opened_note" if shared_code(state) else "user_not_linked"
+
+
+def run_notices(run) -> list:
+    """[(i18n key, fields)] for a run that stopped before its last event (a time or size limit of
+    its budget, or an event the reached state does not allow): said on every step, not only at
+    the last one, so that "step 1 of 4" is never read as the whole scenario."""
+    from blockviz.teach.authoring import download_name
+    n = len(run.scenario.steps)
+    err = run.timeline.error
+    if run.stopped is not None:
+        k = run.stopped[0]
+        why = ("the preview's time limit ran out", "预览的时间限制到了")
+    elif err is not None:
+        k = run.timeline.error_step or run.last
+        why = (err.localized("en"), err.localized("zh"))
+    else:
+        return []
+    out = [("cut_short", {"k": k, "n": n, "last": run.last, "why_en": why[0], "why_zh": why[1]})]
+    if run.stopped is not None or "budget" in getattr(err, "message", ""):
+        out.append(("cut_short_cli", {"file": download_name(run.scenario.id)}))
+    return out
+
+
 def url_params(state: Mapping) -> dict[str, str]:
-    """The query string that reopens exactly this view. The session's own scenario has no link
-    (it lives in this session only): just the language."""
-    if showing_user(state):
+    """The query string that reopens exactly this view. The session's own scenario has a link when
+    it fits in one (``?s=CODE``: a shared link, or one the Author page made); else it lives in
+    this session only: just the language."""
+    code = shared_code(state)
+    if showing_user(state) and code is None:
         return {"lang": str(state[LANG])}
-    out = {"scenario": str(state[SCENARIO]), "step": str(state[CURSOR]), "lang": str(state[LANG])}
+    where = {SHARE_PARAM: code} if code is not None else {"scenario": str(state[SCENARIO])}
+    out = {**where, "step": str(state[CURSOR]), "lang": str(state[LANG])}
     if state.get(FRAME) is not None:
         out["op"] = str(state[FRAME] + 1)
     if state.get(PRESENTER):

@@ -53,10 +53,26 @@ class Page:
         self.at.button(key=key).click()
         return self.run()
 
+    def edit(self, text: str) -> Page:
+        """Type ``text`` into the Author page's editor (as the editor sends an edit: its state
+        value ``edit``; AppTest does not run the component's JavaScript)."""
+        self._edits = getattr(self, "_edits", 0) + 1
+        self.at.session_state["w_author_text"] = {"edit": {"text": text, "n": self._edits}}
+        return self.run()
+
+    def editor(self) -> dict:
+        """What the page sends the editor component: text, seq, mark, words, labels."""
+        (e,) = [e for e in self.at.get("bidi_component") if e.proto.id.endswith("-w_author_text")]
+        return json.loads(e.proto.json)
+
+    def editor_text(self) -> str:
+        return self.editor()["text"]
+
     # the board (a components-v2 element: AppTest runs no JS, so these do what its script does)
     def board(self) -> dict | None:
         """The data the board was sent (None: no board on the page)."""
-        found = self.at.get("bidi_component")
+        found = [e for e in self.at.get("bidi_component")
+                 if not e.proto.id.endswith("-w_author_text")]      # not the Author editor
         if not found:
             return None
         raw = json.loads(found[0].proto.json)

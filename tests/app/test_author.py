@@ -35,8 +35,7 @@ def author(page, params=None):
 
 
 def edit(p, text: str):
-    p.at.text_area(key="w_author_text").input(text)
-    return p.run()
+    return p.edit(text)
 
 
 def error_box(p) -> str:
@@ -46,7 +45,7 @@ def error_box(p) -> str:
 
 def test_opens_with_the_starter_valid_and_previewed(page):
     p = author(page)
-    assert p.at.text_area(key="w_author_text").value == STARTER
+    assert p.editor_text() == STARTER
     assert "Valid: “My scenario”, 4 steps" in p.html()
     assert p.header() == "step 4 of 4"           # the preview opens at the end
     assert not p.params                           # the player's link does not follow here
@@ -63,7 +62,7 @@ def test_a_valid_edit_previews_and_opens_in_the_player(page):
     assert p.state["bv_source"] == "user"
     assert p.header() == "step 3 of 3" and "Tiny test" in p.html()   # where the preview was
     assert p.at.selectbox(key="w_scenario").value == "__user__"
-    assert p.params == {"lang": "en"}             # a session's own scenario has no link
+    assert p.params["step"] == "3" and "s" in p.params   # its link: the scenario in the URL
     assert p.queue() == "2"                       # A freed block 2 (B still holds 1 and 3)
     p.click("b_first")
     assert p.header() == "step 0 of 3" and p.queue() == "1 2 3"
@@ -104,23 +103,23 @@ def test_an_event_the_state_does_not_allow_is_located_in_the_preview(page):
 
 def test_uploads_over_the_limit_with_a_tag_or_not_utf8_are_refused(page):
     p = author(page)
-    before = p.at.text_area(key="w_author_text").value
+    before = p.editor_text()
     up = p.at.file_uploader(key="w_upload")
     up.set_value(("big.yaml", b"# " + b"x" * MAX_FILE_BYTES, "application/x-yaml"))
     p.run()
     assert any("big.yaml was not opened" in e and "the limit is 1,048,576" in e
                for e in errors(p))
-    assert p.at.text_area(key="w_author_text").value == before
+    assert p.editor_text() == before
     tagged = SMALL.replace("title: {", "evil: !!python/object/apply:os.system [\"echo hi\"]\ntitle: {")
     p.at.file_uploader(key="w_upload").set_value(("tag.yaml", tagged.encode(), "application/x-yaml"))
     p.run()
     assert any("tag.yaml was not opened" in e and "YAML tag" in e for e in errors(p))
-    assert p.at.text_area(key="w_author_text").value == before
+    assert p.editor_text() == before
     p.at.file_uploader(key="w_upload").set_value(("latin.yaml", "id: é\n".encode("latin-1"),
                                                   "application/x-yaml"))
     p.run()
     assert any("not UTF-8" in e for e in errors(p))
-    assert p.at.text_area(key="w_author_text").value == before
+    assert p.editor_text() == before
 
 
 def test_a_good_upload_fills_the_editor_and_previews(page):
@@ -128,7 +127,7 @@ def test_a_good_upload_fills_the_editor_and_previews(page):
     p.at.file_uploader(key="w_upload").set_value(("tiny.yaml", SMALL.encode(), "application/x-yaml"))
     p.run()
     assert any("Opened tiny.yaml" in s for s in successes(p))
-    assert p.at.text_area(key="w_author_text").value == SMALL
+    assert p.editor_text() == SMALL
     assert "Tiny test" in p.html() and p.header() == "step 3 of 3"
 
 
@@ -138,12 +137,12 @@ def test_snippets_add_valid_events_and_the_download_offers_the_text(page):
     assert not p.at.button(key="b_snip_finish").disabled          # B is still running
     assert p.at.button(key="b_snip_rewind").disabled               # no checkpoint yet
     p.click("b_snip_arrive")
-    text = p.at.text_area(key="w_author_text").value
+    text = p.editor_text()
     assert text.endswith("  - arrive: {id: C, prompt: [{same_as: A, first: 4}, {random: 4}], "
                          "max_tokens: 8}\n")
     p.click("b_snip_checkpoint")
     p.click("b_snip_rewind")
-    text = p.at.text_area(key="w_author_text").value
+    text = p.editor_text()
     assert "  - checkpoint: cp1\n  - rewind: cp1\n" in text
     assert not error_box(p) and "6 steps" in p.html()
     assert p.offered("b_download") == file_id(text, "application/x-yaml", "tiny.yaml")
@@ -155,10 +154,10 @@ def test_the_gallery_copies_a_builtin_and_undo_brings_the_text_back(page):
     p.at.selectbox(key="w_gallery").set_value("preempt-resume")
     p.click("b_gallery_copy")
     want = (ROOT / "scenarios" / "preempt-resume.yaml").read_text(encoding="utf-8")
-    assert p.at.text_area(key="w_author_text").value == want
+    assert p.editor_text() == want
     assert not error_box(p)
     p.click("b_undo")
-    assert p.at.text_area(key="w_author_text").value == SMALL
+    assert p.editor_text() == SMALL
 
 
 def test_a_session_s_scenario_is_not_seen_by_another_session(page):
@@ -180,7 +179,8 @@ def test_every_label_follows_the_language_switch(page):
     p.run()
     text = p.text()
     assert "编写场景" in text and "合法：“我的场景”，4 步" in text and "第 4 步 / 共 4 步" in text
-    assert p.at.text_area(key="w_author_text").label == "场景（YAML）"
+    assert "场景（YAML）" in [c.value for c in p.at.caption]
+    assert p.editor()["labels"]["ok"] == "没有错误"
     assert p.at.button(key="b_open_player").label == "在播放器中打开"
     assert p.at.file_uploader(key="w_upload").label == "打开场景文件"
     assert not re.search(r"\b(Valid|Preview|Download)\b", text)
@@ -211,7 +211,7 @@ def test_opening_the_author_page_first_then_the_player_keeps_the_preview_step(pa
     at._page_hash = calc_hash("author")             # a fresh session that lands on /author
     at.run()
     at._page_hash = ""
-    at.text_area(key="w_author_text").input(SMALL)
+    at.session_state["w_author_text"] = {"edit": {"text": SMALL, "n": 1}}
     at.run()
     at.button(key="b_open_player").click()
     at.run()

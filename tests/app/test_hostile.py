@@ -61,12 +61,11 @@ def test_a_paste_over_the_limit_says_so_and_keeps_the_text(page):
     p = author(page)
     edit(p, SMALL)
     big = SMALL + "#" * MAX_FILE_BYTES
-    p.at.text_area(key="w_author_text").input(big)
-    p.run()
+    p.edit(big)
     errors = [e.value for e in p.at.error]
     assert any("The text was not taken" in e and f"{len(big.encode()):,} bytes" in e
                and "1,048,576" in e for e in errors), errors
-    assert p.at.text_area(key="w_author_text").value == SMALL
+    assert p.editor_text() == SMALL
     assert "Tiny test" in p.html()
 
 

@@ -8,6 +8,7 @@ click's rerun request to the script's end) stays within 2x of a single user's, m
 same run: the preview runs in a worker process, not in the server's threads."""
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import threading
@@ -78,7 +79,8 @@ def test_sessions_stepping_are_not_slowed_by_a_hostile_preview():
         for t in threads:
             t.start()
         time.sleep(1.0)
-        preview_s = hostile.rerun([("string", "w_author_text", HOSTILE)])
+        preview_s = hostile.rerun([("json", "w_author_text",
+                                    json.dumps({"edit": {"text": HOSTILE, "n": 1}}))])
         done.set()
         for t in threads:
             t.join(timeout=120)

@@ -120,7 +120,7 @@ def test_fork_edit_on_the_author_page(page):
     text = p.state["bv_fork"].text()
     p.click("b_fk_author")
     assert p.on_page("author")
-    assert p.at.text_area(key="w_author_text").value == text
+    assert p.editor_text() == text
     assert "Valid: “Six blocks, one prefix — fork at step 3”, 4 steps" in p.html()
 
 

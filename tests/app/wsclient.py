@@ -92,6 +92,8 @@ class Session:
             w.id = self.widget_id(key)
             if kind == "trigger":
                 w.trigger_value = True
+            elif kind == "json":            # a components-v2 component's state
+                w.json_value = value
             else:
                 w.string_value = value
         start = time.perf_counter()
