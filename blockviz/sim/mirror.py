@@ -18,8 +18,8 @@ from ``-LOCAL`` down), so serving steps never grows what the timeline holds.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
