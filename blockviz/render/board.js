@@ -576,6 +576,7 @@ function create(parent, component) {
   function fits() { return root.scrollHeight <= avail() && root.scrollWidth <= root.clientWidth + 2; }
   function fit() {
     if (!d() || !d().n || !root.isConnected) return;
+    if (d().fit === false) { setScale(0.9); draw(false); return; }   // a preview beside an editor: it scrolls
     const big = d().presenter || flag('present');       // a slide (#present) is shot large
     const max = big ? (window.innerWidth >= 1700 ? 1.7 : 1.35) : 1.0;
     const min = 0.5;

@@ -314,7 +314,7 @@ def _preview_panel(lang: str) -> None:
     ss[PREVIEW_STEP] = step
     # the player's board: the same panels, stepped in the browser; it tells us its step
     board.show(run, ss, key=PREVIEW_BOARD, step=step, frame=None, lang=lang, url=False, report=True,
-               on_pos=_preview_pos)
+               fit=False, on_pos=_preview_pos)
 
 
 def _preview_pos() -> None:

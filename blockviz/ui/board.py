@@ -69,19 +69,20 @@ def _payload(run: PlayerRun, around: int, lang: str, frames: bool, presenter: bo
 
 def show(run: PlayerRun, state: MutableMapping, *, key: str, step: int, frame: int | None, lang: str,
          presenter: bool = False, speed: float = 1.0, url: bool = False, report: bool = True,
-         answer: dict | None = None, on_pos: Callable[[], None] | None = None,
+         answer: dict | None = None, fit: bool = True, on_pos: Callable[[], None] | None = None,
          on_want: Callable[[], None] | None = None):
     """Mount the board for ``run``. ``state[key + ":goto"]`` holds Python's last command; the
     window of steps shipped is the one around ``step`` (the browser's step, as it last told us).
     ``report``: the board tells Python each step it shows (a rerun per burst of keys); without
     it, stepping costs the server nothing. ``answer``: a self-check answer ({step, ids}) the board
-    outlines when it shows that step."""
+    outlines when it shows that step. ``fit``: scale the board to fit the viewport (the player);
+    without it, a fixed size that scrolls (a preview in a column)."""
     goto = state.get(key + ":goto")
     if goto is None or goto.get("run") != run.key:    # a new run opens where Python says
         move(state, key, step, frame, run.key)
         goto = state[key + ":goto"]
     body = _payload(run, step, lang, frame is not None, presenter, speed, url)
-    extra = json.dumps({"goto": goto, "lang": lang, "report": report, "answer": answer},
+    extra = json.dumps({"goto": goto, "lang": lang, "report": report, "answer": answer, "fit": fit},
                        separators=(",", ":"))
     data = body[:-1] + "," + extra[1:]
     return _renderer()(key=key, data=data, default={"pos": None, "want": None},
