@@ -85,8 +85,8 @@ def test_quick_run_writes_a_report(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"report written to {out}" in proc.stdout
     report = json.loads(out.read_text())
-    assert set(report["benchmarks"]) == {"core", "scale", "tensors", "app", "capacity", "json_stream",
-                                         "sched"}
+    assert set(report["benchmarks"]) == {"core", "scale", "tensors", "tier", "app", "capacity",
+                                         "json_stream", "sched"}
     core = report["benchmarks"]["core"]
     assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
     scale = report["benchmarks"]["scale"]
@@ -149,3 +149,17 @@ def test_vllm_sched_loader_explains_a_missing_source(tmp_path):
     with pytest.raises(vllm_sched.VllmUnavailable, match="scheduler.py"):
         with vllm_sched.loaded(tmp_path):
             pass
+
+
+def test_tier_benchmark_moves_the_bytes_and_reports_both_chunk_layouts():
+    """``bench tier --quick``: store and load checked bit for bit before timing (the run asserts
+    it), both shapes, chunks in one run and scattered, a ratio and a budget line each."""
+    from bench import tier
+    result = tier.run(1, True, lambda msg: None)
+    assert [(c["shape"], c["chunks"]) for c in result["cases"]] == [
+        (shape, layout) for shape in tier.SHAPES for layout in ("run", "scattered")]
+    for c in result["cases"]:
+        assert c["bytes_moved"] > 0 and c["store_ratio"] > 0 and c["load_ratio"] > 0
+    (budget,) = result["budgets"]
+    assert budget["limit"] == 3.0 and budget["met"] == (budget["value"] <= 3.0)
+    assert "plain copy" in tier.render(result)

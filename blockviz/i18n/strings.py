@@ -139,7 +139,9 @@ STRINGS.update({
                         "共 {n} 个 token：prompt {p} 个 + 输出 {o} 个"),
     "preempted_times": ("preempted ×{n}", "被抢占 ×{n}"),
     "no_requests": ("No requests yet.", "还没有请求。"),
-    "ext_lru": ("least recently used first (dropped first)", "最久未用的在前（最先被丢弃）"),
+    "ext_lru": ("CPU tier (vLLM OffloadingConnector): next to be evicted first; chunks being "
+                "stored or loaded last",
+                "CPU 缓存层（vLLM OffloadingConnector）：最先被淘汰的在前；正在存入或载入的在最后"),
     "mk_allocate": ("allocate", "分配"),
     "mk_hit": ("hit", "命中"),
     "mk_external": ("external hit", "外部命中"),

@@ -6,8 +6,9 @@ per KV cache tensor; on CUDA it is pinned, so copies to and from the GPU can run
 
 ``store`` copies whole GPU blocks into chunks, ``load`` copies chunks into GPU blocks, bit for
 bit. On the CPU both are numpy fancy-index copies of opaque per-block row items (one memcpy per
-block, as the paged store moves blocks); on CUDA a gather on the GPU, then one transfer per
-layer and K/V through pinned memory.
+block, as the paged store moves blocks) — one pass when the chunks are one run (a fresh tier
+allocates them so), else a gather and a scatter; on CUDA a gather on the GPU, then
+one transfer per layer and K/V through pinned memory.
 """
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ import numpy as np
 import torch
 
 from blockviz.kv.store import PagedKVStore
+
+
+def _run(ids: np.ndarray) -> tuple[int, int] | None:
+    """(first, end) if ``ids`` are consecutive and increasing (one slice), else None."""
+    n = ids.shape[0]
+    if n == 0 or ids[-1] - ids[0] + 1 != n or (n > 1 and not (np.diff(ids) == 1).all()):
+        return None
+    return int(ids[0]), int(ids[0]) + n
 
 
 class CPUKVPool:
@@ -44,7 +53,9 @@ class CPUKVPool:
     def __deepcopy__(self, memo: dict) -> CPUKVPool:
         new = copy.copy(self)
         memo[id(self)] = new
-        new.store = copy.deepcopy(self.store, memo)
+        # the store is the live one (an engine copy maps its runtime to itself), unless the
+        # store itself is being copied along
+        new.store = memo.get(id(self.store), self.store)
         new.data = self.data.clone()
         if self.pinned:
             new.data = new.data.pin_memory()
@@ -63,9 +74,15 @@ class CPUKVPool:
         if self._store_np is not None:
             b = np.asarray(block_ids, dtype=np.intp)
             c = np.asarray(chunk_ids, dtype=np.intp)
+            run = _run(c)
             for layer in range(s.num_layers):
                 for kv in (0, 1):
-                    self._np[layer][kv][c] = self._store_np[layer][kv][b]
+                    if run:   # fresh chunks are one run: gather straight into it, one pass
+                        # (mode="clip": numpy's unbuffered take; the ids are valid)
+                        np.take(self._store_np[layer][kv], b, axis=0, mode="clip",
+                                out=self._np[layer][kv][run[0]:run[1]])
+                    else:
+                        self._np[layer][kv][c] = self._store_np[layer][kv][b]
             return
         bidx = torch.as_tensor(list(block_ids), dtype=torch.long, device=s.device)
         cidx = torch.as_tensor(list(chunk_ids), dtype=torch.long)
@@ -82,14 +99,18 @@ class CPUKVPool:
         if not block_ids:
             return
         s = self.store
-        s._changed(list(block_ids))
         if self._store_np is not None:
             b = np.asarray(block_ids, dtype=np.intp)
             c = np.asarray(chunk_ids, dtype=np.intp)
+            run = _run(c)
+            s._changed(b)
             for layer in range(s.num_layers):
                 for kv in (0, 1):
-                    self._store_np[layer][kv][b] = self._np[layer][kv][c]
+                    src = (self._np[layer][kv][run[0]:run[1]] if run
+                           else self._np[layer][kv][c])   # one run: a view, no copy
+                    self._store_np[layer][kv][b] = src
             return
+        s._changed(list(block_ids))
         bidx = torch.as_tensor(list(block_ids), dtype=torch.long, device=s.device)
         cidx = torch.as_tensor(list(chunk_ids), dtype=torch.long)
         for layer, rows in enumerate(s._rows_of):

@@ -16,9 +16,8 @@ when ``check`` is on (the runner's ``check=True``, which every built-in lesson's
 """
 from __future__ import annotations
 
-import dataclasses
-
 import bisect
+import dataclasses
 import threading
 from array import array
 from collections import OrderedDict

@@ -162,3 +162,26 @@ def test_contract_gains_tier_state_events_and_stats_by_source(sync, tmp_path):
     assert all("medium" not in e for s in doc["steps"] for e in s["kv_events"])
     loads = [j for s in conn["engine_steps"] for j in s["load_jobs"]]
     assert [(j["sync"], len(j["gpu_blocks"])) for j in loads] == [(sync, 3)]
+
+
+def test_a_rewind_restores_the_tier_with_its_payloads():
+    text = ("id: t\ntitle: t\nconfig: {num_blocks: 6, block_size: 4, connector: {num_blocks: 4}}\n"
+            "steps:\n"
+            f"  - arrive: {{id: A, prompt: {A12}, max_tokens: 1}}\n  - step: 2\n"
+            "  - checkpoint: before\n"
+            "  - arrive: {id: X, prompt: [{random: 16}], max_tokens: 1}\n  - step: 2\n"
+            "  - rewind: before\n  - reset_prefix_cache\n"
+            "  - arrive: {id: B, prompt: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], "
+            "max_tokens: 1}\n  - step: 3\n")
+    scenario = load_text(text).scenario
+    engine = Engine(scenario)
+    results = [engine.apply(s) for s in scenario.steps]
+    saved_before = [h for h, *_ in engine.checkpoints["before"].connector.contents()]
+    assert len(saved_before) == 3
+    # X's stores evicted A's chunks; the rewind brought them back, bytes included
+    assert [o.kind for o in results[3].ops].count("drop") == 3
+    assert engine.checkpoints["before"].connector.worker.pool.store is engine.kv.store
+    loads = [op for op in results[-2].ops if op.kind == "load"]
+    assert len(loads) == 3 and saved_before == engine.scheduler.requests["B"].block_hashes[2::-1]
+    verify = [op for r in results[-2:] for op in r.ops if op.kind == "verify"]
+    assert verify and verify[0].hit_tokens == 12 and verify[0].max_abs_diff == 0.0

@@ -159,8 +159,9 @@ steps:
 @pytest.mark.parametrize("sync", [False, True])
 def test_external_hits_load_the_bytes_that_were_saved(sync):
     """A's prompt blocks are stored to the CPU tier when scheduled; X evicts two of them from the
-    GPU; B hits the first locally and loads the other two back (asynchronously: parked one step; or within its step) — the loaded bytes
-    are the stored ones, and B's forward pass over them matches recomputation exactly."""
+    GPU; B hits the first locally and loads the other two back (asynchronously: parked one step;
+    or within its step) — the loaded bytes are the stored ones, and B's forward pass over them
+    matches recomputation exactly."""
     text = EXTERNAL if not sync else EXTERNAL.replace(
         "connector: {num_blocks: 8}", "connector: {num_blocks: 8, sync_load_budget_tokens: 64}")
     scenario = load_text(text).scenario
