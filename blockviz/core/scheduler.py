@@ -474,7 +474,8 @@ class Scheduler:
     def _update_waiting_for_remote_kv(self, request: Request) -> None:
         """The load is done: cache the loaded blocks now; a whole-prompt hit recomputes its last
         token (vLLM clamps ``num_computed_tokens`` to ``num_tokens - 1`` here)."""
-        self.kv_cache_manager.cache_blocks(request, request.num_computed_tokens)
+        if self.kv_cache_manager.enable_caching:
+            self.kv_cache_manager.cache_blocks(request, request.num_computed_tokens)
         if request.num_computed_tokens == request.num_tokens:
             request.num_computed_tokens = request.num_tokens - 1
         self.finished_recving_kv_req_ids.discard(request.request_id)

@@ -143,15 +143,14 @@ class Engine:
             from blockviz.sim.connector import OffloadingConnector
             c = cfg.connector
             if meter is not None and kv is not None:
-                meter.need(c.num_blocks * kv.store.bytes_per_block, "the external tier")
+                # the CPU tier's tensor pool, held for the whole run
+                meter.fix(c.num_blocks * kv.store.bytes_per_block, "the external tier")
             connector = OffloadingConnector(
                 c.num_blocks, cfg.block_size, eviction_policy=c.eviction_policy,
                 load_delay=c.load_delay, store_delay=c.store_delay,
                 sync_load_budget_tokens=c.sync_load_budget_tokens,
                 enable_caching=cfg.enable_caching, kv=kv)
             connector.ops = self.ops
-            if meter is not None and connector.worker.pool is not None:
-                meter.held.append(lambda p=connector.worker.pool: p.nbytes)
         if meter is not None:
             meter.held.append(lambda: sum(c.state_bytes for c in self.checkpoints.values()))
         self.state = EngineState(
@@ -272,6 +271,8 @@ class Engine:
                   + sum(len(r.all_token_ids) for r in st.scheduler.requests.values()))
         state_bytes = (self.num_gpu_blocks * CHECKPOINT_BYTES_PER_BLOCK
                        + tokens * CHECKPOINT_BYTES_PER_TOKEN)
+        if st.connector is not None and st.connector.worker.pool is not None:
+            state_bytes += st.connector.worker.pool.nbytes   # a checkpoint copies the CPU tier
         try:
             if self.meter is not None:
                 self.meter.need(state_bytes, "this checkpoint")

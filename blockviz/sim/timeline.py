@@ -343,8 +343,14 @@ class Timeline:
         last = self._none_hash[-1] if self._none_hash else None
         self._none_hash.append(last if last == cap.none_hash else cap.none_hash)
         self._external.append(cap.external)
-        self._tier.append(None if cap.tier is None else dataclasses.replace(
-            cap.tier, steps=tuple(result.tier_steps) if result is not None else ()))
+        tier = cap.tier
+        if tier is not None:
+            last = self._tier[-1] if self._tier else None
+            contents = (last.contents if last is not None and last.contents == tier.contents
+                        else tier.contents)     # an unchanged tier is kept once
+            tier = dataclasses.replace(tier, contents=contents, steps=tuple(
+                result.tier_steps) if result is not None else ())
+        self._tier.append(tier)
         if result is not None and result.reset_ok is not None:
             self._reset_ok[index] = result.reset_ok
         if result is not None and result.teaching_only:

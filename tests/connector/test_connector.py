@@ -185,3 +185,16 @@ def test_a_rewind_restores_the_tier_with_its_payloads():
     assert len(loads) == 3 and saved_before == engine.scheduler.requests["B"].block_hashes[2::-1]
     verify = [op for r in results[-2:] for op in r.ops if op.kind == "verify"]
     assert verify and verify[0].hit_tokens == 12 and verify[0].max_abs_diff == 0.0
+
+
+def test_a_connector_with_async_scheduling_is_refused_in_both_languages():
+    from blockviz.i18n.errors import localize_error
+    from blockviz.scenario.load import ScenarioError
+    text = ("id: t\ntitle: t\nconfig: {connector: {num_blocks: 4}, "
+            "scheduler: {async_scheduling: true}}\nsteps:\n  - step: 1\n")
+    with pytest.raises(ScenarioError) as e:
+        load_text(text)
+    msg = str(e.value)
+    assert "async_scheduling is not modelled" in msg
+    zh = e.value.localized("zh") if hasattr(e.value, "localized") else localize_error(msg, "zh")
+    assert "不能同时使用" in zh and "not modelled" not in zh
