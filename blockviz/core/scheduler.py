@@ -113,6 +113,7 @@ class ScheduledRequest:
     external_block_ids: tuple[int, ...] = ()
     new_block_ids: tuple[int, ...] = ()   # blocks allocate_slots took for it in this step
     table_block_ids: tuple[int, ...] = ()  # an admission: its whole block table
+    looked_up: bool = False      # an admission that looked up the caches (not one after a load)
     decode: bool = False         # a decode token (the request had finished its prefill before)
     samples: bool = False        # the step completes its prefill (or decodes): a token is sampled
 
@@ -434,7 +435,7 @@ class Scheduler:
                 external_block_ids=tuple(b.block_id for b in
                                          table[n_local_blocks:n_local_blocks + n_ext_blocks]),
                 new_block_ids=tuple(b.block_id for b in new_blocks),
-                table_block_ids=tuple(b.block_id for b in table))
+                table_block_ids=tuple(b.block_id for b in table), looked_up=looked_up)
             self._op(Admit(rid, num_local, num_external, num_new))
             if load_async:
                 # vLLM: allocated, not cached, parked until the worker reports the load

@@ -389,8 +389,8 @@ class Engine:
         out = self.scheduler.schedule(only)
         if self.meter is not None:
             self.meter.engine_step(out.total_num_scheduled_tokens)
-        for item in out.scheduled:
-            if item.admitted:
+        for item in (*out.scheduled, *out.loading):
+            if item.admitted and item.looked_up:   # (not the schedule after an async load)
                 info = self.state.info[item.request.request_id]
                 info.local_hit_blocks = len(item.hit_block_ids)
                 info.external_hit_blocks = len(item.external_block_ids)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from blockviz.kv import PagedKVStore
+from blockviz.kv import PagedKVStore, tolerance
 from blockviz.kv.offload import CPUKVPool
 from blockviz.scenario import load_text
 from blockviz.sim.engine import Engine
@@ -54,15 +54,17 @@ steps:
 """
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_a_block_loaded_from_the_tier_is_what_recomputation_writes(dtype):
+def test_a_block_loaded_from_the_tier_is_what_recomputation_writes(dtype, device):
     """B's blocks 2 and 3 (tokens 5-12) come from the tier, written there from A's forward pass;
-    computing B alone writes the same bytes into its own blocks — and B samples the same
-    tokens either way."""
+    computing B alone writes the same bytes into its own blocks (on the CPU; on CUDA, where a
+    kernel may round a batch of another size differently, within the device's tolerance) — and
+    B samples the same tokens either way."""
     def run(text):
         scenario = load_text(text.replace("block_size: 4", f"block_size: 4, model: "
                                                            f"{{dtype: {dtype}}}")).scenario
-        engine = Engine(scenario)
+        engine = Engine(scenario, device=device)
         loads = [op.block_id for step in scenario.steps for op in engine.apply(step).ops
                  if op.kind == "load"]
         return engine, loads
@@ -77,5 +79,9 @@ def test_a_block_loaded_from_the_tier_is_what_recomputation_writes(dtype):
     for j, bid in enumerate(rows_t):
         got = tiered.kv.read_blocks([bid])
         want = alone.kv.read_blocks([alone_table[1 + j]])
-        assert torch.equal(got, want), f"block {bid} differs from recomputation"
+        if device == "cpu":
+            assert torch.equal(got, want), f"block {bid} differs from recomputation"
+        else:
+            diff = (got.float() - want.float()).abs().max().item()
+            assert diff <= tolerance(device), f"block {bid}: {diff} from recomputation"
 

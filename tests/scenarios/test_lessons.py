@@ -523,6 +523,9 @@ def test_async_load_delays_the_first_token_sync_does_not():
                              > req(n, i, rid).num_prompt_tokens) for rid in "SL"}
     assert first_token == {"S": 6, "L": 9}, "three steps later"
     assert req(n, 9, "L").num_computed_tokens == 17
+    # the request keeps the hits it was admitted with (2 local, 2 from the tier) once it runs
+    assert (req(n, 6, "L").local_hit_blocks, req(n, 6, "L").external_hit_blocks) == (2, 2)
+    assert (req(n, 9, "L").local_hit_blocks, req(n, 9, "L").external_hit_blocks) == (2, 2)
     assert [snap(n, 9).block_hash[b] for b in l_blocks[2:]] == list(
         lesson(n)[1].snapshot(1).block_hash[3:5])
     # S's decode filled block 7 (cached on the GPU) but only prompt blocks reach the tier
