@@ -501,7 +501,7 @@ class TransferJob:
     sync: bool = False
     fence_block_ids: list[int] = field(default_factory=list)   # deferred fence (stores)
 
-    def to_dict(self, tokens_of=None) -> dict:
+    def to_dict(self) -> dict:
         return {"job": self.job_id, "kind": "store" if self.is_store else "load",
                 "request": self.req_id, "sync": self.sync,
                 "hashes": [k.hex() for k in self.keys], "gpu_blocks": list(self.gpu_block_ids),
