@@ -1,4 +1,4 @@
-"""``python -m bench [core] [scale] [tensors] [board] [capacity] [json_stream] [sched] [--repeat N]
+"""``python -m bench [core] [scale] [tensors] [tier] [board] [capacity] [json_stream] [sched] [--repeat N]
 [--quick] [--out FILE]``
 
 Runs the chosen benchmarks (all by default), prints medians and the ratios measured side by side
@@ -13,11 +13,12 @@ import sys
 import time
 from pathlib import Path
 
-from . import board, capacity, core_ops, json_stream, scale, sched, tensors
+from . import board, capacity, core_ops, json_stream, scale, sched, tensors, tier
 from .timing import machine
 
 # Each a module with NAME, run(repeat, quick, say) -> dict (with optional "budgets") and render(dict).
-BENCHMARKS = {m.NAME: m for m in (core_ops, scale, tensors, board, capacity, json_stream, sched)}
+BENCHMARKS = {m.NAME: m for m in (core_ops, scale, tensors, tier, board, capacity, json_stream,
+                                   sched)}
 LATER: dict[str, str] = {}      # names of benchmarks announced but not written yet -> why
 DEFAULT_REPORT = Path(__file__).resolve().parent / "reports" / "latest.json"
 

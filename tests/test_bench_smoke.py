@@ -85,7 +85,7 @@ def test_quick_run_writes_a_report(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"report written to {out}" in proc.stdout
     report = json.loads(out.read_text())
-    assert set(report["benchmarks"]) == {"core", "scale", "tensors", "board", "capacity",
+    assert set(report["benchmarks"]) == {"core", "scale", "tensors", "tier", "board", "capacity",
                                          "json_stream", "sched"}
     core = report["benchmarks"]["core"]
     assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
@@ -120,3 +120,47 @@ def test_quick_board_run_measures_the_board_in_a_browser(tmp_path):
     names = [b["name"] for b in board["budgets"]]
     assert len(names) == 6 and any("4,096 blocks" in n for n in names)
 
+
+def test_sched_sides_take_the_same_steps():
+    """``bench sched``: blockviz's Scheduler (recording off and on) and vLLM's real one, checked
+    step by step on a small workload; a side that goes another way is caught."""
+    from bench import sched as S
+    from bench import vllm_sched
+    toks = S.prompts(40)          # two groups, every prompt length 32..47
+    impls = [S.Ours(False), S.Ours(True)]
+
+    class Reversed(S.Ours):       # the same requests, arriving in the opposite order
+        def setup(self, toks):
+            super().setup(toks[::-1])
+            self.ids = [f"r{i}" for i in range(len(toks))]
+
+    with pytest.raises(S.Mismatch, match="step 1: .* differs from"):
+        S.check_same([S.Ours(False), Reversed(False)], toks)
+    try:
+        with vllm_sched.loaded() as v:
+            S.check_same(impls + [S.Vllm(v, True), S.Vllm(v, False)], toks)
+    except vllm_sched.VllmUnavailable as e:
+        S.check_same(impls, toks)
+        pytest.skip(f"vLLM side: {e}")
+    assert not any(k == "vllm" or k.startswith("vllm.") for k in sys.modules)
+
+
+def test_vllm_sched_loader_explains_a_missing_source(tmp_path):
+    from bench import vllm_sched
+    with pytest.raises(vllm_sched.VllmUnavailable, match="scheduler.py"):
+        with vllm_sched.loaded(tmp_path):
+            pass
+
+
+def test_tier_benchmark_moves_the_bytes_and_reports_both_chunk_layouts():
+    """``bench tier --quick``: store and load checked bit for bit before timing (the run asserts
+    it), both shapes, chunks in one run and scattered, a ratio and a budget line each."""
+    from bench import tier
+    result = tier.run(1, True, lambda msg: None)
+    assert [(c["shape"], c["chunks"]) for c in result["cases"]] == [
+        (shape, layout) for shape in tier.SHAPES for layout in ("run", "scattered")]
+    for c in result["cases"]:
+        assert c["bytes_moved"] > 0 and c["store_ratio"] > 0 and c["load_ratio"] > 0
+    (budget,) = result["budgets"]
+    assert budget["limit"] == 3.0 and budget["met"] == (budget["value"] <= 3.0)
+    assert "plain copy" in tier.render(result)

@@ -16,7 +16,7 @@ One full-attention KV cache group, hash block size = block size. The contract:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from blockviz.core.block import KVCacheBlock
 from blockviz.core.block_pool import BlockPool
@@ -43,8 +43,14 @@ class PrefixCacheStats:
     preempted_queries: int = 0
     preempted_hits: int = 0
     reset: bool = False         # reset_prefix_cache succeeded (vLLM: the hit-rate window restarts)
+    # the connector's stats only: hit tokens by the tier they came from (vLLM CacheHitSource
+    # values, e.g. "host" for the CPU tier), never for a resumed request
+    hits_by_source: dict[str, int] = field(default_factory=dict)
 
-    def record(self, num_tokens: int, num_hits: int, preempted: bool) -> None:
+    def record(self, num_tokens: int, num_hits: int, preempted: bool,
+               hits_by_source: dict[str, int] | None = None) -> None:
+        for source, n in (hits_by_source or {}).items():
+            self.hits_by_source[source] = self.hits_by_source.get(source, 0) + n
         if preempted:
             self.preempted_requests += 1
             self.preempted_queries += num_tokens
@@ -121,12 +127,14 @@ class KVCacheManager:
                        new_computed_blocks: Sequence[KVCacheBlock] = (),
                        num_external_computed_tokens: int = 0, *,
                        delay_cache_blocks: bool = False,
-                       full_sequence_must_fit: bool = False) -> list[KVCacheBlock] | None:
+                       full_sequence_must_fit: bool = False,
+                       reserved_blocks: int = 0) -> list[KVCacheBlock] | None:
         """Give the request slots for ``num_new_tokens`` more tokens; None (and no change) if short.
 
         ``full_sequence_must_fit`` (the scheduler's admission gate): first check that the *whole*
         sequence would fit, not only this chunk. ``delay_cache_blocks``: allocate but cache
-        nothing (an asynchronous KV load fills the blocks later)."""
+        nothing (an asynchronous KV load fills the blocks later). ``reserved_blocks``: free
+        blocks that must stay free (what in-flight prefills still need)."""
         if num_new_tokens == 0 and num_external_computed_tokens == 0 and num_new_computed_tokens == 0:
             raise ValueError("num_new_tokens must be greater than 0 when there are no "
                              "computed tokens to adopt")
@@ -146,7 +154,7 @@ class KVCacheManager:
         num_tokens_need_slot = min(total_computed + num_new_tokens, self.max_model_len)
 
         needed = self.get_num_blocks_to_allocate(request, num_tokens_need_slot, new_computed_blocks)
-        if needed > pool.get_num_free_blocks():
+        if needed > pool.get_num_free_blocks() - reserved_blocks:
             if pool.ops is not None:
                 pool.ops.append(AllocFailed(rid, needed, pool.get_num_free_blocks()))
             return None

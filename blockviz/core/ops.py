@@ -188,26 +188,28 @@ class Restart(NamedTuple):
 
 # -- the external tier (KV connector) --------------------------------------------------------------
 class Load(NamedTuple):
-    """The connector loaded the block's K/V (``token_ids``) from the external tier."""
+    """A load job copied the block's K/V (``token_ids``) from the CPU tier."""
     request_id: str
     block_id: int
     token_ids: tuple[int, ...]
     kind = "load"
-    fn = "KVConnector.start_load_kv"
+    fn = "OffloadingConnectorScheduler.update_state_after_alloc"
 
 
 class Save(NamedTuple):
+    """The connector issued a store of the block (a full prompt block) to the CPU tier."""
     request_id: str
     block_id: int
     block_hash: bytes
     kind = "save"
-    fn = "KVConnector.request_finished"
+    fn = "OffloadingConnectorScheduler.build_connector_meta"
 
 
 class Drop(NamedTuple):
+    """The CPU tier evicted the chunk to make room for a store."""
     block_hash: bytes
     kind = "drop"
-    fn = "KVConnector (LRU drop)"
+    fn = "CPUOffloadingManager.prepare_store"
 
 
 RECORDS: tuple[type, ...] = (

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from blockviz.core.manager import KVCacheManager, PrefixCacheStats
 from blockviz.core.ops import Admit, Arrive, Finish, Preempt, Sample, Schedule
@@ -74,11 +74,30 @@ class SchedulerConfig:
         return out
 
 
-class ExternalTier(Protocol):
-    """What the scheduler asks of a KV connector (vLLM's KVConnectorBase scheduler side)."""
+class KVConnector(Protocol):
+    """What the scheduler asks of a KV connector: vLLM 0.33's ``KVConnectorBase_V1`` scheduler
+    side, with its names and contracts (blockviz.sim.connector implements it after vLLM's
+    ``OffloadingConnector``)."""
 
-    def get_num_new_matched_tokens(self, request: Request, num_computed_tokens: int) -> int: ...
-    def request_finished(self, request: Request, block_ids: list[int]) -> None: ...
+    def on_new_request(self, request: Request) -> None: ...
+    # (tokens past ``num_computed_tokens`` the connector can supply, or None: ask again in a
+    # later step; and whether they load asynchronously, between steps)
+    def get_num_new_matched_tokens(self, request: Request,
+                                   num_computed_tokens: int) -> tuple[int | None, bool]: ...
+    def update_state_after_alloc(self, request: Request, block_ids: list[int],
+                                 num_external_tokens: int) -> None: ...
+    def get_external_cache_hit_sources(self, request: Request,
+                                       num_external_tokens: int) -> dict[str, int]: ...
+    def build_connector_meta(self, out: SchedulerOutput) -> Any: ...
+    # the worker's report: {"completed_jobs": [...], "finished_recving": [...]}
+    def update_connector_output(self, output: dict) -> None: ...
+    def request_finished(self, request: Request,
+                         block_ids: list[int]) -> tuple[bool, dict | None]: ...
+    def take_events(self) -> list: ...
+    def has_pending_push_work(self) -> bool: ...
+
+
+ExternalTier = KVConnector   # the name this protocol had before it followed vLLM's API
 
 
 @dataclass
@@ -92,6 +111,9 @@ class ScheduledRequest:
     external_hit_tokens: int = 0
     hit_block_ids: tuple[int, ...] = ()
     external_block_ids: tuple[int, ...] = ()
+    new_block_ids: tuple[int, ...] = ()   # blocks allocate_slots took for it in this step
+    table_block_ids: tuple[int, ...] = ()  # an admission: its whole block table
+    looked_up: bool = False      # an admission that looked up the caches (not one after a load)
     decode: bool = False         # a decode token (the request had finished its prefill before)
     samples: bool = False        # the step completes its prefill (or decodes): a token is sampled
 
@@ -106,6 +128,13 @@ class SchedulerOutput:
     preempted: list[str] = field(default_factory=list)
     token_budget: int = 0        # max_num_batched_tokens of this step
     teaching_only: bool = False  # a schedule vLLM's scheduler would not make
+    # requests finished since the previous schedule(), in the order they finished (vLLM:
+    # SchedulerOutput.finished_req_ids, a set)
+    finished_req_ids: tuple[str, ...] = ()
+    # async KV loads admitted in this step: parked in WAITING_FOR_REMOTE_KVS, nothing scheduled
+    loading: list[ScheduledRequest] = field(default_factory=list)
+    kv_connector_metadata: Any = None   # the connector's plan of this step (loads, stores)
+    kv_connector_output: Any = None     # the worker's report after the step (jobs done)
 
     @property
     def num_scheduled_tokens(self) -> dict[str, int]:
@@ -121,7 +150,7 @@ class SchedulerError(Exception):
 
 
 class Scheduler:
-    def __init__(self, manager: KVCacheManager, connector: ExternalTier | None = None,
+    def __init__(self, manager: KVCacheManager, connector: KVConnector | None = None,
                  config: SchedulerConfig | None = None) -> None:
         self.kv_cache_manager = manager
         self.connector = connector
@@ -132,8 +161,19 @@ class Scheduler:
         # timeline shows them).
         self.requests: dict[str, Request] = {}
         self.waiting: list[Request] = []
+        # vLLM's kv_holding_waiting: waiting requests that hold KV blocks (an async KV load in
+        # flight or done); drained before ``waiting``.
+        self.kv_holding_waiting: list[Request] = []
         self.running: list[Request] = []
-        self.finished_req_ids: set[str] = set()   # finished since the last schedule()
+        # finished since the last schedule(), in the order they finished (vLLM keeps a set)
+        self.finished_req_ids: dict[str, None] = {}
+        # async loads the worker reported done (their requests leave WAITING_FOR_REMOTE_KVS at
+        # their next turn in schedule()); aborted ones whose load is still in flight
+        self.finished_recving_kv_req_ids: set[str] = set()
+        self._free_after_recv: set[str] = set()
+        # requests still prefilling after this step (their remaining blocks are reserved
+        # against an async load's admission), vLLM's _inflight_prefills
+        self._inflight_prefills: dict[str, Request] = {}
         self.num_preemptions = 0
         # The connector's PrefixCacheStats (vLLM: connector_prefix_cache_stats).
         self.connector_prefix_cache_stats = PrefixCacheStats()
@@ -145,11 +185,18 @@ class Scheduler:
 
     # -- queries --------------------------------------------------------------------------
     def has_unfinished_requests(self) -> bool:
-        return bool(self.running or self.waiting)
+        return bool(self.running or self.waiting or self.kv_holding_waiting)
 
     def has_requests(self) -> bool:
-        """vLLM's engine steps only while this holds (a step after an abort still runs)."""
-        return self.has_unfinished_requests() or bool(self.finished_req_ids)
+        """vLLM's engine steps only while this holds (a step after an abort still runs, and so
+        does one while the connector has transfers in flight)."""
+        return (self.has_unfinished_requests() or bool(self.finished_req_ids)
+                or (self.connector is not None and self.connector.has_pending_push_work()))
+
+    @property
+    def all_waiting(self) -> list[Request]:
+        """Both waiting queues in the order schedule() visits them."""
+        return self.kv_holding_waiting + self.waiting
 
     def max_tokens_of(self, request: Request) -> int:
         """vLLM's input processor sets an unset ``max_tokens`` to what the context has left."""
@@ -168,6 +215,8 @@ class Scheduler:
                 f"({self.config.max_model_len}); vLLM rejects it")
         self.requests[request.request_id] = request
         self.waiting.append(request)
+        if self.connector is not None:
+            self.connector.on_new_request(request)
         self._op(Arrive(request.request_id))
 
     def finish_request(self, request_id: str) -> None:
@@ -175,22 +224,36 @@ class Scheduler:
         request = self._get(request_id)
         if request.is_finished():
             raise SchedulerError(f"request {request_id!r} has already finished")
+        delay_free = False
         if request.status is RequestStatus.RUNNING:
             self.running.remove(request)
         else:
-            self.waiting.remove(request)
+            if request in self.kv_holding_waiting:
+                self.kv_holding_waiting.remove(request)
+            else:
+                self.waiting.remove(request)
+            if request.status is RequestStatus.WAITING_FOR_REMOTE_KVS:
+                # its load is still in flight: the blocks are freed when the worker reports it
+                delay_free = request_id not in self.finished_recving_kv_req_ids
+                self.finished_recving_kv_req_ids.discard(request_id)
         request.status = RequestStatus.FINISHED
         request.finish_reason = FINISH_ABORT
-        self._free_request(request)
+        self._free_request(request, delay_free)
         self._op(Finish(request_id, FINISH_ABORT))
 
-    def _free_request(self, request: Request) -> None:
-        """Let the connector save the request's cached blocks, then free its table."""
-        self.finished_req_ids.add(request.request_id)
+    def _free_request(self, request: Request, delay_free: bool = False) -> None:
+        """Tell the connector (vLLM 0.33's OffloadingConnector answers ``(False, None)``: free
+        now), then free the request's table."""
+        self.finished_req_ids[request.request_id] = None
+        self._inflight_prefills.pop(request.request_id, None)
         if self.connector is not None:
-            self.connector.request_finished(request,
-                                            self.kv_cache_manager.get_block_ids(request.request_id))
-        self.kv_cache_manager.free(request)
+            delay, _ = self.connector.request_finished(
+                request, self.kv_cache_manager.get_block_ids(request.request_id))
+            delay_free = delay_free or delay
+        if delay_free:
+            self._free_after_recv.add(request.request_id)
+        else:
+            self.kv_cache_manager.free(request)
 
     def preempt_request(self, request_id: str) -> None:
         """Teaching-only: preempt a chosen running request (vLLM only ever preempts the last
@@ -205,6 +268,7 @@ class Scheduler:
     def _preempt(self, request: Request) -> None:
         """vLLM ``_preempt_request`` (the caller took it out of ``running``)."""
         self.kv_cache_manager.free(request)
+        self._inflight_prefills.pop(request.request_id, None)
         request.status = RequestStatus.PREEMPTED
         request.num_computed_tokens = 0
         # Async: the in-flight output still arrives, but must not move the reset counters.
@@ -231,12 +295,18 @@ class Scheduler:
                               teaching_only=only is not None)
         # The threshold exists so a long prefill cannot starve others: alone, it is off.
         threshold = (cfg.long_prefill_token_threshold
-                     if len(self.running) + len(self.waiting) > 1 else 0)
+                     if len(self.running) + len(self.waiting) + len(self.kv_holding_waiting) > 1
+                     else 0)
         budget = self._schedule_running(out, cfg.max_num_batched_tokens, threshold, only)
         if only is None and not out.preempted:
             self._schedule_waiting(out, budget, threshold)
+        out.finished_req_ids = tuple(self.finished_req_ids)
+        if self.connector is not None:
+            # vLLM: inside schedule(), before _update_after_schedule — the store jobs of the
+            # prompt blocks whose last token is scheduled now
+            out.kv_connector_metadata = self.connector.build_connector_meta(out)
         self._update_after_schedule(out)
-        self.finished_req_ids = set()
+        self.finished_req_ids = {}
         return out
 
     def _schedule_running(self, out: SchedulerOutput, budget: int, threshold: int,
@@ -274,7 +344,9 @@ class Scheduler:
                 break
             decode = not request.is_prefill_chunk
             out.scheduled.append(ScheduledRequest(request, request.num_computed_tokens, num_new,
-                                                  decode=decode))
+                                                  decode=decode,
+                                                  new_block_ids=tuple(b.block_id
+                                                                      for b in new_blocks)))
             self._op(Schedule(request.request_id, num_new, decode))
             budget -= num_new
             i += 1
@@ -283,57 +355,131 @@ class Scheduler:
     def _schedule_waiting(self, out: SchedulerOutput, budget: int, threshold: int) -> None:
         mgr = self.kv_cache_manager
         cfg = self.config
+        conn = self.connector
         skipped: list[Request] = []
-        while budget > 0 and self.waiting:
-            if len(self.running) >= cfg.max_num_seqs:
+        skipped_holding: list[Request] = []
+
+        def skip(queue: list[Request]) -> None:
+            r = queue.pop(0)
+            (skipped_holding if self._holds_kv_blocks(r) else skipped).append(r)
+
+        while budget > 0:
+            queue = self.kv_holding_waiting or self.waiting
+            if not queue or len(self.running) >= cfg.max_num_seqs:
                 break
-            request = self.waiting[0]
+            request = queue[0]
+            if request.status is RequestStatus.WAITING_FOR_REMOTE_KVS:
+                if request.request_id not in self.finished_recving_kv_req_ids:
+                    skip(queue)   # its load is still in flight
+                    continue
+                self._update_waiting_for_remote_kv(request)
+                request.status = (RequestStatus.PREEMPTED if request.num_preemptions
+                                  else RequestStatus.WAITING)
             if request.num_stale_output_tokens and not request.drop_stale_output:
                 # Async: its preempted step's output is still in flight; resuming now could
                 # resample a position that output later delivers.
-                skipped.append(self.waiting.pop(0))
+                skip(queue)
                 continue
             looked_up = request.num_computed_tokens == 0
-            hits, num_local, num_external = [], 0, 0
+            hits, num_local, num_external, load_async = [], 0, 0, False
+            conn_queries = 0
             if looked_up:
                 hits, num_local = mgr.get_computed_blocks(request)
-                if self.connector is not None:
-                    num_external = self.connector.get_num_new_matched_tokens(request, num_local)
+                if conn is not None:
+                    # the local hit is block-aligned already (hash block size = block size)
+                    ext, load_async = conn.get_num_new_matched_tokens(request, num_local)
+                    if ext is None:
+                        skip(queue)   # a chunk it needs is still being stored or loaded
+                        continue
+                    num_external = ext
+                    conn_queries = request.num_tokens - num_local
+                # vLLM's connector ignores the num_tokens - 1 cap: a full hit loads every block
                 num_computed = num_local + num_external
             else:
                 num_computed = request.num_computed_tokens
-            num_new = request.num_tokens - num_computed
-            if 0 < threshold < num_new:
-                num_new = threshold
-            if not cfg.enable_chunked_prefill and num_new > budget:
-                break
-            num_new = min(num_new, budget)
-            if mgr.allocate_slots(request, num_new, num_local, hits, num_external,
-                                  full_sequence_must_fit=True) is None:
+            if load_async:
+                num_new = 0   # nothing is computed until the load is reported
+            else:
+                num_new = request.num_tokens - num_computed
+                if 0 < threshold < num_new:
+                    num_new = threshold
+                if not cfg.enable_chunked_prefill and num_new > budget:
+                    break
+                num_new = min(num_new, budget)
+            reserved = self._inflight_prefill_reserved_blocks() if load_async else 0
+            new_blocks = mgr.allocate_slots(request, num_new, num_local, hits, num_external,
+                                            delay_cache_blocks=load_async,
+                                            full_sequence_must_fit=True,
+                                            reserved_blocks=reserved)
+            if new_blocks is None:
                 break  # head-of-line blocking: it stays first in line
+            rid = request.request_id
             preempted_before = request.num_preemptions > 0
+            if conn is not None:
+                conn.update_state_after_alloc(request, mgr.get_block_ids(rid), num_external)
+                if conn_queries:
+                    self.connector_prefix_cache_stats.record(
+                        conn_queries, num_external, preempted_before,
+                        hits_by_source=(conn.get_external_cache_hit_sources(request, num_external)
+                                        if num_external and not preempted_before else None))
             if looked_up:
                 mgr.record_prefix_cache_stats(request, num_local)
-                if self.connector is not None and request.num_tokens - num_local:
-                    self.connector_prefix_cache_stats.record(
-                        request.num_tokens - num_local, num_external, preempted_before)
-            self.waiting.pop(0)
-            self.running.append(request)
-            resumed = request.status is RequestStatus.PREEMPTED
-            request.status = RequestStatus.RUNNING
-            request.num_computed_tokens = num_computed
-            table = mgr.req_to_blocks[request.request_id]
+            table = mgr.req_to_blocks[rid]
             n_local_blocks = len(hits)
-            n_ext_blocks = num_computed // mgr.block_size - n_local_blocks if num_external else 0
-            out.scheduled.append(ScheduledRequest(
-                request, num_computed, num_new, admitted=True, resumed=resumed,
+            n_ext_blocks = -(-num_computed // mgr.block_size) - n_local_blocks if num_external else 0
+            item = ScheduledRequest(
+                request, num_computed, num_new, admitted=True,
+                resumed=request.status is RequestStatus.PREEMPTED,
                 local_hit_tokens=num_local, external_hit_tokens=num_external,
                 hit_block_ids=tuple(b.block_id for b in hits),
                 external_block_ids=tuple(b.block_id for b in
-                                         table[n_local_blocks:n_local_blocks + n_ext_blocks])))
-            self._op(Admit(request.request_id, num_local, num_external, num_new))
+                                         table[n_local_blocks:n_local_blocks + n_ext_blocks]),
+                new_block_ids=tuple(b.block_id for b in new_blocks),
+                table_block_ids=tuple(b.block_id for b in table), looked_up=looked_up)
+            self._op(Admit(rid, num_local, num_external, num_new))
+            if load_async:
+                # vLLM: allocated, not cached, parked until the worker reports the load
+                request.status = RequestStatus.WAITING_FOR_REMOTE_KVS
+                request.num_computed_tokens = num_computed
+                self._inflight_prefills[rid] = request
+                out.loading.append(item)
+                skip(queue)
+                continue
+            queue.pop(0)
+            self.running.append(request)
+            request.status = RequestStatus.RUNNING
+            request.num_computed_tokens = num_computed
+            if num_computed + num_new < request.num_tokens:
+                self._inflight_prefills[rid] = request
+            out.scheduled.append(item)
             budget -= num_new
+        self.kv_holding_waiting[0:0] = skipped_holding
         self.waiting[0:0] = skipped
+
+    @staticmethod
+    def _holds_kv_blocks(request: Request) -> bool:
+        return (request.num_computed_tokens > 0
+                or request.status is RequestStatus.WAITING_FOR_REMOTE_KVS)
+
+    def _inflight_prefill_reserved_blocks(self) -> int:
+        """Blocks the requests still prefilling need to hold their whole sequence (an async
+        load is admitted only if it fits beside them)."""
+        mgr = self.kv_cache_manager
+        total = 0
+        for r in self._inflight_prefills.values():
+            full = min(r.num_tokens, self.config.max_model_len)
+            held = len(mgr.req_to_blocks.get(r.request_id, ()))
+            total += max(0, -(-full // mgr.block_size) - held)
+        return total
+
+    def _update_waiting_for_remote_kv(self, request: Request) -> None:
+        """The load is done: cache the loaded blocks now; a whole-prompt hit recomputes its last
+        token (vLLM clamps ``num_computed_tokens`` to ``num_tokens - 1`` here)."""
+        if self.kv_cache_manager.enable_caching:
+            self.kv_cache_manager.cache_blocks(request, request.num_computed_tokens)
+        if request.num_computed_tokens == request.num_tokens:
+            request.num_computed_tokens = request.num_tokens - 1
+        self.finished_recving_kv_req_ids.discard(request.request_id)
 
     def _update_after_schedule(self, out: SchedulerOutput) -> None:
         for item in out.scheduled:
@@ -343,12 +489,16 @@ class Scheduler:
             request.is_prefill_chunk = request.num_computed_tokens < (
                 request.num_tokens + request.num_output_placeholders)
             item.samples = not request.is_prefill_chunk
+            if item.samples:
+                self._inflight_prefills.pop(request.request_id, None)
             if self.config.async_scheduling and item.samples:
                 request.num_output_placeholders += 1
 
-    def update_from_output(self, out: SchedulerOutput, sampled: dict[str, int]) -> list[str]:
+    def update_from_output(self, out: SchedulerOutput, sampled: dict[str, int],
+                           kv_connector_output: dict | None = None) -> list[str]:
         """Apply each scheduled request's sampled token (``sampled`` holds one for every item
-        that ``samples``); finish those at ``max_tokens`` or ``max_model_len``."""
+        that ``samples``); finish those at ``max_tokens`` or ``max_model_len``; then the KV
+        transfers the worker reports done (``kv_connector_output``)."""
         mgr = self.kv_cache_manager
         finished: list[str] = []
         for item in out.scheduled:
@@ -383,4 +533,19 @@ class Scheduler:
                 self._free_request(request)
                 finished.append(request.request_id)
                 self._op(Finish(request.request_id, FINISH_LENGTH))
+        if kv_connector_output:
+            self._update_from_kv_xfer_finished(kv_connector_output)
         return finished
+
+    def _update_from_kv_xfer_finished(self, output: dict) -> None:
+        """vLLM ``_update_from_kv_xfer_finished``: the connector learns which jobs completed;
+        a request whose async load is done is scheduled from the next step on."""
+        if self.connector is not None:
+            self.connector.update_connector_output(output)
+        for rid in output.get("finished_recving", ()):
+            request = self.requests[rid]
+            if request.status is RequestStatus.WAITING_FOR_REMOTE_KVS:
+                self.finished_recving_kv_req_ids.add(rid)
+            elif rid in self._free_after_recv:
+                self._free_after_recv.discard(rid)
+                self.kv_cache_manager.free(request)

@@ -190,6 +190,10 @@ _rule(r"write `- admit` \(admit: false is not an event\)",
       "请写成 `- admit`（admit: false 不是一个事件）")
 _rule(r"write `- (?P<k>\w+)`", "请写成 `- {k}`")
 _rule(r"multimodal items '(?P<a>.*)' and '(?P<b>.*)' overlap", "多模态项 '{a}' 和 '{b}' 的位置重叠了")
+_rule(r"a connector with async_scheduling is not modelled: blockviz runs vLLM's OffloadingConnector "
+      r"with the synchronous Scheduler only \(set async_scheduling: false, or drop the connector\)",
+      "connector 与 async_scheduling 不能同时使用：blockviz 只在同步 Scheduler 下运行 vLLM 的 "
+      "OffloadingConnector（请把 async_scheduling 设为 false，或去掉 connector）")
 _rule(r"the KV store would need (?P<g>[\d.]+) GiB \(limit (?P<lim>[\d.]+) GiB\): use fewer blocks, "
       r"a smaller block_size or model, or set model: null to run without payloads",
       "KV 存储需要 {g} GiB（上限 {lim} GiB）：请减少块数、减小 block_size 或模型，"

@@ -121,7 +121,9 @@ class KVRuntime:
                     cand = self._candidate_tensor(candidates[rid])
                     logits = self.model.logits(hidden, cand)
                     out[rid] = int(cand[int(logits.argmax())])
-                if item.admitted and item.hit_tokens > 0 and self.verify_hits:
+                # an admission that starts past token 0 reuses K/V: its prefix-cache hit, the
+                # tier's (a load done before this step included), or both
+                if item.admitted and item.start > 0 and self.verify_hits:
                     checks.append(self._check(rid, tokens, item, attn))
         return out, checks
 

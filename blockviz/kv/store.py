@@ -270,7 +270,9 @@ class PagedKVStore:
         """A short digest of everything the block holds (all layers, K and V)."""
         h = hashlib.blake2b(digest_size=4)
         for c in self.kv_caches:
-            h.update(c[:, block_id].detach().to("cpu").contiguous().numpy().tobytes())
+            # as bytes: numpy has no bfloat16 (the same bytes as before for the other dtypes)
+            h.update(c[:, block_id].detach().to("cpu").contiguous().view(torch.uint8)
+                     .numpy().tobytes())
         return h.hexdigest()
 
     def block_array(self, block_id: int, layer: int = 0, kv: int = 0, head: int = 0):

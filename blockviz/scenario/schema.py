@@ -33,6 +33,7 @@ MAX_ITERATIONS_TOTAL = 1_000_000
 VOCAB_SIZE = 65_536           # token ids are 0 .. VOCAB_SIZE - 1 (the tiny model's vocabulary)
 MAX_KV_STORE_BYTES = 2 << 30  # the paged KV tensors a scenario may ask for
 
+MAX_MODEL_LEN = 1 << 24
 TokenId = Annotated[StrictInt, Field(ge=0, lt=VOCAB_SIZE)]
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\s]+$")]
 EVENT_NAMES = ("arrive", "admit", "decode", "step", "finish", "preempt", "reset_prefix_cache",
@@ -91,12 +92,28 @@ class ModelConfig(_Model):
 
 
 class ConnectorConfig(_Model):
-    """An external KV tier (LMCache-like): a CPU store keyed by block hash, LRU, own capacity."""
+    """An external KV tier: vLLM 0.33's OffloadingConnector with a CPU tier (keyed by vLLM block
+    hashes, one block per chunk), after its scheduler-side API."""
     kind: Literal["cpu"] = "cpu"
-    num_blocks: Annotated[StrictInt, Field(ge=1, le=MAX_NUM_BLOCKS)] = 16
+    num_blocks: Annotated[StrictInt, Field(
+        ge=1, le=MAX_NUM_BLOCKS,
+        description="the CPU tier's capacity in chunks of one block (vLLM: cpu_bytes_to_use / "
+                    "the bytes of a chunk)")] = 16
+    eviction_policy: Annotated[Literal["lru", "arc"], Field(
+        description="the tier's cache policy (vLLM kv_connector_extra_config eviction_policy)")
+    ] = "lru"
+    load_delay: Annotated[StrictInt, Field(
+        ge=0, le=64, description="engine steps until the worker reports a load done (0: within "
+                                 "the step it was issued)")] = 1
+    store_delay: Annotated[StrictInt, Field(
+        ge=0, le=64, description="engine steps a store takes after it is submitted (vLLM submits "
+                                 "a store at the start of the next step)")] = 0
+    sync_load_budget_tokens: Annotated[StrictInt, Field(
+        ge=0, le=MAX_MODEL_LEN,
+        description="tokens per step that may load synchronously, within the step (vLLM "
+                    "sync_load_budget_bytes / the KV bytes of a token); 0: every load is "
+                    "asynchronous (vLLM's default)")] = 0
 
-
-MAX_MODEL_LEN = 1 << 24
 
 
 class SchedulerSpec(_Model):
@@ -159,6 +176,10 @@ class Config(_Model):
                     f"the KV store would need {size / 2**30:.1f} GiB (limit "
                     f"{MAX_KV_STORE_BYTES / 2**30:.0f} GiB): use fewer blocks, a smaller "
                     f"block_size or model, or set model: null to run without payloads")
+        if self.connector is not None and self.scheduler.async_scheduling:
+            raise ValueError("a connector with async_scheduling is not modelled: blockviz runs "
+                             "vLLM's OffloadingConnector with the synchronous Scheduler only "
+                             "(set async_scheduling: false, or drop the connector)")
         return self
 
 

@@ -54,6 +54,11 @@ def _snapshot_dict(s: Snapshot, frames: Iterable | None, lazy: bool) -> dict:
         d["reset_ok"] = s.reset_ok
     if s.external is not None:
         d["external_tier"] = [{"hash": h.hex(), "token_ids": list(t)} for h, t in s.external]
+    if s.tier is not None:
+        # the CPU tier (vLLM's OffloadingConnector): its state, jobs, and its KV events with
+        # medium "CPU" (kv_events above are the GPU's)
+        d["connector"] = s.tier.to_dict()
+        d["tier_events"] = [e for step in d["connector"]["engine_steps"] for e in step["kv_events"]]
     if frames is not None:
         frame_dicts = (frame_dict(f) for f in frames)
         d["frames"] = Lazy(frame_dicts) if lazy else list(frame_dicts)

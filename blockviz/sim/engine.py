@@ -91,6 +91,8 @@ class StepResult:
     payloads: dict = field(default_factory=dict)
     engine_steps: list[EngineStepView] = field(default_factory=list)
     teaching_only: bool = False
+    # with a connector: per engine step, its jobs, the worker's report and the tier's KV events
+    tier_steps: list = field(default_factory=list)
 
     @property
     def kv_events(self) -> list[dict]:
@@ -138,12 +140,17 @@ class Engine:
                 meter.held.append(kv.store.held_bytes)
         connector = None
         if cfg.connector is not None:
-            from blockviz.sim.connector import ExternalKVTier
-            connector = ExternalKVTier(cfg.connector.num_blocks, cfg.block_size, kv)
+            from blockviz.sim.connector import OffloadingConnector
+            c = cfg.connector
+            if meter is not None and kv is not None:
+                # the CPU tier's tensor pool, held for the whole run
+                meter.fix(c.num_blocks * kv.store.bytes_per_block, "the external tier")
+            connector = OffloadingConnector(
+                c.num_blocks, cfg.block_size, eviction_policy=c.eviction_policy,
+                load_delay=c.load_delay, store_delay=c.store_delay,
+                sync_load_budget_tokens=c.sync_load_budget_tokens,
+                enable_caching=cfg.enable_caching, kv=kv)
             connector.ops = self.ops
-            if meter is not None:
-                connector.guard = meter
-                meter.held.append(lambda n=connector.payload_bytes: n.n)
         if meter is not None:
             meter.held.append(lambda: sum(c.state_bytes for c in self.checkpoints.values()))
         self.state = EngineState(
@@ -241,6 +248,8 @@ class Engine:
         result.engine_steps = self._engine_steps
         result.teaching_only = step.teaching_only
         result.events = list(self.pool.take_events())
+        if self.connector is not None:
+            result.tier_steps = self.connector.take_step_log()
         if self.kv is not None and self.payload_history and self._written:
             # the blocks whose K/V this step changed (after a rewind or restart: those whose
             # payload differs from before it; every other block's last copy still holds)
@@ -262,6 +271,8 @@ class Engine:
                   + sum(len(r.all_token_ids) for r in st.scheduler.requests.values()))
         state_bytes = (self.num_gpu_blocks * CHECKPOINT_BYTES_PER_BLOCK
                        + tokens * CHECKPOINT_BYTES_PER_TOKEN)
+        if st.connector is not None and st.connector.worker.pool is not None:
+            state_bytes += st.connector.worker.pool.nbytes   # a checkpoint copies the CPU tier
         try:
             if self.meter is not None:
                 self.meter.need(state_bytes, "this checkpoint")
@@ -287,6 +298,13 @@ class Engine:
         if busy:
             raise EngineError(f"restart needs every request finished; still live: "
                               f"{', '.join(busy)}")
+        if self.connector is not None:
+            # vLLM's engine keeps stepping while the connector has transfers in flight
+            # (has_pending_push_work): the old process drains them before it goes
+            for _ in range(10_000):
+                if not self.connector.has_pending_push_work():
+                    break
+                self.engine_step()
         old = self.manager
         st = self.state
         st.generation += 1
@@ -371,8 +389,8 @@ class Engine:
         out = self.scheduler.schedule(only)
         if self.meter is not None:
             self.meter.engine_step(out.total_num_scheduled_tokens)
-        for item in out.scheduled:
-            if item.admitted:
+        for item in (*out.scheduled, *out.loading):
+            if item.admitted and item.looked_up:   # (not the schedule after an async load)
                 info = self.state.info[item.request.request_id]
                 info.local_hit_blocks = len(item.hit_block_ids)
                 info.external_hit_blocks = len(item.external_block_ids)
@@ -383,7 +401,10 @@ class Engine:
         request aborted meanwhile). Returns (finished, applied tokens)."""
         info = self.state.info
         before = {rid: self.scheduler.requests[rid].num_output_tokens for rid in sampled}
-        finished = self.scheduler.update_from_output(out, sampled)
+        finished = self.scheduler.update_from_output(out, sampled, out.kv_connector_output)
+        if out.kv_connector_metadata is not None:
+            # vLLM publishes the connector's events at the end of update_from_output
+            self.connector.log_step(out.kv_connector_metadata, out.kv_connector_output)
         applied = []
         for rid, token in sampled.items():
             pending = info[rid].pending
@@ -415,15 +436,22 @@ class Engine:
         tables = self.manager.req_to_blocks
         bs = self.block_size
         tokens = {s.request.request_id: self.known_tokens(s.request) for s in out.scheduled}
+        meta = out.kv_connector_metadata
+        if meta is not None:
+            # the worker's start_load_kv: loads land in their fresh GPU blocks before the pass;
+            # stores of finished requests read theirs now (a flushed block is about to be reused)
+            worker = self.connector.worker
+            worker.start_load_kv(meta)
+            for job in meta.load_jobs.values():
+                for key, bid in zip(job.keys, job.gpu_block_ids, strict=True):
+                    toks = self.connector.tokens.get(key, ())
+                    self.state.block_tokens[bid][:] = list(toks)
+                    self._written.add(bid)
+                    self._op(Load(job.req_id, bid, tuple(toks)))
+            worker.save_kv(meta, True, out.finished_req_ids)
         for item in out.scheduled:
             req = item.request
             table = tables[req.request_id]
-            if item.external_block_ids:
-                self.connector.load(req, item.external_block_ids, item.local_hit_tokens,
-                                    self.state.block_tokens)
-                for bid in item.external_block_ids:
-                    self._written.add(bid)
-                    self._op(Load(req.request_id, bid, tuple(self.state.block_tokens[bid])))
             known = tokens[req.request_id]
             pos, end = item.start, item.start + item.num_new_tokens
             while pos < end:
@@ -447,6 +475,11 @@ class Engine:
             for c in checks:
                 self._op(Verify(c.request_id, c.hit_tokens, c.new_tokens, c.max_abs_diff,
                                 c.device))
+        if meta is not None:
+            # the worker's wait_for_save: this step's prompt blocks go to the CPU tier; then its
+            # report of the jobs done
+            worker.save_kv(meta, False, out.finished_req_ids)
+            out.kv_connector_output = worker.get_finished(meta)
         sampled: dict[str, int] = {}
         for item in out.scheduled:
             if not item.samples:
@@ -514,11 +547,19 @@ class Engine:
                 r.num_output_placeholders, r.all_token_ids, blocks,
                 len(blocks) if blocks is not None else 0, r.block_hashes)
         c = self.connector
-        external = None if c is None else tuple((h, b.token_ids) for h, b in c.store.items())
-        return Capture(views, tuple(r.request_id for r in sched.waiting),
+        external = tier = None
+        if c is not None:
+            contents = c.contents()
+            external = tuple((h, c.tokens.get(h, ())) for h, *_ in contents)
+            tier = TierView(tuple(contents), c.capacity, tuple(
+                (j.job_id, "store" if j.is_store else "load", j.req_id)
+                for j in sorted(c.jobs.values(), key=lambda j: j.job_id)),
+                tuple(r.request_id for r in sched.all_waiting
+                      if r.status is RequestStatus.WAITING_FOR_REMOTE_KVS))
+        return Capture(views, tuple(r.request_id for r in sched.all_waiting),
                        tuple(r.request_id for r in sched.running), self._stats(),
                        self.state.hasher.none_hash, external,
-                       self._capture_pool() if pool else None)
+                       self._capture_pool() if pool else None, tier)
 
     def _stats(self) -> Stats:
         pool = self.pool
@@ -528,7 +569,8 @@ class Engine:
                      s.total_hits, c.total_queries, c.total_hits, self.scheduler.num_preemptions,
                      pool.num_evictions, len(pool.cached_block_hash_to_block), s.requests,
                      s.queries, s.hits, s.preempted_requests, s.preempted_queries,
-                     s.preempted_hits, s.reset)
+                     s.preempted_hits, s.reset, c.requests, c.preempted_requests,
+                     c.preempted_queries, c.preempted_hits, c.hits_by_source.get("host", 0))
 
     def _capture_pool(self) -> PoolCapture:
         pool = self.pool
@@ -558,3 +600,26 @@ class Capture:
     none_hash: bytes
     external: tuple[tuple[bytes, tuple[int, ...]], ...] | None
     pool: PoolCapture | None = None
+    tier: TierView | None = None
+
+
+@dataclass(frozen=True)
+class TierView:
+    """The connector's state after a step: every chunk the tier holds as (hash, state, chunk id,
+    ref_cnt) — the evictable ones in eviction order (first evicted first), then those a load
+    pins ("loading") or still being stored ("storing") —, its capacity, the jobs in flight
+    (job id, "load"/"store", request) and the requests in WAITING_FOR_REMOTE_KVS."""
+    contents: tuple[tuple[bytes, str, int, int], ...]
+    capacity: int
+    jobs_in_flight: tuple[tuple[int, str, str], ...]
+    waiting_for_remote_kvs: tuple[str, ...]
+    steps: tuple = ()   # set by the timeline: this event's engine steps (connector.TierStep)
+
+    def to_dict(self) -> dict:
+        return {"capacity": self.capacity,
+                "contents": [{"hash": h.hex(), "state": st, "chunk": cid, "ref_cnt": ref}
+                             for h, st, cid, ref in self.contents],
+                "jobs_in_flight": [{"job": j, "kind": k, "request": r}
+                                   for j, k, r in self.jobs_in_flight],
+                "waiting_for_remote_kvs": list(self.waiting_for_remote_kvs),
+                "engine_steps": [s.to_dict() for s in self.steps]}

@@ -17,6 +17,7 @@ when ``check`` is on (the runner's ``check=True``, which every built-in lesson's
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import threading
 from array import array
 from collections import OrderedDict
@@ -60,6 +61,8 @@ class Snapshot:
     external: tuple[tuple[bytes, tuple[int, ...]], ...] | None = None
     # the vLLM engine steps the event ran (schedule -> execute -> update), in order
     engine_steps: tuple[EngineStepView, ...] = ()
+    # with a connector: the tier's state and what it did in this event (sim.engine.TierView)
+    tier: Any = None
     # the event is a form vLLM's scheduler has no equivalent for (a teaching device)
     teaching_only: bool = False
     start_note: Text | None = None
@@ -248,6 +251,7 @@ class Timeline:
         self._queues = L.IntColumn()
         self._none_hash: list[bytes] = []
         self._external: list = []
+        self._tier: list = []
         self._reset_ok: dict[int, bool] = {}
         self._teaching: set[int] = set()
         self._stats = {name: array("d" if name == "usage" else "H") for name in _STATS}
@@ -339,6 +343,14 @@ class Timeline:
         last = self._none_hash[-1] if self._none_hash else None
         self._none_hash.append(last if last == cap.none_hash else cap.none_hash)
         self._external.append(cap.external)
+        tier = cap.tier
+        if tier is not None:
+            last = self._tier[-1] if self._tier else None
+            contents = (last.contents if last is not None and last.contents == tier.contents
+                        else tier.contents)     # an unchanged tier is kept once
+            tier = dataclasses.replace(tier, contents=contents, steps=tuple(
+                result.tier_steps) if result is not None else ())
+        self._tier.append(tier)
         if result is not None and result.reset_ok is not None:
             self._reset_ok[index] = result.reset_ok
         if result is not None and result.teaching_only:
@@ -459,6 +471,7 @@ class Timeline:
             stats=self.step_stats(index), ops=self.step_ops(index),
             reset_ok=self._reset_ok.get(index), none_hash=self._none_hash[index],
             external=self._external[index], engine_steps=self.step_engine_steps(index),
+            tier=self._tier[index],
             teaching_only=index in self._teaching,
             start_note=self._start_note if index == 0 else None, _mirror=m)
 

@@ -69,9 +69,19 @@ class Stats:
     preempted_queries: int = 0
     preempted_hits: int = 0
     reset: bool = False          # this step's reset_prefix_cache restarted vLLM's hit-rate window
+    # the connector's PrefixCacheStats split (``external_queries/hits`` are its totals), and its
+    # hits by source (vLLM CacheHitSource: "host" is the CPU tier)
+    external_requests: int = 0
+    external_preempted_requests: int = 0
+    external_preempted_queries: int = 0
+    external_preempted_hits: int = 0
+    external_hits_host: int = 0
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        host = d.pop("external_hits_host")
+        d["external_hits_by_source"] = {"host": host} if host else {}
+        return d
 
     @property
     def hit_rate(self) -> float | None:

@@ -141,14 +141,19 @@ def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = No
                 f"The forward pass writes the K/V of {len(toks)} token(s) of {rid} "
                 f"({token_text(toks, vocab, 6)}) into block {bid} from slot {offset}.")
     if k == "load":
-        return (f"外部缓存层把 {op.request_id} 的 K/V 拷贝进新分配的块 {op.block_id}。" if zh else
-                f"The external tier copies {op.request_id}'s K/V into the fresh block {op.block_id}.")
+        return (f"载入任务把 CPU 缓存层中 {op.request_id} 的 K/V 拷贝进新分配的块 {op.block_id}。" if zh else
+                f"A load job copies {op.request_id}'s K/V from the CPU tier into the fresh block "
+                f"{op.block_id}.")
     if k == "save":
-        return (f"外部缓存层保存 {op.request_id} 的块 {op.block_id}（{labels(op.block_hash)}）。" if zh else
-                f"The external tier saves block {op.block_id} of {op.request_id} ({labels(op.block_hash)}).")
+        return (f"connector 发出存入任务：把 {op.request_id} 的块 {op.block_id}（{labels(op.block_hash)}）"
+                f"拷贝到 CPU 缓存层（在之后的某一步完成）。" if zh else
+                f"The connector issues a store of block {op.block_id} of {op.request_id} "
+                f"({labels(op.block_hash)}) to the CPU tier (done in a later step).")
     if k == "drop":
-        return (f"外部缓存层已满：丢弃最久未用的 {labels(op.block_hash)}。" if zh else
-                f"The external tier is full: it drops the least recently used {labels(op.block_hash)}.")
+        return (f"CPU 缓存层已满：按它的淘汰策略丢弃 {labels(op.block_hash)}（BlockRemoved，medium 为 CPU）。"
+                if zh else
+                f"The CPU tier is full: its eviction policy drops {labels(op.block_hash)} "
+                f"(BlockRemoved, medium CPU).")
     if k == "sample":
         return (f"{op.request_id} 采样得到下一个 token：{token_text([op.token_id], vocab)}。" if zh else
                 f"{op.request_id} samples its next token: {token_text([op.token_id], vocab)}.")

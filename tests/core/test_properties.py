@@ -82,7 +82,10 @@ class CheckedManager(KVCacheManager):
 
     def allocate_slots(self, request, num_new_tokens, num_new_computed_tokens=0,
                        new_computed_blocks=(), num_external_computed_tokens=0, *,
-                       full_sequence_must_fit=False):
+                       full_sequence_must_fit=False, delay_cache_blocks=False,
+                       reserved_blocks=0):
+        # without a connector the scheduler never delays caching nor reserves blocks
+        assert not delay_cache_blocks and reserved_blocks == 0
         pool, bs, rid = self.block_pool, self.block_size, request.request_id
         before = snapshot(self, [request])
         queue = free_ids(pool)

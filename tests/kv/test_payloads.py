@@ -156,33 +156,47 @@ steps:
 """
 
 
-def test_external_hits_load_the_bytes_that_were_saved():
-    scenario = load_text(EXTERNAL).scenario
+@pytest.mark.parametrize("sync", [False, True])
+def test_external_hits_load_the_bytes_that_were_saved(sync):
+    """A's prompt blocks are stored to the CPU tier when scheduled; X evicts two of them from the
+    GPU; B hits the first locally and loads the other two back (asynchronously: parked one step;
+    or within its step) — the loaded bytes are the stored ones, and B's forward pass over them
+    matches recomputation exactly."""
+    text = EXTERNAL if not sync else EXTERNAL.replace(
+        "connector: {num_blocks: 8}", "connector: {num_blocks: 8, sync_load_budget_tokens: 64}")
+    scenario = load_text(text).scenario
     engine = Engine(scenario)
     steps = scenario.steps
     engine.apply(steps[0])
-    saved = {h: b.payload.clone() for h, b in engine.connector.store.items()}
     a_blocks = engine.manager.req_to_blocks.get("A")
     assert a_blocks is None  # finished
     engine.apply(steps[1])   # X evicts A's cached blocks from the GPU (but not from the tier)
+    pool = engine.connector.worker.pool
+    saved = {h: pool.data[:, :, cid].clone() for h, _, cid, _ in engine.connector.contents()}
     result = engine.apply(steps[2])
     loads = [op for op in result.ops if op.kind == "load"]
     admit = [op for op in result.ops if op.kind == "admit"][0]
-    assert admit.external_hit_tokens > 0 and loads, "B gets external hits"
+    # H1 is still on the GPU (local first), H2 and H3 come from the tier
+    assert (admit.local_hit_tokens, admit.external_hit_tokens, len(loads)) == (4, 8, 2)
     req = engine.scheduler.requests["B"]
-    first_ext = admit.local_hit_tokens // 4
+    assert req.status.value == ("finished" if sync else "waiting_for_remote_kvs")  # max_tokens 1
     for j, op in enumerate(loads):
-        bid = op.block_id
-        h = req.block_hashes[first_ext + j]
-        got = engine.kv.read_blocks([bid])
-        assert torch.equal(got, saved[h].to(got.dtype)), "loaded bytes equal the saved bytes"
+        got = engine.kv.read_blocks([op.block_id])           # [L, 2, 1, bs, H, D]
+        want = saved[req.block_hashes[1 + j]].view(got.shape[0], 2, 1, *got.shape[3:])
+        assert torch.equal(got, want.to(got.dtype)), "loaded bytes equal the saved bytes"
     stats = engine.manager.prefix_cache_stats
     ext = engine.scheduler.connector_prefix_cache_stats
-    assert ext.hits == admit.external_hit_tokens and stats.hits == admit.local_hit_tokens
+    assert ext.hits == 8 and stats.hits == 4
+    assert ext.hits_by_source == {"host": 8}
     # queries count each request's tokens at admission; the tier is asked for what was not local
     assert stats.queries == 13 + 20 + 14
     assert ext.queries == stats.queries - stats.hits
-    assert [op for op in result.ops if op.kind == "verify"][0].max_abs_diff == 0.0
+    verify = [op for op in result.ops if op.kind == "verify"]
+    if not sync:
+        assert not verify, "nothing runs while the load is in flight"
+        verify = [op for op in engine.apply(load_text("id: s\ntitle: s\nsteps: [{step: 2}]")
+                                            .scenario.steps[0]).ops if op.kind == "verify"]
+    assert verify and verify[0].hit_tokens == 12 and verify[0].max_abs_diff == 0.0
 
 
 def test_cuda_asked_for_without_a_gpu_is_a_clear_error(cli, tmp_path):

@@ -23,7 +23,7 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 LESSONS = ["six-blocks", "last-token-rule", "eviction-order", "preempt-resume", "tenants-and-lora",
            "free-order-split", "free-order-append", "hash-seed-random", "hash-seed-shared",
            "decode-fills-block", "external-tier", "chunked-prefill", "head-of-line", "async-lag",
-           "seats-and-length"]
+           "seats-and-length", "async-load"]
 
 
 @cache
@@ -378,16 +378,21 @@ def test_random_seed_loses_the_external_tier_after_restart():
     assert "ab7628017559" in lesson(n)[0].start_note.en and after[:12] in note(n, 3)
     saved = [h for h, _ in snap(n, 2).external]
     assert saved == [snap(n, 1).block_hash[1], snap(n, 1).block_hash[2]]
-    assert snap(n, 3).hash_table == () and [h for h, _ in snap(n, 3).external] == saved
+    # the store was issued when A's prompt was scheduled, and is still in flight at its finish
+    assert len(tier_ops(n, 1, "save")) == 2 and snap(n, 2).tier.jobs_in_flight
+    # the old process drains it before the restart: H1 and H2 stored (tail first in LRU order)
+    assert [c[1] for c in snap(n, 3).tier.contents] == ["ready", "ready"]
+    assert snap(n, 3).hash_table == () and [h for h, _ in snap(n, 3).external] == saved[::-1]
     s4 = snap(n, 4)
     assert s4.block_hash[1] not in saved and s4.stats.external_hits == 0
     assert not ops(n, 4, "load")
     (admit,) = ops(n, 4, "admit")
     assert (admit["local_hit_tokens"], admit["external_hit_tokens"]) == (0, 0)
-    assert len(tier_ops(n, 5, "save")) == 2
+    assert len(tier_ops(n, 4, "save")) == 2 and not tier_ops(n, 5, "save")
     tier = [h for h, _ in snap(n, 5).external]
-    assert tier == saved + [s4.block_hash[1], s4.block_hash[2]]   # the same K/V, saved twice
-    assert [t for _, t in snap(n, 5).external][:2] == [t for _, t in snap(n, 5).external][2:]
+    assert tier == saved[::-1] + [s4.block_hash[1], s4.block_hash[2]]  # the same K/V, twice
+    toks = [t for _, t in snap(n, 5).external]
+    assert toks[:2][::-1] == toks[2:]
 
 
 def test_shared_seed_finds_the_external_tier_after_restart():
@@ -399,11 +404,15 @@ def test_shared_seed_finds_the_external_tier_after_restart():
     s4 = snap(n, 4)
     assert [s4.block_hash[1], s4.block_hash[2]] == saved
     assert (s4.stats.prefix_cache_hits, s4.stats.external_hits) == (0, 8)
-    assert req(n, 4, "B").block_ids == (1, 2, 3)
+    assert s4.stats.to_dict()["external_hits_by_source"] == {"host": 8}
+    assert req(n, 4, "B").block_ids == (1, 2, 3) and req(n, 4, "B").status == "running"
     assert [o["block_ids"] for o in ops(n, 4, "load")] == [[1], [2]]
+    (load_job,) = [j for st in s4.tier.steps for j in st.load_jobs]
+    assert load_job.sync, "8 tokens fit the sync budget: loaded within the step"
     assert table(n, 4) == {saved[0]: (1,), saved[1]: (2,)}
-    assert [o["hash"] for o in tier_ops(n, 2, "save")] == [h.hex() for h in saved]
-    assert not tier_ops(n, 5, "save") and [h for h, _ in snap(n, 5).external] == saved
+    assert [o["hash"] for o in tier_ops(n, 1, "save")] == [h.hex() for h in saved]
+    assert not tier_ops(n, 4, "save") and not tier_ops(n, 5, "save")
+    assert sorted(h for h, _ in snap(n, 5).external) == sorted(saved)
 
 
 # -- decode-fills-block ------------------------------------------------------------------------
@@ -450,39 +459,77 @@ def test_external_tier_local_first_then_external():
     s1 = snap(n, 1)
     h1, h2, h3 = (s1.block_hash[i] for i in (1, 2, 3))
     assert (s1.stats.external_queries, s1.stats.external_hits) == (12, 0)
-    assert [h for h, _ in snap(n, 2).external] == [h1, h2, h3]
-    # X evicts A's tail blocks from the GPU, tails first
+    # stores issued in A's own step (all three prompt blocks), still in flight; A freed at once
+    assert [o["hash"] for o in tier_ops(n, 1, "save")] == [h.hex() for h in (h1, h2, h3)]
+    assert [c[1] for c in s1.tier.contents] == ["storing"] * 3 and req(n, 1, "A").block_ids == ()
+    # one step later the worker reports it: three BlockStored, medium CPU; LRU tail first
+    assert [type(e.event).__name__ for st in snap(n, 2).tier.steps for e in st.events] == \
+        ["BlockStored"] * 3
+    assert [h for h, _ in snap(n, 2).external] == [h3, h2, h1]
+    # X evicts A's tail blocks from the GPU, tails first; the full tier evicts A's tail, H3
     assert [o["block_ids"] for o in ops(n, 3, "evict")] == [[3], [2]]
     assert h1 in table(n, 3) and h2 not in table(n, 3) and h3 not in table(n, 3)
-    # X's four full blocks are saved; the tier (6) drops its least recently used entry, H1
-    assert len(tier_ops(n, 4, "save")) == 4
-    assert [o["hash"] for o in tier_ops(n, 4, "drop")] == [h1.hex()]
+    assert len(tier_ops(n, 3, "save")) == 4
+    assert [o["hash"] for o in tier_ops(n, 3, "drop")] == [h3.hex()]
+    removed = [e for st in snap(n, 3).tier.steps for e in st.events]
+    assert [(type(e.event).__name__, e.hashes) for e in removed] == [("BlockRemoved", (h3,))]
     tier4 = [h for h, _ in snap(n, 4).external]
-    assert len(tier4) == 6 and h1 not in tier4 and tier4[:2] == [h2, h3]
-    # B: H1 from the GPU (4 tokens), H2 and H3 from the tier (8 of 9 asked)
-    s3, s4, s5 = snap(n, 3), snap(n, 4), snap(n, 5)
+    assert len(tier4) == 6 and tier4[:2] == [h2, h1] and h3 not in tier4
+    # B: H1 from the GPU (4 tokens), H2 from the tier (4 of 9 asked), H3 recomputed
+    s4, s5 = snap(n, 4), snap(n, 5)
     assert s5.stats.prefix_cache_hits - s4.stats.prefix_cache_hits == 4
-    assert s5.stats.external_hits - s4.stats.external_hits == 8
+    assert s5.stats.external_hits - s4.stats.external_hits == 4
     assert s5.stats.external_queries - s4.stats.external_queries == 9
-    assert s4.stats.external_queries == s3.stats.external_queries
+    assert s5.stats.to_dict()["external_hits_by_source"] == {"host": 4}
     assert req(n, 5, "B").block_ids == (1, 2, 3, 6)
-    assert [o["block_ids"] for o in ops(n, 5, "load")] == [[2], [3]]
-    assert [o["block_ids"] for o in ops(n, 5, "evict")] == [[3], [6]]
+    assert [o["block_ids"] for o in ops(n, 5, "load")] == [[2]]
+    (job,) = [j for st in s5.tier.steps for j in st.load_jobs]
+    assert job.sync and job.keys == [h2]
     assert table(n, 5)[h2] == (2,) and table(n, 5)[h3] == (3,)
-    assert [h for h, _ in s5.external][-2:] == [h2, h3]       # now most recently used
     loaded = [t for o in ops(n, 5, "load") for t in o["token_ids"]]
-    assert loaded == list(req(n, 5, "B").token_ids[4:12])
-    # C: all three blocks hit locally; the tier supplies nothing
-    s6 = snap(n, 6)
-    assert s6.stats.prefix_cache_hits - s5.stats.prefix_cache_hits == 12
-    assert s6.stats.external_hits == s5.stats.external_hits
-    assert s6.stats.external_queries - s5.stats.external_queries == 1
-    assert req(n, 6, "C").block_ids == (1, 2, 3, 5) and not ops(n, 6, "load")
-    # B decodes first, into its own block 6; C's new block 5 evicts X's H5
-    assert scheduled(n, 6) == [("B", 1, "decode", 0, True), ("C", 1, "new", 12, True)]
-    assert [o["block_ids"] for o in ops(n, 6, "write")] == [[6], [5]]
-    assert [(o["block_ids"], o["hash"]) for o in ops(n, 6, "evict")] == [([5], s5.block_hash[5].hex())]
+    assert loaded == list(req(n, 5, "B").token_ids[4:8])
+    # B's new prompt block H3 is stored; the tier evicts H1 (H2 is pinned by its load)
+    assert [o["hash"] for o in tier_ops(n, 5, "save")] == [h3.hex()]
+    assert [o["hash"] for o in tier_ops(n, 5, "drop")] == [h1.hex()]
+    # C: all three blocks hit locally; the tier supplies nothing, H1 is stored again
+    s6, s7 = snap(n, 6), snap(n, 7)
+    assert s7.stats.prefix_cache_hits - s6.stats.prefix_cache_hits == 12
+    assert s7.stats.external_hits == s6.stats.external_hits
+    assert s7.stats.external_queries - s6.stats.external_queries == 1
+    assert [o["hash"] for o in tier_ops(n, 7, "save")] == [h1.hex()]
+    assert all(c[1] == "ready" for c in snap(n, 8).tier.contents)
 
+
+def test_async_load_delays_the_first_token_sync_does_not():
+    n = "async-load"
+    s6 = snap(n, 6)
+    jobs = [j for st in s6.tier.steps for j in st.load_jobs]
+    assert [(j.req_id, j.sync, len(j.keys)) for j in jobs] == [("S", True, 2), ("L", False, 2)]
+    # S ran in that step; L waits, holding 4 blocks of which the 2 loading are not cached
+    assert scheduled(n, 6) == [("S", 1, "new", 8, True)]
+    assert req(n, 6, "L").status == "waiting_for_remote_kvs"
+    assert s6.tier.waiting_for_remote_kvs == ("L",) and "L" in s6.waiting
+    l_blocks = req(n, 6, "L").block_ids
+    assert len(l_blocks) == 4 and all(s6.block_hash[b] is None for b in l_blocks[2:])
+    # local first: S cached H1, H2 in the same step, so L hit them locally
+    (l_admit,) = [o for o in ops(n, 6, "admit") if o["request"] == "L"]
+    assert (l_admit["local_hit_tokens"], l_admit["external_hit_tokens"]) == (8, 8)
+    assert (s6.stats.hits, s6.stats.external_hits) == (8, 16)
+    # the load is reported in the output of the second step after; L runs from the next one
+    assert snap(n, 7).tier.steps[0].finished_recving == ()
+    assert snap(n, 8).tier.steps[0].finished_recving == ("L",)
+    assert req(n, 8, "L").status == "waiting_for_remote_kvs"
+    first_token = {rid: next(i for i in range(6, 11) if len(req(n, i, rid).token_ids)
+                             > req(n, i, rid).num_prompt_tokens) for rid in "SL"}
+    assert first_token == {"S": 6, "L": 9}, "three steps later"
+    assert req(n, 9, "L").num_computed_tokens == 17
+    # the request keeps the hits it was admitted with (2 local, 2 from the tier) once it runs
+    assert (req(n, 6, "L").local_hit_blocks, req(n, 6, "L").external_hit_blocks) == (2, 2)
+    assert (req(n, 9, "L").local_hit_blocks, req(n, 9, "L").external_hit_blocks) == (2, 2)
+    assert [snap(n, 9).block_hash[b] for b in l_blocks[2:]] == list(
+        lesson(n)[1].snapshot(1).block_hash[3:5])
+    # S's decode filled block 7 (cached on the GPU) but only prompt blocks reach the tier
+    assert len(snap(n, 9).tier.contents) == 4
 
 # -- chunked-prefill ---------------------------------------------------------------------------
 def test_chunked_prefill_caches_chunk_by_chunk_and_checks_the_whole_sequence():

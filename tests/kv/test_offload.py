@@ -1,0 +1,87 @@
+"""The CPU tier's K/V (blockviz.kv.offload.CPUKVPool): whole blocks move between the paged store
+and the pool bit for bit, on the CPU and (where there is one) on CUDA through pinned memory; and a
+block loaded from the tier holds exactly the K/V that recomputing it writes."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from blockviz.kv import PagedKVStore, tolerance
+from blockviz.kv.offload import CPUKVPool
+from blockviz.scenario import load_text
+from blockviz.sim.engine import Engine
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_store_then_load_moves_whole_blocks_bit_for_bit(device, dtype):
+    store = PagedKVStore(9, 4, 2, 2, 8, dtype=dtype, device=device)
+    g = torch.Generator().manual_seed(0)
+    for c in store.kv_caches:
+        c.copy_(torch.randn(c.shape, generator=g).to(dtype))
+    pool = CPUKVPool(6, store)
+    assert pool.data.device.type == "cpu" and pool.pinned == (device == "cuda")
+    before = store.read_blocks([3, 7, 1]).clone()
+    pool.store_blocks([3, 7, 1], [5, 0, 2])          # chunk ids in any order
+    assert torch.equal(pool.data[:, :, 5].view_as(before[:, :, 0]).cpu(), before[:, :, 0].cpu())
+    untouched = store.read_blocks([2, 4, 5]).clone()
+    pool.load_blocks([5, 0, 2], [2, 4, 5])
+    assert torch.equal(store.read_blocks([2, 4, 5]), before), "loaded = stored, bit for bit"
+    assert not torch.equal(untouched, before)
+    assert torch.equal(store.read_blocks([3, 7, 1]), before), "the source blocks are unchanged"
+
+
+TIER = """\
+id: t
+title: t
+config: {num_blocks: 6, block_size: 4, connector: {num_blocks: 8, load_delay: 2}}
+steps:
+  - arrive: {id: A, prompt: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], max_tokens: 1}
+  - arrive: {id: X, prompt: [{random: 20}], max_tokens: 1}
+  - arrive: {id: B, prompt: [{same_as: A, first: 12}, {tokens: [77, 78]}], max_tokens: 3}
+  - step: 8
+"""
+
+ALONE = """\
+id: t
+title: t
+config: {num_blocks: 6, block_size: 4}
+steps:
+  - arrive: {id: B, prompt: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 77, 78], max_tokens: 3}
+  - step: 4
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_block_loaded_from_the_tier_is_what_recomputation_writes(dtype, device):
+    """B's blocks 2 and 3 (tokens 5-12) come from the tier, written there from A's forward pass;
+    computing B alone writes the same bytes into its own blocks (on the CPU; on CUDA, where a
+    kernel may round a batch of another size differently, within the device's tolerance) — and
+    B samples the same tokens either way."""
+    def run(text):
+        scenario = load_text(text.replace("block_size: 4", f"block_size: 4, model: "
+                                                           f"{{dtype: {dtype}}}")).scenario
+        engine = Engine(scenario, device=device)
+        loads = [op.block_id for step in scenario.steps for op in engine.apply(step).ops
+                 if op.kind == "load"]
+        return engine, loads
+
+    (tiered, rows_t), (alone, _) = run(TIER), run(ALONE)
+    b, b_alone = tiered.scheduler.requests["B"], alone.scheduler.requests["B"]
+    assert tiered.scheduler.connector_prefix_cache_stats.hits == 8
+    assert b.output_token_ids == b_alone.output_token_ids and len(b.output_token_ids) == 3
+    # B has finished: its blocks are free but keep their K/V (nothing reused them)
+    assert len(rows_t) == 2
+    alone_table = [1, 2, 3, 4]   # B alone takes blocks from the head: 1, 2, 3, 4
+    for j, bid in enumerate(rows_t):
+        got = tiered.kv.read_blocks([bid])
+        want = alone.kv.read_blocks([alone_table[1 + j]])
+        if device == "cpu":
+            assert torch.equal(got, want), f"block {bid} differs from recomputation"
+        else:
+            diff = (got.float() - want.float()).abs().max().item()
+            assert diff <= tolerance(device), f"block {bid}: {diff} from recomputation"
+
