@@ -145,6 +145,12 @@ STRINGS.update({
     "ext_lru": ("CPU tier (vLLM OffloadingConnector): next to be evicted first; chunks being "
                 "stored or loaded last",
                 "CPU 缓存层（vLLM OffloadingConnector）：最先被淘汰的在前；正在存入或载入的在最后"),
+    "ext_jobs": ("in flight", "进行中的任务"),
+    "ext_job": ("{kind} #{job} ({req})", "{kind} #{job}（{req}）"),
+    "ext_job_load": ("load", "载入"),
+    "ext_job_store": ("store", "存入"),
+    "ext_waiting": ("waiting for their KV (WAITING_FOR_REMOTE_KVS): {ids}",
+                    "等待 KV 载入（WAITING_FOR_REMOTE_KVS）：{ids}"),
     "board_keys": ("← → step · Space play · Home/End · hover a block to find it everywhere",
                    "← → 单步 · 空格 播放 · Home/End · 悬停某块，各面板同时标出"),
     "board_lang": ("中文", "English"),

@@ -1,5 +1,7 @@
-"""The external KV tier (an LMCache-like connector): the blocks it holds, keyed by hash, least
-recently used first (the next one it drops is on the left)."""
+"""The external KV tier — vLLM 0.33's OffloadingConnector with its CPU offloading manager, keyed by
+vLLM's block hashes (not LMCache's token hashes): the chunks it holds, the next to be evicted on
+the left, and (from the timeline's TierView) the load and store jobs in flight and the requests
+waiting in WAITING_FOR_REMOTE_KVS."""
 from __future__ import annotations
 
 from collections.abc import Collection
@@ -10,7 +12,7 @@ from blockviz.teach.labels import HashLabels, token_text
 
 
 def external_html(external, *, labels: HashLabels, vocab=None, lang: str = "en",
-                  on_gpu: Collection[bytes] = (), max_cells: int = 80) -> str:
+                  on_gpu: Collection[bytes] = (), max_cells: int = 80, tier=None) -> str:
     if external is None:
         return ""
     on_gpu = frozenset(on_gpu)
@@ -27,4 +29,18 @@ def external_html(external, *, labels: HashLabels, vocab=None, lang: str = "en",
             cells.append(f'<span class="bv-more">… {esc(more)}</span>')
         body = '<span class="bv-arrow">·</span>'.join(cells)
     return (f'<div class="bv bv-panel"><div class="bv-small">{esc(t("ext_lru", lang))}</div>'
-            f'<div class="bv-queue">{body}</div></div>')
+            f'<div class="bv-queue">{body}</div>{_in_flight(tier, lang)}</div>')
+
+
+def _in_flight(tier, lang: str) -> str:
+    """The jobs the tier has in flight and the requests waiting for their KV (nothing if none)."""
+    if tier is None or not (tier.jobs_in_flight or tier.waiting_for_remote_kvs):
+        return ""
+    jobs = " · ".join(t("ext_job", lang, kind=t("ext_job_" + kind, lang), job=job, req=req or "—")
+                      for job, kind, req in tier.jobs_in_flight)
+    parts = []
+    if jobs:
+        parts.append(f'{esc(t("ext_jobs", lang))}: {esc(jobs)}')
+    if tier.waiting_for_remote_kvs:
+        parts.append(esc(t("ext_waiting", lang, ids=", ".join(tier.waiting_for_remote_kvs))))
+    return f'<div class="bv-small" data-bv="tier-jobs">{"<br>".join(parts)}</div>'

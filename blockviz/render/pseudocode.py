@@ -125,16 +125,16 @@ PSEUDOCODE: dict[str, tuple[str, ...]] = {
     ),
     "finish_requests": (
         "def finish_requests(request):              # Scheduler",
-        "    connector.request_finished(request, block_ids)   # tier saves",
+        "    connector.request_finished(request, block_ids)   # (False, None): free now",
         "    kv_cache_manager.free(request)         # free_blocks(reversed)",
         "    request.status = FINISHED",
     ),
     "connector": (
-        "class ExternalKVTier:                      # LMCache-like connector",
-        "    def get_num_new_matched_tokens(request, num_local): ...",
-        "    def start_load_kv(request, block_ids): ...   # copy K/V in",
-        "    def request_finished(request, block_ids): ...   # save",
-        "    def drop_lru(): ...                    # full: drop the oldest",
+        "class OffloadingConnectorScheduler:        # vLLM 0.33, CPU tier",
+        "    def get_num_new_matched_tokens(req, n): ...  # (tokens|None, load_async)",
+        "    def update_state_after_alloc(req, blocks, n): ...  # load job",
+        "    def build_connector_meta(output): ...  # store full prompt blocks",
+        "    def prepare_store(keys): ...           # full: evict (BlockRemoved CPU)",
     ),
     "verify": (
         "def verify_hit(request, hit_tokens):       # blockviz's check",

@@ -103,7 +103,8 @@ def build_panels(timeline, index: int, frame: int | None, lang: str, *, labels: 
         else:
             op = f'<div class="bv"><div class="bv-op">{esc(t("no_ops", lang))}</div></div>'
     on_gpu = {h for h, _ in v.table}
-    ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang, on_gpu=on_gpu)
+    ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang, on_gpu=on_gpu,
+                         tier=getattr(s, "tier", None))
            if s.external is not None else "")
     written = tuple(sorted({o.block_id for o in s.ops if o.kind in ("write", "load")}))
     return Panels(header, note_html(note, lang, error=error), engine_did_html(s, lang, labels, vocab, bs),
