@@ -19,7 +19,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "fd_scenario_steps": ("the events, one per step, in order", "事件列表，每步一个，按顺序执行"),
     # config
     "fd_config_num_blocks": ("usable GPU blocks; the null block 0 is added",
-                             "可用的 GPU 块数；另外会加上 0 号空块"),
+                             "可用的 GPU 块数；另外会加上 0 号 null 块"),
     "fd_config_block_size": ("tokens per block", "每个块容纳的 token 数"),
     "fd_config_hash_algo": ("how a full block's hash is computed (vLLM's prefix_caching_hash_algo)",
                             "满块的 hash 怎么计算（vLLM 的 prefix_caching_hash_algo）"),
@@ -44,8 +44,19 @@ STRINGS: dict[str, tuple[str, str]] = {
     "fd_model_head_dim": ("size of one head", "每个头的维度"),
     "fd_model_dtype": ("the tensors' number type", "张量的数值类型"),
     # config.connector
-    "fd_connector_kind": ("the tier's kind (cpu)", "缓存层的种类（cpu）"),
-    "fd_connector_num_blocks": ("blocks the external tier holds", "外部缓存层能存的块数"),
+    "fd_connector_kind": ("the tier's kind (cpu: vLLM's OffloadingConnector with its CPU manager)",
+                          "缓存层的种类（cpu：vLLM 的 OffloadingConnector 及其 CPU 管理器）"),
+    "fd_connector_num_blocks": ("the CPU tier's capacity, in chunks of one block",
+                                "CPU 缓存层的容量，以一个块大小的 chunk 计"),
+    "fd_connector_eviction_policy": ("the tier's cache policy: lru or arc (vLLM eviction_policy)",
+                                     "缓存层的淘汰策略：lru 或 arc（vLLM 的 eviction_policy）"),
+    "fd_connector_load_delay": ("engine steps until a load is reported done (0: within its step)",
+                                "载入任务被报告完成前经过的引擎迭代数（0：在发出的那一步内）"),
+    "fd_connector_store_delay": ("engine steps a store takes after it is submitted",
+                                 "存入任务提交后需要的引擎迭代数"),
+    "fd_connector_sync_load_budget_tokens": ("tokens a step may load synchronously; 0: every load is "
+                                             "asynchronous (vLLM's default)",
+                                             "每步可以同步载入的 token 数；0 表示全部异步载入（vLLM 默认）"),
     # config.scheduler
     "fd_scheduler_max_num_batched_tokens": ("the token budget of one engine step",
                                             "一次引擎迭代的 token 预算"),

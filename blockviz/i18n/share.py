@@ -44,7 +44,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "num_blocks_hint": ("config.num_blocks is at most {limit:,} (the usable GPU blocks; block 0, the "
                         "null block, is added). Use a smaller number: a lesson needs a few blocks, a "
                         "capacity study a few thousand.",
-                        "config.num_blocks 最大为 {limit:,}（可用的 GPU 块数；0 号空块会另外加上）。"
+                        "config.num_blocks 最大为 {limit:,}（可用的 GPU 块数；0 号 null 块会另外加上）。"
                         "请用小一些的数："
                         "一节课只需要几个块，容量研究也只需要几千个。"),
     "block_size_hint": ("config.block_size is at most {limit:,} tokens per block (vLLM's usual sizes are "
