@@ -176,10 +176,13 @@ def run(repeat: int, quick: bool, say) -> dict:
 
 def _sessions(browser, server: Server, n: int, seconds: float) -> dict:
     pages = []
-    for _ in range(n):
-        page, _ = _open(browser, f"{server.url}/?scenario=six-blocks&lang=en", 1280, 800)
+    for _ in range(n):                 # all navigate at once; then wait for every board
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{server.url}/?scenario=six-blocks&lang=en", wait_until="commit")
         pages.append(page)
-    time.sleep(1.0)                                         # the last page's runs settle
+    for page in pages:
+        page.wait_for_selector(READY, timeout=600_000)
+    time.sleep(2.0)                                         # the last pages' runs settle
     cpu0, wall0 = _cpu_s(server.proc.pid), time.perf_counter()
     for page in pages:
         page.evaluate(STEPPER, 100)

@@ -1,6 +1,7 @@
 """A bounded load test against a real server (``streamlit run app.py`` on this machine), driven at
 the websocket level (tests/app/wsclient.py: what a tab sends and reads, no browser): N sessions
-step through a lesson with a user's pause between clicks (2 s) while another session previews a
+step through a lesson (self-check on, so the board tells the server each step: one rerun a step),
+a user's pause between steps (2 s), while another session previews a
 hostile file (a 12,000-token prompt, then thousands of decode steps over it: far more than the
 preview budget's 20 s). No stepping session is affected — each sees exactly its own steps — the hostile
 one is stopped by the budget with a located message, and the server-side time of a step (from a
@@ -34,18 +35,20 @@ steps:
 
 
 def step_through(port: int, times: list, seen: list, until: threading.Event | None = None) -> None:
+    """A learner with self-check on: the board steps in the browser and, as a panel below follows
+    it, tells the server each step (its ``pos`` state): one rerun a step, timed here."""
     s = Session(port)
     try:
         s.rerun()
+        s.rerun([("bool", "w_selfcheck", True)])
         step = 0
         while len(times) < CLICKS or (until is not None and not until.is_set()):
-            if step == 8:
-                times.append(s.rerun([("trigger", "b_first", None)]))
-                step = 0
-            else:
-                times.append(s.rerun([("trigger", "b_next", None)]))
-                step += 1
-            seen.append((s.header(), f"step {step} of 8"))
+            step = 0 if step == 8 else step + 1
+            pos = json.dumps({"pos": {"step": step, "frame": None, "lang": "en"}})
+            times.append(s.rerun([("json", "board", pos)]))
+            m = re.search(r"Predict step (\d+)", s.html())
+            got = int(m.group(1)) if m else ("end" if "nothing left to predict" in s.html() else None)
+            seen.append((got, step + 1 if step < 8 else "end"))
             time.sleep(PAUSE_S)
     finally:
         s.close()

@@ -94,6 +94,8 @@ class Session:
                 w.trigger_value = True
             elif kind == "json":            # a components-v2 component's state
                 w.json_value = value
+            elif kind == "bool":            # a toggle or checkbox
+                w.bool_value = bool(value)
             else:
                 w.string_value = value
         start = time.perf_counter()
