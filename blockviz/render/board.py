@@ -34,8 +34,7 @@ MARK_CODES = {k: k[0] if k != "external" else "x" for k in KINDS}   # a, h, x, e
 
 UI_KEYS = ("nav_first", "nav_prev", "nav_play", "nav_pause", "nav_next", "nav_last", "step_into",
            "gpu_blocks", "free_queue", "free_queue_hint", "hash_table", "requests", "external_tier",
-           "board_keys", "board_lang", "board_fit", "board_timeline", "board_dense_note", "block",
-           "board_op", "board_pseudocode", "step_k_of_n", "board_no_frames", "board_loading")
+           "board_keys", "board_lang", "board_dense_note", "block", "board_no_frames", "board_loading")
 
 
 @dataclass(frozen=True)

@@ -10,16 +10,13 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.string_util import clean_text
 
-from blockviz.i18n import event_label
 from blockviz.render import blocks as rblocks
 from blockviz.render import step as rstep
-from blockviz.render.markers import kinds_markdown, strip_html
 from blockviz.render.metrics import metrics_figure
 from blockviz.render.payload import payload_caption_html, payload_figure
 from blockviz.render.step import Panels
 from blockviz.render.view import step_view
 from blockviz.ui.data import PlayerRun, frames_of
-from blockviz.ui.nav import md_escape
 
 
 class FrozenFigure(go.Figure):
@@ -171,37 +168,6 @@ def _payload(run: PlayerRun, block: int, index: int, layer: int, head: int, kv: 
     fig = payload_figure(summary, layer=layer, head=head, kv=kv, tokens=tokens,
                          vocab=run.timeline.vocab, lang=lang)
     return frozen(fig), payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)
-
-
-def markers_strip(index: int, lang: str, run: PlayerRun) -> str:
-    """The event markers under the timeline slider, the current step's column marked."""
-    if run.shared:
-        return _shared_strip(run.key, index, lang, run)
-    return _session_memo(run, "strip", (index, lang),
-                         lambda: prepared(strip_html(run.kinds, index, lang)))
-
-
-@st.cache_resource(show_spinner=False, max_entries=1024)
-def _shared_strip(key: str, index: int, lang: str, _run: PlayerRun) -> str:
-    return prepared(strip_html(_run.kinds, index, lang))
-
-
-def step_labels(lo: int, hi: int, lang: str, run: PlayerRun) -> tuple[str, ...]:
-    """The step list's labels for steps lo..hi (markdown: the event, inert, and its markers)."""
-    if run.shared:
-        return _shared_step_labels(run.key, lo, hi, lang, run)
-    return _session_memo(run, "labels", (lo, hi, lang), lambda: _step_labels(run, lo, hi, lang))
-
-
-@st.cache_resource(show_spinner=False, max_entries=1024)
-def _shared_step_labels(key: str, lo: int, hi: int, lang: str, _run: PlayerRun) -> tuple[str, ...]:
-    return _step_labels(_run, lo, hi, lang)
-
-
-def _step_labels(run: PlayerRun, lo: int, hi: int, lang: str) -> tuple[str, ...]:
-    tl = run.timeline
-    return tuple(f"{i} · {md_escape(event_label(tl.step_of(i), lang))} {kinds_markdown(run.kinds[i])}"
-                 for i in range(lo, hi + 1))
 
 
 def export_doc(run: PlayerRun, index: int, lang: str) -> str:
