@@ -152,15 +152,24 @@ def test_vllm_sched_loader_explains_a_missing_source(tmp_path):
             pass
 
 
-def test_tier_benchmark_moves_the_bytes_and_reports_both_chunk_layouts():
+def test_tier_benchmark_moves_the_bytes_and_reports_three_chunk_layouts():
     """``bench tier --quick``: store and load checked bit for bit before timing (the run asserts
-    it), both shapes, chunks in one run and scattered, a ratio and a budget line each."""
+    it), both shapes, chunk ids fresh (one run), as the tier's manager hands them out after
+    evictions (a few runs: the one-pass path) and random (past MAX_RUNS: the gather-and-scatter
+    path); the budget reads the first two, the random case is reported beside it."""
     from bench import tier
+    from blockviz.kv.offload import MAX_RUNS
     result = tier.run(1, True, lambda msg: None)
     assert [(c["shape"], c["chunks"]) for c in result["cases"]] == [
-        (shape, layout) for shape in tier.SHAPES for layout in ("run", "scattered")]
+        (shape, layout) for shape in tier.SHAPES for layout in ("fresh", "evicted", "random")]
+    runs = {c["chunks"]: c["chunk_runs"] for c in result["cases"]}
+    assert runs["fresh"] == 1 and 1 < runs["evicted"] < MAX_RUNS < runs["random"]
     for c in result["cases"]:
         assert c["bytes_moved"] > 0 and c["store_ratio"] > 0 and c["load_ratio"] > 0
     (budget,) = result["budgets"]
+    assert budget["value"] == max(max(c["store_ratio"], c["load_ratio"])
+                                  for c in result["cases"] if c["chunks"] != "random")
     assert budget["limit"] == 3.0 and budget["met"] == (budget["value"] <= 3.0)
+    assert result["worst_random_ratio"] == max(max(c["store_ratio"], c["load_ratio"])
+                                               for c in result["cases"] if c["chunks"] == "random")
     assert "plain copy" in tier.render(result)

@@ -5,10 +5,12 @@ per KV cache tensor; on CUDA it is pinned, so copies to and from the GPU can run
     data: [num_layers, 2 (K, V), num_chunks, block_size * num_kv_heads * head_dim]
 
 ``store`` copies whole GPU blocks into chunks, ``load`` copies chunks into GPU blocks, bit for
-bit. On the CPU both are numpy fancy-index copies of opaque per-block row items (one memcpy per
-block, as the paged store moves blocks) — one pass when the chunks are one run (a fresh tier
-allocates them so), else a gather and a scatter; on CUDA a gather on the GPU, then
-one transfer per layer and K/V through pinned memory.
+bit. On the CPU both are numpy copies of opaque per-block row items (one memcpy per block, as the
+paged store moves blocks). A job's chunk ids come in a few runs of consecutive ids — a fresh tier
+hands out one run, and the chunks an eviction frees are the evicted requests' runs — so each run is
+one pass straight between the store and a slice of the pool; only a job scattered over more than
+``MAX_RUNS`` runs takes a gather and a scatter. On CUDA: a gather on the GPU, then one transfer per
+layer and K/V through pinned memory.
 """
 from __future__ import annotations
 
@@ -20,13 +22,24 @@ import torch
 
 from blockviz.kv.store import PagedKVStore
 
+MAX_RUNS = 16   # past this many runs of chunk ids, one gather and one scatter beat a pass per run
 
-def _run(ids: np.ndarray) -> tuple[int, int] | None:
-    """(first, end) if ``ids`` are consecutive and increasing (one slice), else None."""
-    n = ids.shape[0]
-    if n == 0 or ids[-1] - ids[0] + 1 != n or (n > 1 and not (np.diff(ids) == 1).all()):
-        return None
-    return int(ids[0]), int(ids[0]) + n
+
+def _plan(chunk_ids: Sequence[int], block_ids: Sequence[int]) -> tuple:
+    """A job as ``(runs, chunks, blocks)``: ``runs`` lists its runs of rising consecutive chunk
+    ids as ``(first chunk, end chunk, the GPU blocks of those chunks)``, or is None past
+    ``MAX_RUNS`` runs; ``chunks`` and ``blocks`` are the ids as index arrays."""
+    b = np.asarray(block_ids, dtype=np.intp)
+    first, n = chunk_ids[0], len(chunk_ids)
+    if chunk_ids[-1] == first + n - 1 and list(chunk_ids) == list(range(first, first + n)):
+        return [(first, first + n, b)], None, b         # a fresh tier's one run (no numpy)
+    c = np.asarray(chunk_ids, dtype=np.intp)
+    cuts = np.flatnonzero(np.diff(c) != 1) + 1     # the manager hands each freed run out rising
+    if len(cuts) >= MAX_RUNS:
+        return None, c, b
+    bounds = [0, *cuts.tolist(), n]
+    starts = c[bounds[:-1]].tolist()
+    return [(c0, c0 + hi - lo, b[lo:hi]) for c0, lo, hi in zip(starts, bounds, bounds[1:])], c, b
 
 
 class CPUKVPool:
@@ -72,17 +85,16 @@ class CPUKVPool:
             return
         s = self.store
         if self._store_np is not None:
-            b = np.asarray(block_ids, dtype=np.intp)
-            c = np.asarray(chunk_ids, dtype=np.intp)
-            run = _run(c)
+            runs, c, b = _plan(chunk_ids, block_ids)
             for layer in range(s.num_layers):
                 for kv in (0, 1):
-                    if run:   # fresh chunks are one run: gather straight into it, one pass
+                    src, dst = self._store_np[layer][kv], self._np[layer][kv]
+                    if runs is None:
+                        dst[c] = src[b]
+                        continue
+                    for first, end, blocks in runs:   # gather straight into the run: one pass
                         # (mode="clip": numpy's unbuffered take; the ids are valid)
-                        np.take(self._store_np[layer][kv], b, axis=0, mode="clip",
-                                out=self._np[layer][kv][run[0]:run[1]])
-                    else:
-                        self._np[layer][kv][c] = self._store_np[layer][kv][b]
+                        src.take(blocks, axis=0, out=dst[first:end], mode="clip")
             return
         bidx = torch.as_tensor(list(block_ids), dtype=torch.long, device=s.device)
         cidx = torch.as_tensor(list(chunk_ids), dtype=torch.long)
@@ -100,15 +112,16 @@ class CPUKVPool:
             return
         s = self.store
         if self._store_np is not None:
-            b = np.asarray(block_ids, dtype=np.intp)
-            c = np.asarray(chunk_ids, dtype=np.intp)
-            run = _run(c)
+            runs, c, b = _plan(chunk_ids, block_ids)
             s._changed(b)
             for layer in range(s.num_layers):
                 for kv in (0, 1):
-                    src = (self._np[layer][kv][run[0]:run[1]] if run
-                           else self._np[layer][kv][c])   # one run: a view, no copy
-                    self._store_np[layer][kv][b] = src
+                    src, dst = self._np[layer][kv], self._store_np[layer][kv]
+                    if runs is None:
+                        dst[b] = src[c]
+                        continue
+                    for first, end, blocks in runs:   # the run is a view: one pass
+                        dst[blocks] = src[first:end]
             return
         s._changed(list(block_ids))
         bidx = torch.as_tensor(list(block_ids), dtype=torch.long, device=s.device)

@@ -33,6 +33,48 @@ def test_store_then_load_moves_whole_blocks_bit_for_bit(device, dtype):
     assert torch.equal(store.read_blocks([3, 7, 1]), before), "the source blocks are unchanged"
 
 
+
+@pytest.mark.parametrize("layout", ["one run", "runs, any order", "scattered past MAX_RUNS"])
+def test_every_chunk_layout_moves_each_block_to_its_own_chunk(layout):
+    """A job's chunk ids as the tier hands them out: one fresh run, the runs an eviction freed
+    (in any order, a run even backwards), or scattered over more runs than the one-pass path
+    takes. Every block lands in its own chunk and comes back into its own block; nothing else
+    in the pool or the store changes."""
+    import random
+
+    from blockviz.kv.offload import MAX_RUNS
+
+    n = 3 * MAX_RUNS
+    store = PagedKVStore(2 * n + 1, 2, 2, 1, 4, dtype=torch.float32)
+    g = torch.Generator().manual_seed(1)
+    for c in store.kv_caches:
+        c.copy_(torch.randn(c.shape, generator=g))
+    rng = random.Random(layout)
+    pool = CPUKVPool(4 * n, store)
+    pool.data.copy_(torch.randn(pool.data.shape, generator=g))
+    blocks = rng.sample(range(1, n + 1), n)
+    if layout == "one run":
+        chunks = list(range(5, 5 + n))
+    elif layout == "runs, any order":         # rising runs, the runs in any order, one backwards
+        runs = [list(range(start, start + n // 4)) for start in (3 * n, n, 2 * n)]
+        chunks = runs[0] + runs[1] + runs[2] + list(range(n // 4 - 1 + 7, 7 - 1, -1))
+        assert len(chunks) == n
+    else:
+        chunks = rng.sample(range(0, 4 * n, 2), n)     # no two consecutive: n runs
+    pool_before = pool.data.clone()
+    want = store.read_blocks(blocks).clone()              # [L, 2, n, block_size, H, D]
+    pool.store_blocks(blocks, chunks)
+    for i, chunk in enumerate(chunks):
+        assert torch.equal(pool.data[:, :, chunk], want[:, :, i].flatten(2)), (layout, i)
+    others = [c for c in range(4 * n) if c not in set(chunks)]
+    assert torch.equal(pool.data[:, :, others], pool_before[:, :, others])
+    targets = list(range(n + 1, 2 * n + 1))
+    rng.shuffle(targets)
+    rest = store.read_blocks(blocks).clone()
+    pool.load_blocks(chunks, targets)
+    assert torch.equal(store.read_blocks(targets), want), layout
+    assert torch.equal(store.read_blocks(blocks), rest), "the source blocks are unchanged"
+
 TIER = """\
 id: t
 title: t
