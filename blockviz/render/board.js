@@ -119,6 +119,11 @@ function create(parent, component) {
     e.innerHTML = S(i);
   }
   function putText(e, text) { e.__bv = null; e.textContent = text; }
+  // writes that change nothing are skipped: even an equal value dirties style and layout, and
+  // the fit draws many steps in a row
+  function setAttr(e, k, v) { if (e.getAttribute(k) !== v) e.setAttribute(k, v); }
+  function setText(e, t) { if (e.__bvText !== t || e.__bv) { e.__bv = null; e.__bvText = t; e.textContent = t; } }
+  function setHtml(e, h) { if (e.__bvHtml !== h) { e.__bvHtml = h; e.innerHTML = h; } }
 
   function record(k, frame) {
     const recs = stepsOf(st.lang);
@@ -163,9 +168,9 @@ function create(parent, component) {
   function draw(animate) {
     if (!d() || !d().n) return;
     const k = st.step;
-    root.setAttribute('data-bv-step', String(k));
-    root.setAttribute('data-bv-frame', st.frame === null ? '' : String(st.frame));
-    root.setAttribute('lang', st.lang === 'zh' ? 'zh-CN' : 'en');
+    setAttr(root, 'data-bv-step', String(k));
+    setAttr(root, 'data-bv-frame', st.frame === null ? '' : String(st.frame));
+    setAttr(root, 'lang', st.lang === 'zh' ? 'zh-CN' : 'en');
     root.classList.toggle('bvb-still', reduced());
     root.classList.toggle('bvb-into-on', st.frame !== null);
     root.classList.toggle('bvb-dense-on', !!d().dense);
@@ -210,7 +215,7 @@ function create(parent, component) {
     put(part.queue, show.q);
     put(part.table, show.t);
     put(part.reqs, rec.r);
-    part.extBox.hidden = !d().external;
+    if (part.extBox.hidden !== !d().external) part.extBox.hidden = !d().external;
     if (d().external) put(part.ext, rec.x);
     const ans = d().answer;                // a self-check answer, outlined at its step
     for (const e of root.querySelectorAll('.bv-answer')) e.classList.remove('bv-answer');
@@ -232,23 +237,24 @@ function create(parent, component) {
     const atEnd = k === n - 1 && (st.frame === null || st.frame >= nFrames(k) - 1);
     const set = (act, label, dis) => {
       const e = root.querySelector(`[data-act="${act}"]`);
-      e.title = label; e.setAttribute('aria-label', label); e.disabled = !!dis;
+      if (e.title !== label) { e.title = label; e.setAttribute('aria-label', label); }
+      if (e.disabled !== !!dis) e.disabled = !!dis;
     };
     set('first', ui.nav_first, atStart);
     set('prev', ui.nav_prev, atStart);
     set('next', ui.nav_next, atEnd);
     set('last', ui.nav_last, atEnd);
     set('play', st.playing ? ui.nav_pause : ui.nav_play, false);
-    part.play.innerHTML = st.playing ? ICONS.pause : ICONS.play;
+    setHtml(part.play, st.playing ? ICONS.pause : ICONS.play);
     part.play.classList.toggle('bvb-on', st.playing);
-    part.into.textContent = ui.step_into;
-    part.into.disabled = !!d().noFrames;
-    part.into.setAttribute('aria-pressed', String(st.frame !== null));
+    setText(part.into, ui.step_into);
+    if (part.into.disabled !== !!d().noFrames) part.into.disabled = !!d().noFrames;
+    setAttr(part.into, 'aria-pressed', String(st.frame !== null));
     part.into.classList.toggle('bvb-on', st.frame !== null);
     const other = d().langs.length > 1 ? d().langs.find((l) => l !== st.lang) : null;
-    part.lang.hidden = !other;
-    if (other) part.lang.textContent = (d().ui[st.lang] || {}).board_lang || other;
-    part.keys.textContent = ui.board_keys;
+    if (part.lang.hidden !== !other) part.lang.hidden = !other;
+    if (other) setText(part.lang, (d().ui[st.lang] || {}).board_lang || other);
+    setText(part.keys, ui.board_keys);
   }
 
   function drawMarks() {
@@ -574,6 +580,27 @@ function create(parent, component) {
     root.style.setProperty('--bv-scale', String(s));
   }
   function fits() { return root.scrollHeight <= avail() && root.scrollWidth <= root.clientWidth + 2; }
+  // The largest scale in [lo, hi) at which the step drawn fits, to within 1% (lo if none does);
+  // hHi is its height at hi. The board's height grows about linearly with the scale, so each try
+  // aims where the line through the last two tries meets the room (secant), kept inside the
+  // bracket of the best fitting and the least failing try: three or four layouts, not seven.
+  function searchScale(lo, hi, hHi) {
+    const room = avail();
+    let good = null;                               // [scale, height]: the largest fitting try
+    let bad = [hi, hHi];                           // the smallest failing one
+    let older = [0, 0], last = bad;                // the first aim is the line through 0
+    for (let it = 0; it < 6; it++) {
+      let s = older[0] + (room - older[1]) * (last[0] - older[0]) / (last[1] - older[1]);
+      const floor = good ? good[0] : lo;
+      if (!(s > floor && s < bad[0])) s = good ? (good[0] + bad[0]) / 2 : Math.max(lo, bad[0] * 0.9);
+      setScale(s); draw(false);
+      const tried = [s, root.scrollHeight];
+      if (fits()) good = tried; else bad = tried;
+      if (good && bad[0] - good[0] < 0.01 * bad[0]) break;
+      older = last; last = tried;
+    }
+    return good ? good[0] : lo;
+  }
   function fit() {
     if (!d() || !d().n || !root.isConnected) return;
     if (d().fit === false) { setScale(0.9); draw(false); return; }   // a preview beside an editor: it scrolls
@@ -586,32 +613,20 @@ function create(parent, component) {
     const every = Math.max(1, Math.ceil(count / 60));
     const probe = [];
     for (let i = d().lo; i <= d().hi; i += every) probe.push(i);
-    let lo = min, hi = max;
-    setScale(hi);
-    const worst = () => {
-      let bad = null, most = -1;
+    setScale(max);
+    root.classList.add('bvb-fitting');
+    // each round: every probed step at the current scale; the one overflowing most sets a
+    // smaller scale, and the next round checks them all again (wrapping can reorder them)
+    for (let round = 0; round < 4; round++) {
+      let worst = null, over = 0;
       for (const k of probe) {
         st.step = k; draw(false);
-        const over = root.scrollHeight - avail();
-        if (over > most) { most = over; bad = k; }
+        const o = root.scrollHeight - avail();
+        if (o > over) { over = o; worst = k; }
       }
-      return [bad, most];
-    };
-    root.classList.add('bvb-fitting');
-    let [bad, over] = worst();
-    if (over > 0) {
-      for (let round = 0; round < 3 && over > 0; round++) {
-        st.step = bad;
-        hi = st.scale;
-        for (let it = 0; it < 7; it++) {
-          const mid = (lo + hi) / 2;
-          setScale(mid); draw(false);
-          if (fits()) lo = mid; else hi = mid;
-        }
-        setScale(lo);
-        [bad, over] = worst();
-        hi = lo; lo = min;
-      }
+      if (worst === null || st.scale <= min) break;
+      st.step = worst;
+      setScale(searchScale(min, st.scale, over + avail()));
     }
     root.classList.remove('bvb-fitting');
     st.step = keep.step; st.frame = keep.frame;

@@ -1,5 +1,5 @@
 """A bounded load test against a real server (``streamlit run app.py`` on this machine), driven at
-the websocket level (tests/app/wsclient.py: what a tab sends and reads, no browser): N sessions
+the websocket level (bench/wsclient.py: what a tab sends and reads, no browser): N sessions
 step through a lesson (self-check on, so the board tells the server each step: one rerun a step),
 a user's pause between steps (2 s), while another session previews a
 hostile file (a 12,000-token prompt, then thousands of decode steps over it: far more than the
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from .wsclient import Server, Session
+from bench.wsclient import Server, Session
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,7 @@
 """A minimal Streamlit client over the server's websocket (what a browser tab sends and reads, no
 browser): a session reruns the script with widget triggers and values and reads back the
-elements; a real ``streamlit run app.py`` serves many such sessions at once."""
+elements; a real ``streamlit run app.py`` serves many such sessions at once. Used by the load
+test (tests/app/test_load.py) and by ``bench board``'s simulated sessions."""
 from __future__ import annotations
 
 import os
@@ -17,7 +18,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.sync.client import connect
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -38,6 +39,7 @@ class Server:
              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
             cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
             stderr=self.log)
+        self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -57,6 +59,9 @@ class Server:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
         self.proc.terminate()
         try:
             self.proc.wait(timeout=20)
