@@ -18,6 +18,8 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.sync.client import connect
 
+from blockviz.cli import STREAMLIT_OPTIONS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -28,15 +30,16 @@ def free_port() -> int:
 
 
 class Server:
-    """``streamlit run app.py`` on a free port, headless; stopped on exit."""
+    """``streamlit run app.py`` on a free port with the options ``blockviz app`` gives it; stopped
+    on exit."""
 
     def __init__(self, env: dict | None = None) -> None:
         self.port = free_port()
         self.log = tempfile.TemporaryFile()      # not a pipe: a full pipe would stall the server
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-             "--server.port", str(self.port), "--server.address", "127.0.0.1",
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+             *(a for k, v in STREAMLIT_OPTIONS.items() for a in (f"--{k}", v)),   # as `blockviz app`
+             "--server.port", str(self.port), "--server.address", "127.0.0.1"],
             cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
             stderr=self.log)
         self.url = f"http://127.0.0.1:{self.port}"

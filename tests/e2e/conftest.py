@@ -50,8 +50,7 @@ def server():
     log = open(ROOT / "artifacts" / "e2e-server.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "blockviz", "app",
-         "--server.address", "127.0.0.1", "--server.port", str(port),
-         "--server.fileWatcherType", "none"],
+         "--server.address", "127.0.0.1", "--server.port", str(port)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
