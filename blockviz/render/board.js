@@ -635,7 +635,13 @@ function create(parent, component) {
   let resizeT = 0;
   const onResize = () => { clearTimeout(resizeT); resizeT = setTimeout(() => { st.fitKey = ''; fit(); }, 150); };
   window.addEventListener('resize', onResize);
-  const ro = window.ResizeObserver ? new ResizeObserver(onResize) : null;
+  // the board's own box: refit when its width changes (the sidebar opened or closed), not its
+  // height, which changes with every step's content (a refit there would stall the next key)
+  let seenWidth = -1;
+  const ro = window.ResizeObserver ? new ResizeObserver(() => {
+    const w = root.clientWidth;
+    if (w !== seenWidth) { const first = seenWidth < 0; seenWidth = w; if (!first) onResize(); }
+  }) : null;
 
   // -- data in ----------------------------------------------------------------------------------
   b.load = (data) => {
