@@ -93,7 +93,7 @@ function create(parent, component) {
   };
   const st = {
     data: null, step: 0, frame: null, lang: 'en', playing: false, timer: 0, seq: null,
-    dataLang: null, sent: '', debounce: 0, scale: 1, fitKey: '', lit: null, want: -1,
+    dataLang: null, sent: '', debounce: 0, scale: 1, fitKey: '', lit: null, want: -1, fits: 0,
   };
   const b = { api: component, root };
 
@@ -631,6 +631,8 @@ function create(parent, component) {
     root.classList.remove('bvb-fitting');
     st.step = keep.step; st.frame = keep.frame;
     draw(false);
+    st.fits += 1;
+    setAttr(root, 'data-bv-fits', String(st.fits));     // for tests: how many fits so far
   }
   let resizeT = 0;
   const onResize = () => { clearTimeout(resizeT); resizeT = setTimeout(() => { st.fitKey = ''; fit(); }, 150); };

@@ -62,16 +62,17 @@ def is_dense(run: BoardRun) -> bool:
     return run.timeline.num_gpu_blocks > CARD_LIMIT
 
 
-def window(run: BoardRun, around: int, whole: bool = False) -> tuple[int, int]:
-    """(lo, hi), inclusive: the steps shipped when the board shows step ``around`` (``whole``:
-    every step, as an export needs)."""
+def window(run: BoardRun, around: int, whole: bool = False, start: int | None = None) -> tuple[int, int]:
+    """(lo, hi), inclusive: the steps shipped when the board shows step ``around``, centred on it
+    (``whole``: every step, as an export needs; ``start``: the window that begins there, as an
+    earlier call gave it)."""
     n = len(run.timeline)
     if whole:
         return 0, n - 1
     size = n if n <= FULL_STEPS and not is_dense(run) else (DENSE_WINDOW if is_dense(run) else WINDOW)
     if size >= n:
         return 0, n - 1
-    lo = max(0, min(around - size // 2, n - size))
+    lo = max(0, min(around - size // 2 if start is None else start, n - size))
     return lo, lo + size - 1
 
 
@@ -122,14 +123,16 @@ def _marks(kinds: Sequence[frozenset[str]]) -> list[str]:
 
 def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: bool = False,
                presenter: bool = False, speed: float = 1.0, goto: dict | None = None,
-               lang: str | None = None, url: bool | str = False, whole: bool = False) -> dict:
+               lang: str | None = None, url: bool | str = False, whole: bool = False,
+               start: int | None = None) -> dict:
     """Everything the board draws, for the window of steps around ``around``, in ``langs`` (the
     first, or ``lang``, shown first). ``frames``: ship the op frames of "step into" too (for small
     runs only). ``url``: the board writes the step into the page's URL (True: ``?step=``, the
-    player; "hash": ``#step=``, an exported file; False: a preview). ``whole``: every step."""
+    player; "hash": ``#step=``, an exported file; False: a preview). ``whole``: every step.
+    ``start``: the window's first step instead (see :func:`window`)."""
     tl = run.timeline
     shown = langs[0] if lang is None else lang
-    lo, hi = window(run, around, whole)
+    lo, hi = window(run, around, whole, start)
     dense = is_dense(run)
     frames = frames and not dense
     pool = Pool()

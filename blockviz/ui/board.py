@@ -36,7 +36,7 @@ def board_run(run: PlayerRun) -> rboard.BoardRun:
 
 def _build(run: PlayerRun, lo: int, langs: tuple[str, ...], frames: bool, presenter: bool,
            speed: float, url: bool) -> str:
-    data = rboard.board_data(board_run(run), langs=langs, around=lo, frames=frames, presenter=presenter,
+    data = rboard.board_data(board_run(run), langs=langs, start=lo, frames=frames, presenter=presenter,
                              speed=speed, url=url)
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 

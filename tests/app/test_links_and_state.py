@@ -152,6 +152,16 @@ def test_url_params_round_trip():
 
 
 # -- scenario files beyond the built-ins ---------------------------------------------------------
+def test_a_long_dense_run_ships_the_window_centred_on_the_step(page, test_scenarios):
+    """The board holds a window of steps; the one it is sent is centred on the step shown, so a
+    key either way stays inside it (at the window's edge every key would wait for the server,
+    and the board would refit each time)."""
+    p = page({"scenario": "long-dense", "step": "60"})
+    d = p.board()
+    assert d["dense"] is True and d["n"] == 121 and d["hi"] - d["lo"] + 1 == 40
+    assert d["lo"] <= 60 - 15 and d["hi"] >= 60 + 15, (d["lo"], d["hi"])
+
+
 def test_big_pool_draws_a_heatmap_and_steps_fast(page, test_scenarios):
     p = page({"scenario": "big-pool", "step": "22"})
     assert 'class="bv-card' not in p.html()

@@ -90,6 +90,27 @@ def test_stepping_costs_the_server_no_rerun(browser, server):
     page.close()
 
 
+def test_stepping_never_refits_the_board_but_a_narrower_window_does(browser, server):
+    """The fit (it lays out every step to find the tallest) runs when the page opens and when
+    the board's width or the window changes — never because a step's content is taller or
+    shorter than the last one's, which would stall the next key."""
+    page = open_page(browser, server, "scenario=six-blocks&lang=en")
+    fits = lambda: int(page.locator(BOARD).get_attribute("data-bv-fits"))  # noqa: E731
+    before = fits()
+    for k in range(1, 9):
+        page.keyboard.press("ArrowRight")
+        wait_header(page, f"step {k} of 8")
+        page.wait_for_timeout(250)                    # past the resize debounce (150 ms)
+    for _ in range(8):
+        page.keyboard.press("ArrowLeft")
+    wait_header(page, "step 0 of 8")
+    page.wait_for_timeout(400)
+    assert fits() == before, "a step refitted the board"
+    page.set_viewport_size({"width": 1100, "height": 800})
+    expect(page.locator(BOARD)).not_to_have_attribute("data-bv-fits", str(before), timeout=10_000)
+    page.close()
+
+
 def test_space_plays_and_pauses(browser, server):
     page = open_page(browser, server, "scenario=six-blocks&lang=en&step=6")
     wait_header(page, "step 6 of 8")
