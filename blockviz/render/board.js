@@ -188,7 +188,7 @@ function create(parent, component) {
       part.head.textContent = ui.board_loading;
       return;
     }
-    const before = animate ? positions() : null;
+    const before = animate && !reduced() ? positions() : null;   // (a layout: only to slide)
     const [rec, fr] = record(k, st.frame);
     const show = fr || rec;
     put(part.head, show.h);
@@ -303,12 +303,14 @@ function create(parent, component) {
       box = part.blocks.querySelector('.bvb-dense');
     }
     const ui = d().ui[st.lang] || d().ui[d().langs[0]];
-    box.querySelector('.bvb-dnote').textContent = ui.board_dense_note.replace('{n}', d().blocks.toLocaleString());
+    setText(box.querySelector('.bvb-dnote'), ui.board_dense_note.replace('{n}', d().blocks.toLocaleString()));
     const n = rec.cells.length;
     const cols = n <= 2048 ? 64 : 128;
     const rows = Math.ceil(n / cols);
     const scroll = box.querySelector('.bvb-scroll');
-    const width = Math.max(200, scroll.clientWidth || part.blocks.clientWidth || 600);
+    // the panel's width, read once per scale (a read here would lay out the half-drawn board)
+    if (!st.denseWidth) st.denseWidth = Math.max(200, scroll.clientWidth || part.blocks.clientWidth || 600);
+    const width = st.denseWidth;
     const axis = 34;
     const cell = Math.max(3, Math.floor((width - axis) / cols)) * (st.zoom || 1);
     const cv = box.querySelector('.bvb-cv');
@@ -323,13 +325,14 @@ function create(parent, component) {
     g.fillStyle = '#57606a'; g.font = '10px sans-serif';
     for (let c = 0; c < cols; c += 16) g.fillText(String(c), axis + c * cell, 10);
     const colour = d().kindColours;
-    for (let i = 0; i < n; i++) {
-      const r = Math.floor(i / cols), c = i % cols;
-      if (c === 0 && r % Math.max(1, Math.round(12 / cell)) === 0) {
-        g.fillStyle = '#57606a'; g.fillText(String(i), 0, 14 + r * cell + Math.min(cell, 10));
+    const every = Math.max(1, Math.round(12 / cell));
+    for (let r = 0; r < rows; r += every) g.fillText(String(r * cols), 0, 14 + r * cell + Math.min(cell, 10));
+    const side = Math.max(1, cell - 1);
+    for (const kind of new Set(rec.cells)) {     // one kind at a time: few fill-style changes
+      g.fillStyle = colour[kind];
+      for (let i = rec.cells.indexOf(kind); i >= 0; i = rec.cells.indexOf(kind, i + 1)) {
+        g.fillRect(axis + (i % cols) * cell, 14 + Math.floor(i / cols) * cell, side, side);
       }
-      g.fillStyle = colour[rec.cells[i]];
-      g.fillRect(axis + c * cell, 14 + r * cell, Math.max(1, cell - 1), Math.max(1, cell - 1));
     }
     const mark = (i, style, dash) => {
       const r = Math.floor(i / cols), c = i % cols;
@@ -530,7 +533,7 @@ function create(parent, component) {
     const mk = ev.target.closest('.bvb-mk');
     if (mk) { show(Number(mk.getAttribute('data-step')), st.frame === null ? null : 0, 'jump'); return; }
     const z = ev.target.closest('[data-zoom]');
-    if (z) { st.zoom = Math.max(1, Math.min(4, (st.zoom || 1) + Number(z.getAttribute('data-zoom')))); draw(false); return; }
+    if (z) { st.zoom = Math.max(1, Math.min(4, (st.zoom || 1) + Number(z.getAttribute('data-zoom')))); st.denseWidth = 0; draw(false); return; }
     // a tap links too (no hover on a touch screen)
     if (ev.pointerType === 'touch' || ev.pointerType === 'pen') light(idsAt(ev.target));
   });
@@ -577,6 +580,7 @@ function create(parent, component) {
   }
   function setScale(s) {
     st.scale = s;
+    st.denseWidth = 0;
     root.style.setProperty('--bv-scale', String(s));
   }
   function fits() { return root.scrollHeight <= avail() && root.scrollWidth <= root.clientWidth + 2; }

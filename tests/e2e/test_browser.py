@@ -111,6 +111,42 @@ def test_stepping_never_refits_the_board_but_a_narrower_window_does(browser, ser
     page.close()
 
 
+def test_a_dense_pool_paints_each_block_in_its_kind_colour(browser, server, screenshots):
+    """The dense view (a pool over 32 blocks) draws a cell per block on a canvas, row by row
+    under a block-id axis: at a step of a 40-block test pool (opened as a share link), a cell of
+    every kind on the board shows that kind's colour, where Python's data for the step puts it."""
+    from pathlib import Path
+
+    from blockviz.render import board as RB
+    from blockviz.scenario.load import load_text
+    from blockviz.scenario.share import encode
+    from blockviz.sim.runner import run
+    from blockviz.teach.labels import HashLabels
+
+    text = (Path(__file__).resolve().parents[1] / "render" / "scenarios" / "long-dense.yaml").read_text()
+    _, tl = run(load_text(text, "long-dense.yaml"))
+    br = RB.BoardRun(tl, HashLabels.for_timeline(tl), [frozenset()] * len(tl), {"en": "big"})
+    data = RB.board_data(br, langs=["en"], around=61)
+    cells = data["cells"][61 - data["lo"]]["cells"]
+    page = open_page(browser, server, f"s={encode(text)}&step=61&lang=en")
+    expect(page.locator(BOARD)).to_have_attribute("data-bv-step", "61")
+    page.wait_for_timeout(300)
+    picks = {kind: cells.index(kind) for kind in sorted(set(cells))}
+    assert len(picks) >= 3, picks                     # null, cached, free at least
+    got = page.locator(f"{BOARD} canvas.bvb-cv").evaluate("""(cv, [ids, cols]) => {
+      const axis = 34, cell = (parseFloat(cv.style.width) - axis) / cols;
+      const g = cv.getContext('2d'), s = cv.width / parseFloat(cv.style.width);
+      return ids.map((i) => { const x = axis + (i % cols) * cell + cell / 3,
+                                    y = 14 + Math.floor(i / cols) * cell + cell / 3;
+        const p = g.getImageData(Math.floor(x * s), Math.floor(y * s), 1, 1).data;
+        return '#' + [p[0], p[1], p[2]].map((v) => v.toString(16).padStart(2, '0')).join(''); });
+    }""", [list(picks.values()), 64 if len(cells) <= 2048 else 128])
+    want = [data["kindColours"][k].lower() for k in picks]
+    assert got == want, dict(zip(picks, zip(got, want)))
+    page.screenshot(path=str(screenshots / "long-dense-step61-en-1280x800.png"))
+    page.close()
+
+
 def test_space_plays_and_pauses(browser, server):
     page = open_page(browser, server, "scenario=six-blocks&lang=en&step=6")
     wait_header(page, "step 6 of 8")
