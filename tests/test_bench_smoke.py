@@ -115,7 +115,12 @@ def test_quick_board_run_measures_the_board_in_a_browser(tmp_path):
     for case in board["cases"]:
         assert case["key_ms"]["n"] == 10 and 0 < case["key_ms"]["median"] <= case["key_ms"]["worst"]
         assert case["first_paint_s"] > 0
-    assert board["load"]["sessions"] == 4 and board["load"]["pages_stepping"] == 4
+    load = board["load"]
+    assert load["sessions"] == 4 and load["browser_tabs"] + load["simulated"] == 4
+    assert load["pages_stepping"] == load["browser_tabs"] == 3       # every real tab stepped
+    assert load["browser_frames_while_stepping"] == 0                # and told the server nothing
+    assert load["self_check"]["sessions"] == 1 and load["self_check"]["reruns_per_s"] > 0
+    assert not load["self_check"]["failed"]
     assert board["load"]["server_cores"] >= 0
     names = [b["name"] for b in board["budgets"]]
     assert len(names) == 6 and any("4,096 blocks" in n for n in names)
