@@ -23,7 +23,6 @@ lesson's first board paint under 1.5 s; 60 sessions stepping at once keep the se
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -203,7 +202,7 @@ def _self_check(server, sims: list, seconds: float) -> dict:
     """Every simulated session with self-check on, stepping once every SELF_CHECK_PAUSE_S (their
     starts spread over one pause): the board tells the server each step, one rerun each."""
     for s in sims:
-        s.rerun([("bool", "w_selfcheck", True)])
+        s.self_check()
     time.sleep(1.0)
     stop, reruns, failed = threading.Event(), [0], []
 
@@ -212,9 +211,8 @@ def _self_check(server, sims: list, seconds: float) -> dict:
         stop.wait(offset)
         while not stop.is_set():
             step = (step + 1) % 9
-            pos = json.dumps({"pos": {"step": step, "frame": None, "lang": "en"}})
             try:
-                s.rerun([("json", "board", pos)])
+                s.board_step(step)
             except Exception as e:     # noqa: BLE001 - a dropped session is reported, not hidden
                 failed.append(repr(e))
                 return

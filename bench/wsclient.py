@@ -4,6 +4,7 @@ elements; a real ``streamlit run app.py`` serves many such sessions at once. Use
 test (tests/app/test_load.py) and by ``bench board``'s simulated sessions."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -123,6 +124,16 @@ class Session:
                 self.elements.append(fm.delta.new_element)
             elif kind == "script_finished":
                 return time.perf_counter() - start
+
+    def self_check(self, on: bool = True) -> float:
+        """Switch the player's self-check panel (then the board reports every step)."""
+        return self.rerun([("bool", "w_selfcheck", on)])
+
+    def board_step(self, step: int, lang: str = "en") -> float:
+        """What the board sends when a panel follows it and it moved to ``step``: its ``pos``
+        state, one rerun."""
+        pos = {"pos": {"step": step, "frame": None, "lang": lang}}
+        return self.rerun([("json", "board", json.dumps(pos))])
 
     def goto(self, url_path: str) -> float:
         self.page_hash = self.pages[url_path]

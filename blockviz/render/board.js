@@ -111,19 +111,18 @@ function create(parent, component) {
     (st.playing && d().speed > 2) || flag('still') || !!d().dense;   // a big pool: no slides
 
   // -- drawing ------------------------------------------------------------------------------
-  // a panel is replaced only when its string changed (the pool shares equal strings)
-  function put(e, i) {
-    const key = `${st.lang}:${i}`;
-    if (e.__bv === key && e.__bvData === st.data) return;
-    e.__bv = key; e.__bvData = st.data;
-    e.innerHTML = S(i);
+  // Every panel and label remembers what it was last given (e.__bv), and a write that would
+  // change nothing is skipped: even an equal value dirties style and layout, and the fit draws
+  // many steps in a row. A pool index is good only for the data it came with.
+  function once(e, key, data, write) {
+    if (e.__bv === key && e.__bvData === data) return;
+    e.__bv = key; e.__bvData = data;
+    write();
   }
-  function putText(e, text) { e.__bv = null; e.textContent = text; }
-  // writes that change nothing are skipped: even an equal value dirties style and layout, and
-  // the fit draws many steps in a row
+  const put = (e, i) => once(e, `p${st.lang}:${i}`, st.data, () => { e.innerHTML = S(i); });
+  const setText = (e, t) => once(e, `t${t}`, null, () => { e.textContent = t; });
+  const setHtml = (e, h) => once(e, `h${h}`, null, () => { e.innerHTML = h; });
   function setAttr(e, k, v) { if (e.getAttribute(k) !== v) e.setAttribute(k, v); }
-  function setText(e, t) { if (e.__bvText !== t || e.__bv) { e.__bv = null; e.__bvText = t; e.textContent = t; } }
-  function setHtml(e, h) { if (e.__bvHtml !== h) { e.__bvHtml = h; e.innerHTML = h; } }
 
   function record(k, frame) {
     const recs = stepsOf(st.lang);
@@ -185,7 +184,7 @@ function create(parent, component) {
       }
     }
     if (!inWindow(k)) {
-      part.head.textContent = ui.board_loading;
+      setText(part.head, ui.board_loading);
       return;
     }
     const before = animate && !reduced() ? positions() : null;   // (a layout: only to slide)
@@ -194,11 +193,10 @@ function create(parent, component) {
     put(part.head, show.h);
     if (fr) {
       put(part.note, fr.op);
-      part.did.__bv = null;
-      part.did.innerHTML = S(fr.pc) + S(fr.ol);
+      setHtml(part.did, S(fr.pc) + S(fr.ol));
     } else if (st.frame !== null) {
       put(part.note, rec.n);
-      putText(part.did, d().noFrames ? ui.board_no_frames : ui.board_loading);
+      setText(part.did, d().noFrames ? ui.board_no_frames : ui.board_loading);
     } else {
       put(part.note, rec.n);
       put(part.did, rec.d);
@@ -211,7 +209,7 @@ function create(parent, component) {
       put(part.blocks, show.b);
     }
     const legend = d().legend[st.lang] || d().legend[d().langs[0]];
-    if (part.legend.__bv !== legend) { part.legend.__bv = legend; part.legend.innerHTML = legend; }
+    setHtml(part.legend, legend);
     put(part.queue, show.q);
     put(part.table, show.t);
     put(part.reqs, rec.r);

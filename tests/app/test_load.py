@@ -40,12 +40,11 @@ def step_through(port: int, times: list, seen: list, until: threading.Event | No
     s = Session(port)
     try:
         s.rerun()
-        s.rerun([("bool", "w_selfcheck", True)])
+        s.self_check()
         step = 0
         while len(times) < CLICKS or (until is not None and not until.is_set()):
             step = 0 if step == 8 else step + 1
-            pos = json.dumps({"pos": {"step": step, "frame": None, "lang": "en"}})
-            times.append(s.rerun([("json", "board", pos)]))
+            times.append(s.board_step(step))
             m = re.search(r"Predict step (\d+)", s.html())
             got = int(m.group(1)) if m else ("end" if "nothing left to predict" in s.html() else None)
             seen.append((got, step + 1 if step < 8 else "end"))
