@@ -78,10 +78,14 @@ def _measure(shape: tuple, chunk_layout: str, num_blocks: int, device, now, repe
     chunks = {"fresh": lambda: list(range(n)), "evicted": lambda: _evicted_chunk_ids(n),
               "random": lambda: rng.sample(range(NUM_CHUNKS), n)}[chunk_layout]()
     nbytes = n * store.bytes_per_block
-    # the plain copy: the same bytes, one contiguous tensor on each side
-    on_device = torch.empty(nbytes // store.kv_caches[0].element_size(), dtype=dtype,
-                            device=device)
-    on_host = torch.empty_like(on_device, device="cpu", pin_memory=device.type == "cuda")
+    # the plain copy: the same bytes, one contiguous tensor on each side, both written before
+    # they are timed (a never-written CPU buffer reads as the kernel's one shared zero page,
+    # always in cache: a copy out of it ran twice as fast as out of real memory)
+    on_device = torch.randn(nbytes // store.kv_caches[0].element_size(), generator=gen).to(
+        device=device, dtype=dtype)
+    on_host = torch.zeros_like(on_device, device="cpu")
+    if device.type == "cuda":
+        on_host = on_host.pin_memory()
 
     def store_job():
         pool.store_blocks(src_blocks, chunks)
