@@ -44,6 +44,59 @@ function el(tag, cls, attrs) {
   return e;
 }
 
+// -- morph: a panel becomes its new HTML by changing only what differs. Replacing a panel's
+// innerHTML made the browser build, style, shape and lay out every node again each step (at 4,096
+// blocks ~1,500 nodes, most of them the same as the step before). Rows keyed by their request or
+// hash move as a whole; a node that plays an animation is replaced, so that it plays again.
+const TEMPLATE = document.createElement('template');
+const ANIMATED = /\b(bv-now|bv-row-new|bv-row-gone)\b/;
+const keyOf = (n) => (n.nodeType === 1 ? n.getAttribute('data-request') ?? n.getAttribute('data-hash') : null);
+
+function morph(e, html) {
+  if (!e.firstChild) { e.innerHTML = html; return; }
+  TEMPLATE.innerHTML = html;
+  morphChildren(e, TEMPLATE.content);
+}
+
+function morphChildren(a, b) {
+  let keyed = null;
+  for (let o = a.firstChild; o; o = o.nextSibling) {
+    const k = keyOf(o);
+    if (k !== null) (keyed ||= new Map()).set(k, o);
+  }
+  let cur = a.firstChild;
+  for (let nn = b.firstChild; nn;) {
+    const next = nn.nextSibling, k = keyOf(nn);
+    let o = null;
+    if (k !== null) {
+      o = keyed && keyed.get(k) || null;
+      if (o) keyed.delete(k);
+    } else if (cur && keyOf(cur) === null && cur.nodeType === nn.nodeType && cur.nodeName === nn.nodeName) {
+      o = cur;
+    }
+    if (o && o.nodeName === nn.nodeName) {
+      if (o === cur) cur = cur.nextSibling; else a.insertBefore(o, cur);
+      morphNode(o, nn);
+    } else {
+      a.insertBefore(nn, cur);                 // taken from the template
+    }
+    nn = next;
+  }
+  while (cur) { const gone = cur; cur = cur.nextSibling; gone.remove(); }
+}
+
+function morphNode(a, b) {
+  if (a.nodeType !== 1) {
+    if (a.nodeValue !== b.nodeValue) a.nodeValue = b.nodeValue;
+    return;
+  }
+  if (a.isEqualNode(b)) return;
+  if (ANIMATED.test(b.getAttribute('class') || '')) { a.replaceWith(b); return; }
+  for (const at of Array.from(a.attributes)) if (!b.hasAttribute(at.name)) a.removeAttribute(at.name);
+  for (const at of b.attributes) if (a.getAttribute(at.name) !== at.value) a.setAttribute(at.name, at.value);
+  morphChildren(a, b);
+}
+
 function create(parent, component) {
   const root = el('div', 'bvb', { 'data-bv': 'board', 'data-bv-step': '0', tabindex: '-1' });
   root.innerHTML = `
@@ -119,7 +172,7 @@ function create(parent, component) {
     e.__bv = key; e.__bvData = data;
     write();
   }
-  const put = (e, i) => once(e, `p${st.lang}:${i}`, st.data, () => { e.innerHTML = S(i); });
+  const put = (e, i) => once(e, `p${st.lang}:${i}`, st.data, () => morph(e, S(i)));
   const setText = (e, t) => once(e, `t${t}`, null, () => { e.textContent = t; });
   const setHtml = (e, h) => once(e, `h${h}`, null, () => { e.innerHTML = h; });
   function setAttr(e, k, v) { if (e.getAttribute(k) !== v) e.setAttribute(k, v); }
@@ -290,6 +343,38 @@ function create(parent, component) {
   }
 
   // -- the dense view (big pools): a cell per block, an id axis, the queue as a strip -----------
+  // The cells are written as pixels and put in one call: 4,096 fillRect calls took ~10 ms a step.
+  function kindPixels() {                 // kind letter -> its colour as one RGBA word, per data
+    if (st.pixelsOf === d()) return st.pixels;
+    const c = document.createElement('canvas');
+    c.width = c.height = 1;
+    const g = c.getContext('2d', { willReadFrequently: true });
+    const out = new Uint32Array(128);
+    for (const [kind, colour] of Object.entries(d().kindColours)) {
+      g.clearRect(0, 0, 1, 1); g.fillStyle = colour; g.fillRect(0, 0, 1, 1);
+      out[kind.charCodeAt(0)] = new Uint32Array(g.getImageData(0, 0, 1, 1).data.buffer)[0];
+    }
+    st.pixelsOf = d(); st.pixels = out;
+    return out;
+  }
+
+  function cellPixels(g, cv, cells, cols, x0, y0, pitch, side, margin) {   // (device pixels)
+    const Wp = cv.width, Hp = cv.height;
+    if (!st.img || st.img.width !== Wp || st.img.height !== Hp) st.img = g.createImageData(Wp, Hp);
+    const px = new Uint32Array(st.img.data.buffer);
+    px.fill(0xffffffff);
+    const rgba = kindPixels(), s = Math.max(1, Math.round(side));
+    for (let i = 0; i < cells.length; i++) {
+      const x = Math.round(x0 + (i % cols) * pitch), y = Math.round(y0 + Math.floor(i / cols) * pitch);
+      const colour = rgba[cells.charCodeAt(i)];
+      for (let r = y, end = Math.min(Hp, y + s); r < end; r++) px.fill(colour, r * Wp + x, r * Wp + x + s);
+    }
+    // the cells and the margin the last step's marks reached (a 2 px line around a cell); the
+    // axis labels outside it stay
+    const mx = Math.max(0, Math.floor(x0 - margin)), my = Math.max(0, Math.floor(y0 - margin));
+    g.putImageData(st.img, 0, 0, mx, my, Wp - mx, Hp - my);
+  }
+
   function dense(k) {
     const rec = d().cells[k - d().lo];
     let box = part.blocks.querySelector('.bvb-dense');
@@ -319,28 +404,29 @@ function create(parent, component) {
     }
     const g = cv.getContext('2d');
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    g.fillStyle = '#fff'; g.fillRect(0, 0, W, H);
-    g.fillStyle = '#57606a'; g.font = '10px sans-serif';
-    for (let c = 0; c < cols; c += 16) g.fillText(String(c), axis + c * cell, 10);
-    const colour = d().kindColours;
-    const every = Math.max(1, Math.round(12 / cell));
-    for (let r = 0; r < rows; r += every) g.fillText(String(r * cols), 0, 14 + r * cell + Math.min(cell, 10));
-    const side = Math.max(1, cell - 1);
-    for (const kind of new Set(rec.cells)) {     // one kind at a time: few fill-style changes
-      g.fillStyle = colour[kind];
-      for (let i = rec.cells.indexOf(kind); i >= 0; i = rec.cells.indexOf(kind, i + 1)) {
-        g.fillRect(axis + (i % cols) * cell, 14 + Math.floor(i / cols) * cell, side, side);
-      }
+    const axisKey = `${W}x${H}@${dpr}:${cols}`;
+    if (cv.__bvAxis !== axisKey) {           // the id axis, drawn once per size: setting a
+      cv.__bvAxis = axisKey;                 // canvas font styles the document (~5 ms a step)
+      g.fillStyle = '#fff'; g.fillRect(0, 0, W, H);
+      g.fillStyle = '#57606a'; g.font = '10px sans-serif';
+      for (let c = 0; c < cols; c += 16) g.fillText(String(c), axis + c * cell, 10);
+      const every = Math.max(1, Math.round(12 / cell));
+      for (let r = 0; r < rows; r += every) g.fillText(String(r * cols), 0, 14 + r * cell + Math.min(cell, 10));
     }
-    const mark = (i, style, dash) => {
-      const r = Math.floor(i / cols), c = i % cols;
+    cellPixels(g, cv, rec.cells, cols, axis * dpr, 14 * dpr, cell * dpr, Math.max(1, cell - 1) * dpr, 2 * dpr);
+    const mark = (ids, style, dash) => {     // one path per style: a step can change hundreds
+      g.beginPath();
+      for (const i of ids) {
+        if (i === null || i === undefined || i >= n) continue;
+        g.rect(axis + (i % cols) * cell - 1, 14 + Math.floor(i / cols) * cell - 1, cell + 1, cell + 1);
+      }
       g.strokeStyle = style; g.lineWidth = 2; g.setLineDash(dash || []);
-      g.strokeRect(axis + c * cell - 1, 14 + r * cell - 1, cell + 1, cell + 1);
+      g.stroke();
     };
-    for (const i of rec.changed) mark(i, '#f2a900');
-    if (rec.evict !== null && rec.evict !== undefined) mark(rec.evict, '#c62828', [2, 2]);
-    if (rec.victim !== null && rec.victim !== undefined) mark(rec.victim, '#c62828');
-    if (st.lit) for (const i of st.lit) if (i < n) mark(Number(i), '#1f2328');
+    mark(rec.changed, '#f2a900');
+    mark([rec.evict], '#c62828', [2, 2]);
+    mark([rec.victim], '#c62828');
+    if (st.lit) mark(Array.from(st.lit, Number), '#1f2328');
     cv.onmousemove = (ev) => {
       const rc = cv.getBoundingClientRect();
       const c = Math.floor((ev.clientX - rc.left - axis) / cell), r = Math.floor((ev.clientY - rc.top - 14) / cell);
@@ -354,13 +440,12 @@ function create(parent, component) {
       strip.width = sw * dpr; strip.height = sh * dpr; strip.style.width = sw + 'px'; strip.style.height = sh + 'px';
     }
     const h = strip.getContext('2d');
-    h.setTransform(dpr, 0, 0, dpr, 0, 0);
-    h.fillStyle = '#fff'; h.fillRect(0, 0, sw, sh);
-    const m = rec.qcells.length;
-    for (let x = 0; x < sw && m; x++) {
-      h.fillStyle = colour[rec.qcells[Math.floor((x * m) / sw)]];
-      h.fillRect(x, 0, 1, sh);
-    }
+    const Wq = strip.width, Hq = strip.height, m = rec.qcells.length, rgba = kindPixels();
+    if (!st.stripImg || st.stripImg.width !== Wq || st.stripImg.height !== Hq) st.stripImg = h.createImageData(Wq, Hq);
+    const qp = new Uint32Array(st.stripImg.data.buffer);
+    for (let x = 0; x < Wq; x++) qp[x] = m ? rgba[rec.qcells.charCodeAt(Math.floor((x * m) / Wq))] : 0xffffffff;
+    for (let r = 1; r < Hq; r++) qp.copyWithin(r * Wq, 0, Wq);
+    h.putImageData(st.stripImg, 0, 0);
   }
 
   // -- linking: hover a block, a request or a hash row; every panel lights the same blocks ----
@@ -432,26 +517,34 @@ function create(parent, component) {
     } catch (e) { return null; }
   }
 
-  function writeUrl(push) {
+  function writeUrl(push, k = st.step, frame = st.frame) {
     if (!d().url) return;
     try {
-      const state = { bvStep: st.step, bvFrame: st.frame };
+      const state = { bvStep: k, bvFrame: frame };
       if (d().url === 'hash') {           // keep any flags (#step=3&still&present)
         const h = window.location.hash;
-        const want = /step=\d+/.test(h) ? h.replace(/step=\d+/, `step=${st.step}`) : `#step=${st.step}`;
+        const want = /step=\d+/.test(h) ? h.replace(/step=\d+/, `step=${k}`) : `#step=${k}`;
         if (h === want) return;
         if (push) window.history.pushState(state, '', want);
         else window.history.replaceState(state, '', want);
         return;
       }
       const u = new URL(window.location.href);
-      const want = String(st.step), op = st.frame === null ? null : String(st.frame + 1);
+      const want = String(k), op = frame === null ? null : String(frame + 1);
       if (u.searchParams.get('step') === want && u.searchParams.get('op') === op) return;
       u.searchParams.set('step', want);
       if (op === null) u.searchParams.delete('op'); else u.searchParams.set('op', op);
       if (push) window.history.pushState(state, '', u.toString());
       else window.history.replaceState(state, '', u.toString());
     } catch (e) { /* a sandboxed page may refuse; stepping still works */ }
+  }
+
+  // A step's URL is written after its frame is painted: a history entry makes Chrome redraw the
+  // page's SVG icon and costs ~4 ms that the key would otherwise wait for.
+  function writeUrlAfterPaint(push) {
+    const k = st.step, frame = st.frame;
+    if (document.hidden) { writeUrl(push, k, frame); return; }
+    requestAnimationFrame(() => setTimeout(() => writeUrl(push, k, frame), 0));
   }
 
   function show(k, frame, how) {
@@ -463,7 +556,7 @@ function create(parent, component) {
     st.step = k; st.frame = frame;
     if (!inWindow(k)) askWindow(k);
     draw(moved && how !== 'jump');
-    if (moved && how !== 'pop') writeUrl(how !== 'init');
+    if (moved && how !== 'pop') writeUrlAfterPaint(how !== 'init');
     if (how !== 'init') report();
   }
 
