@@ -315,6 +315,8 @@ function create(parent, component) {
       part.marks.setAttribute('data-key', key);
       part.marks.innerHTML = '';
       const per = Math.max(1, Math.ceil(n / 160));
+      const cols = Math.ceil(n / per);    // numbers on every mark up to 40, then every 5th or 10th
+      const label = cols <= 40 ? 1 : cols <= 80 ? 5 : 10;
       const names = d().markNames[st.lang] || d().markNames[d().langs[0]];
       const events = d().events[st.lang] || d().events[d().langs[0]];
       for (let s = 0; s < n; s += per) {
@@ -325,14 +327,14 @@ function create(parent, component) {
         for (const c of codes) {
           const i = el('i'); i.style.background = d().markColours[c]; bars.append(i);
         }
-        const num = el('span', 'bvb-num'); num.textContent = String(s);
+        const num = el('span', 'bvb-num'); num.textContent = (s / per) % label ? '' : String(s);
         e.append(bars, num);
         const what = [...codes].map((c) => names[c]).join(', ');
         const ev = inWindow(s) ? events[s - d().lo] : '';
         e.title = `${s}${ev ? ' · ' + ev : ''}${what ? ' — ' + what : ''}`;
         part.marks.append(e);
       }
-      part.marks.style.setProperty('--bvb-cols', String(Math.ceil(n / per)));
+      part.marks.style.setProperty('--bvb-cols', String(cols));
       part.marks.setAttribute('data-per', String(per));
     }
     const per = Number(part.marks.getAttribute('data-per')) || 1;
@@ -388,15 +390,18 @@ function create(parent, component) {
     const ui = d().ui[st.lang] || d().ui[d().langs[0]];
     setText(box.querySelector('.bvb-dnote'), ui.board_dense_note.replace('{n}', d().blocks.toLocaleString()));
     const n = rec.cells.length;
-    const cols = n <= 2048 ? 64 : 128;
-    const rows = Math.ceil(n / cols);
     const scroll = box.querySelector('.bvb-scroll');
     // the panel's width, read once per scale (a read here would lay out the half-drawn board)
     if (!st.denseWidth) st.denseWidth = Math.max(200, scroll.clientWidth || part.blocks.clientWidth || 600);
     const width = st.denseWidth;
     const axis = 34;
-    const cell = Math.max(3, Math.floor((width - axis) / cols)) * (st.zoom || 1);
+    // the fewest columns (so the biggest cells, up to 28 px) that keep the grid within 200 px
+    const sized = (c) => Math.min(28, Math.max(3, Math.floor((width - axis) / c)));
+    const cols = [16, 32, 64].find((c) => Math.ceil(n / c) * sized(c) <= 200) || 128;
+    const rows = Math.ceil(n / cols);
+    const cell = sized(cols) * (st.zoom || 1);
     const cv = box.querySelector('.bvb-cv');
+    setAttr(cv, 'data-cols', String(cols));
     const dpr = window.devicePixelRatio || 1;
     const W = axis + cols * cell, H = 14 + rows * cell;
     if (cv.width !== W * dpr || cv.height !== H * dpr) {
@@ -409,7 +414,7 @@ function create(parent, component) {
       cv.__bvAxis = axisKey;                 // canvas font styles the document (~5 ms a step)
       g.fillStyle = '#fff'; g.fillRect(0, 0, W, H);
       g.fillStyle = '#57606a'; g.font = '10px sans-serif';
-      for (let c = 0; c < cols; c += 16) g.fillText(String(c), axis + c * cell, 10);
+      for (let c = 0; c < cols; c += Math.min(16, cols / 4)) g.fillText(String(c), axis + c * cell, 10);
       const every = Math.max(1, Math.round(12 / cell));
       for (let r = 0; r < rows; r += every) g.fillText(String(r * cols), 0, 14 + r * cell + Math.min(cell, 10));
     }
