@@ -9,8 +9,10 @@ parameters (a plan is immutable data: the same parameters always give the same n
 """
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -335,12 +337,22 @@ class TraceSweep:
     seconds: float
 
 
+class SessionDir:
+    """A session's folder on the server for its trace (up to MAX_UPLOAD_MB), removed with the
+    session: when Streamlit drops the session's state (its tab closed) or the server exits. Kept
+    only in the session's state, so nothing else holds it alive."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="blockviz-trace-"))
+        self._remove = weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
+
+
 def _session_dir() -> Path:
     ss = st.session_state
     d = ss.get("bv_capt_dir")
-    if not d or not Path(d).is_dir():
-        d = ss["bv_capt_dir"] = tempfile.mkdtemp(prefix="blockviz-trace-")
-    return Path(d)
+    if not isinstance(d, SessionDir) or not d.path.is_dir():
+        d = ss["bv_capt_dir"] = SessionDir()
+    return d.path
 
 
 def take_trace(data_or_writer, name: str) -> TraceFile:

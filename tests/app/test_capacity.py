@@ -244,3 +244,23 @@ def test_a_timed_sweep_too_large_for_the_page_is_refused(page, monkeypatch):
     assert errors(p) == ["100 requests is more than the page replays in timed mode (at most 50): replay "
                          "fewer here, or the whole trace with `blockviz trace capacity`."]
     assert p.state[C.SWEEP] is None
+
+
+def test_a_sessions_trace_folder_goes_with_the_session(page):
+    """A trace (up to 200 MB) is kept in a folder of its session: one folder however many traces
+    it takes, there while the session lives, removed once the session's state is dropped, as
+    Streamlit drops it when a tab closes (the folders used to pile up in /tmp while the server
+    ran)."""
+    import gc
+    from pathlib import Path
+
+    p = generated_trace(open_capacity(page), requests=50)
+    held = p.at.session_state["bv_capt_dir"]
+    folder = held.path
+    assert (folder / "trace.jsonl").is_file() and Path(p.state[C.TRACE].path).parent == folder
+    p = generated_trace(p, requests=60)
+    assert p.at.session_state["bv_capt_dir"] is held and [f.name for f in folder.iterdir()] == ["trace.jsonl"]
+    assert p.state[C.TRACE].requests == 60
+    del held, p
+    gc.collect()
+    assert not folder.exists()
