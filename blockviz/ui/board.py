@@ -82,7 +82,8 @@ def show(run: PlayerRun, state: MutableMapping, *, key: str, step: int, frame: i
         move(state, key, step, frame, run.key)
         goto = state[key + ":goto"]
     body = _payload(run, step, lang, frame is not None, presenter, speed, url)
-    extra = json.dumps({"goto": goto, "lang": lang, "report": report, "answer": answer, "fit": fit},
+    # (the body already names the language shown first: its langs start with ``lang``)
+    extra = json.dumps({"goto": goto, "report": report, "answer": answer, "fit": fit},
                        separators=(",", ":"))
     data = body[:-1] + "," + extra[1:]
     return _renderer()(key=key, data=data, default={"pos": None, "want": None},

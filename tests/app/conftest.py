@@ -16,6 +16,13 @@ BUILTIN_IDS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml"))
 BOARD_KEYS = {"b_next": "next", "b_prev": "prev", "b_first": "first", "b_last": "last"}
 
 
+def _once(pairs: list) -> dict:
+    """A JSON object whose keys are each named once (the board's data is one body and a tail)."""
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), f"keys named twice: {sorted({k for k in keys if keys.count(k) > 1})}"
+    return dict(pairs)
+
+
 class Page:
     """One browser session of the app, driven through AppTest."""
 
@@ -76,7 +83,7 @@ class Page:
         if not found:
             return None
         raw = json.loads(found[0].proto.json)
-        return json.loads(raw) if isinstance(raw, str) else raw
+        return json.loads(raw, object_pairs_hook=_once) if isinstance(raw, str) else raw
 
     def press(self, action: str) -> Page:
         """A key on the board (next / prev / first / last): the board moves in the browser and
