@@ -116,7 +116,8 @@ function create(parent, component) {
     </div>
     <div class="bvb-marks" data-bv="timeline" role="list"></div>
     <div class="bvb-say" data-bv="narration">
-      <div class="bvb-note"></div><div class="bvb-did"></div>
+      <div class="bvb-note"></div><div class="bvb-did"><div class="bvb-did-show"></div><div class="bvb-did-size"
+        aria-hidden="true" inert></div></div>
     </div>
     <div class="bvb-grid">
       <div class="bvb-col">
@@ -138,7 +139,8 @@ function create(parent, component) {
   parent.appendChild(root);
   const q = (s) => root.querySelector(s);
   const part = {
-    head: q('.bvb-head'), marks: q('.bvb-marks'), note: q('.bvb-note'), did: q('.bvb-did'),
+    head: q('.bvb-head'), marks: q('.bvb-marks'), note: q('.bvb-note'), did: q('.bvb-did-show'),
+    didSize: q('.bvb-did-size'),
     say: q('.bvb-say'), blocks: q('.bvb-blocks .bvb-body'), legend: q('.bvb-legend'),
     table: q('.bvb-table .bvb-body'), queue: q('.bvb-queue .bvb-body'), reqs: q('.bvb-reqs .bvb-body'),
     ext: q('.bvb-ext .bvb-body'), extBox: q('.bvb-ext'), keys: q('.bvb-keys'), tip: q('.bvb-tip'),
@@ -244,16 +246,18 @@ function create(parent, component) {
     const [rec, fr] = record(k, st.frame);
     const show = fr || rec;
     put(part.head, show.h);
-    if (fr) {
-      put(part.note, fr.op);
+    put(part.note, fr ? fr.op : rec.n);
+    if (fr) {                              // an op's pseudocode: in the flow, no copy
       setHtml(part.did, S(fr.pc) + S(fr.ol));
+      setText(part.didSize, '');
     } else if (st.frame !== null) {
-      put(part.note, rec.n);
       setText(part.did, d().noFrames ? ui.board_no_frames : ui.board_loading);
-    } else {
-      put(part.note, rec.n);
-      put(part.did, rec.d);
+      setText(part.didSize, '');
+    } else {                               // what the engine did, twice: a hidden copy (its list
+      put(part.did, rec.d);                // capped) sizes the row and the copy shown fills it,
+      put(part.didSize, rec.d);            // so a long note beside it leaves room for more
     }
+    root.classList.toggle('bvb-did-copy', !fr && st.frame === null);
     part.say.classList.toggle('bvb-say-code', !!fr);
     part.say.classList.toggle('bvb-say-did', !fr && !S(rec.n));
     if (d().dense) {

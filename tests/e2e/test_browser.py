@@ -2,6 +2,8 @@
 element, and screenshots of both languages at laptop and projector sizes (presenter mode too)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -60,6 +62,7 @@ def test_walk_six_blocks_with_the_arrow_key_and_back(browser, server):
         page.keyboard.press("ArrowRight")
         wait_header(page, f"第 {k} 步 / 共 8 步")
     assert queue_text(page) == "4 3 5 6 2 1"
+    expect(page).to_have_url(re.compile(r"step=4"))  # (written once the step is painted)
     page.go_back()                                   # a history entry per step
     wait_header(page, "第 3 步 / 共 8 步")
     assert "step=3" in page.url

@@ -102,7 +102,8 @@ def test_the_png_slide(chromium_path, root, screenshots, lang):
 
 
 # every panel the board fills from the string pool: (record field, the element it goes into)
-PANELS = (("h", ".bvb-head"), ("n", ".bvb-note"), ("d", ".bvb-did"), ("b", ".bvb-blocks .bvb-body"),
+PANELS = (("h", ".bvb-head"), ("n", ".bvb-note"), ("d", ".bvb-did-show"), ("d", ".bvb-did-size"),
+          ("b", ".bvb-blocks .bvb-body"),
           ("q", ".bvb-queue .bvb-body"), ("t", ".bvb-table .bvb-body"), ("r", ".bvb-reqs .bvb-body"),
           ("x", ".bvb-ext .bvb-body"))
 
