@@ -41,13 +41,20 @@ def note_html(note: str | None, lang: str, *, error: str | None = None) -> str:
     return f'<div class="bv bv-panel">{"".join(parts)}</div>' if parts else ""
 
 
-def did_html(sentences: Sequence[str], lang: str, *, title: bool = True) -> str:
-    """What the engine did, one sentence per op (``blockviz.teach.narrate.narrate_ops``)."""
+def did_html(sentences: Sequence[str], lang: str, *, title: bool = True,
+             max_items: int | None = None) -> str:
+    """What the engine did, one sentence per op (``blockviz.teach.narrate.narrate_ops``);
+    ``max_items``: the first that many, then a line saying how many more (a big pool's step can
+    run a hundred ops, of which a screen shows a few)."""
     if not sentences:
         return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("no_ops", lang))}</div></div>'
     head = f'<div class="bv-small">{esc(t("engine_did", lang))}</div>' if title else ""
+    more = len(sentences) - max_items if max_items is not None else 0
+    shown = sentences[:max_items] if more > 0 else sentences
     items = "".join(f'<li title="{esc(s)}">{esc(clip(s))}</li>' if len(s) > MAX_SENTENCE
-                    else f"<li>{esc(s)}</li>" for s in sentences)
+                    else f"<li>{esc(s)}</li>" for s in shown)
+    if more > 0:
+        items += f'<li class="bv-more">… {esc(t("more_items", lang, n=more))}</li>'
     return (f'<div class="bv bv-panel">{head}<div class="bv-did-wrap"><ul class="bv-did">{items}</ul>'
             f'</div></div>')
 
@@ -68,12 +75,15 @@ def schedule_html(lines: Sequence[str], lang: str, *, teaching_only: bool = Fals
     return f'<div class="bv bv-panel">{badge}{rows}</div>'
 
 
-def engine_did_html(snapshot, lang: str, labels, vocab, block_size: int) -> str:
+def engine_did_html(snapshot, lang: str, labels, vocab, block_size: int,
+                    max_items: int | None = None) -> str:
     """What the engine did in a step, as every view shows it: the schedule of its engine steps
-    (with the teaching-only badge), then one sentence per op."""
+    (with the teaching-only badge), then one sentence per op (``max_items``: the first that many,
+    then how many more)."""
     return (schedule_html(schedule_lines(snapshot.engine_steps, lang), lang,
                           teaching_only=snapshot.teaching_only)
-            + did_html(narrate_ops(snapshot.ops, lang, labels, vocab, block_size), lang))
+            + did_html(narrate_ops(snapshot.ops, lang, labels, vocab, block_size), lang,
+                       max_items=max_items))
 
 
 def narration_html(note: str | None, sentences: Sequence[str], lang: str, *,

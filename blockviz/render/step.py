@@ -63,7 +63,7 @@ def holders(snapshot, state=None) -> dict[int, tuple[str, ...]]:
 
 
 # A big pool's panels on the board are shorter (they scroll inside one screen; a step paints fast)
-COMPACT = {"rows": 24, "requests": 16, "cells": 16, "head": 24, "tail": 6}
+COMPACT = {"rows": 24, "requests": 16, "cells": 16, "head": 24, "tail": 6, "did": 24}
 
 
 def build_panels(timeline, index: int, frame: int | None, lang: str, *, labels: HashLabels,
@@ -107,6 +107,7 @@ def build_panels(timeline, index: int, frame: int | None, lang: str, *, labels: 
                          tier=getattr(s, "tier", None))
            if s.external is not None else "")
     written = tuple(sorted({o.block_id for o in s.ops if o.kind in ("write", "load")}))
-    return Panels(header, note_html(note, lang, error=error), engine_did_html(s, lang, labels, vocab, bs),
+    did = engine_did_html(s, lang, labels, vocab, bs, **({"max_items": COMPACT["did"]} if compact else {}))
+    return Panels(header, note_html(note, lang, error=error), did,
                   blocks, legend, queue, table, reqs, op, code, ops, ext,
                   verify_html(s.ops, lang, info.tolerance), written)

@@ -313,3 +313,30 @@ def test_a_teaching_only_step_is_badged_in_the_player_and_the_export():
         assert _sched_items(badged)[0].startswith("A")
         assert "B" not in _sched_items(badged)[0]
         assert words in build_panels(tl, 3, None, lang, labels=labels).did   # every view's panel
+
+
+@pytest.mark.parametrize("lang, more", [("en", "… 76 more"), ("zh", "… 还有 76 个")])
+def test_a_long_engine_list_is_cut_with_a_count(lang, more):
+    """A big pool's step can run a hundred ops; the board's dense view shows the first 24
+    sentences and how many more (the list was ~100 items, 10-15 KB of a step's HTML)."""
+    from blockviz.render.narration import did_html
+    sentences = [f"op {i}" for i in range(100)]
+    html = did_html(sentences, lang, max_items=24)
+    items = re.findall(r"<li[^>]*>([^<]*)</li>", html)
+    assert items[:24] == sentences[:24] and items[24:] == [more]
+    exactly = did_html(sentences[:24], lang, max_items=24)             # as many as shown: no line
+    assert re.findall(r"<li[^>]*>([^<]*)</li>", exactly) == sentences[:24]
+    assert len(re.findall(r"<li", did_html(sentences, lang))) == 100          # uncut by default
+
+
+def test_the_dense_board_cuts_the_engine_list(big):
+    from blockviz.render.step import COMPACT, build_panels
+    labels = HashLabels.for_timeline(big)
+    step = max(range(len(big)), key=lambda i: len(big.step_ops(i)))
+    full = build_panels(big, step, None, "en", labels=labels)
+    cut = build_panels(big, step, None, "en", labels=labels, compact=True)
+    def sentences(html):                # the list of what the engine did (not the schedule)
+        return html.split('class="bv-did"', 1)[1].count("<li")
+    n = sentences(full.did)
+    assert n > COMPACT["did"] + 1, n
+    assert sentences(cut.did) == COMPACT["did"] + 1 and f"{n - COMPACT['did']} more" in cut.did
