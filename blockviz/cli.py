@@ -179,7 +179,7 @@ def cmd_verify(args) -> int:
 def cmd_export(args) -> int:
     from pathlib import Path
 
-    from blockviz.render.export import ExportError, board_png, check_step, export_html, slide, write_png
+    from blockviz.render.export import ExportError, board_png, check_step, export_html
     from blockviz.teach.labels import HashLabels
     fmt = args.format or ("png" if args.output and args.output.lower().endswith(".png") else "html")
     out = args.output
@@ -189,18 +189,14 @@ def cmd_export(args) -> int:
         check_step(timeline, args.step, args.file)
         title = loaded.scenario.title.get(args.lang)
         labels = HashLabels.for_timeline(timeline)
-        out = args.output or f"{loaded.scenario.id}-step{args.step}.{'png' if fmt == 'slide' else fmt}"
+        out = args.output or f"{loaded.scenario.id}-step{args.step}.{fmt}"
         titles = {lang: loaded.scenario.title.get(lang) for lang in ("en", "zh")}
-        if fmt in ("html", "png"):
-            doc = export_html(timeline, title=title, lang=args.lang, start=args.step,
-                              file=Path(args.file).name, labels=labels, titles=titles)
-            if fmt == "html":
-                Path(out).write_text(doc, encoding="utf-8")
-            else:                  # the board itself, shot by headless Chromium
-                Path(out).write_bytes(board_png(doc, args.step))
-        else:                      # the plotly slide (kaleido)
-            fig = slide(timeline, args.step, title=title, lang=args.lang, file=args.file, labels=labels)
-            write_png(fig, out)
+        doc = export_html(timeline, title=title, lang=args.lang, start=args.step,
+                          file=Path(args.file).name, labels=labels, titles=titles)
+        if fmt == "html":
+            Path(out).write_text(doc, encoding="utf-8")
+        else:                      # the board itself, shot by headless Chromium
+            Path(out).write_bytes(board_png(doc, args.step))
     except ExportError as e:
         print(str(e), file=sys.stderr)
         return EXIT_SCENARIO
@@ -252,9 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("file")
     x.add_argument("--step", type=int, default=0,
                    help="the step to draw (png) or to open at (html); default 0")
-    x.add_argument("--format", choices=["png", "html", "slide"], default=None,
-                   help="png: the board, shot by headless Chromium; slide: the plotly slide "
-                        "(kaleido); default: from -o's extension, else html")
+    x.add_argument("--format", choices=["png", "html"], default=None,
+                   help="png: the board, shot by headless Chromium; default: from -o's extension, "
+                        "else html")
     x.add_argument("--lang", choices=["en", "zh"], default="en")
     x.add_argument("-o", "--output", default=None, help="default: ID-stepK.png|html here")
     x.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)

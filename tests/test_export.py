@@ -1,6 +1,6 @@
-"""Export for slides (blockviz.render.export, blockviz.render.slide, ``python -m blockviz export``): the
-HTML document holds every step, escapes everything a scenario says and reaches for no network; the
-slide figure draws the panels at 1920×1080; the CLI fails with one located line and exit 2."""
+"""Export for slides (blockviz.render.export, ``python -m blockviz export``): the HTML document holds
+every step, escapes everything a scenario says and reaches for no network; the CLI fails with one
+located line and exit 2."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-from blockviz.render.export import MAX_HTML_STEPS, ExportError, export_html, slide
-from blockviz.render.slide import H, W, wrap
+from blockviz.render.export import MAX_HTML_STEPS, ExportError, export_html
 from blockviz.scenario import load
 from blockviz.sim.runner import run
 
@@ -78,45 +77,11 @@ def test_too_many_steps_or_a_step_out_of_range_is_an_export_error(six, monkeypat
                                           r"0 to 8$"):
         export_html(tl, start=9, file="f.yaml")
     with pytest.raises(ExportError, match="out of range"):
-        slide(tl, -1, file="f.yaml")
+        export_html(tl, start=-1, file="f.yaml")
     monkeypatch.setattr("blockviz.render.export.MAX_HTML_STEPS", 5)
     with pytest.raises(ExportError, match="too many for one HTML file"):
         export_html(tl, file="f.yaml")
     assert MAX_HTML_STEPS >= 1000
-
-
-def test_the_slide_draws_every_panel_at_1920x1080(six):
-    _, tl = six
-    fig = slide(tl, 4, title="Six blocks, one prefix", lang="en")
-    assert (fig.layout.width, fig.layout.height) == (W, H) == (1920, 1080)
-    texts = [a.text for a in fig.layout.annotations]
-    joined = "\n".join(texts)
-    for words in ("step 4 of 8", "B finishes", "GPU blocks", "Free queue", "Prefix hash table",
-                  "Requests", "What the engine did", "Six blocks, one prefix", "next allocation takes it"):
-        assert words in joined, words
-    # seven block cards, six queue cells, head → tail
-    assert [x for x in texts if x in ("<b>0</b>", "<b>4</b>")]
-    assert texts.count("<b>→ head</b>") == 1 and texts.count("<b>→ tail</b>") == 2
-    assert all(0 <= s.x0 <= W and 0 <= s.y1 <= H for s in fig.layout.shapes)
-    assert all(0 <= a.x <= W and 0 <= a.y <= H for a in fig.layout.annotations)
-
-
-def test_the_slide_speaks_chinese_and_escapes(root):
-    loaded = load(root / HOSTILE)
-    _, tl = run(loaded)
-    fig = slide(tl, 1, title=loaded.scenario.title.get("zh"), lang="zh")
-    joined = "\n".join(a.text for a in fig.layout.annotations)
-    assert "第 1 步 / 共 3 步" in joined and "空闲队列" in joined
-    assert "<script>" not in joined and "<img" not in joined and "&lt;img src=x" in joined
-
-
-def test_wrap_breaks_latin_at_spaces_and_cjk_anywhere_but_before_punctuation():
-    fox = "the quick brown fox jumps over the lazy dog"
-    lines = wrap(fox, 200, 20)
-    assert all(len(x) < 25 for x in lines) and " ".join(lines) == fox
-    zh = wrap("块 3 还带着 H7：现在（被重新分配时）才把它从 hash 表删掉——惰性淘汰。", 200, 20)
-    assert len(zh) > 1 and not any(x[0] in "、，。：）" for x in zh)
-    assert wrap("a" * 500, 100, 20, max_lines=2)[-1].endswith("…")
 
 
 # -- the command line (in-process: ``main`` is what ``python -m blockviz`` runs) -------------
@@ -164,17 +129,15 @@ def test_cli_export_a_bad_file_is_located(capsys, tmp_path):
     assert stderr.strip() == f"{bad}:4:13: steps[0].finish: request 'Z' is used before it arrives"
 
 
-@pytest.mark.parametrize("fmt, env_key", [("png", "BLOCKVIZ_CHROMIUM"), ("slide", "BROWSER_PATH")])
-def test_cli_export_png_without_chromium_says_so(cli, tmp_path, fmt, env_key):
-    """The board's PNG (headless Chromium) and the slide (kaleido, which finds chromium by
-    itself), pointed at a browser that is not there: a clear message, exit 2, no traceback (a
-    real process: what a user runs)."""
+def test_cli_export_png_without_chromium_says_so(cli, tmp_path):
+    """The board's PNG (headless Chromium), pointed at a browser that is not there: a clear
+    message, exit 2, no traceback (a real process: what a user runs)."""
     import os
     import subprocess
     import sys
-    env = dict(os.environ, **{env_key: str(tmp_path / "no-chromium")})
+    env = dict(os.environ, BLOCKVIZ_CHROMIUM=str(tmp_path / "no-chromium"))
     r = subprocess.run([sys.executable, "-m", "blockviz", "export", "scenarios/six-blocks.yaml",
-                        "--step", "1", "--format", fmt, "-o", str(tmp_path / "x.png")],
+                        "--step", "1", "--format", "png", "-o", str(tmp_path / "x.png")],
                        capture_output=True, text=True, env=env, timeout=180,
                        cwd=os.path.dirname(os.path.dirname(__file__)))
     assert r.returncode == 2

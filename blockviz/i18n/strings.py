@@ -514,12 +514,7 @@ STRINGS.update({
 
 # -- export (blockviz/export.py, python -m blockviz export) -----------------------------------
 STRINGS.update({
-    "x_keys": ("← → step · Home / End", "← → 单步 · Home / End"),
     "x_made": ("Made with blockviz from {file}", "由 blockviz 根据 {file} 生成"),
-    "x_big_pool": ("{n} GPU blocks: too many to draw one card each in a file; open it in the app for "
-                   "the heatmap.",
-                   "{n} 个 GPU 块：太多了，文件里无法逐个画出；请在应用里打开查看热力图。"),
-    "x_more_blocks": ("… and {n} more blocks", "… 还有 {n} 个块"),
 })
 
 # -- the capacity-planning page (blockviz/ui/capacity.py, blockviz/render/capacity.py) -----------

@@ -1,4 +1,4 @@
-"""The GPU blocks panel: one card per block, or a heatmap past a few hundred blocks.
+"""The GPU blocks panel: one card per block (a big pool is drawn by the board's dense view).
 
 ``state`` is anything with ``ref_cnt``, ``block_hash``, ``block_tokens`` and ``free_queue`` — a
 timeline Snapshot (one event) or a Frame (one op inside it).
@@ -7,18 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-import plotly.graph_objects as go
-
 from blockviz.i18n import t
-from blockviz.render.theme import AMBER, BLOCK_KINDS, BLOCK_LEGEND, GREY, RED, block_kind, esc
+from blockviz.render.theme import BLOCK_KINDS, BLOCK_LEGEND, GREY, block_kind, esc
 from blockviz.teach.labels import HashLabels, token_text
 
-# Past this many GPU blocks the cards give way to one heatmap cell per block.
+# Past this many GPU blocks the cards give way to one cell per block.
 HEATMAP_THRESHOLD = 256
 TOKENS_ON_CARD = 8
-HEATMAP_COLUMNS = 64          # up to 2,048 blocks; more: 128 per row
 
-# heatmap categories, in the order of the colour scale: (colour, i18n key), from the style table
+# the dense view's legend: (colour, i18n key) per kind of block, from the style table
 CATEGORY_KINDS = ("null", "free", "free_cached", "used", "used_cached")
 CATEGORIES = tuple((BLOCK_KINDS[k][4], BLOCK_KINDS[k][5]) for k in CATEGORY_KINDS)
 
@@ -35,10 +32,6 @@ def next_marks(state) -> tuple[int | None, int | None]:
     head = q[0] if q else None
     prefix = next((b for b in q if hashes[b] is not None), None)
     return head, prefix
-
-
-def category(i: int, ref_cnt: int, block_hash) -> int:
-    return CATEGORY_KINDS.index(block_kind(i, ref_cnt, block_hash))
 
 
 def legend_html(lang: str) -> str:
@@ -108,53 +101,6 @@ def blocks_html(state, *, labels: HashLabels, vocab=None, block_size: int = 0, l
     width = f"max-width:{len(state.ref_cnt) * 12}em"   # a few blocks: cards stay card-sized
     return (f'<div class="bv bv-panel"><div class="bv-blocks" role="list" style="{width}">{cards}</div>'
             f'{legend_html(lang) if legend else ""}</div>')
-
-
-def heatmap_columns(n: int) -> int:
-    return HEATMAP_COLUMNS if n <= 2048 else 2 * HEATMAP_COLUMNS
-
-
-def blocks_figure(state, *, labels: HashLabels, lang: str = "en", changed: Collection[int] = (),
-                  columns: int | None = None, height: int | None = None) -> go.Figure:
-    """One heatmap cell per block (large pools): colour = state; hover = id, ref_cnt, hash label.
-    Changed blocks are outlined amber, the next victim marked red."""
-    n = len(state.ref_cnt)
-    columns = columns or heatmap_columns(n)
-    rows = -(-n // columns)
-    z: list[list[float | None]] = [[None] * columns for _ in range(rows)]
-    custom: list[list[list]] = [[[-1, 0, ""] for _ in range(columns)] for _ in range(rows)]
-    ref, hashes = state.ref_cnt, state.block_hash
-    for i in range(n):
-        r, c = divmod(i, columns)
-        h = hashes[i]
-        z[r][c] = category(i, ref[i], h)
-        custom[r][c] = [i, ref[i], labels(h) if h is not None else "—"]
-    k = len(CATEGORIES)
-    scale = []
-    for j, (colour, _) in enumerate(CATEGORIES):
-        scale += [[j / k, colour], [(j + 1) / k, colour]]
-    hover = (f"{t('block', lang)} %{{customdata[0]}}<br>ref_cnt %{{customdata[1]}}"
-             f"<br>hash %{{customdata[2]}}<extra></extra>")
-    fig = go.Figure(go.Heatmap(z=z, customdata=custom, hovertemplate=hover, colorscale=scale,
-                               zmin=-0.5, zmax=k - 0.5, showscale=False, xgap=1, ygap=1))
-    marks = sorted(frozenset(changed))
-    if marks:
-        fig.add_trace(go.Scatter(
-            x=[i % columns for i in marks], y=[i // columns for i in marks], mode="markers",
-            marker=dict(symbol="square-open", size=6 if columns > HEATMAP_COLUMNS else 9, color=AMBER,
-                        line=dict(width=1.5)),
-            hoverinfo="skip", name=t("changed", lang)))
-    if state.free_queue:
-        v = state.free_queue[0]
-        fig.add_trace(go.Scatter(x=[v % columns], y=[v // columns], mode="markers",
-                                 marker=dict(symbol="x", size=10, color=RED), hoverinfo="skip",
-                                 name=t("next_victim", lang)))
-    fig.update_yaxes(autorange="reversed", showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
-    row_px = 10 if columns > HEATMAP_COLUMNS else 14
-    fig.update_layout(height=height or max(180, row_px * rows + 20), margin=dict(l=4, r=4, t=4, b=4),
-                      showlegend=False, plot_bgcolor="#ffffff", paper_bgcolor="#ffffff")
-    return fig
 
 
 def heatmap_legend_html(lang: str, n: int) -> str:

@@ -1,6 +1,6 @@
 """Export: the whole scenario as ONE self-contained HTML file — the board, with its data inlined,
 stepping offline (no network, no server) — and one step as a PNG: the board's page shot by headless
-Chromium (``board_png``), or the plotly slide written by kaleido (``slide`` / ``write_png``).
+Chromium (``board_png``).
 
 Everything a scenario file says reaches the HTML through the render functions, which escape it;
 the data travels as JSON inside a script element that cannot be closed early (``_inline``).
@@ -12,11 +12,11 @@ import json
 from blockviz.i18n import t
 from blockviz.render.board import BoardRun, asset, board_css, board_data, is_dense
 from blockviz.render.markers import step_kinds
-from blockviz.render.slide import H, W, slide_figure
 from blockviz.render.theme import esc
 from blockviz.teach.labels import HashLabels
 
 MAX_HTML_STEPS = 2_000     # one file holds every step rendered; past this, export fewer
+W, H = 1920, 1080          # a step's PNG: a slide's size
 
 
 class ExportError(Exception):
@@ -132,32 +132,6 @@ def board_png(html: str, step: int, *, width: int = W, height: int = H, timeout_
             text = " ".join(done.stderr.decode("utf-8", "replace").split())
             raise ExportError(f"PNG export failed: {_clip(text, 300)}")
         return out.read_bytes()
-
-
-# -- PNG ------------------------------------------------------------------------------------
-def slide(timeline, index: int, *, title: str = "", lang: str = "en", file: str = "",
-          labels: HashLabels | None = None):
-    """The plotly figure of one step, 1920×1080."""
-    check_step(timeline, index, file)
-    return slide_figure(timeline, index, lang=lang, title=title, labels=labels)
-
-
-def write_png(fig, path: str) -> None:
-    """Write the figure as a 1920×1080 PNG with kaleido; ExportError (not a traceback) when
-    kaleido or a Chromium to drive is missing."""
-    try:
-        import kaleido  # noqa: F401 - plotly needs it for PNG
-    except ImportError:
-        raise ExportError("PNG export needs kaleido: pip install kaleido") from None
-    try:
-        fig.write_image(path, format="png", width=W, height=H, scale=1)
-    except Exception as e:  # noqa: BLE001 - kaleido reports a missing browser in several ways
-        text = " ".join(str(e).split())
-        if any(w in text.lower() for w in ("chrome", "chromium", "browser")):
-            raise ExportError("PNG export needs Chromium, which kaleido drives: install `chromium` "
-                              "(e.g. apt-get install chromium) or run `plotly_get_chrome` "
-                              f"(kaleido said: {_clip(text, 140)})") from None
-        raise ExportError(f"PNG export failed: {_clip(text, 300)}") from None
 
 
 def _clip(text: str, n: int) -> str:

@@ -85,8 +85,3 @@ def engine_did_html(snapshot, lang: str, labels, vocab, block_size: int,
             + did_html(narrate_ops(snapshot.ops, lang, labels, vocab, block_size), lang,
                        max_items=max_items))
 
-
-def narration_html(note: str | None, sentences: Sequence[str], lang: str, *,
-                   error: str | None = None) -> str:
-    """Note, error and what the engine did, in one panel."""
-    return (note_html(note, lang, error=error) + did_html(sentences, lang)) or ""

@@ -38,6 +38,11 @@ def payload_caption_html(block: int, summary, *, layer: int, head: int, kv: int,
             f'{esc(t("fingerprint", lang))} <code>{esc(summary.fingerprint[:16])}</code></div></div>')
 
 
+def written_blocks(ops: Sequence) -> tuple[int, ...]:
+    """The blocks whose K/V these ops wrote (computed, or loaded from the external tier)."""
+    return tuple(sorted({op.block_id for op in ops if op.kind in ("write", "load")}))
+
+
 def verify_ops(ops: Sequence) -> list:
     return [op for op in ops if op.kind == "verify"]
 

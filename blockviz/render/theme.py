@@ -214,13 +214,7 @@ CSS = """
 .bv-ops li { border: 1px solid #d0d7de; border-radius: .25em; padding: 0 .35em; }
 .bv-ops li.bv-cur { border-color: $amber; background: #fff1b8; color: $ink; font-weight: 700; }
 
-/* step markers under the slider */
-.bv-strip { position: relative; height: 1.3em; margin: -.6em .55rem .3em .55rem; }
-.bv-strip > div { position: absolute; bottom: 0; transform: translateX(-50%); display: flex;
-                  flex-direction: column; gap: 1px; justify-content: flex-end; min-width: 3px;
-                  height: 100%; border-radius: 2px; padding: 1px; }
-.bv-strip > div.bv-cur { outline: 2px solid $ink; }
-.bv-strip i { display: block; height: .3em; border-radius: 1px; }
+/* step markers' legend */
 .bv-mk { display: inline-block; width: .75em; height: .75em; border-radius: .15em; }
 
 /* step header */

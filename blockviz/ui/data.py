@@ -153,12 +153,6 @@ def builtin_run(sid: str) -> PlayerRun:
     return _run(scenario_dir(), sid)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def frames_of(key: str, index: int, _run: PlayerRun):
-    """The op-level frames of one event: a lazy sequence that replays a frame when it is shown."""
-    return _run.timeline.frames(index)
-
-
 # -- the session's own runs (an authored scenario, a fork): kept in st.session_state only -----
 # They run in a worker process (ui.worker) within PREVIEW_BUDGET (sim.budget).
 PREVIEW_TIME_LIMIT_S = PREVIEW_BUDGET.seconds

@@ -10,13 +10,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.string_util import clean_text
 
-from blockviz.render import blocks as rblocks
-from blockviz.render import step as rstep
 from blockviz.render.metrics import metrics_figure
 from blockviz.render.payload import payload_caption_html, payload_figure
-from blockviz.render.step import Panels
-from blockviz.render.view import step_view
-from blockviz.ui.data import PlayerRun, frames_of
+from blockviz.ui.data import PlayerRun
 
 
 class FrozenFigure(go.Figure):
@@ -77,60 +73,6 @@ def _session_memo(run: PlayerRun, what: str, args: tuple, build):
             del entries[next(iter(entries))]
         entries[key] = build()
     return entries[key]
-
-
-def _frames(run: PlayerRun, index: int) -> tuple:
-    if run.shared:
-        return frames_of(run.key, index, run)
-    return _session_memo(run, "frames", (index,), lambda: run.timeline.frames(index))
-
-
-def _view(run: PlayerRun, index: int, frame: int | None):
-    frames = _frames(run, index) if frame is not None else None
-    return step_view(run.timeline, index, frame, frames)
-
-
-def step_panels(key: str, index: int, frame: int | None, lang: str, run: PlayerRun) -> Panels:
-    if run.shared:
-        return _shared_panels(key, index, frame, lang, run)
-    return _session_memo(run, "panels", (index, frame, lang),
-                         lambda: build_panels(run, index, frame, lang))
-
-
-@st.cache_resource(show_spinner=False, max_entries=1024)
-def _shared_panels(key: str, index: int, frame: int | None, lang: str, _run: PlayerRun) -> Panels:
-    return build_panels(_run, index, frame, lang)
-
-
-def build_panels(run: PlayerRun, index: int, frame: int | None, lang: str) -> Panels:
-    frames = _frames(run, index) if frame is not None else None
-    p = rstep.build_panels(run.timeline, index, frame, lang, labels=run.labels, info=run_info(run, lang),
-                           frames=frames)
-    h = prepared
-    return Panels(h(p.header), h(p.note), h(p.did), None if p.blocks is None else h(p.blocks),
-                  h(p.blocks_legend), h(p.queue), h(p.table), h(p.requests), h(p.op), h(p.pseudocode),
-                  h(p.ops_list), h(p.external), h(p.verify), p.written)
-
-
-def run_info(run: PlayerRun, lang: str) -> rstep.RunInfo:
-    return rstep.RunInfo(title=run.scenario.title.get(lang), free_order=run.free_order,
-                         tolerance=run.tolerance)
-
-
-def blocks_heatmap(key: str, index: int, frame: int | None, lang: str, run: PlayerRun) -> go.Figure:
-    if run.shared:
-        return _shared_heatmap(key, index, frame, lang, run)
-    return _session_memo(run, "heatmap", (index, frame, lang), lambda: _heatmap(run, index, frame, lang))
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _shared_heatmap(key: str, index: int, frame: int | None, lang: str, _run: PlayerRun) -> go.Figure:
-    return _heatmap(_run, index, frame, lang)
-
-
-def _heatmap(run: PlayerRun, index: int, frame: int | None, lang: str) -> go.Figure:
-    v = _view(run, index, frame)
-    return frozen(rblocks.blocks_figure(v.state, labels=run.labels, lang=lang, changed=v.changed))
 
 
 def metrics_chart(key: str, index: int, lang: str, run: PlayerRun) -> go.Figure:

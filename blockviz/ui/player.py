@@ -1,9 +1,8 @@
 """The player page: step through a built-in scenario, event by event or op by op.
 
-Layout: sidebar (scenario, language, presenter mode, the step list); main area (controls, the
-timeline with event markers, narration, GPU blocks, free queue, hash table, requests, KV payload,
-metrics). While autoplay runs, the main area is one flat ``st.fragment(run_every=...)``; otherwise
-everything is a normal run.
+Layout: sidebar (scenario, language, speed, presenter mode, the marks' legend); main area: the
+board (it steps and plays in the browser), then the learning tools (self-check, try it yourself,
+export) and the KV payload, metrics and KV events, each opened on demand.
 """
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ from blockviz.i18n.errors import error_text
 from blockviz.render import theme
 from blockviz.render.authoring import AUTHOR_CSS
 from blockviz.render.markers import markers_legend_html
+from blockviz.render.payload import verify_html, written_blocks
 from blockviz.ui import board, data, panels, tryit
 from blockviz.ui import state as S
 from blockviz.ui.nav import default_lang, language_toggle, md_escape, md_fields
@@ -52,7 +52,6 @@ def _board_want() -> None:
 
 def _set_presenter() -> None:
     st.session_state[S.PRESENTER] = bool(st.session_state.get("w_presenter"))
-    st.session_state[S.FULL_RERUN] = True
 
 
 def _set_scenario() -> None:
@@ -68,8 +67,6 @@ def _set_speed() -> None:
     v = st.session_state.get("w_speed")
     if v in S.SPEEDS:
         st.session_state[S.SPEED] = v
-    st.session_state[S.FULL_RERUN] = True
-    st.session_state[S.ARMED] = False
 
 
 def _set_selfcheck() -> None:
@@ -106,8 +103,6 @@ def page() -> None:
         ss[S.SOURCE] = "builtin"
     run = _current_run()
     ss[S.CURSOR] = max(0, min(int(ss.get(S.CURSOR, 0)), run.last))
-    ss[S.FULL_RERUN] = False
-    ss[S.ARMED] = False
     lang, presenter = ss[S.LANG], ss.get(S.PRESENTER, False)
     for css in _stylesheets(presenter):
         st.html(css)
@@ -147,7 +142,7 @@ def _body(run: data.PlayerRun) -> None:
         box = _lazy_expander(t("payload", lang), "x_payload")
         with box:
             if box.open:
-                _payload(run, lang, panels.step_panels(run.key, cursor, frame, lang, run))
+                _payload(run, cursor, lang)
     with mcol:
         box = _lazy_expander(t("metrics", lang), "x_metrics")
         with box:
@@ -272,15 +267,17 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
         st.html(markers_legend_html(lang))      # the colours of the board's timeline marks
 
 
-def _payload(run: data.PlayerRun, lang: str, p: panels.Panels) -> None:
+def _payload(run: data.PlayerRun, cursor: int, lang: str) -> None:
     ss = st.session_state
     if not run.has_payload:
         st.info(t("no_payload_model", lang))
         return
+    ops = run.timeline.step_ops(cursor)
+    written = written_blocks(ops)
     shape = run.scenario.config.model
     n_blocks = run.timeline.num_gpu_blocks
     if "w_pl_block" not in ss:
-        ss["w_pl_block"] = p.written[0] if p.written else 1
+        ss["w_pl_block"] = written[0] if written else 1
     ss["w_pl_block"] = max(1, min(int(ss["w_pl_block"]), n_blocks - 1))
     c1, c2, c3, c4 = st.columns([1.3, 1, 1, 1.2])
     with c1:
@@ -294,9 +291,9 @@ def _payload(run: data.PlayerRun, lang: str, p: panels.Panels) -> None:
         st.segmented_control(t("k_or_v", lang), [0, 1], format_func=lambda v: "K" if v == 0 else "V",
                              key="w_pl_kv", default=0, required=True)
     block = int(ss["w_pl_block"])
-    if p.written:
-        st.caption(t("payload_written", lang, ids=", ".join(map(str, p.written))))
-    chart = panels.payload_chart(run.key, block, ss[S.CURSOR], int(ss.get("w_pl_layer") or 0),
+    if written:
+        st.caption(t("payload_written", lang, ids=", ".join(map(str, written))))
+    chart = panels.payload_chart(run.key, block, cursor, int(ss.get("w_pl_layer") or 0),
                                  int(ss.get("w_pl_head") or 0), int(ss.get("w_pl_kv") or 0), lang, run)
     if chart is None:
         st.info(t("no_payload_block", lang, b=block))
@@ -305,7 +302,7 @@ def _payload(run: data.PlayerRun, lang: str, p: panels.Panels) -> None:
         st.html(caption)
         st.plotly_chart(fig, key="payload_chart", config={"displayModeBar": False})
     _section(t("verify_title", lang))
-    st.html(p.verify)
+    st.html(verify_html(ops, lang, run.tolerance))
 
 
 def _sync_url() -> None:

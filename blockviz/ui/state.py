@@ -15,10 +15,7 @@ CURSOR = "bv_cursor"
 FRAME = "bv_frame"          # None: whole events; an int: op index inside the current event
 LANG = "bv_lang"
 PRESENTER = "bv_presenter"
-PLAYING = "bv_playing"
-SPEED = "bv_speed"
-ARMED = "bv_armed"          # the autoplay fragment advances only on its own timer runs
-FULL_RERUN = "bv_full"      # a change inside the fragment that needs the whole page redrawn
+SPEED = "bv_speed"          # the board's play speed (it plays in the browser)
 NOTICES = "bv_notices"      # [(i18n key, fields)] from the deep link, shown once
 INITIALIZED = "bv_init"
 # the session's own scenario (never shared with other sessions)
@@ -32,7 +29,6 @@ SHARED = "bv_shared"        # (run key, link code): the session's own run that a
 SHARE_PARAM = "s"           # ?s=CODE: a scenario shared by link (blockviz.scenario.share)
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
-BASE_INTERVAL_S = 2.0       # seconds per step at 1x
 DEFAULT_SCENARIO = "six-blocks"
 LANGS = ("zh", "en")
 
@@ -44,10 +40,6 @@ _STEP_RE = re.compile(r"\d{1,9}")
 def presenter_flag(value) -> bool:
     """``?presenter=`` as a link writes it."""
     return value in ("1", "true", "yes", "on")
-
-
-def interval(speed: float) -> float:
-    return BASE_INTERVAL_S / speed
 
 
 # -- moving the cursor --------------------------------------------------------------------
@@ -74,49 +66,8 @@ def move(cursor: int, frame: int | None, action: str, last: int, n_ops: NOps) ->
     raise ValueError(f"unknown move {action!r}")
 
 
-def at_end(cursor: int, frame: int | None, last: int, n_ops: NOps) -> bool:
-    return cursor >= last and (frame is None or frame + 1 >= n_ops(last))
-
-
 def go(state: MutableMapping, action: str, last: int, n_ops: NOps) -> None:
     state[CURSOR], state[FRAME] = move(state.get(CURSOR, 0), state.get(FRAME), action, last, n_ops)
-    state[ARMED] = False
-
-
-def jump(state: MutableMapping, step: int, last: int) -> None:
-    state[CURSOR] = max(0, min(int(step), last))
-    if state.get(FRAME) is not None:
-        state[FRAME] = 0
-    state[ARMED] = False
-
-
-def set_into(state: MutableMapping, on: bool) -> None:
-    state[FRAME] = 0 if on else None
-    state[ARMED] = False
-
-
-def toggle_play(state: MutableMapping, last: int, n_ops: NOps) -> None:
-    playing = not state.get(PLAYING, False)
-    if playing and at_end(state.get(CURSOR, 0), state.get(FRAME), last, n_ops):
-        state[CURSOR], state[FRAME] = 0, (0 if state.get(FRAME) is not None else None)
-    state[PLAYING] = playing
-    state[ARMED] = False
-
-
-def tick(state: MutableMapping, last: int, n_ops: NOps) -> bool:
-    """One autoplay beat: advance like Next, stop at the end. Returns whether it moved. Only the
-    fragment's own timer runs advance (ARMED); a run that follows a click or a full page run
-    just draws."""
-    if not state.get(PLAYING):
-        return False
-    if not state.get(ARMED):
-        state[ARMED] = True
-        return False
-    cursor, frame = state.get(CURSOR, 0), state.get(FRAME)
-    state[CURSOR], state[FRAME] = move(cursor, frame, "next", last, n_ops)
-    if at_end(state[CURSOR], state[FRAME], last, n_ops):
-        state[PLAYING] = False
-    return (state[CURSOR], state[FRAME]) != (cursor, frame)
 
 
 def switch_scenario(state: MutableMapping, sid: str) -> None:
@@ -124,8 +75,6 @@ def switch_scenario(state: MutableMapping, sid: str) -> None:
     state[SOURCE] = "builtin"
     state[CURSOR] = 0
     state[FRAME] = None
-    state[PLAYING] = False
-    state[ARMED] = False
 
 
 def use_user_run(state: MutableMapping, run, cursor: int = 0) -> None:
@@ -134,8 +83,6 @@ def use_user_run(state: MutableMapping, run, cursor: int = 0) -> None:
     state[SOURCE] = "user"
     state[CURSOR] = max(0, min(cursor, run.last))
     state[FRAME] = None
-    state[PLAYING] = False
-    state[ARMED] = False
 
 
 def showing_user(state: Mapping) -> bool:
@@ -216,10 +163,7 @@ def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequen
         state[SHARED] = (run.key, code)
     state[CURSOR], state[FRAME] = step, frame
     state[PRESENTER] = presenter_flag(params.get("presenter"))
-    state.setdefault(PLAYING, False)
     state.setdefault(SPEED, 1.0)
-    state[ARMED] = False
-    state[FULL_RERUN] = False
     state[NOTICES] = notices
     state[INITIALIZED] = True
 

@@ -1,5 +1,5 @@
 """Deep links open exactly where they say (bad values: a friendly warning and a sensible fallback,
-never a traceback or a file read), the state rules behind the controls and autoplay, and the
+never a traceback or a file read), the state rules behind the controls, and the
 player on scenario files beyond the built-ins (a 4,096-block pool, hostile markup, an early stop)."""
 from __future__ import annotations
 
@@ -112,33 +112,8 @@ def test_move_by_ops_crosses_event_borders():
     assert S.move(0, 0, "last", 2, n) == (2, 1)
 
 
-def test_autoplay_ticks_only_on_timer_runs_and_stops_at_the_end():
-    n = ops_of([0, 1, 1, 1])
-    st: dict = {S.CURSOR: 0, S.FRAME: None, S.PLAYING: False}
-    S.toggle_play(st, 3, n)
-    assert st[S.PLAYING] and not st[S.ARMED]
-    assert S.tick(st, 3, n) is False and st[S.CURSOR] == 0   # the run right after the click draws
-    assert S.tick(st, 3, n) is True and st[S.CURSOR] == 1    # timer runs advance
-    S.go(st, "next", 3, n)                                   # a click while playing ...
-    assert st[S.CURSOR] == 2
-    assert S.tick(st, 3, n) is False and st[S.CURSOR] == 2   # ... is not doubled by the tick
-    assert S.tick(st, 3, n) is True and st[S.CURSOR] == 3
-    assert st[S.PLAYING] is False                            # stopped at the last step
-    assert S.tick(st, 3, n) is False and st[S.CURSOR] == 3
-
-
-def test_autoplay_in_step_into_mode_walks_ops():
-    n = ops_of([0, 2, 1])
-    st: dict = {S.CURSOR: 1, S.FRAME: 0, S.PLAYING: True, S.ARMED: True}
-    S.tick(st, 2, n)
-    assert (st[S.CURSOR], st[S.FRAME]) == (1, 1)
-    S.tick(st, 2, n)
-    assert (st[S.CURSOR], st[S.FRAME]) == (2, 0) and st[S.PLAYING] is False
-
-
-def test_speeds_and_intervals():
+def test_speeds():
     assert S.SPEEDS[0] == 0.5 and S.SPEEDS[-1] == 4.0
-    assert S.interval(0.5) == 4 * S.interval(2.0) and S.interval(1.0) == S.BASE_INTERVAL_S
 
 
 def test_url_params_round_trip():

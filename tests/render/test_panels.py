@@ -10,8 +10,8 @@ import pytest
 from blockviz.core.ops import FreeHead, FreeTail
 from blockviz.render.blocks import blocks_html, legend_html
 from blockviz.render.hash_table import hash_table_html, table_from_state
-from blockviz.render.markers import step_kinds, strip_html
-from blockviz.render.narration import narration_html, step_header_html
+from blockviz.render.markers import step_kinds
+from blockviz.render.narration import did_html, note_html, step_header_html
 from blockviz.render.queue import moved_to_ends, queue_html
 from blockviz.render.requests import requests_html
 from blockviz.render.theme import css, esc
@@ -236,28 +236,13 @@ def test_step_kinds_for_the_walkthrough(six):
     assert kinds[8] == {"allocate", "evict"}
 
 
-def test_strip_marks_the_current_step(six):
-    kinds = [step_kinds(six.step_ops(i)) for i in range(len(six))]
-    html = strip_html(kinds, 4)
-    cur = Elements(html).with_class("bv-cur")
-    assert len(cur) == 1 and cur[0]["data-step"] == "4"
-    assert 'data-step="8"' in html and 'data-step="0"' not in html   # step 0 did nothing
-
-
-def test_strip_bins_long_timelines():
-    kinds = [frozenset({"allocate"})] * 1000
-    html = strip_html(kinds, 500, max_columns=100)
-    assert len(Elements(html).with_class("bv-cur")) == 1
-    assert html.count("data-step=") == 100
-
-
 def test_header_and_narration_in_both_languages(six, six_labels):
     assert "step 4 of 8" in step_header_html(4, 8, "B finish", "en")
     assert "第 4 步 / 共 8 步" in step_header_html(4, 8, "B 结束", "zh")
     assert "op 3 of 9" in step_header_html(1, 8, "A arrives", "en", frame=(2, 9))
-    html = narration_html("B finishes.", ["free_blocks …"], "en")
+    html = note_html("B finishes.", "en") + did_html(["free_blocks …"], "en")
     assert "What the engine did" in html and "B finishes." in html
-    err = narration_html(None, [], "en", error="file:3:1: boom")
+    err = note_html(None, "en", error="file:3:1: boom")
     assert 'role="alert"' in err and "The run stopped here: file:3:1: boom" in err
 
 
