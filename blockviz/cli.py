@@ -179,6 +179,7 @@ def cmd_verify(args) -> int:
 def cmd_export(args) -> int:
     from pathlib import Path
 
+    from blockviz.render.board import MissingAsset
     from blockviz.render.export import ExportError, board_png, check_step, export_html
     from blockviz.teach.labels import HashLabels
     fmt = args.format or ("png" if args.output and args.output.lower().endswith(".png") else "html")
@@ -193,15 +194,17 @@ def cmd_export(args) -> int:
         titles = {lang: loaded.scenario.title.get(lang) for lang in ("en", "zh")}
         doc = export_html(timeline, title=title, lang=args.lang, start=args.step,
                           file=Path(args.file).name, labels=labels, titles=titles)
-        if fmt == "html":
-            Path(out).write_text(doc, encoding="utf-8")
-        else:                      # the board itself, shot by headless Chromium
-            Path(out).write_bytes(board_png(doc, args.step))
-    except ExportError as e:
+        made = doc.encode("utf-8") if fmt == "html" else board_png(doc, args.step)  # png: Chromium's
+        try:                       # only the write blames the output path
+            Path(out).write_bytes(made)
+        except OSError as e:
+            print(f"{out}: cannot write the file: {e.strerror}", file=sys.stderr)
+            return EXIT_SCENARIO
+    except (ExportError, MissingAsset) as e:
         print(str(e), file=sys.stderr)
         return EXIT_SCENARIO
-    except OSError as e:
-        print(f"{out or args.file}: cannot write the file: {e.strerror}", file=sys.stderr)
+    except OSError as e:           # not the output (that is said above): name what failed
+        print(f"{e.filename or args.file}: {e.strerror or e}", file=sys.stderr)
         return EXIT_SCENARIO
     print(out)
     return 0

@@ -48,9 +48,19 @@ class BoardRun:
     tolerance: float = 0.0
 
 
+class MissingAsset(Exception):
+    """A file the package ships is not where it should be: a broken install, not the user's input."""
+
+
 def asset(name: str) -> str:
-    """The board's browser code (``board.js``) or stylesheet (``board.css``), shipped in the package."""
-    return resources.files("blockviz.render").joinpath(name).read_text(encoding="utf-8")
+    """The board's browser code (``board.js``) or stylesheet (``board.css``), shipped in the package
+    (MissingAsset, saying so, when the install lacks it)."""
+    path = resources.files("blockviz.render").joinpath(name)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise MissingAsset(f"blockviz is installed without its file {name} (looked for {path}): "
+                           f"reinstall blockviz (pip install --force-reinstall blockviz)") from None
 
 
 def board_css() -> str:
