@@ -126,6 +126,14 @@ def test_event_builders_check_what_they_can():
     assert F.same_as_part("A") == {"same_as": "A"}
     assert F.next_request_id(["A", "B"]) == "C"
     assert F.next_request_id([chr(65 + i) for i in range(26)] + ["R27"]) == "R28"
+    assert F.next_request_id(["A", "C"]) == "B"
+
+
+def test_one_request_id_scheme():
+    from blockviz.scenario.schema import request_id
+    assert [request_id(n) for n in (1, 2, 26, 27, 100)] == ["A", "B", "Z", "R27", "R100"]
+    ids = [request_id(n) for n in range(1, 500)]
+    assert len(set(ids)) == len(ids)
 
 
 # -- authoring ------------------------------------------------------------------------------

@@ -83,12 +83,31 @@ class Text(_Model):
         return (self.zh if lang == "zh" else self.en) or self.en or self.zh or ""
 
 
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}   # a KV cache element's size
+
+
+def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, itemsize: int) -> int:
+    """What one token's KV cache costs: layers × KV heads × head dim × 2 (K and V) × element bytes.
+    The one formula: the scenario's model, the engine's budget, the app's preview limit and the
+    capacity page's model presets all size KV memory with it."""
+    return layers * kv_heads * head_dim * 2 * itemsize
+
+
 class ModelConfig(_Model):
     """The tiny attention model that writes real K/V into the paged store."""
     num_layers: Annotated[StrictInt, Field(ge=1, le=8)] = 2
     num_kv_heads: Annotated[StrictInt, Field(ge=1, le=16)] = 2
     head_dim: Annotated[StrictInt, Field(ge=1, le=128)] = 8
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+
+    @property
+    def itemsize(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def bytes_per_block(self, block_size: int) -> int:
+        """One block's K and V over every layer, in the paged store."""
+        return block_size * kv_bytes_per_token(self.num_layers, self.num_kv_heads, self.head_dim,
+                                               self.itemsize)
 
 
 class ConnectorConfig(_Model):
@@ -164,18 +183,21 @@ class Config(_Model):
         # PYTHONHASHSEED is a string; YAML reads 42 as an int.
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
+    @property
+    def kv_store_bytes(self) -> int:
+        """The paged KV tensors this config asks for: every block and the null block (0 without
+        a model)."""
+        return 0 if self.model is None else (self.num_blocks + 1) * self.model.bytes_per_block(
+            self.block_size)
+
     @model_validator(mode="after")
     def _store_fits(self) -> Config:
-        m = self.model
-        if m is not None:
-            itemsize = 4 if m.dtype == "float32" else 2
-            size = ((self.num_blocks + 1) * self.block_size * m.num_layers * 2 * m.num_kv_heads
-                    * m.head_dim * itemsize)
-            if size > MAX_KV_STORE_BYTES:
-                raise ValueError(
-                    f"the KV store would need {size / 2**30:.1f} GiB (limit "
-                    f"{MAX_KV_STORE_BYTES / 2**30:.0f} GiB): use fewer blocks, a smaller "
-                    f"block_size or model, or set model: null to run without payloads")
+        size = self.kv_store_bytes
+        if size > MAX_KV_STORE_BYTES:
+            raise ValueError(
+                f"the KV store would need {size / 2**30:.1f} GiB (limit "
+                f"{MAX_KV_STORE_BYTES / 2**30:.0f} GiB): use fewer blocks, a smaller "
+                f"block_size or model, or set model: null to run without payloads")
         if self.connector is not None and self.scheduler.async_scheduling:
             raise ValueError("a connector with async_scheduling is not modelled: blockviz runs "
                              "vLLM's OffloadingConnector with the synchronous Scheduler only "
@@ -238,6 +260,13 @@ class MMSpec(_Model):
     id: Annotated[str, Field(min_length=1, max_length=256)]
     offset: Annotated[StrictInt, Field(ge=0, le=MAX_PROMPT_TOKENS_TOTAL)]
     length: Annotated[StrictInt, Field(ge=1, le=MAX_PROMPT_TOKENS_TOTAL)]
+
+
+def request_id(n: int) -> str:
+    """The id blockviz gives the ``n``-th request it names itself (1-based): the letters A to Z,
+    then R27, R28, ... — as a lesson names its requests. Generated workloads, forks, the Author
+    page's new arrivals and trace replays all name requests with it."""
+    return chr(64 + n) if 1 <= n <= 26 else f"R{n}"
 
 
 class ArriveSpec(_Model):

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from blockviz.core import BlockHasher, KVCacheManager, Request, RequestStatus, Scheduler
 from blockviz.core.scheduler import SchedulerConfig
 from blockviz.i18n.trace import trace_message
+from blockviz.scenario.schema import kv_bytes_per_token, request_id
 from blockviz.scenario.trace import (
     MAX_INPUT_LENGTH,
     TRACE_BLOCK_TOKENS,
@@ -108,11 +109,11 @@ def _requests(trace: Iterable[TraceRequest], block_size: int, exact_tokens: bool
     if exact_tokens:   # the reference path: real Requests hashing the derived tokens (slow)
         hasher = BlockHasher("sha256")
         for i, r in enumerate(trace):
-            yield Request(f"r{i}", prompt_token_ids(r.input_length, r.hash_ids), hasher=hasher,
+            yield Request(request_id(i + 1), prompt_token_ids(r.input_length, r.hash_ids), hasher=hasher,
                           block_size=block_size)
         return
     for i, r in enumerate(trace):
-        yield SequenceRequest(f"r{i}", r.input_length,
+        yield SequenceRequest(request_id(i + 1), r.input_length,
                               block_keys(r.input_length, r.hash_ids, block_size))
 
 
@@ -253,7 +254,7 @@ class TimedRequest:
 
     def __init__(self, index: int, num_tokens: int, block_hashes: list[bytes], max_tokens: int,
                  block_size: int) -> None:
-        self.request_id = f"r{index}"
+        self.request_id = request_id(index + 1)
         self.num_tokens = self.num_prompt_tokens = num_tokens
         self.block_hashes = block_hashes
         self.max_tokens = max_tokens
@@ -394,8 +395,8 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
             else:
                 max_tokens = max(1, r.output_length)
                 if exact_tokens:
-                    req = Request(f"r{i}", prompt_token_ids(r.input_length, r.hash_ids), hasher=hasher,
-                                  block_size=block_size, max_tokens=max_tokens)
+                    req = Request(request_id(i + 1), prompt_token_ids(r.input_length, r.hash_ids),
+                                  hasher=hasher, block_size=block_size, max_tokens=max_tokens)
                 else:
                     req = TimedRequest(i, r.input_length,
                                        block_keys(r.input_length, r.hash_ids, block_size), max_tokens,
@@ -490,7 +491,7 @@ class KVShape:
 
     @property
     def bytes_per_token(self) -> int:
-        return self.layers * self.kv_heads * self.head_dim * 2 * self.dtype_bytes
+        return kv_bytes_per_token(self.layers, self.kv_heads, self.head_dim, self.dtype_bytes)
 
     def describe(self) -> str:
         return (f"{self.layers} layers × {self.kv_heads} KV heads × head dim {self.head_dim} × 2 (K, V) "

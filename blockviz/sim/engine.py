@@ -128,10 +128,7 @@ class Engine:
             from blockviz.kv.runtime import KVRuntime  # torch is imported only when payloads are on
             m = cfg.model
             if meter is not None:
-                itemsize = 4 if m.dtype == "float32" else 2
-                store = (self.num_gpu_blocks * cfg.block_size * m.num_layers * 2 * m.num_kv_heads
-                         * m.head_dim * itemsize)
-                meter.fix(store + weight_bytes(m.num_layers, m.num_kv_heads, m.head_dim),
+                meter.fix(cfg.kv_store_bytes + weight_bytes(m.num_layers, m.num_kv_heads, m.head_dim),
                           "the model's weights and the KV store")
             kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, **m.model_dump(),
                            device=device or cfg.device, seed=cfg.seed)

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from blockviz.scenario.schema import VOCAB_SIZE, Scenario, Step, Text
+from blockviz.scenario.schema import VOCAB_SIZE, Scenario, Step, Text, request_id
 
 BARE_EVENTS = ("admit", "reset_prefix_cache", "restart")   # written as a bare word: `- admit`
 MAX_ID = 64
@@ -232,12 +232,9 @@ def reset_event() -> str:
 
 
 def next_request_id(taken: Iterable[str]) -> str:
-    """A, B, ... Z, then R27, R28, ...: the first id not taken."""
+    """The first ``request_id`` not taken."""
     used = set(taken)
-    for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
-        if c not in used:
-            return c
-    n = 27
-    while f"R{n}" in used:
+    n = 1
+    while request_id(n) in used:
         n += 1
-    return f"R{n}"
+    return request_id(n)

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from blockviz.scenario.load import LoadedScenario, ScenarioError, check_references
-from blockviz.scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario
+from blockviz.scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario, request_id
 from blockviz.sim.engine import Engine, EngineError
 
 KINDS = ("shared_prefix", "multi_turn", "few_shot", "random")
@@ -93,7 +93,7 @@ class _Generator:
 
     def new_id(self) -> str:
         self.count += 1
-        return f"R{self.count}"
+        return request_id(self.count)
 
     def arrive(self, rid: str, prompt: list[dict]) -> str:
         self.steps.append({"arrive": {"id": rid, "prompt": prompt}})

@@ -133,16 +133,6 @@ def make_run(key: str, loaded, *, time_limit_s: float | None = None, budget=RUN_
                      tolerance(device), stopped[0] if stopped else None)
 
 
-def kv_store_bytes(config) -> int:
-    """The paged KV tensors a scenario's config asks for (0 without a model)."""
-    m = config.model
-    if m is None:
-        return 0
-    itemsize = 4 if m.dtype == "float32" else 2
-    return ((config.num_blocks + 1) * config.block_size * m.num_layers * 2 * m.num_kv_heads
-            * m.head_dim * itemsize)
-
-
 @st.cache_resource(show_spinner="Running the scenario…", max_entries=64)
 def _run(directory: str, sid: str) -> PlayerRun:
     path = _index(directory).paths[sid]   # KeyError for anything not discovered: callers check
@@ -172,7 +162,7 @@ def user_run_key(state, kind: str) -> str:
 
 def preview_refusal(loaded) -> tuple[str, dict] | None:
     """(i18n key, fields) when a session's scenario is too big to run in the app."""
-    size = kv_store_bytes(loaded.scenario.config)
+    size = loaded.scenario.config.kv_store_bytes
     if size > PREVIEW_MAX_KV_BYTES:
         return "preview_too_big", {"limit": PREVIEW_MAX_KV_BYTES >> 20, "size": size / 2**20}
     return None

@@ -257,3 +257,17 @@ def test_a_deep_copied_store_writes_its_own_tensors():
     assert b.kv_caches[1][:, [3, 1]].eq(1).all() and b.kv_caches[1].sum() == 2 * 8 * 4
     got, _ = b.gather_prefix(1, table, 8)
     assert got.eq(1).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_the_config_sizes_the_store_it_asks_for(dtype):
+    """The one KV-bytes formula (the validator's limit, the engine's budget, the app's preview
+    limit) is what the paged tensors really take."""
+    from blockviz.kv.runtime import DTYPES
+    from blockviz.scenario.schema import Config
+    config = Config(num_blocks=6, block_size=4,
+                    model=ModelConfig(num_layers=3, num_kv_heads=2, head_dim=5, dtype=dtype))
+    store = PagedKVStore(config.num_blocks + 1, 4, 3, 2, 5, DTYPES[dtype])
+    assert config.kv_store_bytes == sum(t.numel() * t.element_size() for t in store.kv_caches)
+    assert config.model.bytes_per_block(4) == store.bytes_per_block
+    assert Config(model=None).kv_store_bytes == 0
