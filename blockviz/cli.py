@@ -179,8 +179,8 @@ def cmd_verify(args) -> int:
 def cmd_export(args) -> int:
     from pathlib import Path
 
+    from blockviz.export import ExportError, board_png, check_step, export_html
     from blockviz.render.board import MissingAsset
-    from blockviz.render.export import ExportError, board_png, check_step, export_html
     from blockviz.teach.labels import HashLabels
     fmt = args.format or ("png" if args.output and args.output.lower().endswith(".png") else "html")
     out = args.output

@@ -1,4 +1,4 @@
-"""Export for slides (blockviz.render.export, ``python -m blockviz export``): the HTML document holds
+"""Export for slides (blockviz.export, ``python -m blockviz export``): the HTML document holds
 every step, escapes everything a scenario says and reaches for no network; the CLI fails with one
 located line and exit 2."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from blockviz.render.export import MAX_HTML_STEPS, ExportError, export_html
+from blockviz.export import MAX_HTML_STEPS, ExportError, export_html
 from blockviz.scenario import load
 from blockviz.sim.runner import run
 
@@ -78,7 +78,7 @@ def test_too_many_steps_or_a_step_out_of_range_is_an_export_error(six, monkeypat
         export_html(tl, start=9, file="f.yaml")
     with pytest.raises(ExportError, match="out of range"):
         export_html(tl, start=-1, file="f.yaml")
-    monkeypatch.setattr("blockviz.render.export.MAX_HTML_STEPS", 5)
+    monkeypatch.setattr("blockviz.export.MAX_HTML_STEPS", 5)
     with pytest.raises(ExportError, match="too many for one HTML file"):
         export_html(tl, file="f.yaml")
     assert MAX_HTML_STEPS >= 1000

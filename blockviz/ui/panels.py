@@ -114,7 +114,7 @@ def _payload(run: PlayerRun, block: int, index: int, layer: int, head: int, kv: 
 
 def export_doc(run: PlayerRun, index: int, lang: str) -> str:
     """The run as one offline HTML page (the board, its data inlined), opening at ``index``."""
-    from blockviz.render.export import export_html
+    from blockviz.export import export_html
     titles = {lg: run.scenario.title.get(lg) for lg in ("en", "zh")}
     return export_html(run.timeline, title=titles[lang], lang=lang, start=index, labels=run.labels,
                        titles=titles, file=f"{run.scenario.id}.yaml" if run.scenario.id else "")

@@ -197,7 +197,7 @@ def _export_buttons(run: data.PlayerRun, cursor: int, lang: str) -> None:
 
 
 def _make_png(run: data.PlayerRun, cursor: int, lang: str) -> None:
-    from blockviz.render.export import ExportError, board_png
+    from blockviz.export import ExportError, board_png
     ss = st.session_state
     try:
         ss["bv_png"] = ((run.key, cursor, lang), board_png(panels.export_doc(run, cursor, lang), cursor))

@@ -10,7 +10,7 @@ import struct
 import pytest
 from playwright.sync_api import expect
 
-from blockviz.render.export import board_png, export_html
+from blockviz.export import board_png, export_html
 from blockviz.scenario import load
 from blockviz.sim.runner import run
 

@@ -1,6 +1,7 @@
 """Export: the whole scenario as ONE self-contained HTML file — the board, with its data inlined,
 stepping offline (no network, no server) — and one step as a PNG: the board's page shot by headless
-Chromium (``board_png``).
+Chromium (``board_png``). The I/O beside the pure render layer: this module reads the environment
+(``BLOCKVIZ_CHROMIUM``), writes temporary files and runs Chromium; the CLI and the app call it.
 
 Everything a scenario file says reaches the HTML through the render functions, which escape it;
 the data travels as JSON inside a script element that cannot be closed early (``_inline``).
