@@ -678,3 +678,165 @@ def test_max_num_seqs_keeps_c_out_and_both_length_limits_finish_as_capped():
     # D arrives into a free seat and is admitted at once
     assert scheduled(n, 5) == [("C", 1, "decode", 0, True), ("D", 3, "new", 0, True)]
     assert snap(n, 5).running == ("C", "D")
+
+
+# -- the fidelity audit's corrected claims (shared/design/fidelity-audit-2026-12.md, section 1) --
+def texts(name: str) -> list[str]:
+    """Every sentence a lesson shows: summary, start note and notes, both languages."""
+    sc = lesson(name)[0]
+    out = [t for x in (sc.summary, sc.start_note) if x is not None for t in (x.en, x.zh)]
+    return out + [t for s in sc.steps if s.note is not None for t in (s.note.en, s.note.zh)]
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_the_null_block_is_never_allocated_cached_or_freed(name):
+    """1.3: block 0 is out of the free queue from the start, never in a request's table (one
+    full-attention group), never hashed, never ref-counted, and no op of any step names it; the
+    pool's usage leaves it out."""
+    sc, tl = lesson(name)
+    for i in range(len(tl)):
+        s = snap(name, i)
+        assert 0 not in s.free_queue and s.ref_cnt[0] == 0 and s.block_hash[0] is None
+        assert all(0 not in r.block_ids for r in s.requests.values())
+        assert all(0 not in o["block_ids"] for o in map(op_to_dict, s.ops)), f"step {i}"
+        usable = sc.config.num_blocks
+        assert s.stats.usage == pytest.approx(1 - len(s.free_queue) / usable, abs=1e-6)
+    start = lesson("six-blocks")[0].start_note
+    assert "never allocates, caches or frees" in start.en and "从不分配、登记或释放" in start.zh
+    assert not any("null" in t and ("never used" in t or "从不使用" in t) for t in texts(name))
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_kv_writes_only_append_each_slot_once(name):
+    """1.4: what makes sharing safe is that a slot is written once, at its token's position: from
+    the moment get_new_blocks hands a block out until it is handed out again, no write (or load)
+    touches a slot twice, so a block whose slots are all computed is only ever read."""
+    sc, tl = lesson(name)
+    written: dict[int, set[int]] = {}
+    saved: dict[str, dict[int, set[int]]] = {}
+    for i in range(1, len(tl)):
+        step = sc.steps[i - 1]
+        if step.kind == "rewind":
+            written = {b: set(v) for b, v in saved[step.args].items()}
+            continue
+        if step.kind == "restart":
+            written = {}
+        for op in snap(name, i).ops:
+            if op.kind == "popleft":
+                written.update((b, set()) for b in op.block_ids)
+            elif op.kind in ("write", "load"):
+                first = getattr(op, "offset", 0)
+                slots = set(range(first, first + len(op.token_ids)))
+                assert not slots & written[op.block_id], (i, op)
+                written[op.block_id] |= slots
+        if step.kind == "checkpoint":
+            saved[step.args] = {b: set(v) for b, v in written.items()}
+    assert not any("only a block with ref_cnt 1 and no hash is writable" in t for t in texts(name))
+
+
+def test_decode_fills_block_shares_a_full_block_that_is_never_written_again():
+    n = "decode-fills-block"
+    # block 2 is cached at step 3 (before its last slot is written), then shared by B
+    assert snap(n, 3).block_hash[2] is not None and snap(n, 5).ref_cnt[2] == 2
+    assert not [o for i in (4, 5) for o in ops(n, i, "write") if o["block_ids"] == [2]]
+    assert "Mamba" in note(n, 5) and "is_block_writable" in note(n, 5)
+
+
+@pytest.mark.parametrize("name", ["hash-seed-random", "hash-seed-shared"])
+def test_hash_seed_lessons_name_the_tier_vllm_really_keeps_across_a_restart(name):
+    """1.1: vLLM's CPU tier dies with the engine; the lesson's point holds for the
+    OffloadingConnector's file-system tier on a shared root_dir (medium STORAGE). blockviz plays
+    it with its CPU-tier model, which `restart` keeps, and the engine's list says so."""
+    sc, tl = lesson(name)
+    assert sc.config.connector is not None and sc.steps[2].kind == "restart"
+    assert "file-system tier" in sc.start_note.en and "文件系统层" in sc.start_note.zh
+    assert '"CPU tier"' in sc.start_note.en and "“CPU 缓存层”" in sc.start_note.zh
+    for t in texts(name):
+        for wrong in ("LMCache", "outside the engine process", "separate process", "另一个进程",
+                      "引擎进程之外", "(aborted)", "被中止"):
+            assert wrong not in t, wrong
+    # what the start note says the engine's list shows, it shows: stores to the "CPU tier"
+    from blockviz.teach.labels import HashLabels
+    from blockviz.teach.narrate import narrate_ops
+    engine, _ = run(load(SCENARIOS / f"{name}.yaml"), payloads=False, upto=1)
+    labels = HashLabels.for_timeline(tl)
+    for lang, word in (("en", "to the CPU tier"), ("zh", "CPU 缓存层")):
+        said = narrate_ops(tl.step_ops(1), lang, labels, engine.vocab, engine.block_size)
+        assert sum(word in x for x in said) == 2, said
+    # the tier's saved blocks survive the restart; the GPU's cache does not
+    assert snap(name, 3).hash_table == () and len(snap(name, 3).external) == 2
+
+
+def test_preempt_resume_victim_is_the_last_running_request_and_only_counters_exclude_it():
+    """1.2 and 1.7: under FCFS the victim is running[-1], not the request that ran short; vLLM
+    exports hits / queries of first admissions only (its Prometheus counters and the log line's
+    1,000-request window); the resumed lookup is recorded in preempted_* and exported nowhere."""
+    n = "preempt-resume"
+    assert snap(n, 3).running == ("A", "B")
+    assert [o["request"] for o in ops(n, 4, "alloc_failed")] == ["A"]
+    assert [o["request"] for o in ops(n, 4, "preempt")] == [snap(n, 3).running[-1]]
+    assert "FCFS" in note(n, 4) and "priority" in note(n, 4)
+    st = snap(n, 7).stats
+    assert (st.queries, st.hits, st.preempted_queries, st.preempted_hits) == (13, 4, 11, 8)
+    for t in (note(n, 7), lesson(n)[0].summary.en):
+        assert "vLLM's hit rate" not in t and "reported beside" not in t
+    assert "vllm:prefix_cache_hits" in note(n, 7) and "1,000" in note(n, 7) and "1000" in note(n, 7)
+
+
+def test_budget_and_seat_defaults_are_not_stated_as_one_number():
+    """1.5: vLLM's defaults depend on the GPU and the entry point (engine/arg_utils.py)."""
+    assert lesson("seats-and-length")[0].config.scheduler.max_num_batched_tokens == 8192
+    for name in ("chunked-prefill", "seats-and-length"):
+        start = lesson(name)[0].start_note
+        assert "H100" in start.en and "A100" in start.en and "H100" in start.zh and "A100" in start.zh
+    for name in LESSONS:
+        for t in texts(name):
+            assert "vLLM's default is 8192" not in t and "vLLM's default is 256" not in t
+            assert "vLLM 默认是 8192" not in t and "vLLM 默认 256" not in t
+
+
+def test_requests_without_max_tokens_run_to_max_model_len_and_the_lessons_say_when():
+    """1.6: only when max_tokens is unset (an OpenAI request that omits it); an offline
+    SamplingParams() stops at 16."""
+    for name, rid, i in (("head-of-line", "B", 6), ("seats-and-length", "A", 4)):
+        sc = lesson(name)[0]
+        arrive = next(s.arrive for s in sc.steps if s.kind == "arrive" and s.arrive.id == rid)
+        r = req(name, i, rid)
+        assert arrive.max_tokens is None and r.finish_reason == "length"
+        assert r.num_tokens == sc.config.scheduler.max_model_len
+        said = " ".join(t for t in texts(name) if "max_tokens" in t)
+        assert "OpenAI" in said and "generation config" in said
+    assert "SamplingParams()" in note("seats-and-length", 1)
+
+
+def test_a_listener_that_counts_stores_per_hash_knows_a_copy_of_h2_survives():
+    """1.8: the BlockRemoved of step 7 names H2 only, but H2 was stored twice (steps 1 and 3)."""
+    n = "last-token-rule"
+    h2 = hash_to_event_int(snap(n, 1).block_hash[2])
+    stored = [i for i in range(1, 8) for e in snap(n, i).kv_events
+              if e["type"] == "BlockStored" and h2 in e["block_hashes"]]
+    removed = [i for i in range(1, 8) for e in snap(n, i).kv_events
+               if e["type"] == "BlockRemoved" and h2 in e["block_hashes"]]
+    assert stored == [1, 3] and removed == [7]
+    assert snap(n, 7).block_hash[2] == snap(n, 1).block_hash[2]
+    assert "set of" in note(n, 7) and "steps 1 and 3" in note(n, 7)
+
+
+def test_chunked_prefill_names_the_check_and_what_its_absence_costs():
+    """1.9: without scheduler_reserve_full_isl vLLM preempts (thrashes), it does not run out of
+    memory."""
+    n = "chunked-prefill"
+    (fail,) = ops(n, 5, "alloc_failed")
+    assert fail["full_sequence"] and fail["request"] == "C"
+    assert "scheduler_reserve_full_isl" in note(n, 5) and "preempt" in note(n, 5)
+    assert "run out of memory" not in note(n, 5)
+
+
+def test_external_tier_events_name_their_medium():
+    """1.12: vLLM's GPU events say medium GPU, the tier's say CPU; the tier's events here do."""
+    n = "external-tier"
+    from blockviz.sim.contract import snapshot_dict
+    media = [e["medium"] for i in range(len(lesson(n)[1]))
+             for e in snapshot_dict(snap(n, i), None).get("tier_events", ())]
+    assert len(media) == 12 and set(media) == {"CPU"}     # 9 stores, 3 drops
+    assert "medium: GPU for the" in note(n, 8) or "GPU for the block pool" in note(n, 8)
