@@ -1,5 +1,5 @@
 """``blockviz`` (or ``python -m blockviz``) — app | validate | play | json | schema | verify | export
-| trace.
+| trace | live | publish | events.
 
 Wherever a scenario file is accepted, a built-in lesson's id works too (``blockviz json six-blocks``).
 Every problem with a scenario is one located line on stderr and exit status 2; never a traceback.
@@ -12,6 +12,7 @@ import sys
 
 from blockviz import trace_cli
 from blockviz.i18n.errors import localize_error
+from blockviz.live import cli as live_cli
 from blockviz.scenario import ScenarioError, json_schema, load
 from blockviz.scenario.lessons import lesson_files, resolve
 
@@ -261,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="print the scenario format as JSON Schema")
     s.set_defaults(fn=cmd_schema)
     trace_cli.add_parser(sub)   # blockviz trace capacity | generate | check
+    live_cli.add_parser(sub)    # blockviz live | publish | events state
     return p
 
 

@@ -1,8 +1,8 @@
 """The folders are the layers: imports flow one way, and no module imports itself in a circle.
 
-i18n -> core -> scenario -> kv -> sim -> teach -> render -> export -> ui -> cli. Every import counts, at
-module level or inside a function, TYPE_CHECKING ones included: a type from a higher layer is a
-dependency on it all the same."""
+i18n -> core -> scenario -> kv -> sim -> teach -> live -> render -> export -> ui -> cli. Every
+import counts, at module level or inside a function, TYPE_CHECKING ones included: a type from a
+higher layer is a dependency on it all the same."""
 from __future__ import annotations
 
 import ast
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "blockviz"
-LAYERS = ["i18n", "core", "scenario", "kv", "sim", "teach", "render", "export", "ui", "cli"]
+LAYERS = ["i18n", "core", "scenario", "kv", "sim", "teach", "live", "render", "export", "ui",
+          "cli"]
 TOP_LEVEL = {"__init__": "i18n", "__main__": "cli", "cli": "cli",  # modules at blockviz/
              "trace_cli": "cli"}
 

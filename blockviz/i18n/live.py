@@ -1,0 +1,112 @@
+"""The words of live KV-event streams (blockviz.live, ``blockviz live | publish | events``, the
+Live page): where a note is, what went wrong, what a subscriber cannot know, the page's labels."""
+from __future__ import annotations
+
+STRINGS: dict[str, tuple[str, str]] = {
+    # where a note is about
+    "live_where_line": ("line {n}", "第 {n} 行"),
+    "live_where_message": ("message {n} ({src})", "消息 {n}（{src}）"),
+    "live_where_rank": ("DP rank {n}", "DP rank {n}"),
+    "live_where_seq": ("seq {n}", "seq {n}"),
+    "live_where_event": ("event {n}", "事件 {n}"),
+    # what went wrong (blockviz.live.stream / reducer / wire); every one is skipped, never fatal
+    "live_note_frames": ("{detail}; message skipped", "{detail}；已跳过这条消息"),
+    "live_note_seq_frame": ("{detail}; message skipped", "{detail}；已跳过这条消息"),
+    "live_note_bad_msgpack": ("the payload is not msgpack ({detail}); batch skipped",
+                              "负载不是 msgpack（{detail}）；已跳过这一批"),
+    "live_note_batch_shape": ("not a KVEventBatch: {detail}; batch skipped",
+                              "不是 KVEventBatch：{detail}；已跳过这一批"),
+    "live_note_bad_seq": ("sequence number {seq} on the live stream (only a replay's end marker is "
+                          "negative); message skipped",
+                          "实时流上的序号为 {seq}（只有回放的结束标记是负数）；已跳过这条消息"),
+    "live_note_unknown_type": ("unknown event type {detail}; event skipped",
+                               "未知的事件类型 {detail}；已跳过这个事件"),
+    "live_note_event_shape": ("an event that is neither a map nor an array ({detail}); skipped",
+                              "事件既不是 map 也不是数组（{detail}）；已跳过"),
+    "live_note_bad_event": ("cannot read the event ({detail}); skipped",
+                            "无法读取这个事件（{detail}）；已跳过"),
+    "live_note_signed_hashes": ("signed 64-bit hashes (an older vLLM): read as unsigned",
+                                "有符号的 64 位哈希（较旧的 vLLM）：按无符号读取"),
+    "live_note_tokens_range": (
+        "{spec} group {group}: the store lists {hashes} hash(es) but its {tokens} token ids cover "
+        "a different number of {block_size}-token blocks (a sliding-window group under retention 0 "
+        "lists only the blocks it keeps): each hash's tokens and parent are unknown",
+        "{spec} 组 {group}：这次存储列出 {hashes} 个哈希，但它的 {tokens} 个 token id 覆盖的 "
+        "{block_size}-token 块数不同（保留间隔为 0 的滑动窗口组只列出它保留的块）：每个哈希的 "
+        "token 和父块都未知"),
+    "live_note_tokens_cut": ("blocks of {block_size} tokens: only the first {kept} tokens of each "
+                             "hash are kept",
+                             "每块 {block_size} 个 token：每个哈希只保留前 {kept} 个"),
+    "live_note_hash_cap": ("{limit} hashes cached already: this store was not kept (memory bound)",
+                           "已缓存 {limit} 个哈希：这次存储没有保留（内存上限）"),
+    "live_note_restored_differently": ("hash {hash} stored again with another parent or other "
+                                       "tokens", "哈希 {hash} 再次存储，但父块或 token 不同"),
+    "live_note_removed_unknown": (
+        "BlockRemoved of {hash} in {group}, which this subscriber never saw stored: it was cached "
+        "before the subscriber joined, or in a batch it missed",
+        "{group} 中 {hash} 的 BlockRemoved，但本订阅者从未见过它被存储：它在订阅者加入之前、"
+        "或在错过的某一批中就已缓存"),
+    "live_note_late_join": ("joined late: the first batch seen is seq {seen}, so seqs {first}..{last} "
+                            "were missed; asked the replay socket for them",
+                            "中途加入：看到的第一批是 seq {seen}，错过了 seq {first}..{last}；"
+                            "已向回放 socket 请求"),
+    "live_note_late_join_no_replay": ("joined late: the first batch seen is seq {seen}, so seqs "
+                                      "{first}..{last} were missed (no replay socket)",
+                                      "中途加入：看到的第一批是 seq {seen}，错过了 seq "
+                                      "{first}..{last}（没有回放 socket）"),
+    "live_note_gap": ("gap: seqs {first}..{last} did not arrive; asked the replay socket for them",
+                      "缺口：seq {first}..{last} 没有到达；已向回放 socket 请求"),
+    "live_note_gap_no_replay": ("gap: seqs {first}..{last} did not arrive (no replay socket)",
+                                "缺口：seq {first}..{last} 没有到达（没有回放 socket）"),
+    "live_note_lost": ("seqs {first}..{last} are lost: no replay returned them (its buffer keeps "
+                       "only the last batches)",
+                       "seq {first}..{last} 已丢失：回放没有返回它们（回放缓冲只保留最近的批）"),
+    "live_note_restart": ("the live seq went back from {last}: a new publisher (the engine "
+                          "restarted); the state starts over",
+                          "实时 seq 从 {last} 回退：新的发布者（引擎重启了）；状态从头开始"),
+    "live_note_bad_line": ("{detail}; line skipped", "{detail}；已跳过这一行"),
+    "live_note_replay_timeout": ("the replay did not end within {seconds} s; what arrived is "
+                                 "applied, the rest is lost",
+                                 "回放在 {seconds} 秒内没有结束；已应用收到的部分，其余丢失"),
+    "live_note_replay_overflow": ("the replay sent more than {limit} batches without ending; it "
+                                  "was abandoned",
+                                  "回放发送了超过 {limit} 批仍未结束；已放弃"),
+    "live_note_too_big": ("a message over {limit} bytes was refused by the socket",
+                          "超过 {limit} 字节的消息被 socket 拒收"),
+    # what no subscriber can know (reducer.CANNOT_KNOW)
+    "live_unknown_block_ids": ("block ids (no event carries one)", "块 id（没有事件携带它）"),
+    "live_unknown_ref_counts": ("ref counts, and which requests share a block",
+                                "引用计数，以及哪些请求共享一个块"),
+    "live_unknown_hits": ("prefix-cache hits (they send nothing by default)",
+                          "前缀缓存命中（默认不发送任何事件）"),
+    "live_unknown_frees": ("free vs in use: finishing, aborting and preemption send nothing",
+                           "空闲还是在用：完成、中止和抢占都不发送事件"),
+    "live_unknown_free_queue": ("the free queue's order (it shows later, as the order of "
+                                "BlockRemoved)",
+                                "空闲队列的顺序（之后才以 BlockRemoved 的顺序显现）"),
+    "live_unknown_unhashed": ("partial blocks and full blocks not yet cached",
+                              "未满的块，以及还没缓存的满块"),
+    "live_unknown_pool": ("the pool's size, free-block count and usage",
+                          "块池的大小、空闲块数和使用率"),
+    "live_unknown_before_join": ("what was cached before this subscriber joined (until it is "
+                                 "removed)",
+                                 "本订阅者加入之前已缓存的内容（直到它被移除）"),
+    # blockviz events state / blockviz live: the state as text
+    "live_group_header": ("{group}: {n} cached hash(es)", "{group}：缓存了 {n} 个哈希"),
+    "live_cache_empty": ("(prefix cache empty)", "（前缀缓存为空）"),
+    "live_cli_summary": ("{name}: {batches} batch(es) applied ({events} event(s), {messages} "
+                         "message(s) read); {cached} hash(es) cached",
+                         "{name}：应用了 {batches} 批（{events} 个事件，读了 {messages} 条消息）；"
+                         "缓存了 {cached} 个哈希"),
+    "live_cli_rank": ("data-parallel rank {rank}:", "数据并行 rank {rank}："),
+    "live_cli_missing": ("missing seqs: {seqs}", "缺失的 seq：{seqs}"),
+    "live_cli_none": ("none", "无"),
+    "live_cli_restarts": ("publisher restarts seen: {n}", "看到的发布者重启：{n} 次"),
+    "live_cli_notes": ("what went wrong ({n}):", "出过的问题（{n} 条）："),
+    "live_cli_notes_more": ("... and {n} more (counted: {counts})", "……还有 {n} 条（计数：{counts}）"),
+    "live_cli_cannot_know": ("what no subscriber can know (vLLM 0.33 sends nothing for it):",
+                             "任何订阅者都无法知道的（vLLM 0.33 不为它们发送事件）："),
+    "live_cli_no_file": ("{file}: cannot read the recording: {e}", "{file}：无法读取录制文件：{e}"),
+    "live_cli_not_capture": ("{file}: not a recording (no {format} header and no message line)",
+                             "{file}：不是录制文件（既没有 {format} 头，也没有消息行）"),
+}
