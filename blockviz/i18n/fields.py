@@ -15,6 +15,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "fd_scenario_summary": ("a sentence or two on what the scenario teaches", "一两句话说明这个场景讲什么"),
     "fd_scenario_start_note": ("narration of step 0, the state before any event",
                                "第 0 步（任何事件之前的状态）的说明"),
+    "fd_scenario_start_caption": ("the caption of step 0: one sentence on the state before any event",
+                                  "第 0 步的字幕：用一句话说明任何事件之前的状态"),
     "fd_scenario_config": ("the engine's configuration (see config below)", "引擎的配置（见下面的 config）"),
     "fd_scenario_steps": ("the events, one per step, in order", "事件列表，每步一个，按顺序执行"),
     # config

@@ -41,7 +41,11 @@ EVENT_NAMES = ("arrive", "admit", "decode", "step", "finish", "preempt", "reset_
 # Events (and `note`) that need an argument: written bare (`- finish`), they are an error.
 NEEDS_ARGUMENT = {"arrive": "arrive: {id: A, prompt: [1, 2, 3]}", "finish": "finish: A",
                   "preempt": "preempt: A", "checkpoint": "checkpoint: NAME",
-                  "rewind": "rewind: NAME", "note": "note: {en: ..., zh: ...}"}
+                  "rewind": "rewind: NAME", "note": "note: {en: ..., zh: ...}",
+                  "caption": "caption: {en: ..., zh: ...}"}
+# What a step may carry besides its event: narration, shown with the state after it.
+NARRATION = ("note", "caption")
+MAX_CAPTION_CHARS = 280     # a caption is one sentence (the built-in lessons keep English <= 25 words)
 
 
 class _Model(BaseModel):
@@ -81,6 +85,16 @@ class Text(_Model):
 
     def get(self, lang: str) -> str:
         return (self.zh if lang == "zh" else self.en) or self.en or self.zh or ""
+
+
+CaptionLine = Annotated[str, Field(min_length=1, max_length=MAX_CAPTION_CHARS)]
+
+
+class Caption(Text):
+    """A step's caption: one sentence that says what changed and why (the longer story is the
+    note), in both languages; either may be missing (the other is shown)."""
+    en: CaptionLine | None = None
+    zh: CaptionLine | None = None
 
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}   # a KV cache element's size
@@ -327,6 +341,9 @@ class Step(_Model):
                           "GPU cache, NONE_HASH re-derived; an external tier survives). Every "
                           "request must have finished.")
     note: Text | None = None
+    caption: Caption | None = Field(
+        None, description="one sentence on what changed at this step and why, {en: ..., zh: ...}; "
+                          "the note is the longer explanation")
 
     @model_validator(mode="before")
     @classmethod
@@ -337,14 +354,14 @@ class Step(_Model):
             raise ValueError("a step is an event name (e.g. `- admit`) or a mapping "
                              "(e.g. `- finish: A`)")
         v = dict(v)
-        events = [k for k in v if k != "note"]
+        events = [k for k in v if k not in NARRATION]
         unknown = [k for k in events if k not in EVENT_NAMES]
         if unknown:
             raise ValueError(f"unknown event {unknown[0]!r} (events: {', '.join(EVENT_NAMES)}, "
                              f"or a `note` alone)")
         if len(events) > 1:
             raise ValueError(f"one event per step, got {', '.join(events)}")
-        if not events and "note" not in v:
+        if not events and not any(k in v for k in NARRATION):
             raise ValueError("an empty step: give an event or a note")
         for name, example in NEEDS_ARGUMENT.items():
             if name in v and v[name] is None:
@@ -400,6 +417,8 @@ class Scenario(_Model):
     title: Text
     summary: Text | None = None
     start_note: Text | None = Field(None, description="narration of step 0, the state before any event")
+    start_caption: Caption | None = Field(
+        None, description="the caption of step 0: one sentence on the state before any event")
     config: Config = Config()
     steps: Annotated[list[Step], Field(max_length=MAX_STEPS)] = []
 

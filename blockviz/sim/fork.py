@@ -47,6 +47,8 @@ def scenario_doc(scenario: Scenario, steps: Iterable[Any], *, id: str | None = N
         doc["summary"] = summary
     if scenario.start_note is not None:
         doc["start_note"] = text_doc(scenario.start_note)
+    if scenario.start_caption is not None:
+        doc["start_caption"] = text_doc(scenario.start_caption)
     doc["config"] = scenario.config.model_dump(mode="json")
     doc["steps"] = list(steps)
     return doc
