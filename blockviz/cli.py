@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import types
 
 from blockviz import trace_cli
+from blockviz.i18n import t
 from blockviz.i18n.errors import localize_error
 from blockviz.live import cli as live_cli
 from blockviz.scenario import ScenarioError, json_schema, load
@@ -91,24 +93,146 @@ def _out_of_memory(loaded, k: int, message: str) -> ScenarioError:
     return loaded.error(("config",), message)
 
 
-def _run_scenario(loaded, *, device: str | None, payloads: bool = True):
-    """``run`` to the end; running out of memory is a located error (the step that was running),
-    not a traceback."""
+# -- bounds and progress of a long run -----------------------------------------------------------
+MAX_INDENT = 16
+MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
+
+
+def _time_limit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MAX_TIME_LIMIT_S:      # NaN and inf fail too
+        raise argparse.ArgumentTypeError(t("opt_time_limit", "en", value=text, hi=f"{MAX_TIME_LIMIT_S:,.0f}"))
+    return value
+
+
+def _int_in(lo: int, hi: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            value = None
+        if value is None or not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(t("opt_int", "en", value=text, lo=f"{lo:,}", hi=f"{hi:,}"))
+        return value
+    return parse
+
+
+def _declared_engine_steps(step) -> int:
+    """Engine steps an event says it runs (``decode: {steps: N}``, ``step: N``); others: 0."""
+    if step.kind == "decode":
+        return step.decode.steps
+    if step.kind == "step":
+        return step.step
+    return 0
+
+
+class RunProgress:
+    """A long run's progress on stderr: events and engine steps done, the rate, and what is left
+    (events, and the engine steps the file declares). On a terminal one line redrawn in place
+    (at most 4 times a second); elsewhere (``--progress`` into a log) a line a second."""
+
+    def __init__(self, loaded, lang: str = "en", stream=None) -> None:
+        import time
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.lang = lang
+        self.every = 0.25 if self.tty else 1.0
+        self.clock = time.monotonic
+        self.start = self.last = self.clock()
+        steps = loaded.scenario.steps
+        self.kinds = [s.kind or "note" for s in steps]
+        self.declared = [_declared_engine_steps(s) for s in steps]
+        self.after = [0] * (len(steps) + 1)        # declared engine steps of events i.. to the end
+        for i in range(len(steps) - 1, -1, -1):
+            self.after[i] = self.after[i + 1] + self.declared[i]
+        self.events = 0                            # events done
+        self.engine_steps = 0
+        self.at_event = 0                          # engine steps when the current event began
+        self.drawn = False
+
+    def event(self, done: int, _total: int) -> None:
+        self.events = done
+        self.at_event = self.engine_steps
+        self._maybe_draw()
+
+    def watch(self, meter) -> None:
+        self.engine_steps = meter.engine_steps
+        self._maybe_draw()
+
+    def _maybe_draw(self) -> None:
+        now = self.clock()
+        if now - self.last >= self.every:
+            self.last = now
+            self._draw(self.line(now))
+
+    def line(self, now: float) -> str:
+        n = len(self.kinds)
+        k = min(self.events + 1, n)
+        elapsed = max(now - self.start, 1e-9)
+        rate = self.engine_steps / elapsed
+        in_event = self.engine_steps - self.at_event
+        left = self.after[self.events] - min(in_event, self.declared[self.events] if self.events < n else 0)
+        eta = t("run_progress_eta", self.lang, s=f"{left / rate:,.0f}") if rate > 0 and left else ""
+        return t("run_progress", self.lang, k=f"{k:,}", n=f"{n:,}", kind=self.kinds[k - 1] if n else "-",
+                 steps=f"{self.engine_steps:,}", rate=f"{rate:,.0f}", events=f"{n - self.events:,}",
+                 left=f"{max(left, 0):,}", eta=eta)
+
+    def _draw(self, text: str) -> None:
+        self.stream.write(("\r\x1b[K" + text) if self.tty else text + "\n")
+        self.stream.flush()
+        self.drawn = True
+
+    def done(self) -> None:
+        if not self.drawn:             # a quick run: nothing to add
+            return
+        s = f"{self.clock() - self.start:,.1f}"
+        self._draw(t("run_progress_done", self.lang, n=f"{self.events:,}", steps=f"{self.engine_steps:,}",
+                     s=s))
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _progress_wanted(args) -> bool:
+    return bool(getattr(args, "progress", False)) or sys.stderr.isatty()
+
+
+def _budget(args):
+    from dataclasses import replace
+
+    from blockviz.sim.budget import RUN_BUDGET
+    limit = getattr(args, "time_limit", None)
+    return RUN_BUDGET if limit is None else replace(RUN_BUDGET, seconds=limit)
+
+
+def _run_scenario(loaded, args, *, payloads: bool = True):
+    """``run`` to the end within the command line's budget (``--time-limit`` its wall time),
+    with progress on stderr when wanted; running out of memory is a located error (the step
+    that was running), not a traceback."""
     from blockviz.sim.runner import run
     done = [0]
+    shown = RunProgress(loaded, getattr(args, "lang", "en")) if _progress_wanted(args) else None
 
-    def progress(k: int, _n: int) -> None:
+    def progress(k: int, n: int) -> None:
         done[0] = k
+        if shown is not None:
+            shown.event(k, n)
 
     try:
-        return run(loaded, payloads=payloads, device=device, progress=progress)
+        result = run(loaded, payloads=payloads, device=getattr(args, "device", None), progress=progress,
+                     budget=_budget(args), watch=None if shown is None else shown.watch)
     except MemoryError:
         raise _out_of_memory(loaded, done[0] + 1, "ran out of memory") from None
+    if shown is not None:
+        shown.done()
+    return result
 
 
 def _run(args, loaded):
-    engine, timeline = _run_scenario(loaded, payloads=not getattr(args, "no_payloads", False),
-                                     device=getattr(args, "device", None))
+    engine, timeline = _run_scenario(loaded, args, payloads=not getattr(args, "no_payloads", False))
     if timeline.error is not None:
         raise timeline.error
     return engine, timeline
@@ -121,9 +245,12 @@ def cmd_json(args) -> int:
     loaded = _load(args.file)
     engine, timeline = _run(args, loaded)
     at = [0]
+    writing = _JsonProgress(len(timeline), getattr(args, "lang", "en")) if _progress_wanted(args) else None
 
     def on_step(k: int) -> None:
         at[0] = k
+        if writing is not None:
+            writing(k)
 
     try:
         write_timeline(sys.stdout.write, loaded.scenario.id, engine, timeline,
@@ -132,6 +259,30 @@ def cmd_json(args) -> int:
         raise _out_of_memory(loaded, at[0], "ran out of memory while writing its JSON") from None
     sys.stdout.write("\n")
     return 0
+
+
+class _JsonProgress:
+    """The JSON's writing, on stderr like a run's progress: steps written, rate, time left."""
+
+    def __init__(self, total: int, lang: str, stream=None) -> None:
+        import time
+        self.total, self.lang = total, lang
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.clock = time.monotonic
+        self.start = self.last = self.clock()
+        self.every = 0.25 if self.tty else 1.0
+
+    def __call__(self, k: int) -> None:
+        now = self.clock()
+        if now - self.last < self.every:
+            return
+        self.last = now
+        rate = k / max(now - self.start, 1e-9)
+        eta = t("run_progress_eta", self.lang, s=f"{(self.total - k) / rate:,.0f}") if rate > 0 else ""
+        text = t("json_progress", self.lang, k=f"{k:,}", n=f"{self.total:,}", rate=f"{rate:,.0f}", eta=eta)
+        self.stream.write(("\r\x1b[K" + text) if self.tty else text + "\n")
+        self.stream.flush()
 
 
 def cmd_schema(args) -> int:
@@ -144,7 +295,7 @@ def cmd_play(args) -> int:
     from blockviz.render.text import render_step
     from blockviz.teach.labels import HashLabels
     loaded = _load(args.file)
-    engine, timeline = _run_scenario(loaded, device=args.device)
+    engine, timeline = _run_scenario(loaded, args)
     color = sys.stdout.isatty() if args.color is None else args.color
     labels = HashLabels.for_timeline(timeline)
     for i in range(len(timeline)):
@@ -231,7 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(fn=cmd_validate)
     j = sub.add_parser("json", help="run a scenario and print every step as JSON (the contract)")
     j.add_argument("file")
-    j.add_argument("--indent", type=int, default=None)
+    j.add_argument("--indent", type=_int_in(0, MAX_INDENT), default=None, metavar="N",
+                   help=f"indent the JSON by N spaces (0 to {MAX_INDENT}; default: one line per step)")
     j.add_argument("--no-frames", action="store_true", help="leave out the op-level frames")
     j.add_argument("--no-payloads", action="store_true",
                    help="skip the KV tensors (outputs then come from the seeded toy sampler)")
@@ -259,6 +411,14 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("-o", "--output", default=None, help="default: ID-stepK.png|html here")
     x.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     x.set_defaults(fn=cmd_export)
+    for cmd in (j, pl, ve, x):         # the commands that run a scenario
+        cmd.add_argument("--time-limit", type=_time_limit, default=None, metavar="S",
+                         help="stop the run after S seconds, at the step it is in (a located "
+                              "message, exit status 2)")
+        cmd.add_argument("--progress", action="store_true",
+                         help="show the run's progress on stderr even when it is not a terminal")
+    for cmd in (v, j, pl, ve, x):      # an option refused: one line naming it, exit status 2
+        cmd.error = types.MethodType(trace_cli._one_line_error, cmd)
     s = sub.add_parser("schema", help="print the scenario format as JSON Schema")
     s.set_defaults(fn=cmd_schema)
     trace_cli.add_parser(sub)   # blockviz trace capacity | generate | check

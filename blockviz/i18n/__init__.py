@@ -5,13 +5,13 @@ them, never the text). Narration of what the engine did lives in ``blockviz.teac
 """
 from __future__ import annotations
 
-from blockviz.i18n import fields, live, scheduler, share, strings, trace
+from blockviz.i18n import bounds, fields, live, scheduler, share, strings, trace
 
 LANGS = ("en", "zh")
 LANG_NAMES = {"en": "English", "zh": "中文"}
 
 # Every area's words, one dictionary: key -> (English, 中文). A key may be defined only once.
-AREAS = (strings, scheduler, trace, share, fields, live)
+AREAS = (strings, scheduler, trace, share, fields, live, bounds)
 STRINGS: dict[str, tuple[str, str]] = {}
 for _area in AREAS:
     _dup = STRINGS.keys() & _area.STRINGS.keys()

@@ -69,6 +69,7 @@ class Meter:
         self.fixed_bytes = 0
         self.history_bytes = 0
         self.held: list[Callable[[], int]] = []
+        self.watch: Callable[[Meter], None] | None = None   # after each engine step (progress)
 
     # -- time -----------------------------------------------------------------------------
     def tick(self) -> None:
@@ -85,6 +86,8 @@ class Meter:
         if b.engine_steps is not None and self.engine_steps > b.engine_steps:
             raise BudgetExceeded(f"the run's budget of {b.engine_steps:,} engine steps is used up")
         self.compute(num_tokens)
+        if self.watch is not None:
+            self.watch(self)
 
     def compute(self, num_tokens: int) -> None:
         """Before the model computes ``num_tokens`` more tokens."""

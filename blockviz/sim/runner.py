@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 from blockviz.core import check_invariants
 from blockviz.scenario.load import LoadedScenario, ScenarioError
-from blockviz.sim.budget import RUN_BUDGET, Budget, BudgetExceeded
+from blockviz.sim.budget import RUN_BUDGET, Budget, BudgetExceeded, Meter
 from blockviz.sim.engine import Engine, EngineError
 from blockviz.sim.timeline import Timeline
 
@@ -53,13 +53,17 @@ def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | 
 def run(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = None,
         check: bool = False, upto: int | None = None,
         progress: Callable[[int, int], None] | None = None,
-        budget: Budget | None = RUN_BUDGET) -> tuple[Engine, Timeline]:
+        budget: Budget | None = RUN_BUDGET,
+        watch: Callable[[Meter], None] | None = None) -> tuple[Engine, Timeline]:
     """Run steps 1..``upto`` (default: all) within ``budget`` (``sim.budget``; None: none).
     With ``check``, invariants are checked after every op (pool level) and after every event
     (block tables too). A disallowed event, or a step that passes the budget, stops the run:
     ``timeline.error`` is then a located ScenarioError naming the step's line. A budget the
-    config alone passes (the store and the model's weights) is a ScenarioError at once."""
+    config alone passes (the store and the model's weights) is a ScenarioError at once.
+    ``watch(meter)`` is called after every engine step (with a budget), e.g. to show progress."""
     engine = make_engine(loaded, payloads=payloads, device=device, check=check, budget=budget)
+    if engine.meter is not None:
+        engine.meter.watch = watch
     timeline = Timeline(engine, check=check)
     steps = loaded.scenario.steps if upto is None else loaded.scenario.steps[:upto]
     for i, step in enumerate(steps):

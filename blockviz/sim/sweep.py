@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from blockviz.core import FREE_ORDERS
-from blockviz.scenario.trace import check_block_size, check_trace, iter_trace
+from blockviz.scenario.trace import check_block_size, iter_trace
 from blockviz.sim.capacity import MODES, ceiling
 
 Progress = Callable[[int], None]
@@ -203,6 +203,40 @@ EXECUTORS: dict[str, type] = {"local": LocalExecutor, "ray": RayExecutor}
 
 
 # -- the sweep --------------------------------------------------------------------------------
+class PoolTooLarge(ValueError):
+    """A pool size past every block the trace could ever hold (it would replay exactly as that
+    many, after allocating the rest for nothing)."""
+
+    def __init__(self, value: int, most: int, block_size: int, requests: int) -> None:
+        self.fields = {"value": f"{value:,}", "most": f"{most:,}", "bs": block_size,
+                       "requests": f"{requests:,}"}
+        super().__init__(self.localized("en"))
+
+    def localized(self, lang: str) -> str:
+        from blockviz.i18n import t
+        return t("pool_too_big", lang, **self.fields)
+
+
+def trace_reach(source, *, block_size: int, limit: int | None = None, name: str | None = None) -> dict:
+    """Read a trace through once, checking every line (the first bad one raises its TraceError):
+    its requests, and the most blocks of ``block_size`` it could ever hold — every request's
+    prompt and output at once, in any mode."""
+    requests = most = 0
+    for r in iter_trace(source, name=name, limit=limit):
+        requests += 1
+        most += -(-(r.input_length + r.output_length) // block_size)
+    return {"requests": requests, "most_blocks": most}
+
+
+def check_pools(pool_blocks: Sequence[int], extents, block_size: int) -> None:
+    """PoolTooLarge for a pool no trace could fill (each extent from :func:`trace_reach`)."""
+    extents = list(extents)
+    widest = max(extents, key=lambda e: e["most_blocks"])
+    for p in pool_blocks:
+        if p > widest["most_blocks"]:
+            raise PoolTooLarge(p, widest["most_blocks"], block_size, widest["requests"])
+
+
 @dataclass
 class SweepResult:
     reports: list[dict]          # per (trace, free order), in the order asked, run-trace's shape
@@ -219,7 +253,9 @@ def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
     requests replayed over all tasks."""
     tasks = plan(traces, block_size=block_size, pool_blocks=pool_blocks, free_orders=free_orders,
                  mode=mode, limit=limit, options=options)
-    sizes = {str(t): check_trace(t, limit=limit)["requests"] for t in traces}
+    extents = {str(t): trace_reach(t, block_size=block_size, limit=limit) for t in traces}
+    sizes = {t: e["requests"] for t, e in extents.items()}
+    check_pools(pool_blocks, extents.values(), block_size)
     total = sum(sizes[t.trace] for t in tasks)
     done = 0
 

@@ -135,7 +135,7 @@ def test_timed_mode_json_and_table(cli, tmp_path):
         {"timestamp": 0, "input_length": 16, "output_length": 10, "hash_ids": [2]}])
     cost = ["--step-base", "1", "--step-prefill-token", "0.01", "--step-decode-seq", "0.1"]
     out = cli("trace", "capacity", str(path), "--mode", "timed", "--block-size", "16", "--pool-blocks",
-              "3,100", "--json", *cost)
+              "3,4", "--json", *cost)                 # 4: both requests' every block at once
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["mode"] == "timed" and doc["options"]["step_base_s"] == 1.0
