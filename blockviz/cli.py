@@ -108,18 +108,6 @@ def _time_limit(text: str) -> float:
     return value
 
 
-def _int_in(lo: int, hi: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text.replace("_", ""))
-        except ValueError:
-            value = None
-        if value is None or not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(t("opt_int", "en", value=text, lo=f"{lo:,}", hi=f"{hi:,}"))
-        return value
-    return parse
-
-
 def _declared_engine_steps(step) -> int:
     """Engine steps an event says it runs (``decode: {steps: N}``, ``step: N``); others: 0."""
     if step.kind == "decode":
@@ -382,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(fn=cmd_validate)
     j = sub.add_parser("json", help="run a scenario and print every step as JSON (the contract)")
     j.add_argument("file")
-    j.add_argument("--indent", type=_int_in(0, MAX_INDENT), default=None, metavar="N",
+    j.add_argument("--indent", type=trace_cli._int_in(0, MAX_INDENT), default=None, metavar="N",
                    help=f"indent the JSON by N spaces (0 to {MAX_INDENT}; default: one line per step)")
     j.add_argument("--no-frames", action="store_true", help="leave out the op-level frames")
     j.add_argument("--no-payloads", action="store_true",

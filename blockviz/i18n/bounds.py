@@ -15,8 +15,6 @@ STRINGS: dict[str, tuple[str, str]] = {
                       "正在写 JSON：第 {k} / {n} 步 · 每秒 {rate} 步{eta}"),
     "opt_time_limit": ("'{value}' is not a time limit: give seconds, a number above 0 and at most {hi}",
                        "'{value}' 不是时间上限：请写秒数，大于 0、最多 {hi}"),
-    "opt_int": ("'{value}' is not allowed: a whole number from {lo} to {hi}",
-                "'{value}' 不允许：应当是 {lo} 到 {hi} 之间的整数"),
     # trace capacity: a pool the trace can never fill
     "pool_too_big": ("--pool-blocks {value}: the trace can never use more than {most} blocks of {bs} "
                      "tokens (its {requests} requests, every prompt and output held at once); a larger "
