@@ -5,7 +5,7 @@ plain tensor copy of the same bytes.
 chunks of a CPU pool (``store_blocks``) and loaded back into other scattered blocks
 (``load_blocks``), every layer, K and V. The chunk ids are laid out three ways: ``fresh``, one run
 (as a fresh tier hands them out); ``evicted``, the ids vLLM's CPU manager
-(blockviz.sim.connector.CPUOffloadingManager) hands out after requests of 8 to 128 blocks have
+(blockviz.sim.offload.manager.CPUOffloadingManager) hands out after requests of 8 to 128 blocks have
 turned the tier over four times (the runs the evicted requests freed); and ``random``, uniformly
 scattered ids, which the tier does not hand out for one request — the worst case, a gather and a
 scatter, reported beside the budget, not in it. Each is timed next
@@ -31,7 +31,8 @@ IN_BUDGET = ("fresh", "evicted")
 def _evicted_chunk_ids(n: int, seed: int = 0) -> list[int]:
     """The chunk ids the tier's manager gives an n-block request once requests of 8 to 128 blocks
     have filled the tier and turned it over about four times (stored, completed, finished)."""
-    from blockviz.sim.connector import CPUOffloadingManager, ReqContext
+    from blockviz.sim.offload.base import ReqContext
+    from blockviz.sim.offload.manager import CPUOffloadingManager
 
     mgr = CPUOffloadingManager(NUM_CHUNKS)
     rng = random.Random(seed)

@@ -76,7 +76,7 @@ class SchedulerConfig:
 
 class KVConnector(Protocol):
     """What the scheduler asks of a KV connector: vLLM 0.33's ``KVConnectorBase_V1`` scheduler
-    side, with its names and contracts (blockviz.sim.connector implements it after vLLM's
+    side, with its names and contracts (blockviz.sim.offload implements it after vLLM's
     ``OffloadingConnector``)."""
 
     def on_new_request(self, request: Request) -> None: ...

@@ -61,10 +61,7 @@ class CPUKVPool:
         item = np.dtype((np.void, self.row_bytes))
         self._np = [[self.data[layer, kv].view(torch.uint8).numpy().view(item)
                      for kv in (0, 1)] for layer in range(s.num_layers)]   # [num_chunks, 1]
-        self._store_np = None
-        if s.device.type == "cpu":
-            self._store_np = [[r.view(torch.uint8).numpy().view(item) for r in rows]
-                              for rows in s._rows_of]
+        self._store_np = s.np_rows_of       # the store's blocks as the same row items (CPU only)
 
     def __deepcopy__(self, memo: dict) -> CPUKVPool:
         new = copy.copy(self)
@@ -101,7 +98,7 @@ class CPUKVPool:
             return
         bidx = torch.as_tensor(list(block_ids), dtype=torch.long, device=s.device)
         cidx = torch.as_tensor(list(chunk_ids), dtype=torch.long)
-        for layer, rows in enumerate(s._rows_of):
+        for layer, rows in enumerate(s.rows_of):
             for kv in (0, 1):
                 staged = torch.empty((len(block_ids), self.data.shape[-1]), dtype=self.data.dtype,
                                      pin_memory=True)
@@ -116,7 +113,7 @@ class CPUKVPool:
         s = self.store
         if self._store_np is not None:
             runs, c, b = _plan(chunk_ids, block_ids)
-            s._changed(b)
+            s.mark_changed(b)
             for layer in range(s.num_layers):
                 for kv in (0, 1):
                     src, dst = self._np[layer][kv], self._store_np[layer][kv]
@@ -126,10 +123,10 @@ class CPUKVPool:
                     for first, end, blocks in runs:   # the run is a view: one pass
                         dst[blocks] = src[first:end]
             return
-        s._changed(list(block_ids))
+        s.mark_changed(list(block_ids))
         bidx = torch.as_tensor(list(block_ids), dtype=torch.long, device=s.device)
         cidx = torch.as_tensor(list(chunk_ids), dtype=torch.long)
-        for layer, rows in enumerate(s._rows_of):
+        for layer, rows in enumerate(s.rows_of):
             for kv in (0, 1):
                 staged = self.data[layer, kv].index_select(0, cidx).pin_memory()
                 rows[kv].index_copy_(0, bidx, staged.to(s.device, non_blocking=True))

@@ -80,17 +80,22 @@ class PagedKVStore:
         same memory seen by numpy as one opaque ``row_bytes`` item per block. Moving a block is then
         a single memcpy inside numpy's fancy indexing, as fast as a contiguous copy, where torch's
         CPU index ops go element by element. Nothing is copied to make the views: values move bit
-        for bit, and the payloads stay in the torch tensors."""
-        self._rows_of = [tuple(c[kv].view(self.num_blocks, -1) for kv in (0, 1))
-                         for c in self.kv_caches]
-        self.row_bytes = self._rows_of[0][0].shape[1] * self.kv_caches[0].element_size()
-        self._np_rows_of = None
+        for bit, and the payloads stay in the torch tensors.
+
+        ``rows_of[layer]`` (K rows, V rows) and ``np_rows_of[layer]`` (None off the CPU) are the
+        store's block rows for code that moves whole blocks in and out (the CPU tier,
+        ``blockviz.kv.offload``). Reading them is free; whoever writes blocks through them calls
+        :meth:`mark_changed` with those blocks first, or checkpoints miss the change."""
+        self.rows_of = [tuple(c[kv].view(self.num_blocks, -1) for kv in (0, 1))
+                        for c in self.kv_caches]
+        self.row_bytes = self.rows_of[0][0].shape[1] * self.kv_caches[0].element_size()
+        self.np_rows_of = None
         if self.device.type == "cpu":
             self._np_row = np.dtype((np.void, self.row_bytes))
             # numpy's own name for the cache dtype (none for bfloat16: that goes through bytes)
             self._np_dtype = _NP_DTYPES.get(self.dtype)
-            self._np_rows_of = [tuple(r.view(torch.uint8).numpy().view(self._np_row) for r in rows)
-                                for rows in self._rows_of]               # [N, 1] each
+            self.np_rows_of = [tuple(r.view(torch.uint8).numpy().view(self._np_row) for r in rows)
+                               for rows in self.rows_of]               # [N, 1] each
 
     def _np_items(self, t: torch.Tensor, nb: int):
         """``t`` (contiguous, cache dtype, nb whole blocks) as [nb, 1] numpy row items (a view)."""
@@ -106,8 +111,9 @@ class PagedKVStore:
         return new
 
     # -- copy-on-write checkpoints ------------------------------------------------------------
-    def _changed(self, blocks) -> None:
-        """Writes go through the store's methods, which call this: the blocks' K/V changed."""
+    def mark_changed(self, blocks) -> None:
+        """The blocks' K/V changed (the store's own writes call this; so does a writer through
+        ``rows_of``): the next checkpoint copies them."""
         if isinstance(blocks, torch.Tensor):
             blocks = blocks.numpy() if blocks.device.type == "cpu" else blocks.tolist()
         self._version[blocks] = DIRTY
@@ -179,7 +185,7 @@ class PagedKVStore:
 
     def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         """k, v: [T, H, D] into ``slots`` ([T] long)."""
-        self._changed(slots // self.block_size)
+        self.mark_changed(slots // self.block_size)
         self._flat(layer, 0).index_copy_(0, slots, k.to(self.dtype))
         self._flat(layer, 1).index_copy_(0, slots, v.to(self.dtype))
 
@@ -201,7 +207,7 @@ class PagedKVStore:
             if block_table.device.type == "cpu":      # a numpy view: no torch op per call
                 self._version[block_table.numpy()[lo:hi]] = DIRTY
             else:
-                self._changed(block_table[lo:hi])
+                self.mark_changed(block_table[lo:hi])
         first_full, last_full = -(-start // bs), end // bs        # whole blocks [first, last)
         a, b = first_full * bs - start, last_full * bs - start    # their rows in k, v
         if first_full < last_full:
@@ -209,13 +215,13 @@ class PagedKVStore:
             idx = block_table if nb == block_table.shape[0] else block_table[first_full:last_full]
             ks, vs = (src if src.dtype == self.dtype else src.to(self.dtype)
                       for src in ((k, v) if not a and b == T else (k[a:b], v[a:b])))
-            if self._np_rows_of is not None and ks.is_contiguous() and vs.is_contiguous():
-                np_k, np_v = self._np_rows_of[layer]
+            if self.np_rows_of is not None and ks.is_contiguous() and vs.is_contiguous():
+                np_k, np_v = self.np_rows_of[layer]
                 ix = idx.numpy()
                 np_k[ix] = self._np_items(ks, nb)
                 np_v[ix] = self._np_items(vs, nb)
             else:
-                cache_k, cache_v = self._rows_of[layer]
+                cache_k, cache_v = self.rows_of[layer]
                 cache_k.index_copy_(0, idx, ks.reshape(nb, -1))
                 cache_v.index_copy_(0, idx, vs.reshape(nb, -1))
         else:
@@ -232,12 +238,12 @@ class PagedKVStore:
         nb = -(-num_tokens // self.block_size)
         idx = block_table if block_table.shape[0] == nb else block_table[:nb]
         shape = (-1, self.num_kv_heads, self.head_dim)
-        if self._np_rows_of is not None:
+        if self.np_rows_of is not None:
             ix, as_np = idx.numpy(), self._np_dtype or np.uint8
             got = [torch.from_numpy(rows[ix].view(as_np)).view(self.dtype).view(shape)
-                   for rows in self._np_rows_of[layer]]                   # [nb*bs, H, D]
+                   for rows in self.np_rows_of[layer]]                   # [nb*bs, H, D]
         else:
-            got = [rows.index_select(0, idx).view(shape) for rows in self._rows_of[layer]]
+            got = [rows.index_select(0, idx).view(shape) for rows in self.rows_of[layer]]
         if nb * self.block_size != num_tokens:
             got = [t[:num_tokens] for t in got]
         return got[0], got[1]
@@ -250,7 +256,7 @@ class PagedKVStore:
     def write_blocks(self, block_ids: Sequence[int], data: torch.Tensor) -> None:
         """Inverse of :meth:`read_blocks` (``data`` may live on another device)."""
         idx = torch.as_tensor(list(block_ids), dtype=torch.long, device=self.device)
-        self._changed(list(block_ids))
+        self.mark_changed(list(block_ids))
         self._write_blocks(idx, data)
 
     def _write_blocks(self, idx: torch.Tensor, data: torch.Tensor) -> None:

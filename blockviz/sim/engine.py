@@ -137,7 +137,7 @@ class Engine:
                 meter.held.append(kv.store.held_bytes)
         connector = None
         if cfg.connector is not None:
-            from blockviz.sim.connector import OffloadingConnector
+            from blockviz.sim.offload.scheduler import OffloadingConnector
             c = cfg.connector
             if meter is not None and kv is not None:
                 # the CPU tier's tensor pool, held for the whole run

@@ -227,7 +227,7 @@ def test_block_level_write_and_gather_equal_the_slot_path(start, n, dtype, conti
     table = torch.tensor([6, 1, 4, 9, 2])
     a, b = PagedKVStore(10, 4, 1, 2, 3, dtype), PagedKVStore(10, 4, 1, 2, 3, dtype)
     if row_path == "torch":
-        a._np_rows_of = None                                   # the path a CUDA store takes
+        a.np_rows_of = None                                   # the path a CUDA store takes
     for st in (a, b):
         st.kv_caches[0].copy_(torch.randn(st.kv_caches[0].shape,
                                           generator=torch.Generator().manual_seed(1)))
