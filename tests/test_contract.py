@@ -36,11 +36,26 @@ class Stored(_Open):
     parent_block_hash: StrictInt | None
     token_ids: list[StrictInt]
     block_size: StrictInt
+    lora_id: StrictInt | None
+    medium: Literal["GPU"]
+    lora_name: StrictStr | None
+    extra_keys: list | None
+    group_idx: StrictInt
+    kv_cache_spec_kind: Literal["full_attention", "sliding_window", "chunked_local_attention"]
+    kv_cache_spec_sliding_window: StrictInt | None
+    locality: None
+    ownership: None
+    session_id: None
+    lookahead_token_ids: None
 
 
 class Removed(_Open):
     type: Literal["BlockRemoved"]
     block_hashes: list[StrictInt]
+    medium: Literal["GPU"]
+    group_idx: StrictInt
+    locality: None
+    ownership: None
 
 
 class Cleared(_Open):

@@ -243,12 +243,14 @@ class BlockPool:
         extra = tuple(to_event_extra_keys(generate_block_hash_extra_keys(
             request, i * block_size, (i + 1) * block_size))
             for i in range(num_cached_blocks, num_full_blocks))
+        lora = request.lora
         return BlockStored(
             block_hashes=tuple(hash_to_event_int(h) for h in hashes),
             parent_block_hash=parent,
             token_ids=tuple(request.all_token_ids[start:end]),
             block_size=block_size,
-            lora_name=request.lora.name if request.lora else None,
+            lora_id=lora.lora_int_id if lora else None,
+            lora_name=lora.name if lora else None,
             extra_keys=extra or None)
 
     # -- release --------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import hashlib
 import pickle
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import cbor2
@@ -63,8 +63,12 @@ def hash_to_event_int(block_hash: bytes) -> int:
 
 @dataclass(frozen=True)
 class LoRA:
+    """vLLM's ``LoRARequest``: the name and path go into every block's hash; ``lora_int_id``
+    (vLLM's ``adapter_id``, >= 1) is what KV events publish as ``lora_id`` (vLLM's server numbers
+    adapters 1, 2, ... by name as they are loaded)."""
     name: str
     path: str = ""
+    lora_int_id: int = field(default=1, compare=False)
 
 
 @dataclass(frozen=True)

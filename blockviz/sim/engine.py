@@ -114,6 +114,12 @@ class Engine:
         # (one tuple, shared by every such request: not 999 ints per request)
         self.candidates = tuple(range(*RANDOM_TOKEN_RANGE))
         self.ops: list | None = [] if record_ops else None
+        # LoRA name -> vLLM's lora_int_id (the adapter id KV events publish): 1, 2, ... in the
+        # order the scenario first names each adapter, as vLLM's server numbers them on load
+        self.lora_ids: dict[str, int] = {}
+        for s in scenario.steps:
+            if s.kind == "arrive" and s.args.lora is not None:
+                self.lora_ids.setdefault(s.args.lora.name, len(self.lora_ids) + 1)
         self.checkpoints: dict[str, EngineState] = {}
         self.payload_history = payload_history
         self._written: set[int] = set()  # blocks whose K/V the current step wrote
@@ -346,7 +352,8 @@ class Engine:
         hashing = self.config.enable_caching or self.connector is not None
         request = Request(spec.id, prompt, hasher=self.state.hasher if hashing else None,
                           block_size=self.block_size,
-                          lora=LoRA(spec.lora.name, spec.lora.path) if spec.lora else None,
+                          lora=LoRA(spec.lora.name, spec.lora.path,
+                                    self.lora_ids[spec.lora.name]) if spec.lora else None,
                           cache_salt=spec.cache_salt, mm_items=mm, max_tokens=spec.max_tokens)
         words = sorted({t for t in prompt if self.vocab.word(t) is not None})
         self.state.info[spec.id] = RequestInfo(list(spec.output) if spec.output else None,

@@ -276,7 +276,7 @@ class EventLog:
                     continue
             elif name == "BlockRemoved" and len(e.block_hashes) == 1:
                 j = self._removed_index(e.block_hashes[0])
-                if j is not None:
+                if j is not None and e == BlockRemoved(e.block_hashes):
                     out += (EV_REMOVED, j >> 16, j & 0xFFFF)
                     continue
             elif name == "AllBlocksCleared":
@@ -300,7 +300,7 @@ class EventLog:
             block_hashes=tuple(hash_to_event_int(h) for h in hashes[first:first + n]),
             parent_block_hash=hash_to_event_int(hashes[first - 1]) if first > 0 else None,
             token_ids=tuple(reg.tokens(i)[first * bs:(first + n) * bs]), block_size=bs,
-            lora_name=view.lora, extra_keys=(None,) * n or None)
+            lora_name=view.lora, extra_keys=(None,) * n or None)   # (a LoRA's: kept whole)
 
     def unpack(self, packed: Sequence[int], p: int, n: int) -> tuple:
         out = []

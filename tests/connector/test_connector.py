@@ -159,7 +159,8 @@ def test_contract_gains_tier_state_events_and_stats_by_source(sync, tmp_path):
     assert conn["waiting_for_remote_kvs"] == ([] if sync else ["B"])
     assert [j["kind"] for j in conn["jobs_in_flight"]] == ([] if sync else ["load"])
     assert {e["medium"] for s in doc["steps"] for e in s["tier_events"]} == {"CPU"}
-    assert all("medium" not in e for s in doc["steps"] for e in s["kv_events"])
+    assert {e.get("medium") for s in doc["steps"] for e in s["kv_events"]
+            if e["type"] != "AllBlocksCleared"} == {"GPU"}
     loads = [j for s in conn["engine_steps"] for j in s["load_jobs"]]
     assert [(j["sync"], len(j["gpu_blocks"])) for j in loads] == [(sync, 3)]
 

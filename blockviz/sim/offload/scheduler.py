@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockviz.core import Request
-from blockviz.core.events import BlockRemoved, BlockStored
+from blockviz.core.events import MEDIUM_CPU, BlockRemoved, BlockStored
 from blockviz.core.hashing import hash_to_event_int as hash_to_int
 from blockviz.core.ops import Drop, Save
 from blockviz.core.request import FINISH_ABORT
@@ -307,16 +307,18 @@ class OffloadingConnector:
 
     def take_events(self) -> list:
         """The tier's KV events since the last call: one ``BlockRemoved`` per eviction, one
-        ``BlockStored`` per stored chunk (vLLM's placeholder payload: no tokens, block size 0),
-        all with ``medium: "CPU"``."""
+        ``BlockStored`` per stored chunk (vLLM 0.33's placeholder payload, its events not being
+        self-describing: no tokens, block size 0, no spec kind, group 0), all with ``medium:
+        "CPU"``."""
         out = []
         for ev in self.manager.take_events():
             if ev.removed:
-                out.append(TierEvent(BlockRemoved(tuple(hash_to_int(k) for k in ev.keys)),
-                                     tuple(ev.keys)))
+                out.append(TierEvent(BlockRemoved(tuple(hash_to_int(k) for k in ev.keys),
+                                                  medium=MEDIUM_CPU), tuple(ev.keys)))
             else:
                 for key in ev.keys:
-                    out.append(TierEvent(BlockStored((hash_to_int(key),), None, (), 0),
+                    out.append(TierEvent(BlockStored((hash_to_int(key),), None, (), 0,
+                                                     medium=MEDIUM_CPU, kv_cache_spec_kind=None),
                                          (key,)))
         return out
 
@@ -376,4 +378,4 @@ class TierEvent:
     hashes: tuple[bytes, ...]
 
     def to_dict(self) -> dict:
-        return {**self.event.to_dict(), "medium": "CPU"}
+        return self.event.to_dict()
