@@ -15,6 +15,7 @@ from blockviz import trace_cli
 from blockviz.i18n import t
 from blockviz.i18n.errors import localize_error
 from blockviz.live import cli as live_cli
+from blockviz.render import theme
 from blockviz.scenario import ScenarioError, json_schema, load
 from blockviz.scenario.lessons import lesson_files, resolve
 
@@ -28,7 +29,7 @@ STREAMLIT_OPTIONS = {
     "browser.gatherUsageStats": "false",
     "client.toolbarMode": "minimal",
     "theme.base": "light",
-    "theme.primaryColor": "#1565c0",
+    "theme.primaryColor": theme.BLUE,
     # Streamlit's default runs a full gc.collect(2) after every script run, over the whole server
     # (every session's runs): with self-check on that was ~85% of a step's rerun, ~170 of ~200 ms
     # CPU (py-spy). Python's own generational collector still runs.

@@ -13,7 +13,7 @@ import json
 from blockviz.i18n import t
 from blockviz.render.board import BoardRun, asset, board_css, board_data, is_dense
 from blockviz.render.markers import step_kinds
-from blockviz.render.theme import esc
+from blockviz.render.theme import css_vars, esc
 from blockviz.teach.labels import HashLabels
 
 MAX_HTML_STEPS = 2_000     # one file holds every step rendered; past this, export fewer
@@ -33,10 +33,10 @@ def check_step(timeline, step: int, file: str) -> None:
 # -- HTML -----------------------------------------------------------------------------------
 # The board (board.js) in a page of its own: its data inlined as JSON, its stylesheet in its own
 # shadow root, exactly as the app mounts it. Nothing is fetched: the CSP forbids it.
-PAGE_CSS = """
-body { margin: 0; background: #fff; }
+PAGE_CSS = css_vars(":root") + """
+body { margin: 0; background: var(--bv-paper); }
 #bv-host { padding: .6em 1.2em .4em 1.2em; max-width: 1900px; }
-.bvx-foot { color: #8c959f; font: .75em sans-serif; padding: 0 1.2em .6em 1.2em; }
+.bvx-foot { color: var(--bv-faint); font: .75em sans-serif; padding: 0 1.2em .6em 1.2em; }
 """
 
 BOOT = """

@@ -7,50 +7,52 @@ from collections.abc import Sequence
 
 from blockviz.i18n import t
 from blockviz.i18n.errors import localize_error
-from blockviz.render.theme import AMBER, GREEN, INK, MUTED, RED, esc
+from blockviz.render.theme import RULE, esc
 from blockviz.teach.authoring import Section
 
-AUTHOR_CSS = f"""
+# The Author page's rules; the page loads the theme's stylesheet first (its palette: var(--bv-*)).
+AUTHOR_CSS = """
 <style>
-.bv-src {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85em;
-          background: #f6f8fa; border-radius: .35em; padding: .35em 0; margin: .3em 0 0 0;
-          overflow-x: auto; color: {INK}; }}
-.bv-src div {{ white-space: pre; padding: 0 .6em; min-height: 1.3em; }}
-.bv-src .bv-ln {{ display: inline-block; min-width: 3.2em; color: {MUTED}; user-select: none; }}
-.bv-src div.bv-bad {{ background: #fdecea; box-shadow: inset .3em 0 0 {RED}; font-weight: 700; }}
-.bv-src div.bv-caret {{ color: {RED}; font-weight: 800; min-height: 1em; line-height: 1; }}
-.bv-errbox {{ border-left: .3em solid {RED}; background: #fff; padding: .2em .7em .5em .7em;
-             border-radius: .25em; }}
-.bv-errhead {{ font-weight: 800; color: {RED}; font-size: 1.05em; }}
-.bv-errmsg {{ font-size: 1.05em; margin: .25em 0; }}
-.bv-errhint {{ margin: .2em 0 .35em 0; padding: .25em .5em; background: #fff8e1; border-radius: .25em;
-              font-size: .95em; }}
-.bv-errwhere {{ color: {MUTED}; font-size: .9em; }}
-.bv-errwhere code, .bv-docref code {{ background: #eef1f4; padding: 0 .3em; border-radius: .2em; }}
-.bv-okbox {{ border-left: .3em solid {GREEN}; padding: .3em .7em; background: #eef7ee;
-            border-radius: .25em; font-weight: 600; }}
-.bv-warnbox {{ border-left: .3em solid {AMBER}; padding: .3em .7em; background: #fff8e1;
-              border-radius: .25em; }}
-.bv-docref h4 {{ margin: .9em 0 .2em 0; font-size: 1em; }}
-.bv-docref h5 {{ margin: .7em 0 .1em 0; font-size: .95em; }}
-.bv-docref h5 code {{ font-size: 1.05em; }}
-.bv-docref table {{ border-collapse: collapse; width: 100%; font-size: .85em; margin: .2em 0; }}
-.bv-docref td, .bv-docref th {{ border-bottom: 1px solid #e3e6e8; padding: .15em .4em; text-align: left;
-                         vertical-align: top; }}
-.bv-docref th {{ color: {MUTED}; font-weight: 600; }}
-.bv-docref pre {{ background: #f6f8fa; border-radius: .3em; padding: .3em .6em; font-size: .82em;
-              margin: .2em 0 .4em 0; white-space: pre-wrap; }}
-.bv-docref .bv-required {{ color: {RED}; font-weight: 700; }}
-.bv-docref p {{ margin: .1em 0; font-size: .9em; }}
-.bv-docref .bv-small {{ font-size: .92em; }}
+.bv-src { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85em;
+          background: var(--bv-panel); border-radius: .35em; padding: .35em 0; margin: .3em 0 0 0;
+          overflow-x: auto; color: var(--bv-ink); }
+.bv-src div { white-space: pre; padding: 0 .6em; min-height: 1.3em; }
+.bv-src .bv-ln { display: inline-block; min-width: 3.2em; color: var(--bv-muted); user-select: none; }
+.bv-src div.bv-bad { background: var(--bv-red-bg); box-shadow: inset .3em 0 0 var(--bv-red);
+                     font-weight: 700; }
+.bv-src div.bv-caret { color: var(--bv-red); font-weight: 800; min-height: 1em; line-height: 1; }
+.bv-errbox { border-left: .3em solid var(--bv-red); background: var(--bv-paper); padding: .2em .7em .5em .7em;
+             border-radius: .25em; }
+.bv-errhead { font-weight: 800; color: var(--bv-red); font-size: 1.05em; }
+.bv-errmsg { font-size: 1.05em; margin: .25em 0; }
+.bv-errhint { margin: .2em 0 .35em 0; padding: .25em .5em; background: var(--bv-amber-bg);
+              border-radius: .25em; font-size: .95em; }
+.bv-errwhere { color: var(--bv-muted); font-size: .9em; }
+.bv-errwhere code, .bv-docref code { background: var(--bv-code-bg); padding: 0 .3em; border-radius: .2em; }
+.bv-okbox { border-left: .3em solid var(--bv-green); padding: .3em .7em; background: var(--bv-green-bg-free);
+            border-radius: .25em; font-weight: 600; }
+.bv-warnbox { border-left: .3em solid var(--bv-amber); padding: .3em .7em; background: var(--bv-amber-bg);
+              border-radius: .25em; }
+.bv-docref h4 { margin: .9em 0 .2em 0; font-size: 1em; }
+.bv-docref h5 { margin: .7em 0 .1em 0; font-size: .95em; }
+.bv-docref h5 code { font-size: 1.05em; }
+.bv-docref table { border-collapse: collapse; width: 100%; font-size: .85em; margin: .2em 0; }
+.bv-docref td, .bv-docref th { border-bottom: 1px solid var(--bv-rule); padding: .15em .4em; text-align: left;
+                         vertical-align: top; }
+.bv-docref th { color: var(--bv-muted); font-weight: 600; }
+.bv-docref pre { background: var(--bv-panel); border-radius: .3em; padding: .3em .6em; font-size: .82em;
+              margin: .2em 0 .4em 0; white-space: pre-wrap; }
+.bv-docref .bv-required { color: var(--bv-red); font-weight: 700; }
+.bv-docref p { margin: .1em 0; font-size: .9em; }
+.bv-docref .bv-small { font-size: .92em; }
 
 /* the editor: code, not prose */
-.st-key-w_author_text textarea {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+.st-key-w_author_text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
     font-size: .86rem; line-height: 1.45; white-space: pre; overflow-wrap: normal; overflow-x: auto;
-    tab-size: 2; }}
-.st-key-snippets button {{ min-height: 2rem; padding: .05rem .6rem; }}
-.st-key-snippets button p {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-    font-size: .85rem; }}
+    tab-size: 2; }
+.st-key-snippets button { min-height: 2rem; padding: .05rem .6rem; }
+.st-key-snippets button p { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+    font-size: .85rem; }
 </style>
 """
 
@@ -164,3 +166,9 @@ def reference_html(sections: Sequence[Section], lang: str) -> str:
                    f'{_fields_table(s.fields if table else (), lang)}'
                    f'{_example(s.example, lang)}')
     return f'<div class="bv bv-docref">{"".join(out)}</div>'
+
+
+def iframe(url: str, title: str) -> str:
+    """An ``<iframe>`` tag for a course page (``url`` should carry ``&embed=true``)."""
+    return (f'<iframe src="{esc(url)}" title="{esc(title)}" width="100%" height="720" '
+            f'style="border:1px solid {RULE};border-radius:6px" loading="lazy"></iframe>')

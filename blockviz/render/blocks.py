@@ -17,7 +17,7 @@ TOKENS_ON_CARD = 8
 
 # the dense view's legend: (colour, i18n key) per kind of block, from the style table
 CATEGORY_KINDS = ("null", "free", "free_cached", "used", "used_cached")
-CATEGORIES = tuple((BLOCK_KINDS[k][4], BLOCK_KINDS[k][5]) for k in CATEGORY_KINDS)
+CATEGORIES = tuple((BLOCK_KINDS[k].cell, BLOCK_KINDS[k].key) for k in CATEGORY_KINDS)
 
 
 def use_heatmap(num_gpu_blocks: int) -> bool:
@@ -36,7 +36,7 @@ def next_marks(state) -> tuple[int | None, int | None]:
 
 def legend_html(lang: str) -> str:
     spans = "".join(f'<span><i class="bv-sw {cls}"></i>{esc(t(key, lang))}</span>'
-                    for key, cls, *_ in BLOCK_LEGEND)
+                    for key, cls in BLOCK_LEGEND)
     return f'<div class="bv-legend">{spans}</div>'
 
 
@@ -51,7 +51,7 @@ def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang
               changed: bool, victim: bool, evict_next: bool = False, prev_ref: int | None = None,
               held_by: tuple[str, ...] = ()) -> str:
     ref, h, toks = state.ref_cnt[i], state.block_hash[i], state.block_tokens[i]
-    classes = ["bv-card", *BLOCK_KINDS[block_kind(i, ref, h)][0]]
+    classes = ["bv-card", *BLOCK_KINDS[block_kind(i, ref, h)].classes]
     if i == 0:
         body = (f'<div class="bv-top"><span class="bv-id">0</span></div>'
                 f'<div class="bv-ref">{esc(t("null_block", lang))}</div>')

@@ -349,6 +349,12 @@ function create(parent, component) {
   }
 
   // -- the dense view (big pools): a cell per block, an id axis, the queue as a strip -----------
+  // A palette colour (the theme's --bv-<name>, set on the component's host), read once.
+  function colour(name) {
+    const have = st.colours || (st.colours = {});
+    if (!(name in have)) have[name] = getComputedStyle(root).getPropertyValue('--bv-' + name).trim();
+    return have[name];
+  }
   // The cells are written as pixels and put in one call: 4,096 fillRect calls took ~10 ms a step.
   function kindPixels() {                 // kind letter -> its colour as one RGBA word, per data
     if (st.pixelsOf === d()) return st.pixels;
@@ -416,8 +422,8 @@ function create(parent, component) {
     const axisKey = `${W}x${H}@${dpr}:${cols}`;
     if (cv.__bvAxis !== axisKey) {           // the id axis, drawn once per size: setting a
       cv.__bvAxis = axisKey;                 // canvas font styles the document (~5 ms a step)
-      g.fillStyle = '#fff'; g.fillRect(0, 0, W, H);
-      g.fillStyle = '#57606a'; g.font = '10px sans-serif';
+      g.fillStyle = colour('paper'); g.fillRect(0, 0, W, H);
+      g.fillStyle = colour('muted'); g.font = '10px sans-serif';
       for (let c = 0; c < cols; c += Math.min(16, cols / 4)) g.fillText(String(c), axis + c * cell, 10);
       const every = Math.max(1, Math.round(12 / cell));
       for (let r = 0; r < rows; r += every) g.fillText(String(r * cols), 0, 14 + r * cell + Math.min(cell, 10));
@@ -432,10 +438,10 @@ function create(parent, component) {
       g.strokeStyle = style; g.lineWidth = 2; g.setLineDash(dash || []);
       g.stroke();
     };
-    mark(rec.changed, '#f2a900');
-    mark([rec.evict], '#c62828', [2, 2]);
-    mark([rec.victim], '#c62828');
-    if (st.lit) mark(Array.from(st.lit, Number), '#1f2328');
+    mark(rec.changed, colour('amber'));
+    mark([rec.evict], colour('red'), [2, 2]);
+    mark([rec.victim], colour('red'));
+    if (st.lit) mark(Array.from(st.lit, Number), colour('ink'));
     cv.onmousemove = (ev) => {
       const rc = cv.getBoundingClientRect();
       const c = Math.floor((ev.clientX - rc.left - axis) / cell), r = Math.floor((ev.clientY - rc.top - 14) / cell);

@@ -176,7 +176,7 @@ def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: 
             "markNames": {lang: {MARK_CODES[k]: t("mk_" + k, lang) for k in KINDS} for lang in langs},
             "dense": dense, "blocks": tl.num_gpu_blocks, "presenter": presenter, "speed": speed,
             "noFrames": dense, "url": url, "lang": shown,
-            "kindColours": {c: BLOCK_KINDS[k][4] for k, c in KIND_CODES.items()},
+            "kindColours": {c: BLOCK_KINDS[k].cell for k, c in KIND_CODES.items()},
             "external": any("x" in r for r in steps[langs[0]]), "strings": pool.strings}
     if frames:
         data["frames"] = op_frames

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from blockviz.i18n import t
-from blockviz.render.theme import BLUE, GREEN, INK, MUTED, ORANGE, RED
+from blockviz.render.theme import BLUE, GREEN, GRID, INK, MUTED, ORANGE, PAPER, RED, VEIL
 from blockviz.sim.capacity import KNEE_FRACTION, hit_rate, knee
 
 ORDERS = ("split", "append")
@@ -41,7 +41,7 @@ def sizes_of(points: Iterable) -> list[int]:
 
 def _x_axis(sizes: Sequence[int], lang: str) -> dict:
     return dict(title=t("cap_axis_pool", lang), type="log", tickvals=list(sizes),
-                ticktext=[f"{s:,}" for s in sizes], showgrid=True, gridcolor="#eaeef2")
+                ticktext=[f"{s:,}" for s in sizes], showgrid=True, gridcolor=GRID)
 
 
 def _hover(lang: str) -> str:
@@ -72,14 +72,14 @@ def hit_rate_figure(points: Sequence, lang: str = "en", height: int = 380) -> go
         fig.add_annotation(x=math.log10(r.no_evict), y=1, yref="paper", xref="x",
                            text=t("cap_no_evict_mark", lang),
                            showarrow=False, xanchor="right", yanchor="top", align="right",
-                           font=dict(size=13, color=MUTED), bgcolor="rgba(255,255,255,0.85)")
+                           font=dict(size=13, color=MUTED), bgcolor=VEIL)
     fig.update_layout(
         height=height, margin=dict(l=10, r=10, t=10, b=10), hovermode="closest",
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, font=dict(size=14)),
         xaxis=_x_axis(sizes, lang),
         yaxis=dict(title=t("cap_axis_hit", lang), tickformat=".0%", rangemode="tozero",
-                   range=[0, min(1.0, max(0.05, top * 1.12))], gridcolor="#eaeef2"),
-        font=dict(size=14), paper_bgcolor="#ffffff", plot_bgcolor="#ffffff")
+                   range=[0, min(1.0, max(0.05, top * 1.12))], gridcolor=GRID),
+        font=dict(size=14), paper_bgcolor=PAPER, plot_bgcolor=PAPER)
     return fig
 
 
@@ -103,10 +103,10 @@ def pressure_figure(points: Sequence, lang: str = "en", height: int = 300) -> go
         fig.update_xaxes(_x_axis(sizes, lang), row=1, col=col)
         # small counts: a tick per whole number (never 0.5); larger: plotly's round steps
         fig.update_yaxes(range=[0, max(1, top) * 1.08], tickformat="d", dtick=1 if top <= 5 else None,
-                         gridcolor="#eaeef2", row=1, col=col)
+                         gridcolor=GRID, row=1, col=col)
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), hovermode="closest",
                       legend=dict(orientation="h", yanchor="bottom", y=-0.45, x=0),
-                      font=dict(size=13), paper_bgcolor="#ffffff", plot_bgcolor="#ffffff")
+                      font=dict(size=13), paper_bgcolor=PAPER, plot_bgcolor=PAPER)
     return fig
 
 
@@ -205,7 +205,7 @@ def _trace_x_axis(reports: Sequence[dict], lang: str, bytes_per_token: int | Non
     title = t("capt_axis_tokens_gib" if bytes_per_token else "capt_axis_tokens", lang)
     return dict(title=title, type="log", tickvals=sizes,
                 ticktext=[_capacity_label(s, bytes_per_token) for s in sizes], showgrid=True,
-                gridcolor="#eaeef2")
+                gridcolor=GRID)
 
 
 def trace_hit_figure(reports: Sequence[dict], lang: str = "en", bytes_per_token: int | None = None,
@@ -246,18 +246,18 @@ def trace_hit_figure(reports: Sequence[dict], lang: str = "en", bytes_per_token:
         fig.add_annotation(x=math.log10(x), y=0.02, yref="paper", xref="x",
                            text=t("capt_knee_mark", lang, pct=f"{100 * KNEE_FRACTION:.0f}"),
                            showarrow=False, xanchor="left", yanchor="bottom",
-                           font=dict(size=13, color=ORANGE), bgcolor="rgba(255,255,255,0.85)")
+                           font=dict(size=13, color=ORANGE), bgcolor=VEIL)
     fig.add_hline(y=ceiling, line=dict(color=MUTED, width=1.5, dash="dash"))
     fig.add_annotation(x=0, xref="paper", y=ceiling, yref="y", showarrow=False, xanchor="left",
                        yanchor="bottom", text=t("capt_ceiling_mark", lang, rate=_pct(ceiling)),
-                       font=dict(size=13, color=MUTED), bgcolor="rgba(255,255,255,0.85)")
+                       font=dict(size=13, color=MUTED), bgcolor=VEIL)
     fig.update_layout(
         height=height, margin=dict(l=10, r=10, t=10, b=10), hovermode="closest",
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, font=dict(size=14)),
         xaxis=_trace_x_axis(reports, lang, bytes_per_token),
         yaxis=dict(title=t("cap_axis_hit", lang), tickformat=".0%", rangemode="tozero",
-                   range=[0, min(1.0, max(0.05, ceiling * 1.15))], gridcolor="#eaeef2"),
-        font=dict(size=14), paper_bgcolor="#ffffff", plot_bgcolor="#ffffff")
+                   range=[0, min(1.0, max(0.05, ceiling * 1.15))], gridcolor=GRID),
+        font=dict(size=14), paper_bgcolor=PAPER, plot_bgcolor=PAPER)
     return fig
 
 
@@ -282,8 +282,8 @@ def trace_latency_figure(reports: Sequence[dict], lang: str = "en", bytes_per_to
         height=height, margin=dict(l=10, r=10, t=10, b=10), hovermode="closest",
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, font=dict(size=13)),
         xaxis=_trace_x_axis(reports, lang, bytes_per_token),
-        yaxis=dict(title=t("capt_axis_ttft", lang), rangemode="tozero", gridcolor="#eaeef2"),
-        font=dict(size=14), paper_bgcolor="#ffffff", plot_bgcolor="#ffffff")
+        yaxis=dict(title=t("capt_axis_ttft", lang), rangemode="tozero", gridcolor=GRID),
+        font=dict(size=14), paper_bgcolor=PAPER, plot_bgcolor=PAPER)
     return fig
 
 

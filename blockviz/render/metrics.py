@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from blockviz.i18n import t
-from blockviz.render.theme import BLUE, GREEN, INK, PURPLE, RED
+from blockviz.render.theme import BLUE, GREEN, INK, PAPER, PURPLE, RED
 
 
 @dataclass(frozen=True)
@@ -68,5 +68,5 @@ def metrics_figure(series: Series, current: int, lang: str = "en", height: int =
         yaxis2=dict(title=t("evictions", lang), overlaying="y", side="right",
                     range=[0, max(1, top) * 1.05], showgrid=False, tickformat="d",
                     dtick=max(1, -(-top // 4))),
-        paper_bgcolor="#ffffff", plot_bgcolor="#ffffff")
+        paper_bgcolor=PAPER, plot_bgcolor=PAPER)
     return fig

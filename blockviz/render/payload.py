@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from blockviz.i18n import t
-from blockviz.render.theme import GREEN, RED, esc
+from blockviz.render.theme import GREEN, PAPER, RED, esc
 from blockviz.teach.labels import token_text
 
 
@@ -26,7 +26,7 @@ def payload_figure(summary, *, layer: int, head: int, kv: int, tokens: Sequence[
     fig.update_yaxes(autorange="reversed", title=t("slot", lang), type="category")
     fig.update_xaxes(title="head_dim", dtick=max(1, head_dim // 8))
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10),
-                      paper_bgcolor="#ffffff", plot_bgcolor="#ffffff")
+                      paper_bgcolor=PAPER, plot_bgcolor=PAPER)
     return fig
 
 

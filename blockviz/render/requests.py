@@ -94,8 +94,7 @@ def requests_html(snapshot, *, lang: str = "en", fresh: Collection[int] = (),
         rows.append(f'<div class="bv-more">… {esc(t("more_items", lang, n=len(reqs) - max_requests))}</div>')
     legend = (f'<div class="bv-legend"><span><i class="bv-sw bv-cached"></i>'
               f'{esc(t("local_hit", lang))}</span>'
-              f'<span><i class="bv-sw" style="background:#f3e5f5;border-color:#7b1fa2"></i>'
-              f'{esc(t("external_hit", lang))}</span>'
-              f'<span><i class="bv-sw" style="background:#e3f2fd;border-color:#1565c0"></i>'
+              f'<span><i class="bv-sw bv-ext"></i>{esc(t("external_hit", lang))}</span>'
+              f'<span><i class="bv-sw bv-new"></i>'
               f'{esc(t("new_block", lang))}</span></div>')
     return f'<div class="bv bv-panel">{"".join(rows)}{legend}</div>'

@@ -116,10 +116,3 @@ def link(base_url: str, code: str, *, step: int | None = None, lang: str | None 
         query += "&embed=true"
     return f"{base_url.rstrip('/')}/?{query}"
 
-
-def iframe(url: str, title: str) -> str:
-    """An ``<iframe>`` tag for a course page (``url`` should carry ``&embed=true``)."""
-    from html import escape
-    return (f'<iframe src="{escape(url, quote=True)}" title="{escape(title, quote=True)}" '
-            f'width="100%" height="720" style="border:1px solid #ddd;border-radius:6px" '
-            f'loading="lazy"></iframe>')

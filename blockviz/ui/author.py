@@ -14,7 +14,7 @@ import streamlit as st
 from blockviz.i18n import t
 from blockviz.i18n.errors import ErrorMessage
 from blockviz.render import theme
-from blockviz.render.authoring import AUTHOR_CSS, error_html, ok_html, reference_html, warn_html
+from blockviz.render.authoring import AUTHOR_CSS, error_html, iframe, ok_html, reference_html, warn_html
 from blockviz.scenario import ScenarioError, load_text, share
 from blockviz.scenario.schema import MAX_FILE_BYTES
 from blockviz.teach import authoring as A
@@ -369,7 +369,7 @@ def _share(loaded, lang: str) -> None:
         st.caption(t("share_size", lang, n=len(code), limit=share.MAX_CODE_CHARS))
         st.caption(t("share_embed", lang))
         title = loaded.scenario.title.get(lang)
-        st.code(share.iframe(share.link(base, code, step=step, lang=lang, embed=True), title),
+        st.code(iframe(share.link(base, code, step=step, lang=lang, embed=True), title),
                 language="html", wrap_lines=True)
 
 

@@ -12,6 +12,8 @@ the author types; Python replaces it only with a new ``seq`` (a snippet, an uplo
 """
 from __future__ import annotations
 
+from blockviz.render.theme import css_vars
+
 DEBOUNCE_MS = 250
 LINE_PX = 20
 
@@ -31,43 +33,46 @@ HTML = """
 </div>
 """
 
-CSS = f"""
+# the palette, then the editor's rules (their colours: var(--bv-*))
+CSS = css_vars(":host") + f"""
 .bvx-ed {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13.5px;
-          border: 1px solid #d0d4d9; border-radius: .45rem; overflow: hidden; background: #fff;
-          color: #1f2328; }}
-.bvx-ed:focus-within {{ border-color: #7aa7e6; box-shadow: 0 0 0 2px #dbe8fb; }}
+          border: 1px solid var(--bv-border); border-radius: .45rem; overflow: hidden;
+          background: var(--bv-paper); color: var(--bv-ink); }}
+.bvx-ed:focus-within {{ border-color: var(--bv-blue-focus); box-shadow: 0 0 0 2px var(--bv-blue-select); }}
 .bvx-main {{ display: flex; position: relative; }}
-.bvx-gutter {{ flex: 0 0 auto; min-width: 3.2em; background: #f6f8fa; border-right: 1px solid #e3e6e8;
-              overflow: hidden; position: relative; user-select: none; }}
+.bvx-gutter {{ flex: 0 0 auto; min-width: 3.2em; background: var(--bv-panel);
+              border-right: 1px solid var(--bv-rule); overflow: hidden; position: relative;
+              user-select: none; }}
 .bvx-nums {{ padding: 8px 0; }}
 .bvx-nums div {{ height: {LINE_PX}px; line-height: {LINE_PX}px; padding: 0 .5em 0 .4em; text-align: right;
-                color: #8c959f; }}
-.bvx-nums div.bvx-bad {{ background: #d1242f; color: #fff; font-weight: 700; }}
+                color: var(--bv-faint); }}
+.bvx-nums div.bvx-bad {{ background: var(--bv-red); color: var(--bv-paper); font-weight: 700; }}
 .bvx-area {{ position: relative; flex: 1 1 auto; min-width: 0; }}
 .bvx-text {{ display: block; width: 100%; box-sizing: border-box; border: 0; outline: 0; resize: vertical;
             margin: 0; padding: 8px 10px; font: inherit; line-height: {LINE_PX}px; white-space: pre;
             overflow: auto; tab-size: 2; background: transparent; color: inherit; position: relative;
             z-index: 1; }}
 .bvx-layer {{ position: absolute; inset: 0; overflow: hidden; pointer-events: none; }}
-.bvx-band {{ position: absolute; left: 0; right: 0; height: {LINE_PX}px; background: #fdecea;
-            box-shadow: inset 3px 0 0 #d1242f; }}
+.bvx-band {{ position: absolute; left: 0; right: 0; height: {LINE_PX}px; background: var(--bv-red-bg);
+            box-shadow: inset 3px 0 0 var(--bv-red); }}
 .bvx-beside {{ position: absolute; right: 6px; max-width: 60%; height: {LINE_PX - 2}px;
-              line-height: {LINE_PX - 2}px; padding: 0 .5em; border-radius: 4px; background: #d1242f;
-              color: #fff; font-size: 12px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
-              z-index: 2; opacity: .93; }}
-.bvx-status {{ border-top: 1px solid #e3e6e8; padding: 3px 10px; font-size: 12.5px; min-height: 1.4em;
-              background: #f6f8fa; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
-.bvx-status.bvx-err {{ color: #b42318; font-weight: 600; }}
-.bvx-status.bvx-ok {{ color: #1a7f37; }}
-.bvx-status .bvx-hint {{ float: right; color: #8c959f; font-weight: 400; }}
-.bvx-pop {{ position: absolute; z-index: 5; margin: 0; padding: 2px 0; list-style: none; background: #fff;
-           border: 1px solid #c9ced4; border-radius: 6px; box-shadow: 0 4px 14px rgba(0,0,0,.15);
+              line-height: {LINE_PX - 2}px; padding: 0 .5em; border-radius: 4px; background: var(--bv-red);
+              color: var(--bv-paper); font-size: 12px; white-space: nowrap; overflow: hidden;
+              text-overflow: ellipsis; z-index: 2; opacity: .93; }}
+.bvx-status {{ border-top: 1px solid var(--bv-rule); padding: 3px 10px; font-size: 12.5px; min-height: 1.4em;
+              background: var(--bv-panel); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
+.bvx-status.bvx-err {{ color: var(--bv-red); font-weight: 600; }}
+.bvx-status.bvx-ok {{ color: var(--bv-green); }}
+.bvx-status .bvx-hint {{ float: right; color: var(--bv-faint); font-weight: 400; }}
+.bvx-pop {{ position: absolute; z-index: 5; margin: 0; padding: 2px 0; list-style: none;
+           background: var(--bv-paper); border: 1px solid var(--bv-border); border-radius: 6px;
+           box-shadow: 0 4px 14px var(--bv-shadow);
            max-height: 232px; overflow-y: auto; min-width: 16em; max-width: 30em; font-size: 12.5px; }}
 .bvx-pop li {{ padding: 3px 8px; cursor: pointer; }}
-.bvx-pop li b {{ color: #0550ae; }}
-.bvx-pop li span {{ color: #8c959f; margin-left: .6em; }}
-.bvx-pop li div {{ color: #57606a; font-family: system-ui, sans-serif; white-space: normal; }}
-.bvx-pop li[aria-selected="true"] {{ background: #dbe8fb; }}
+.bvx-pop li b {{ color: var(--bv-blue); }}
+.bvx-pop li span {{ color: var(--bv-faint); margin-left: .6em; }}
+.bvx-pop li div {{ color: var(--bv-muted); font-family: system-ui, sans-serif; white-space: normal; }}
+.bvx-pop li[aria-selected="true"] {{ background: var(--bv-blue-select); }}
 """
 
 JS = """

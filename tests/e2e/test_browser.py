@@ -146,6 +146,11 @@ def test_a_dense_pool_paints_each_block_in_its_kind_colour(browser, server, scre
     }""", list(picks.values()))
     want = [data["kindColours"][k].lower() for k in picks]
     assert got == want, dict(zip(picks, zip(got, want)))
+    # the marks drawn on the canvas read the theme's palette from the board's stylesheet
+    from blockviz.render.theme import AMBER, RED
+    assert page.locator(f"{BOARD} canvas.bvb-cv").evaluate(
+        "(cv) => ['amber', 'red'].map((n) => getComputedStyle(cv).getPropertyValue('--bv-' + n).trim())"
+    ) == [AMBER, RED]
     # a pool this small gets cells big enough to see from the back of a room, not 64 specks a row
     cols, cell = page.locator(f"{BOARD} canvas.bvb-cv").evaluate(
         "(cv) => [Number(cv.dataset.cols), (parseFloat(cv.style.width) - 34) / Number(cv.dataset.cols)]")

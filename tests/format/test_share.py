@@ -13,6 +13,7 @@ import zlib
 import pytest
 
 from blockviz.i18n.errors import knows
+from blockviz.render.authoring import iframe
 from blockviz.scenario import ScenarioError
 from blockviz.scenario.schema import MAX_FILE_BYTES
 from blockviz.scenario.share import (
@@ -22,7 +23,6 @@ from blockviz.scenario.share import (
     LinkTooLong,
     decode,
     encode,
-    iframe,
     link,
     load_link,
     share_code,
