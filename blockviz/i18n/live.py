@@ -109,4 +109,21 @@ STRINGS: dict[str, tuple[str, str]] = {
     "live_cli_no_file": ("{file}: cannot read the recording: {e}", "{file}：无法读取录制文件：{e}"),
     "live_cli_not_capture": ("{file}: not a recording (no {format} header and no message line)",
                              "{file}：不是录制文件（既没有 {format} 头，也没有消息行）"),
+    # blockviz live
+    "live_cli_socket": ("{endpoint}: cannot open the socket: {e}",
+                        "{endpoint}：无法打开 socket：{e}"),
+    "live_cli_record": ("{file}: cannot write the recording: {e}",
+                        "{file}：无法写入录制文件：{e}"),
+    "live_cli_listening": ("live: SUB {mode}s {endpoint} ({ranks} rank(s)), replay {replay}; "
+                           "Ctrl+C stops",
+                           "live：SUB {mode} {endpoint}（{ranks} 个 rank），回放 {replay}；"
+                           "Ctrl+C 停止"),
+    "live_cli_progress": ("live: {batches} batch(es), {events} event(s), {gaps} gap(s), {notes} "
+                          "note(s); {cached} hash(es) cached",
+                          "live：{batches} 批，{events} 个事件，{gaps} 个缺口，{notes} 条提示；"
+                          "缓存了 {cached} 个哈希"),
+    "live_cli_stopped_interrupted": ("live: stopped (interrupted)", "live：已停止（被中断）"),
+    "live_cli_stopped_idle": ("live: stopped after {s} s without a message",
+                              "live：{s} 秒没有消息，已停止"),
+    "live_cli_stopped_max_batches": ("live: stopped after {n} batches", "live：{n} 批后停止"),
 }

@@ -99,8 +99,106 @@ def cmd_state(args) -> int:
     return 0
 
 
+# -- blockviz live ------------------------------------------------------------------------------
+def cmd_live(args) -> int:
+    import time
+
+    import zmq
+
+    from blockviz.i18n import t
+    from blockviz.live.subscribe import LiveSession
+    lang = args.lang
+    try:
+        sess = LiveSession(args.endpoint, bind=args.bind, topic=args.topic, replay=args.replay,
+                           dp_ranks=args.dp_ranks, record=args.record,
+                           replay_timeout_s=args.replay_timeout,
+                           max_message_bytes=args.max_message_bytes, **_limit_kw(args))
+    except (zmq.ZMQError, ValueError) as e:
+        print(t("live_cli_socket", lang, endpoint=args.endpoint, e=e), file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as e:
+        print(t("live_cli_record", lang, file=args.record, e=e.strerror or e), file=sys.stderr)
+        return EXIT_INPUT
+    red = sess.red
+    mode = "bind" if args.bind else "connect"
+    if not args.quiet:
+        print(t("live_cli_listening", lang, mode=mode, endpoint=args.endpoint,
+                ranks=args.dp_ranks, replay=args.replay or "-"), file=sys.stderr)
+    reason = "interrupted"
+    shown, last_show = None, 0.0
+    try:
+        while True:
+            sess.pump(0.1)
+            if args.max_batches and red.batches >= args.max_batches:
+                reason = "max_batches"
+                break
+            if (args.until_idle is not None and sess.idle_for() >= args.until_idle
+                    and not sess.sub.replaying()):
+                reason = "idle"
+                break
+            now = time.monotonic()
+            line = (red.batches, red.events, red.gaps, red.notes.total, red.cached())
+            if not args.quiet and line != shown and now - last_show >= 1.0:
+                _progress(line, lang)
+                shown, last_show = line, now
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sess.close()
+    final = (red.batches, red.events, red.gaps, red.notes.total, red.cached())
+    if not args.quiet:
+        if final != shown:
+            _progress(final, lang)
+        print(t(f"live_cli_stopped_{reason}", lang, n=args.max_batches, s=args.until_idle),
+              file=sys.stderr)
+    if args.json:
+        json.dump(red.report(), sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print_state(red, args.endpoint, lang)
+    return 0
+
+
+def _progress(line, lang: str) -> None:
+    from blockviz.i18n import t
+    batches, events, gaps, notes, cached = line
+    print(t("live_cli_progress", lang, batches=batches, events=events, gaps=gaps, notes=notes,
+            cached=cached), file=sys.stderr, flush=True)
+
+
 def add_parser(sub) -> None:
     """Register ``live``, ``publish`` and ``events`` on the ``blockviz`` command's subparsers."""
+    lv = sub.add_parser("live", help="subscribe to a running vLLM's KV events (ZeroMQ)",
+                        description="Subscribe to vLLM's KV-event stream (--kv-events-config) and "
+                                    "show what its prefix cache holds. vLLM binds its PUB socket "
+                                    "when the endpoint has '*' or '::' (its default tcp://*:5557: "
+                                    "connect here) and connects it otherwise (tcp://HOST:P: use "
+                                    "--bind here). Stops on Ctrl+C, --until-idle or --max-batches, "
+                                    "then prints the state.")
+    lv.add_argument("endpoint", help="the PUB endpoint, e.g. tcp://127.0.0.1:5557")
+    lv.add_argument("--bind", action="store_true",
+                    help="bind the SUB socket (when vLLM connects its PUB: an endpoint without *)")
+    lv.add_argument("--topic", default="", help="KVEventsConfig.topic (default empty: all)")
+    lv.add_argument("--dp-ranks", type=_positive(int), default=1, metavar="N",
+                    help="data-parallel ranks: rank r on the endpoint's port + r (default 1)")
+    lv.add_argument("--replay", default=None, metavar="ENDPOINT",
+                    help="the replay ROUTER (KVEventsConfig.replay_endpoint): asked from seq 0 at "
+                         "start and for every gap")
+    lv.add_argument("--record", default=None, metavar="FILE",
+                    help="write every message received (vllm-kv-events-capture/1)")
+    lv.add_argument("--until-idle", type=_positive(float), default=None, metavar="S",
+                    help="stop after S seconds without a message (counted from the start too)")
+    lv.add_argument("--max-batches", type=_positive(int), default=None, metavar="N",
+                    help="stop after N batches")
+    lv.add_argument("--replay-timeout", type=_positive(float), default=5.0, metavar="S",
+                    help="give up a replay that is quiet for S seconds (default 5)")
+    lv.add_argument("--max-message-bytes", type=_positive(int), default=64 << 20, metavar="N",
+                    help="refuse frames over N bytes (default 64 MiB)")
+    lv.add_argument("--json", action="store_true", help="print the final state as JSON")
+    lv.add_argument("--lang", choices=["en", "zh"], default="en")
+    lv.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _limits(lv)
+    lv.set_defaults(fn=cmd_live)
     e = sub.add_parser("events", help="read recordings of vLLM's KV-event stream",
                        description="Recordings in the framing vllm-kv-events-capture/1 (what "
                                    "`blockviz live --record` writes).")

@@ -55,6 +55,8 @@ class Sequencer:
         self.pending: dict[int, Any] = {}
         self.awaiting = False
         self.request: int | None = None
+        self._replay_hi: int | None = None      # the highest seq the current replay returned
+        self._asked_again = False
 
     def live(self, seq: int, item: Any) -> list[tuple]:
         out: list[tuple] = []
@@ -92,6 +94,8 @@ class Sequencer:
 
     def from_replay(self, seq: int, item: Any) -> list[tuple]:
         out = self._flush() if len(self.pending) >= self.max_pending else []
+        if self._replay_hi is None or seq > self._replay_hi:
+            self._replay_hi = seq
         if self.next is None and seq == 0:
             self.next = 0
         if (self.next is not None and seq < self.next) or seq in self.pending:
@@ -106,7 +110,16 @@ class Sequencer:
         self.awaiting = True
 
     def replay_end(self) -> list[tuple]:
-        return self._flush()
+        """The end marker: what the replay did not return is lost, unless the hole opened after
+        the replay was asked for (a live batch dropped while it ran): then it is asked once more."""
+        hi, self._replay_hi = self._replay_hi, None
+        out = self._drain() if self.next is not None else []
+        nxt = 0 if self.next is None else self.next
+        if (self.pending and min(self.pending) > nxt and (hi is None or nxt > hi)
+                and not self._asked_again):
+            self._asked_again, self.request = True, nxt
+            return out + [("gap", nxt, min(self.pending) - 1)]
+        return out + self._flush()
 
     def give_up(self) -> list[tuple]:
         """No more replay is coming (it timed out, or the recording ended): apply what is held."""
@@ -127,7 +140,8 @@ class Sequencer:
                 out.append(("lost", nxt, seq - 1))
             out.append(("apply", seq, self.pending.pop(seq)))
             self.next = seq + 1
-        self.awaiting = False
+        self.awaiting = self._asked_again = False
+        self._replay_hi = None
         return out
 
 
@@ -200,9 +214,9 @@ class Reduction:
             if m.end and rec.src == "replay":
                 for r, rs in self._replay_targets(rank_hint):
                     self._act(r, rs, rs.seq.replay_end())
-            else:
-                self.skipped += 1
-                self.notes.add("bad_seq", where, seq=m.seq)
+                return self._requests()
+            self.skipped += 1
+            self.notes.add("bad_seq", where, seq=m.seq)
             return []
         where = Where(message=rec.index, src=rec.src, seq=m.seq, line=rec.line)
         try:
@@ -221,10 +235,15 @@ class Reduction:
         actions = (rs.seq.live(m.seq, item) if rec.src == "sub"
                    else rs.seq.from_replay(m.seq, item))
         self._act(rank, rs, actions)
-        if rs.seq.request is not None:
-            req, rs.seq.request = rs.seq.request, None
-            return [(rank, req)]
-        return []
+        return self._requests()
+
+    def _requests(self) -> list[tuple[int, int]]:
+        out = []
+        for r, rs in self.ranks.items():
+            if rs.seq.request is not None:
+                out.append((r, rs.seq.request))
+                rs.seq.request = None
+        return out
 
     def _replay_targets(self, rank_hint: int | None):
         if rank_hint is not None:

@@ -179,3 +179,20 @@ def test_unknown_type_inside_a_valid_batch_keeps_the_rest():
     red.feed(Received("sub", 2.0, [b"", (1).to_bytes(8, "big"), payload], 1))
     assert red.cached() == 0 and red.notes.counts["unknown_type"] == 1
     assert "seq 1, event 0: unknown event type 'Mystery'" in red.notes.kept()[0].text()
+
+
+def test_a_hole_that_opens_while_a_replay_runs_is_asked_for_again():
+    s = Sequencer(replay=True)
+    s.expect_replay()                       # asked from 0 at start
+    assert applied(s.from_replay(0, "a") + s.from_replay(1, "b")) == [0, 1]
+    assert applied(s.live(2, "c") + s.live(4, "e")) == []      # 3 dropped while it runs
+    acts = s.replay_end()
+    assert acts == [("apply", 2, "c"), ("gap", 3, 3)] and s.request == 3 and s.awaiting
+    s.request = None
+    assert applied(s.from_replay(3, "d") + s.from_replay(4, "e")) == [3, 4]
+    assert s.replay_end() == [] and not s.awaiting
+    # a replay that returned nothing for a hole it should have had: lost, not asked again
+    s.live(7, "h")
+    s.request = None
+    acts = s.from_replay(7, "h") + s.replay_end()
+    assert ("lost", 5, 6) in acts and applied(acts) == [7]

@@ -1,0 +1,246 @@
+"""The subscriber's sockets (``blockviz live``, the Live page): a SUB per data-parallel rank and,
+when the publisher has one, a DEALER to its replay ROUTER.
+
+vLLM's ``ZmqEventPublisher`` binds its PUB socket when the endpoint contains ``*`` or ``::`` or is
+``ipc://``/``inproc://``, and connects it otherwise: so a subscriber connects to a binding
+publisher (vLLM's default ``tcp://*:5557``) and binds where vLLM connects (``tcp://host:P``).
+Rank r of a data-parallel deployment publishes on the endpoint's port + r, and its replay socket
+on the replay port + r. A replay request is ``[b"", seq as 8 bytes big-endian]`` from a DEALER;
+the replies are ``[b"", topic, seq, payload]`` and end with ``[b"", b"", -1, b""]`` (a REQ socket
+would receive only the first).
+
+Bounded: a frame over ``max_message_bytes`` is refused by libzmq (the peer is disconnected), a
+replay that goes quiet for ``replay_timeout_s`` or sends more than ``max_replay`` batches is
+abandoned (its DEALER closed, so late replies are dropped), and the receive queue holds at most
+``rcvhwm`` messages.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import zmq
+
+from blockviz.live.capture import CaptureWriter, Received
+from blockviz.live.stream import MAX_PENDING, Reduction
+from blockviz.live.wire import END_SEQ, seq_frame
+
+MAX_MESSAGE_BYTES = 64 << 20
+REPLAY_TIMEOUT_S = 5.0
+RCVHWM = 100_000
+
+
+def offset_endpoint_port(endpoint: str | None, rank: int) -> str | None:
+    """Rank ``rank``'s endpoint, as vLLM derives it (ZmqEventPublisher.offset_endpoint_port):
+    tcp port + rank (a port of 0 is left alone), ``inproc://x`` -> ``inproc://x_dpR``."""
+    if not endpoint or rank == 0:
+        return endpoint
+    if "inproc" in endpoint:
+        return f"{endpoint}_dp{rank}"
+    if "tcp" in endpoint:
+        base, _, port = endpoint.rpartition(":")
+        if not port.isdigit():
+            raise ValueError(f"{endpoint}: no port to offset for DP rank {rank}")
+        return endpoint if int(port) == 0 else f"{base}:{int(port) + rank}"
+    raise ValueError(f"{endpoint}: DP ranks need a tcp:// or inproc:// endpoint")
+
+
+def publisher_binds(endpoint: str) -> bool:
+    """vLLM's rule (ZmqEventPublisher._is_bind_endpoint): does its PUB socket bind here?"""
+    return "*" in endpoint or "::" in endpoint or endpoint.startswith(("ipc://", "inproc://"))
+
+
+@dataclass
+class _Replay:
+    sock: zmq.Socket
+    started: float
+    last: float
+    replies: int = 0
+
+
+@dataclass
+class Subscriber:
+    """The sockets. ``poll`` returns ``(src, rank, frames, t)`` per message received, replay
+    replies without the DEALER's delimiter frame."""
+    endpoint: str
+    bind: bool = False
+    topic: str = ""
+    replay: str | None = None
+    dp_ranks: int = 1
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    replay_timeout_s: float = REPLAY_TIMEOUT_S
+    max_replay: int = MAX_PENDING + 1
+    subs: list = field(default_factory=list)
+    _replays: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.dp_ranks <= 64:
+            raise ValueError("--dp-ranks must be from 1 to 64")
+        self.ctx = zmq.Context()
+        self.poller = zmq.Poller()
+        self._socket_rank: dict = {}
+        self._open: set = set()          # every socket not closed yet (term waits for them)
+        try:
+            for r in range(self.dp_ranks):
+                s = self._socket(zmq.SUB)
+                s.setsockopt(zmq.SUBSCRIBE, self.topic.encode("utf-8"))
+                ep = offset_endpoint_port(self.endpoint, r)
+                if self.bind:
+                    s.bind(ep)
+                else:
+                    s.connect(ep)
+                self.subs.append(s)
+                self._socket_rank[s] = ("sub", r)
+                self.poller.register(s, zmq.POLLIN)
+        except Exception:
+            self.close()
+            raise
+
+    def _socket(self, kind: int) -> zmq.Socket:
+        s = self.ctx.socket(kind)
+        self._open.add(s)
+        s.setsockopt(zmq.LINGER, 0)
+        s.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+        s.setsockopt(zmq.RCVHWM, RCVHWM)
+        return s
+
+    # -- replay -------------------------------------------------------------------------------------
+    def request_replay(self, rank: int, from_seq: int) -> bool:
+        """Ask rank ``rank``'s replay socket for every buffered batch from ``from_seq`` on (a fresh
+        DEALER: replies to an abandoned request cannot mix in). False without a replay socket."""
+        if not self.replay:
+            return False
+        self._drop_replay(rank)
+        s = self._socket(zmq.DEALER)
+        s.connect(offset_endpoint_port(self.replay, rank))
+        s.send_multipart([b"", seq_frame(max(0, from_seq))])
+        now = time.monotonic()
+        self._replays[rank] = _Replay(s, now, now)
+        self._socket_rank[s] = ("replay", rank)
+        self.poller.register(s, zmq.POLLIN)
+        return True
+
+    def _drop_replay(self, rank: int) -> None:
+        old = self._replays.pop(rank, None)
+        if old is not None:
+            self.poller.unregister(old.sock)
+            self._socket_rank.pop(old.sock, None)
+            self._close(old.sock)
+
+    def _close(self, s: zmq.Socket) -> None:
+        self._open.discard(s)
+        s.close(0)
+
+    def replaying(self) -> bool:
+        return bool(self._replays)
+
+    def expired(self) -> list[tuple[int, str, dict]]:
+        """Replays abandoned now: quiet for too long, or too many replies. -> (rank, note kind,
+        note fields)."""
+        out, now = [], time.monotonic()
+        for rank, rp in list(self._replays.items()):
+            if now - rp.last > self.replay_timeout_s:
+                out.append((rank, "replay_timeout", {"seconds": self.replay_timeout_s}))
+            elif rp.replies > self.max_replay:
+                out.append((rank, "replay_overflow", {"limit": self.max_replay}))
+            else:
+                continue
+            self._drop_replay(rank)
+        return out
+
+    # -- receiving ----------------------------------------------------------------------------------
+    def poll(self, timeout_ms: int, max_messages: int = 10_000) -> list[tuple[str, int, list, float]]:
+        out: list = []
+        for sock, _ in self.poller.poll(timeout_ms):
+            src, rank = self._socket_rank.get(sock, (None, None))
+            if src is None:
+                continue
+            while len(out) < max_messages:
+                try:
+                    frames = sock.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                t = time.time()
+                if src == "replay":
+                    if frames and frames[0] == b"":
+                        frames = frames[1:]   # the DEALER's empty delimiter
+                    rp = self._replays.get(rank)
+                    if rp is not None:
+                        rp.replies += 1
+                        rp.last = time.monotonic()
+                    out.append((src, rank, frames, t))
+                    if (len(frames) == 3 and len(frames[1]) == 8
+                            and int.from_bytes(frames[1], "big", signed=True) == END_SEQ):
+                        self._drop_replay(rank)     # done: the marker ends it
+                        break
+                else:
+                    out.append((src, rank, frames, t))
+        return out
+
+    def close(self) -> None:
+        for rank in list(self._replays):
+            self._drop_replay(rank)
+        for s in list(self._open):
+            self._close(s)
+        self.subs = []
+        self.ctx.term()
+
+
+class LiveSession:
+    """A subscriber feeding a reduction (and a recording). ``pump`` does one round of receiving;
+    the CLI and the app's background thread call it in a loop."""
+
+    def __init__(self, endpoint: str, *, bind: bool = False, topic: str = "",
+                 replay: str | None = None, dp_ranks: int = 1, record: str | None = None,
+                 replay_timeout_s: float = REPLAY_TIMEOUT_S,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES, **limits) -> None:
+        self.sub = Subscriber(endpoint, bind=bind, topic=topic, replay=replay, dp_ranks=dp_ranks,
+                              max_message_bytes=max_message_bytes,
+                              replay_timeout_s=replay_timeout_s)
+        self.red = Reduction(replay=bool(replay), **limits)
+        self.writer = None
+        if record:
+            try:
+                self.writer = CaptureWriter(record, endpoint=endpoint,
+                                            mode="bind" if bind else "connect", topic=topic,
+                                            replay=replay, dp_ranks=dp_ranks)
+            except OSError:
+                self.sub.close()
+                raise
+        self.index = 0
+        self.last_message = time.monotonic()
+        self.requests = 0
+        if replay:
+            # vLLM's advice: ask from 0 at start (PUB drops what is sent before a subscription
+            # arrives; the replay buffer has it). Each rank's first live batch then finds it done.
+            for r in range(dp_ranks):
+                self._request(r, 0)
+
+    def _request(self, rank: int, seq: int) -> None:
+        if self.sub.request_replay(rank, seq):
+            self.requests += 1
+            self.red.rank(rank).seq.expect_replay()
+
+    def pump(self, timeout_s: float = 0.1) -> int:
+        msgs = self.sub.poll(int(timeout_s * 1000))
+        for src, rank, frames, t in msgs:
+            rec = Received(src, t, frames, self.index)
+            self.index += 1
+            if self.writer is not None:
+                self.writer.write(src, frames, t)
+            for r, seq in self.red.feed(rec, rank_hint=rank if src == "replay" else None):
+                self._request(r, seq)
+        if msgs:
+            self.last_message = time.monotonic()
+        for rank, kind, fields in self.sub.expired():
+            self.red.replay_failed(rank, kind, **fields)
+        return len(msgs)
+
+    def idle_for(self) -> float:
+        return time.monotonic() - self.last_message
+
+    def close(self) -> None:
+        self.red.finish()
+        if self.writer is not None:
+            self.writer.close()
+        self.sub.close()
