@@ -84,7 +84,7 @@ def breakdown_ours(trace, block_size: int, pool_blocks: int) -> dict[str, float]
     from blockviz.core import KVCacheManager
     from blockviz.sim.capacity import SequenceRequest
     clock = time.perf_counter
-    manager = KVCacheManager(pool_blocks + 1, block_size, enable_kv_cache_events=False, ops=None)
+    manager = KVCacheManager(pool_blocks + 1, block_size, enable_kv_cache_events=False)
     build = calls = 0.0
     for i, r in enumerate(trace):
         t0 = clock()

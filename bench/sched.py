@@ -24,6 +24,7 @@ and each recording mode. Without vLLM's source the vLLM side is skipped with the
 from __future__ import annotations
 
 from blockviz.core import BlockHasher, KVCacheManager, Request, Scheduler
+from blockviz.core.ops import OpList
 from blockviz.core.scheduler import SchedulerConfig
 
 from . import vllm_sched
@@ -58,7 +59,7 @@ class Ours:
         self.name = f"blockviz (recording {'on' if recording else 'off'})"
 
     def setup(self, toks: list[list[int]]) -> None:
-        self.mgr = KVCacheManager(POOL_BLOCKS + 1, BLOCK_SIZE, ops=[] if self.recording else None)
+        self.mgr = KVCacheManager(POOL_BLOCKS + 1, BLOCK_SIZE, sink=OpList() if self.recording else None)
         self.sched = Scheduler(self.mgr, config=SchedulerConfig())
         hasher = BlockHasher("sha256")
         self.ids = [f"r{i}" for i in range(len(toks))]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockviz.core import BlockPool
+from blockviz.core.ops import OpList
 from blockviz.scenario import Scenario
 from blockviz.sim.engine import Engine
 
@@ -110,7 +111,7 @@ class OursPool:
 
     def new(self, trace: Trace, events: bool) -> BlockPool:
         return BlockPool(trace.num_gpu_blocks, True, enable_kv_cache_events=events,
-                         ops=[] if self.recording else None)
+                         sink=OpList() if self.recording else None)
 
     def calls(self, trace: Trace, pool: BlockPool) -> list[tuple]:
         return resolve_calls(trace, pool, trace.requests)

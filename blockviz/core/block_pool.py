@@ -12,8 +12,8 @@ hash map. Its contract, which the tests check at pointer level:
     to the tail. ``append`` (vLLM <= 0.23, "classic"): all to the tail;
   * the map does not de-duplicate: two blocks may carry one hash; lookups return the first inserted.
 
-Every mutation can be recorded as an op record in ``ops`` (a list, or None to switch recording off):
-the timeline replays them and the UI highlights them. The records (``Popleft``, ``Evict``,
+Every mutation can be reported as an op record to ``sink`` (an ``OpSink``, or None to switch
+recording off): the timeline replays them and the UI highlights them. The records (``Popleft``, ``Evict``,
 ``Touch``, ``Cache``, ``Free``, ``FreeHead``, ``FreeTail``, ``Reset``) are defined, with what each
 field means, in ``blockviz.core.ops``.
 """
@@ -32,7 +32,17 @@ from blockviz.core.events import (
 )
 from blockviz.core.free_queue import FreeKVCacheBlockQueue
 from blockviz.core.hashing import generate_block_hash_extra_keys, hash_to_event_int
-from blockviz.core.ops import Cache, Evict, Free, FreeHead, FreeTail, Popleft, Reset, Touch
+from blockviz.core.ops import (
+    Cache,
+    Evict,
+    Free,
+    FreeHead,
+    FreeTail,
+    OpSink,
+    Popleft,
+    Reset,
+    Touch,
+)
 
 if TYPE_CHECKING:
     from blockviz.core.request import Request
@@ -100,7 +110,7 @@ class BlockHashToBlockMap:
 class BlockPool:
     def __init__(self, num_gpu_blocks: int, enable_caching: bool = True, *,
                  free_order: str = "split", enable_kv_cache_events: bool = True,
-                 ops: list | None = None) -> None:
+                 sink: OpSink | None = None) -> None:
         if num_gpu_blocks < 1:
             raise ValueError("num_gpu_blocks must be at least 1 (block 0 is the null block)")
         if free_order not in FREE_ORDERS:
@@ -115,13 +125,13 @@ class BlockPool:
         self.null_block.is_null = True
         self.enable_kv_cache_events = enable_kv_cache_events
         self.kv_event_queue: list[KVCacheEvent] = []
-        self.ops = ops
+        self.sink = sink
         self.num_evictions = 0  # blocks whose hash left the map at reuse (a metric, not vLLM state)
 
     def __deepcopy__(self, memo: dict) -> BlockPool:
         """A copy with the same queue order and map order. Blocks are copied here, unlinked, and
         relinked through the new queue (a generic deep copy would recurse along the links).
-        The copy records no ops until its owner attaches a list."""
+        The copy reports no ops until its owner attaches a sink."""
         new = BlockPool.__new__(BlockPool)
         memo[id(self)] = new
         new.__dict__.update(self.__dict__)
@@ -139,7 +149,7 @@ class BlockPool:
                 new.cached_block_hash_to_block.insert(h, new.blocks[i])
         new.null_block = new.blocks[0]
         new.kv_event_queue = list(self.kv_event_queue)
-        new.ops = None
+        new.sink = None
         return new
 
     # -- lookups --------------------------------------------------------------------------
@@ -169,8 +179,8 @@ class BlockPool:
             assert block.ref_cnt == 0
             block.ref_cnt = 1
             evict = evict or block.block_hash is not None
-        if self.ops is not None:
-            self.ops.append(Popleft(tuple(b.block_id for b in blocks)))
+        if self.sink is not None:
+            self.sink.on_op(Popleft(tuple(b.block_id for b in blocks)))
         if evict:  # lazy eviction: a reused block's old hash leaves the map only now
             for block in blocks:
                 if block.block_hash is not None:
@@ -187,8 +197,8 @@ class BlockPool:
         if popped is None:
             return False
         self.num_evictions += 1
-        if self.ops is not None:
-            self.ops.append(Evict(block.block_id, block_hash))
+        if self.sink is not None:
+            self.sink.on_op(Evict(block.block_id, block_hash))
         if self.enable_kv_cache_events:
             self.kv_event_queue.append(BlockRemoved((hash_to_event_int(block_hash),)))
         return True
@@ -204,8 +214,8 @@ class BlockPool:
                 remove(block)
                 removed.append(block.block_id)
             block.ref_cnt += 1
-        if self.ops is not None:
-            self.ops.append(Touch(tuple(b.block_id for b in blocks if not b.is_null),
+        if self.sink is not None:
+            self.sink.on_op(Touch(tuple(b.block_id for b in blocks if not b.is_null),
                                  tuple(removed)))
 
     def cache_full_blocks(self, request: Request, blocks: Sequence[KVCacheBlock],
@@ -227,9 +237,9 @@ class BlockPool:
             insert(block_hash, block)
             cached_ids.append(block.block_id)
             cached_hashes.append(block_hash)
-        if self.ops is not None:
+        if self.sink is not None:
             parent = block_hashes[num_cached_blocks - 1] if num_cached_blocks > 0 else None
-            self.ops.append(Cache(request.request_id, tuple(cached_ids), tuple(cached_hashes),
+            self.sink.on_op(Cache(request.request_id, tuple(cached_ids), tuple(cached_hashes),
                                  num_cached_blocks, parent))
         if self.enable_kv_cache_events:
             self.kv_event_queue.append(self._block_stored_event(
@@ -260,7 +270,7 @@ class BlockPool:
         to_tail: list[KVCacheBlock] = []
         split = self.free_order == "split"
         caching = self.enable_caching
-        freed_ids: list[int] | None = [] if self.ops is not None else None
+        freed_ids: list[int] | None = [] if self.sink is not None else None
         for block in ordered_blocks:
             if block.is_null:
                 continue
@@ -274,12 +284,12 @@ class BlockPool:
                     to_tail.append(block)   # may still hit: reuse last (LRU)
         self.free_block_queue.prepend_n(to_head)
         self.free_block_queue.append_n(to_tail)
-        if self.ops is not None:
-            self.ops.append(Free(tuple(freed_ids)))
+        if self.sink is not None:
+            self.sink.on_op(Free(tuple(freed_ids)))
             if to_head:
-                self.ops.append(FreeHead(tuple(b.block_id for b in to_head)))
+                self.sink.on_op(FreeHead(tuple(b.block_id for b in to_head)))
             if to_tail:
-                self.ops.append(FreeTail(tuple(b.block_id for b in to_tail)))
+                self.sink.on_op(FreeTail(tuple(b.block_id for b in to_tail)))
 
     def evict_blocks(self, block_ids: Iterable[int]) -> None:
         """Drop these blocks' hashes from the prefix cache; held blocks stay held."""
@@ -291,14 +301,14 @@ class BlockPool:
     def reset_prefix_cache(self) -> bool:
         """Forget every hash — only when no request holds a block; else change nothing."""
         if self.num_gpu_blocks - self.get_num_free_blocks() != 1:
-            if self.ops is not None:
-                self.ops.append(Reset(False))
+            if self.sink is not None:
+                self.sink.on_op(Reset(False))
             return False
         self.cached_block_hash_to_block = BlockHashToBlockMap()
         for block in self.blocks:
             block.reset_hash()
-        if self.ops is not None:
-            self.ops.append(Reset(True))
+        if self.sink is not None:
+            self.sink.on_op(Reset(True))
         if self.enable_kv_cache_events:
             self.kv_event_queue.append(AllBlocksCleared())
         return True

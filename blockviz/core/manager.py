@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from blockviz.core.block import KVCacheBlock
 from blockviz.core.block_pool import BlockPool
-from blockviz.core.ops import AllocFailed, Lookup
+from blockviz.core.ops import AllocFailed, Lookup, OpSink
 from blockviz.core.request import Request
 
 
@@ -72,12 +72,12 @@ class PrefixCacheStats:
 class KVCacheManager:
     def __init__(self, num_gpu_blocks: int, block_size: int, *, enable_caching: bool = True,
                  free_order: str = "split", enable_kv_cache_events: bool = True,
-                 ops: list | None = None, max_model_len: int = 1 << 20) -> None:
+                 sink: OpSink | None = None, max_model_len: int = 1 << 20) -> None:
         self.block_size = block_size
         self.max_model_len = max_model_len
         self.enable_caching = enable_caching
         self.block_pool = BlockPool(num_gpu_blocks, enable_caching, free_order=free_order,
-                                    enable_kv_cache_events=enable_kv_cache_events, ops=ops)
+                                    enable_kv_cache_events=enable_kv_cache_events, sink=sink)
         # request id -> its block table (vLLM's req_to_blocks of the one group)
         self.req_to_blocks: dict[str, list[KVCacheBlock]] = {}
         # request id -> how many of its blocks are cached; only for requests holding blocks
@@ -85,8 +85,8 @@ class KVCacheManager:
         self.prefix_cache_stats = PrefixCacheStats()
 
     @property
-    def ops(self) -> list | None:
-        return self.block_pool.ops
+    def sink(self) -> OpSink | None:
+        return self.block_pool.sink
 
     @property
     def usage(self) -> float:
@@ -104,9 +104,9 @@ class KVCacheManager:
             if block is None:
                 break
             hits.append(block)
-        ops = self.block_pool.ops
-        if ops is not None:
-            ops.append(Lookup(request.request_id, tuple(b.block_id for b in hits),
+        sink = self.block_pool.sink
+        if sink is not None:
+            sink.on_op(Lookup(request.request_id, tuple(b.block_id for b in hits),
                               max_cache_hit_length, len(request.block_hashes)))
         return hits, len(hits) * self.block_size
 
@@ -147,16 +147,16 @@ class KVCacheManager:
             full = min(request.num_tokens, self.max_model_len)
             needed = self.get_num_blocks_to_allocate(request, full, new_computed_blocks)
             if needed > pool.get_num_free_blocks():
-                if pool.ops is not None:
-                    pool.ops.append(AllocFailed(rid, needed, pool.get_num_free_blocks(),
+                if pool.sink is not None:
+                    pool.sink.on_op(AllocFailed(rid, needed, pool.get_num_free_blocks(),
                                                 full_sequence=True))
                 return None
         num_tokens_need_slot = min(total_computed + num_new_tokens, self.max_model_len)
 
         needed = self.get_num_blocks_to_allocate(request, num_tokens_need_slot, new_computed_blocks)
         if needed > pool.get_num_free_blocks() - reserved_blocks:
-            if pool.ops is not None:
-                pool.ops.append(AllocFailed(rid, needed, pool.get_num_free_blocks()))
+            if pool.sink is not None:
+                pool.sink.on_op(AllocFailed(rid, needed, pool.get_num_free_blocks()))
             return None
 
         if (new_computed_blocks or num_external_computed_tokens > 0) \

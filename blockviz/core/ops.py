@@ -11,7 +11,21 @@ Conventions: ``request_id`` names the request an op is about; ``block_ids`` (sev
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
+
+
+class OpSink(Protocol):
+    """Whoever watches the core. The pool, the manager, the scheduler and the connector hand each
+    op record to their sink as it happens (``sink.on_op(op)``), the way vLLM's block pool reports
+    to its ``metrics_collector``; a sink of None records nothing and costs nothing."""
+
+    def on_op(self, op: Any) -> None: ...
+
+
+class OpList(list):
+    """The plain sink: the records, in order."""
+
+    on_op = list.append
 
 
 # -- the block pool (vllm/v1/core/block_pool.py) --------------------------------------------------

@@ -179,9 +179,9 @@ class Scheduler:
         self.connector_prefix_cache_stats = PrefixCacheStats()
 
     def _op(self, op) -> None:
-        ops = self.kv_cache_manager.block_pool.ops
-        if ops is not None:
-            ops.append(op)
+        sink = self.kv_cache_manager.block_pool.sink
+        if sink is not None:
+            sink.on_op(op)
 
     # -- queries --------------------------------------------------------------------------
     def has_unfinished_requests(self) -> bool:

@@ -18,12 +18,21 @@ A run over its budget stops at the step it was in, with a located message naming
 line (``FILE:LINE:COL: steps[i].kind: step k (kind): ...``, exit status 2 on the command line).
 ``RUN_BUDGET`` is the command line's and the library's; ``PREVIEW_BUDGET`` is the app's, for
 every scenario a session runs (its Author preview, its "try it yourself" fork).
+
+The engine knows nothing of budgets: it tells its meter what it is about to do, at its moments
+(``before_tensors``, ``attach``, ``tick``, ``engine_step``, ``checkpoint``, ``payload_copies``),
+and a meter that refuses raises BudgetExceeded. An unbounded run has a meter too, of
+``Budget()``: it counts and refuses nothing.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from blockviz.scenario.schema import Config
 
 
 @dataclass(frozen=True)
@@ -121,3 +130,37 @@ class Meter:
         """Copies the run keeps to its end (the player's payload history)."""
         self.need(nbytes, what)
         self.history_bytes += nbytes
+
+    # -- the engine's moments ---------------------------------------------------------------
+    def before_tensors(self, config: Config, payloads: bool) -> None:
+        """Before the engine allocates its tensors, held for the whole run: the paged store and
+        the model's weights, then the CPU tier's pool (all only with payloads)."""
+        m = config.model
+        if not payloads or m is None:
+            return
+        from blockviz.kv.model import weight_bytes
+        self.fix(config.kv_store_bytes + weight_bytes(m.num_layers, m.num_kv_heads, m.head_dim),
+                 "the model's weights and the KV store")
+        if config.connector is not None:
+            self.fix(config.connector.num_blocks * m.bytes_per_block(config.block_size),
+                     "the external tier")
+
+    def attach(self, engine) -> None:
+        """The engine's state exists: every forward pass is metered (when the budget bounds
+        anything), and what its checkpoints and the store's checkpointed copies hold counts as
+        held."""
+        if engine.kv is not None and self.budget != Budget():
+            engine.kv.set_guard(self)
+            self.held.append(engine.kv.store.held_bytes)
+        self.held.append(lambda: sum(c.state_bytes for c in engine.checkpoints.values()))
+
+    def checkpoint(self, state_bytes: int) -> Callable[[int], None]:
+        """Before a checkpoint copies ``state_bytes`` of engine state: the guard its payload
+        snapshot calls with the bytes of the block copies it is about to make."""
+        self.need(state_bytes, "this checkpoint")
+        return lambda n: self.need(n + state_bytes, "this checkpoint")
+
+    def payload_copies(self, num_blocks: int, store) -> None:
+        """The player keeps a float32 copy of ``num_blocks`` blocks' K/V until the run ends."""
+        per_block = store.bytes_per_block // store.kv_caches[0].element_size() * 4
+        self.keep(num_blocks * per_block, "the payload copies for the player")

@@ -125,7 +125,7 @@ def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_bloc
     if pool_blocks < 1:
         raise ValueError(f"pool_blocks must be at least 1, not {pool_blocks}")
     manager = KVCacheManager(pool_blocks + 1, block_size, free_order=free_order,
-                             enable_kv_cache_events=False, ops=None)
+                             enable_kv_cache_events=False)
     get_computed_blocks, allocate_slots, free = (manager.get_computed_blocks,
                                                  manager.allocate_slots, manager.free)
     queries = hits = admitted = rejected = 0
@@ -357,7 +357,7 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
                                   step_prefill_token_s=step_prefill_token_s,
                                   step_decode_seq_s=step_decode_seq_s)
     manager = KVCacheManager(pool_blocks + 1, block_size, free_order=free_order,
-                             enable_kv_cache_events=False, ops=None, max_model_len=max_model_len)
+                             enable_kv_cache_events=False, max_model_len=max_model_len)
     scheduler = Scheduler(manager, config=config)
     hasher = BlockHasher("sha256") if exact_tokens else None
 

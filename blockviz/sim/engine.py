@@ -6,7 +6,8 @@ execute (the tiny model writes K/V for every scheduled token into its slots) -> 
 scheduled request gets its sampled token; ``max_tokens`` finishes it).
 
 The engine is the only writer of engine state. Observers (timeline, renderers) read it through
-:meth:`Engine.capture` or through the op records it appends to ``engine.ops``.
+:meth:`Engine.capture`, through the op records of each step (``StepResult.ops``), or as they
+happen, through an op sink (:meth:`Engine.watch`).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from blockviz.core import (
     SchedulerError,
     SchedulerOutput,
 )
-from blockviz.core.ops import Load, Restart, Rewind, Verify, Write
+from blockviz.core.ops import Load, OpList, OpSink, Restart, Rewind, Verify, Write
 from blockviz.core.scheduler import SchedulerConfig
 from blockviz.scenario.schema import ArriveSpec, Scenario, Step
 from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
@@ -99,6 +100,17 @@ class StepResult:
         return [e if isinstance(e, dict) else e.to_dict() for e in self.events]
 
 
+class _Tee:
+    """Several op sinks as one."""
+
+    def __init__(self, *sinks: OpSink) -> None:
+        self.sinks = sinks
+
+    def on_op(self, op) -> None:
+        for sink in self.sinks:
+            sink.on_op(op)
+
+
 class Engine:
     def __init__(self, scenario: Scenario, *, record_ops: bool = True,
                  payloads: bool = True, device: str | None = None,
@@ -113,7 +125,9 @@ class Engine:
         # that what it generates never depends on the rest of the file.
         # (one tuple, shared by every such request: not 999 ints per request)
         self.candidates = tuple(range(*RANDOM_TOKEN_RANGE))
-        self.ops: list | None = [] if record_ops else None
+        # the records of the step running (its StepResult's ops), and whoever else watches them
+        self.ops: OpList | None = OpList() if record_ops else None
+        self.sink: OpSink | None = self.ops
         # LoRA name -> vLLM's lora_int_id (the adapter id KV events publish): 1, 2, ... in the
         # order the scenario first names each adapter, as vLLM's server numbers them on load
         self.lora_ids: dict[str, int] = {}
@@ -125,47 +139,36 @@ class Engine:
         self._written: set[int] = set()  # blocks whose K/V the current step wrote
         self._engine_steps: list[EngineStepView] = []
         self.scheduler_config = SchedulerConfig(**cfg.scheduler.model_dump())
-        # The run's budget (None: unbounded). BudgetExceeded from here on stops the run.
-        self.meter = meter = Meter(budget) if budget is not None else None
+        # The run's budget: BudgetExceeded from here on stops the run (sim.budget).
+        self.meter = Meter(budget or Budget())
+        self.meter.before_tensors(cfg, payloads)
         manager = self._new_manager()
         kv = None
         if payloads and cfg.model is not None:
-            from blockviz.kv.model import weight_bytes
             from blockviz.kv.runtime import KVRuntime  # torch is imported only when payloads are on
-            m = cfg.model
-            if meter is not None:
-                meter.fix(cfg.kv_store_bytes + weight_bytes(m.num_layers, m.num_kv_heads, m.head_dim),
-                          "the model's weights and the KV store")
-            kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, **m.model_dump(),
+            kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, **cfg.model.model_dump(),
                            device=device or cfg.device, seed=cfg.seed)
-            if meter is not None:
-                kv.set_guard(meter)
-                meter.held.append(kv.store.held_bytes)
         connector = None
         if cfg.connector is not None:
             from blockviz.sim.offload.scheduler import OffloadingConnector
             c = cfg.connector
-            if meter is not None and kv is not None:
-                # the CPU tier's tensor pool, held for the whole run
-                meter.fix(c.num_blocks * kv.store.bytes_per_block, "the external tier")
             connector = OffloadingConnector(
                 c.num_blocks, cfg.block_size, eviction_policy=c.eviction_policy,
                 load_delay=c.load_delay, store_delay=c.store_delay,
                 sync_load_budget_tokens=c.sync_load_budget_tokens,
                 enable_caching=cfg.enable_caching, kv=kv)
-            connector.ops = self.ops
-        if meter is not None:
-            meter.held.append(lambda: sum(c.state_bytes for c in self.checkpoints.values()))
+            connector.sink = self.sink
         self.state = EngineState(
             manager=manager, scheduler=Scheduler(manager, connector, self.scheduler_config),
             hasher=self._new_hasher(0), block_tokens=[[] for _ in range(self.num_gpu_blocks)],
             info={}, kv=kv, connector=connector)
+        self.meter.attach(self)
 
     def _new_manager(self) -> KVCacheManager:
         cfg = self.config
         return KVCacheManager(self.num_gpu_blocks, cfg.block_size,
                               enable_caching=cfg.enable_caching, free_order=cfg.free_order,
-                              ops=self.ops, max_model_len=self.scheduler_config.max_model_len)
+                              sink=self.sink, max_model_len=self.scheduler_config.max_model_len)
 
     def _new_hasher(self, generation: int) -> BlockHasher:
         # The xxhash variants draw NONE_HASH's seed at random per process (vLLM: os.urandom);
@@ -196,8 +199,20 @@ class Engine:
         return self.state.connector
 
     def _op(self, op) -> None:
-        if self.ops is not None:
-            self.ops.append(op)
+        if self.sink is not None:
+            self.sink.on_op(op)
+
+    def watch(self, sink: OpSink) -> None:
+        """Report every op record to ``sink`` too, as it happens (after the step's own list)."""
+        self.sink = sink if self.sink is None else _Tee(self.sink, sink)
+        self._attach_sink()
+
+    def _attach_sink(self) -> None:
+        """The current pool and connector report to the engine's sink (a rewind or a restart
+        replaces them)."""
+        self.pool.sink = self.sink
+        if self.connector is not None:
+            self.connector.sink = self.sink
 
     # -- events ---------------------------------------------------------------------------
     def apply(self, step: Step) -> StepResult:
@@ -209,8 +224,7 @@ class Engine:
         self._written.clear()
         self._engine_steps = []
         self.manager.prefix_cache_stats.reset = False
-        if self.meter is not None:
-            self.meter.tick()
+        self.meter.tick()
         try:
             if kind == "arrive":
                 self._arrive(args)
@@ -239,7 +253,7 @@ class Engine:
                 self.state = self._copy_state(saved)
                 if self.kv is not None:
                     self._written.update(self.kv.store.restore(saved.payload))
-                self._attach_ops()
+                self._attach_sink()
                 self.pool.take_events()  # a rewind emits no KV events
                 self._op(Rewind(args))
             elif kind == "restart":
@@ -256,11 +270,7 @@ class Engine:
         if self.kv is not None and self.payload_history and self._written:
             # the blocks whose K/V this step changed (after a rewind or restart: those whose
             # payload differs from before it; every other block's last copy still holds)
-            if self.meter is not None:
-                store = self.kv.store
-                per_block = store.bytes_per_block // store.kv_caches[0].element_size() * 4
-                self.meter.keep(len(self._written) * per_block,
-                                "the payload copies for the player")
+            self.meter.payload_copies(len(self._written), self.kv.store)
             result.payloads = {b: self.kv.summary(b) for b in sorted(self._written)}
         return result
 
@@ -277,13 +287,8 @@ class Engine:
         if st.connector is not None and st.connector.worker.pool is not None:
             state_bytes += st.connector.worker.pool.nbytes   # a checkpoint copies the CPU tier
         try:
-            if self.meter is not None:
-                self.meter.need(state_bytes, "this checkpoint")
-            payload = None
-            if self.kv is not None:
-                need = None if self.meter is None else (
-                    lambda n: self.meter.need(n + state_bytes, "this checkpoint"))
-                payload = self.kv.store.snapshot(need)
+            need = self.meter.checkpoint(state_bytes)
+            payload = None if self.kv is None else self.kv.store.snapshot(need)
         except BudgetExceeded:
             if old is not None:
                 self.checkpoints[name] = old
@@ -322,11 +327,6 @@ class Engine:
             self._written.update(st.kv.store.zero_())
         self._op(Restart(st.generation, st.hasher.none_hash))
 
-    def _attach_ops(self) -> None:
-        self.pool.ops = self.ops
-        if self.connector is not None:
-            self.connector.ops = self.ops
-
     def _arrive(self, spec: ArriveSpec) -> None:
         sched = self.scheduler
         if spec.id in sched.requests:
@@ -342,8 +342,7 @@ class Engine:
                                     vocab=self.vocab, tokens_of=tokens_of)
         except ValueError as e:
             raise EngineError(str(e)) from None
-        if self.meter is not None:
-            self.meter.tick()
+        self.meter.tick()
         mm = [MMItem(m.id, m.offset, m.length) for m in spec.mm or ()]
         for m in mm:
             if m.offset + m.length > len(prompt):
@@ -391,8 +390,7 @@ class Engine:
 
     def _schedule(self, only: set[str] | None) -> SchedulerOutput:
         out = self.scheduler.schedule(only)
-        if self.meter is not None:
-            self.meter.engine_step(out.total_num_scheduled_tokens)
+        self.meter.engine_step(out.total_num_scheduled_tokens)
         for item in (*out.scheduled, *out.loading):
             if item.admitted and item.looked_up:   # (not the schedule after an async load)
                 info = self.state.info[item.request.request_id]
@@ -511,9 +509,9 @@ class Engine:
         """A copy of the state, less the payloads: there is one KV runtime (the live one; a
         checkpoint's payloads are its ``payload`` snapshot, which a copy does not take)."""
         pool = state.manager.block_pool
-        ops, pool.ops = pool.ops, None
+        sink, pool.sink = pool.sink, None
         if state.connector is not None:
-            state.connector.ops = None
+            state.connector.sink = None
         try:
             memo: dict = {}
             if state.kv is not None:
@@ -524,9 +522,9 @@ class Engine:
             copy.deepcopy(pool, memo)
             return copy.deepcopy(state, memo)
         finally:
-            pool.ops = ops
+            pool.sink = sink
             if state.connector is not None:
-                state.connector.ops = ops
+                state.connector.sink = sink
 
     # -- observation ----------------------------------------------------------------------
     def request_status(self, rid: str) -> RequestStatus:

@@ -15,17 +15,14 @@ class Stop(Exception):
     (the app's preview stops a scenario that runs too long this way)."""
 
 
-class _CheckedOps(list):
-    """An op list that checks the pool's invariants after every op appended to it."""
+class InvariantCheck:
+    """An op sink that checks the engine's pool invariants after every op."""
 
-    def __init__(self, engine_ref: list) -> None:
-        super().__init__()
-        self._engine_ref = engine_ref
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
-    def append(self, op) -> None:
-        super().append(op)
-        if self._engine_ref:
-            check_invariants(self._engine_ref[0].pool)
+    def on_op(self, op) -> None:
+        check_invariants(self.engine.pool)
 
 
 def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = None,
@@ -42,11 +39,7 @@ def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | 
                                                     "store and the model's weights") from None
         raise loaded.error(("config", "device"), str(e)) from None
     if check:
-        ref: list = []
-        ops = _CheckedOps(ref)
-        engine.ops = ops
-        engine._attach_ops()
-        ref.append(engine)
+        engine.watch(InvariantCheck(engine))
     return engine
 
 
@@ -60,10 +53,9 @@ def run(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = N
     (block tables too). A disallowed event, or a step that passes the budget, stops the run:
     ``timeline.error`` is then a located ScenarioError naming the step's line. A budget the
     config alone passes (the store and the model's weights) is a ScenarioError at once.
-    ``watch(meter)`` is called after every engine step (with a budget), e.g. to show progress."""
+    ``watch(meter)`` is called after every engine step, e.g. to show progress."""
     engine = make_engine(loaded, payloads=payloads, device=device, check=check, budget=budget)
-    if engine.meter is not None:
-        engine.meter.watch = watch
+    engine.meter.watch = watch
     timeline = Timeline(engine, check=check)
     steps = loaded.scenario.steps if upto is None else loaded.scenario.steps[:upto]
     for i, step in enumerate(steps):

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from blockviz.core.ops import OpSink
 from blockviz.scenario.load import LoadedScenario, ScenarioError, check_references
 from blockviz.scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario, request_id
 from blockviz.sim.engine import Engine, EngineError
@@ -276,12 +277,12 @@ class CapacityPoint:
 
 
 def run_stats(scenario: Scenario, *, progress: Callable[[int], None] | None = None,
-              ops: list | None = None) -> tuple[dict[str, int], str | None]:
+              sink: OpSink | None = None) -> tuple[dict[str, int], str | None]:
     """Run a scenario with payloads and the timeline off; its prefix-cache counters, and the
-    event that stopped it early, if any. ``ops``, if given, receives the op records."""
+    event that stopped it early, if any. ``sink``, if given, receives the op records."""
     engine = Engine(scenario, record_ops=False, payloads=False)
-    if ops is not None:
-        engine.ops = engine.pool.ops = ops
+    if sink is not None:
+        engine.watch(sink)
     error = None
     every = max(1, len(scenario.steps) // 50)
     for i, step in enumerate(scenario.steps, 1):
@@ -324,13 +325,13 @@ def capacity_plan(scenario: Scenario, pool_sizes: Iterable[int],
     return points
 
 
-class _HighWater(list):
+class _HighWater:
     """An op sink that keeps nothing but the highest block id ever handed out, and whether an
     allocation ever found the pool too small."""
     high = 0
     short = False
 
-    def append(self, op) -> None:
+    def on_op(self, op) -> None:
         if op.kind == "popleft" and op.block_ids:
             self.high = max(self.high, max(op.block_ids))
         elif op.kind == "alloc_failed":
@@ -354,7 +355,7 @@ def pool_demand(scenario: Scenario) -> tuple[int, int]:
             trial = scenario.model_copy(update={"config": scenario.config.model_copy(
                 update={"num_blocks": size, "free_order": order, "model": None})})
             sink = _HighWater()
-            stats, _ = run_stats(trial, ops=sink)
+            stats, _ = run_stats(trial, sink=sink)
             if (sink.high < size and not sink.short) or size >= MAX_NUM_BLOCKS:
                 break
             size = min(MAX_NUM_BLOCKS, 2 * size)

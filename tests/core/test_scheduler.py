@@ -9,7 +9,7 @@ import pytest
 from core_helpers import doc_chain, free_ids, hash_map, tables
 
 from blockviz.core import KVCacheManager, RequestStatus, Scheduler, check_invariants
-from blockviz.core.ops import AllocFailed, Lookup
+from blockviz.core.ops import AllocFailed, Lookup, OpList
 from blockviz.core.scheduler import SchedulerConfig
 
 
@@ -18,7 +18,7 @@ def make_sched(num_blocks: int, **config) -> tuple[KVCacheManager, Scheduler]:
     config.setdefault("max_num_seqs", min(256, config.get("max_num_batched_tokens", 8192)))
     cfg = SchedulerConfig(**config)
     assert not cfg.problems()
-    mgr = KVCacheManager(num_blocks + 1, 4, ops=[], max_model_len=cfg.max_model_len)
+    mgr = KVCacheManager(num_blocks + 1, 4, sink=OpList(), max_model_len=cfg.max_model_len)
     return mgr, Scheduler(mgr, config=cfg)
 
 
@@ -97,11 +97,11 @@ def test_the_whole_sequence_must_fit_at_admission(make_req):
     sched.add_request(make_req("B", [21, 22, 23, 24]))
     out = step(sched)
     assert out.scheduled == [] and [r.request_id for r in sched.waiting] == ["A", "B"]
-    failed = [op for op in mgr.ops if isinstance(op, AllocFailed)]
+    failed = [op for op in mgr.sink if isinstance(op, AllocFailed)]
     assert failed == [AllocFailed("A", 5, 4, full_sequence=True)]
     assert free_ids(mgr.block_pool) == [1, 2, 3, 4]
     # A was looked up, but vLLM records the stats only at a successful admission
-    assert [op.request_id for op in mgr.ops if isinstance(op, Lookup)] == ["A"]
+    assert [op.request_id for op in mgr.sink if isinstance(op, Lookup)] == ["A"]
     s = mgr.prefix_cache_stats
     assert (s.requests, s.queries, s.preempted_requests, s.preempted_queries) == (0, 0, 0, 0)
 
@@ -225,12 +225,12 @@ def test_a_failed_allocation_preempts_the_last_running_request_and_retries(make_
     assert b.status is RequestStatus.PREEMPTED and b.num_computed_tokens == 0
     assert b.num_preemptions == 1 and sched.num_preemptions == 1
     assert [r.request_id for r in sched.waiting] == ["B"] and [r.request_id for r in sched.running] == ["A"]
-    failed = [op for op in mgr.ops if isinstance(op, AllocFailed)]
+    failed = [op for op in mgr.sink if isinstance(op, AllocFailed)]
     assert failed == [AllocFailed("A", 1, 0)]
     out = step(sched)
     assert plan(out) == [("A", 1)] and not out.preempted
     assert failed + [AllocFailed("B", 3, 1, full_sequence=True)] == [
-        op for op in mgr.ops if isinstance(op, AllocFailed)]
+        op for op in mgr.sink if isinstance(op, AllocFailed)]
     check_invariants(mgr.block_pool, mgr)
 
 

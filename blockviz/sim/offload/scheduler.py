@@ -9,7 +9,7 @@ from typing import Any
 from blockviz.core import Request
 from blockviz.core.events import MEDIUM_CPU, BlockRemoved, BlockStored
 from blockviz.core.hashing import hash_to_event_int as hash_to_int
-from blockviz.core.ops import Drop, Save
+from blockviz.core.ops import Drop, OpSink, Save
 from blockviz.core.request import FINISH_ABORT
 from blockviz.sim.offload.base import LookupResult, ReqContext
 from blockviz.sim.offload.common import ConnectorMeta, TransferJob
@@ -58,7 +58,7 @@ class OffloadingConnector:
         # what the tier holds, for observers: key -> token ids (kept while the key is resident)
         self.tokens: dict[bytes, tuple[int, ...]] = {}
         self.worker = OffloadingWorker(num_chunks, load_delay, store_delay, kv)
-        self.ops: list | None = None                  # set by the engine
+        self.sink: OpSink | None = None               # set by the engine
         self.num_stored = 0
         self.num_evicted = 0
         self.step_log: list[TierStep] = []            # engine steps since take_step_log
@@ -67,13 +67,13 @@ class OffloadingConnector:
         new = copy.copy(self)
         memo[id(self)] = new
         for name, value in self.__dict__.items():
-            if name not in ("ops",):
+            if name != "sink":
                 setattr(new, name, copy.deepcopy(value, memo))
         return new
 
     def _op(self, op) -> None:
-        if self.ops is not None:
-            self.ops.append(op)
+        if self.sink is not None:
+            self.sink.on_op(op)
 
     def _new_job_id(self) -> int:
         self._job_counter += 1
