@@ -12,7 +12,7 @@ import sys
 import types
 
 from blockviz import trace_cli
-from blockviz.i18n import t
+from blockviz.i18n import LANGS, t
 from blockviz.i18n.errors import localize_error
 from blockviz.live import cli as live_cli
 from blockviz.render import theme
@@ -332,7 +332,7 @@ def cmd_export(args) -> int:
         title = loaded.scenario.title.get(args.lang)
         labels = HashLabels.for_timeline(timeline)
         out = args.output or f"{loaded.scenario.id}-step{args.step}.{fmt}"
-        titles = {lang: loaded.scenario.title.get(lang) for lang in ("en", "zh")}
+        titles = {lang: loaded.scenario.title.get(lang) for lang in LANGS}
         doc = export_html(timeline, title=title, lang=args.lang, start=args.step,
                           file=Path(args.file).name, labels=labels, titles=titles)
         made = doc.encode("utf-8") if fmt == "html" else board_png(doc, args.step)  # png: Chromium's
@@ -380,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.set_defaults(fn=cmd_json)
     pl = sub.add_parser("play", help="run a scenario and show each step in the terminal")
     pl.add_argument("file")
-    pl.add_argument("--lang", choices=["en", "zh"], default="en")
+    pl.add_argument("--lang", choices=LANGS, default="en")
     pl.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
                     help="ANSI colours (default: when stdout is a terminal)")
     pl.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
@@ -396,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--format", choices=["png", "html"], default=None,
                    help="png: the board, shot by headless Chromium; default: from -o's extension, "
                         "else html")
-    x.add_argument("--lang", choices=["en", "zh"], default="en")
+    x.add_argument("--lang", choices=LANGS, default="en")
     x.add_argument("-o", "--output", default=None, help="default: ID-stepK.png|html here")
     x.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     x.set_defaults(fn=cmd_export)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from blockviz.i18n import t
+from blockviz.i18n import HTML_LANG, other_lang, t
 from blockviz.render.board import BoardRun, asset, board_css, board_data, is_dense
 from blockviz.render.markers import step_kinds
 from blockviz.render.theme import css_vars, esc
@@ -70,15 +70,13 @@ def export_html(timeline, *, title: str = "", lang: str = "en", start: int = 0,
     labels = labels or HashLabels.for_timeline(timeline)
     kinds = [step_kinds(timeline.step_ops(i)) for i in range(n)]
     run = BoardRun(timeline, labels, kinds, titles or {lang: title})
-    other = "zh" if lang == "en" else "en"
-    langs = [lang] if is_dense(run) else [lang, other]
+    langs = [lang] if is_dense(run) else [lang, other_lang(lang)]
     data = board_data(run, langs=langs, whole=True, url="hash", lang=lang)
     data["goto"] = {"step": int(start), "frame": None, "seq": 0, "run": "export"}
     data["noFrames"] = True        # op frames come from the server: a file has none
-    page_lang = "zh-CN" if lang == "zh" else "en"
     made = t("x_made", lang, file=file) if file else "blockviz"
     return ("<!DOCTYPE html>\n"
-            f'<html lang="{page_lang}"><head><meta charset="utf-8">'
+            f'<html lang="{HTML_LANG.get(lang, "en")}"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(title or 'blockviz')}</title><style>{PAGE_CSS}</style></head>"

@@ -19,7 +19,7 @@ import time
 import types
 
 from blockviz.core import FREE_ORDERS
-from blockviz.i18n import t
+from blockviz.i18n import LANGS, t
 from blockviz.i18n.errors import localize_error
 from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
 from blockviz.sim.capacity import KV_PRESETS, MODES, TIMED_DEFAULTS, pool_bytes
@@ -163,7 +163,7 @@ def add_parser(sub) -> None:
                    help="local executor: worker processes (default: min(CPUs, tasks))")
     c.add_argument("--ray-address", default=None,
                    help="Ray executor: the cluster's address (default: start a local Ray)")
-    c.add_argument("--lang", choices=["en", "zh"], default="en")
+    c.add_argument("--lang", choices=LANGS, default="en")
     c.set_defaults(fn=cmd_capacity)
 
     g = tsub.add_parser("generate", help="write a generated workload as a Mooncake-format trace",
@@ -182,12 +182,12 @@ def add_parser(sub) -> None:
                        default=getattr(d, name), help=f"{help_} (default {getattr(d, name)})")
     g.add_argument("--rate", type=_positive, default=d.rate, help="mean arrivals per second")
     g.add_argument("-o", "--output", default=None, help="the file to write (default: stdout)")
-    g.add_argument("--lang", choices=["en", "zh"], default="en")
+    g.add_argument("--lang", choices=LANGS, default="en")
     g.set_defaults(fn=cmd_generate)
 
     k = tsub.add_parser("check", help="read a trace, checking every line")
     k.add_argument("traces", nargs="+", metavar="TRACE")
-    k.add_argument("--lang", choices=["en", "zh"], default="en")
+    k.add_argument("--lang", choices=LANGS, default="en")
     k.set_defaults(fn=cmd_check)
     for p in (c, g, k):
         p.error = types.MethodType(_one_line_error, p)

@@ -238,7 +238,7 @@ OP_FUNCTION: dict[str, str] = {r.kind: r.fn for r in RECORDS}
 POOL_OPS = frozenset({"popleft", "evict", "touch", "cache", "free", "free_head", "free_tail",
                       "reset"})
 
-# JSON names of fields whose record name differs (the contract's frames came first)
+# JSON names of fields whose record name differs (the JSON contract's names are fixed)
 _JSON_NAME = {"block_hash": "hash"}
 _COMMON = ("request_id", "block_ids", "block_id")
 

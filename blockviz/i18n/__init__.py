@@ -1,17 +1,18 @@
 """Every word blockviz shows, in English and 中文.
 
 ``t(key, lang, **fields)`` looks a label up; keys are language-neutral (widget keys and tests use
-them, never the text). Narration of what the engine did lives in ``blockviz.teach.narrate``.
+them, never the text). ``tn`` picks a key's form for a count, ``id_list`` writes a list of ids.
 """
 from __future__ import annotations
 
-from blockviz.i18n import bounds, fields, live, scheduler, share, strings, trace
+from blockviz.i18n import author, bounds, capacity, fields, live, narrate, panels, player, trace
 
-LANGS = ("en", "zh")
+LANGS = ("en", "zh")                         # every language; English is the default
 LANG_NAMES = {"en": "English", "zh": "中文"}
+HTML_LANG = {"en": "en", "zh": "zh-CN"}      # a page's <html lang>
 
 # Every area's words, one dictionary: key -> (English, 中文). A key may be defined only once.
-AREAS = (strings, scheduler, trace, share, fields, live, bounds)
+AREAS = (panels, narrate, player, author, capacity, trace, fields, live, bounds)
 STRINGS: dict[str, tuple[str, str]] = {}
 for _area in AREAS:
     _dup = STRINGS.keys() & _area.STRINGS.keys()
@@ -20,10 +21,38 @@ for _area in AREAS:
     STRINGS.update(_area.STRINGS)
 
 
-def t(key: str, lang: str, **fields) -> str:
+def t(key: str, lang: str, /, **fields) -> str:
     en, zh = STRINGS[key]
     text = zh if lang == "zh" else en
     return text.format(**fields) if fields else text
+
+
+def texts(key: str, **fields) -> dict[str, str]:
+    """``key`` in every language, as a scenario file's text ({en: ..., zh: ...}); a field given
+    as a mapping is per language (``title={"en": ..., "zh": ...}``)."""
+    return {lang: t(key, lang, **{k: v[lang] if isinstance(v, dict) else v for k, v in fields.items()})
+            for lang in LANGS}
+
+
+def other_lang(lang: str) -> str:
+    """The language the board switches to from ``lang``."""
+    return next(other for other in LANGS if other != lang)
+
+
+def tn(key: str, count: int, lang: str, /, **fields) -> str:
+    """``key``'s form for ``count`` things: ``key_one`` for one, ``key_many`` otherwise."""
+    return t(f"{key}_one" if count == 1 else f"{key}_many", lang, **fields)
+
+
+MAX_IDS = 16   # an id list names at most this many
+
+
+def id_list(ids) -> str:
+    """Ids as a sentence lists them: "1, 2, 3"; a long list its first ones, then "… last (count)"."""
+    if len(ids) <= MAX_IDS:
+        return ", ".join(str(i) for i in ids)
+    shown = ", ".join(str(i) for i in ids[:MAX_IDS - 2])
+    return f"{shown}, … {ids[-1]} ({len(ids)})"
 
 
 def event_label(step, lang: str) -> str:

@@ -217,7 +217,7 @@ _rule(r"the generated workload is beyond the scenario limits \((?P<m>.+)\); use 
       lambda m: f"生成的负载超出了场景的限制（{_inner(m['m'])}）；请减少事件数或缩短提示词")
 _rule(r"duplicate scenario id '(?P<id>.*)'", "场景 id '{id}' 重复了（另一个文件已经用了它）")
 
-# -- hostile input: what the loader and the command line refuse (issue 13) -------------------
+# -- hostile input: what the loader and the command line refuse ----------------------------
 _KINDS_ZH = {"an integer": "整数", "a number": "数字", "true or false": "true 或 false",
              "null": "null", "text": "文本"}
 _rule(r"the document expands to more than (?P<n>[\d,]+) bytes \(aliases repeated too often\?\)",

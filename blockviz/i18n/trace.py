@@ -37,7 +37,6 @@ STRINGS: dict[str, tuple[str, str]] = {
                              "(use 1, 2, 4, ..., 512)",
                              "块大小 {value} 不能整除 trace 的 512-token 块（请用 1、2、4、……、512）"),
     # options of `blockviz trace ...`
-    "trace_opt_error": ("{opt}: {msg}", "{opt}：{msg}"),
     "trace_opt_pools": ("give pool sizes in blocks, comma-separated whole numbers >= 1 (got '{value}')",
                         "请给出块池大小（块数），用逗号分隔的 >= 1 的整数（这里是 '{value}'）"),
     "trace_opt_int": ("'{value}' is not allowed: a whole number from {lo} to {hi}",
@@ -229,6 +228,17 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "preemptions.",
                        "在这里，首 token 时间 p50 {p50} 秒，p90 {p90}"
                        " 秒；排队 p90 {q90} 秒；抢占 {pre} 次。"),
+    # a window of a trace, opened in the player (blockviz.teach.tracegen)
+    "tw_title": ("Trace lines {first}–{last} at {pool} blocks ({mode} mode)",
+                 "trace 第 {first}–{last} 行，块池 {pool} 块（{mode}模式）"),
+    "tw_start_note": ("Scaled down for the player: each 512-token block of the trace is one block of "
+                      "{bt} tokens, outputs are 1/{scale} as long; the pool of {pool} blocks of {bs} "
+                      "tokens ({real} blocks of 512) is {player} blocks here. The cache starts empty.",
+                      "为播放器按比例缩小：trace 中每个 512-token 块在这里是一个 {bt} 个 token 的块，"
+                      "输出长度是原来的 1/{scale}；{pool} 块 × {bs} token 的块池（{real} 个 512-token 块）"
+                      "在这里是 {player} 块。缓存从空开始。"),
+    "tw_none_fit": ("Every request of this window is larger than the player's pool.",
+                    "这个窗口里的每个请求都比播放器的块池大。"),
 }
 
 # The JSON decoder's own words (json.JSONDecodeError.msg) in Chinese; any other stays as it is.

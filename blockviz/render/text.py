@@ -145,7 +145,7 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
         out.append((_label(t('engine_steps', lang)) if i == 0 else " " * 18) + printable(line))
     lines = narrate_ops(s.ops, lang, labels, vocab, timeline.block_size)
     if lines:
-        out.append(t('engine_did', lang) + ("：" if lang == "zh" else ":"))
+        out.append(t("engine_did_head", lang))
         out += [wrap(printable(line), indent="    ").replace("    ", "  • ", 1) for line in lines]
     if timeline.error is not None and index == len(timeline) - 1:
         msg = printable(error_text(timeline.error, lang))

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from blockviz.i18n import LANGS, texts
 from blockviz.scenario.schema import VOCAB_SIZE, Scenario, Step, Text, request_id
 
 BARE_EVENTS = ("admit", "reset_prefix_cache", "restart")   # written as a bare word: `- admit`
@@ -109,11 +110,9 @@ def fork_steps(scenario: Scenario, upto: int, timeline=None) -> list:
 def fork_doc(base: Scenario, upto: int, steps: Sequence[Any]) -> dict:
     """The fork of ``base`` at step ``upto`` as a scenario document: ``base``'s config, ``steps``
     (``fork_steps`` and then the events added, as a file holds them)."""
-    t = base.title
-    title = {"en": f"{t.get('en')} — fork at step {upto}", "zh": f"{t.get('zh')} —— 从第 {upto} 步分叉"}
-    summary = {"en": f"Forked from “{t.get('en')}” ({base.id}) at step {upto}; the steps after "
-                     f"it were added by hand.",
-               "zh": f"从“{t.get('zh')}”（{base.id}）的第 {upto} 步分叉而来；之后的步骤是手动添加的。"}
+    titles = {lang: base.title.get(lang) for lang in LANGS}
+    title = texts("fork_scenario_title", title=titles, k=upto)
+    summary = texts("fork_summary", title=titles, id=base.id, k=upto)
     return scenario_doc(base, steps, id=fork_id(base.id), title=title, summary=summary)
 
 

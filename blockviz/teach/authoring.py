@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from blockviz.i18n import STRINGS, t
+from blockviz.i18n import STRINGS, t, texts
 from blockviz.scenario import ScenarioError, UnreadableFile, json_schema, load_bytes
 from blockviz.scenario.schema import EVENT_NAMES, MAX_BLOCK_SIZE, MAX_NUM_BLOCKS
 from blockviz.sim.fork import next_request_id, to_yaml
@@ -253,7 +253,7 @@ def snippet_event(kind: str, ids: Sequence[str], checkpoints: Sequence[str],
     if kind == "rewind":
         return {"rewind": checkpoints[-1] if checkpoints else "cp1"}
     if kind == "note":
-        return {"note": {"en": "What to look at in this step.", "zh": "这一步要看什么。"}}
+        return {"note": texts("snip_note")}
     raise ValueError(f"no snippet for {kind!r}")
 
 

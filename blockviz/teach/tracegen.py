@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
+from blockviz.i18n import texts
 from blockviz.scenario.trace import MAX_INPUT_LENGTH, TRACE_BLOCK_TOKENS, trace_line
 from blockviz.sim.capacity import NO_LENGTH_CAP, needed_blocks
 from blockviz.teach.workload import KINDS
@@ -309,22 +310,14 @@ def window_scenario(window: list, *, pool_blocks: int, block_size: int, free_ord
         if lines:
             steps.append({"step": min(10_000, work)})
     if not steps:
-        steps.append({"note": {"en": "Every request of this window is larger than the player's pool.",
-                               "zh": "这个窗口里的每个请求都比播放器的块池大。"}})
+        steps.append({"note": texts("tw_none_fit")})
     first, last = window[0].line, window[-1].line
     return TraceWindow(
         {"id": f"trace-window-{first}-{last}",
-         "title": {"en": f"Trace lines {first}–{last} at {pool_blocks:,} blocks ({mode} mode)",
-                   "zh": f"trace 第 {first}–{last} 行，块池 {pool_blocks:,} 块（"
-                         f"{'计时' if timed else '顺序'}模式）"},
-         "start_note": {
-             "en": f"Scaled down for the player: each 512-token block of the trace is one block of "
-                   f"{PLAYER_BLOCK_TOKENS} tokens, outputs are 1/{PLAYER_SCALE} as long; the pool of "
-                   f"{pool_blocks:,} blocks of {block_size} tokens ({real:,} blocks of 512) is "
-                   f"{player_blocks} blocks here. The cache starts empty.",
-             "zh": f"为播放器按比例缩小：trace 中每个 512-token 块在这里是一个 "
-                   f"{PLAYER_BLOCK_TOKENS} 个 token 的块，输出长度是原来的 1/{PLAYER_SCALE}；"
-                   f"{pool_blocks:,} 块 × {block_size} token 的块池"
-                   f"（{real:,} 个 512-token 块）在这里是 {player_blocks} 块。缓存从空开始。"},
+         "title": texts("tw_title", first=first, last=last, pool=f"{pool_blocks:,}",
+                        mode=texts("capt_mode_timed" if timed else "capt_mode_sequence")),
+         "start_note": texts("tw_start_note", bt=PLAYER_BLOCK_TOKENS, scale=PLAYER_SCALE,
+                             pool=f"{pool_blocks:,}", bs=block_size, real=f"{real:,}",
+                             player=player_blocks),
          "config": config, "steps": steps},
         tuple(lines), tuple(skipped), player_blocks, real)

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from blockviz.core.ops import OpSink
+from blockviz.i18n import texts
 from blockviz.scenario.load import LoadedScenario, ScenarioError, check_references
 from blockviz.scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario, request_id
 from blockviz.sim.engine import Engine, EngineError
@@ -226,19 +227,14 @@ def generate_dict(workload: Workload | None = None, **fields: Any) -> dict:
     steps = _Generator(w).run()
     return {
         "id": f"gen-{w.kind.replace('_', '-')}-{w.seed}",
-        "title": {"en": f"Generated workload: {w.kind.replace('_', ' ')} (seed {w.seed})",
-                  "zh": f"生成的负载：{_KIND_ZH[w.kind]}（种子 {w.seed}）"},
-        "summary": {"en": f"{w.num_events} events on {w.num_blocks} blocks of {w.block_size} "
-                          f"tokens, at most {w.max_live} requests live at once."},
+        "title": texts("wl_title", kind=texts(f"wl_kind_{w.kind}"), seed=w.seed),
+        "summary": texts("wl_summary", n=w.num_events, blocks=w.num_blocks, size=w.block_size,
+                         live=w.max_live),
         "config": {"num_blocks": w.num_blocks, "block_size": w.block_size,
                    "hash_algo": w.hash_algo, "free_order": w.free_order, "seed": w.seed,
                    "model": None if w.model is None else dict(w.model)},
         "steps": steps,
     }
-
-
-_KIND_ZH = {"shared_prefix": "共享系统提示", "multi_turn": "多轮对话", "few_shot": "少样本",
-            "random": "随机"}
 
 
 def generate(workload: Workload | None = None, **fields: Any) -> Scenario:

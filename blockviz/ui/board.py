@@ -15,6 +15,7 @@ from collections.abc import Callable, MutableMapping
 
 import streamlit as st
 
+from blockviz.i18n import LANGS, other_lang
 from blockviz.render import board as rboard
 from blockviz.ui.data import PlayerRun
 
@@ -30,7 +31,7 @@ def _renderer():
 
 def board_run(run: PlayerRun) -> rboard.BoardRun:
     return rboard.BoardRun(run.timeline, run.labels, run.kinds,
-                           {lang: run.scenario.title.get(lang) for lang in ("en", "zh")},
+                           {lang: run.scenario.title.get(lang) for lang in LANGS},
                            run.free_order, run.tolerance)
 
 
@@ -54,7 +55,7 @@ def _payload(run: PlayerRun, around: int, lang: str, frames: bool, presenter: bo
              url: bool) -> str:
     br = board_run(run)
     lo, _ = rboard.window(br, around)
-    langs = (lang,) if frames or rboard.is_dense(br) else (lang, "zh" if lang == "en" else "en")
+    langs = (lang,) if frames or rboard.is_dense(br) else (lang, other_lang(lang))
     args = (lo, langs, frames, presenter, speed, url)
     if run.shared:
         return _shared(run.key, *args, run)

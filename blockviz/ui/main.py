@@ -7,7 +7,7 @@ import logging
 
 import streamlit as st
 
-from blockviz.i18n import t
+from blockviz.i18n import LANGS, t
 from blockviz.ui import author, capacity, player, worker
 from blockviz.ui import state as S
 from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, PLAYER_PATH, register_pages
@@ -26,9 +26,9 @@ def main() -> None:
     st.set_page_config(layout="wide", page_title="blockviz", page_icon="🧱",
                        initial_sidebar_state="collapsed" if presenter_link else "auto")
     lang = st.session_state.get(S.LANG)
-    if lang not in S.LANGS:            # a first visit: the link's language titles the pages too
+    if lang not in LANGS:            # a first visit: the link's language titles the pages too
         link = st.query_params.get("lang")
-        lang = link if link in S.LANGS else "en"
+        lang = link if link in LANGS else "en"
     pages = {path: st.Page(fn, title=t(key, lang), url_path=path, default=default)
              for fn, key, path, default in PAGES}
     register_pages(pages)

@@ -6,7 +6,7 @@ import re
 
 import streamlit as st
 
-from blockviz.i18n import LANG_NAMES, t
+from blockviz.i18n import LANG_NAMES, LANGS, t
 from blockviz.i18n.errors import error_text
 from blockviz.ui import state as S
 
@@ -58,19 +58,20 @@ def default_lang() -> str:
 
 def _set_lang() -> None:
     v = st.session_state.get("w_lang")
-    if v in S.LANGS:
+    if v in LANGS:
         st.session_state[S.LANG] = v
 
 
 def language_toggle(lang: str) -> None:
     """The 中文 / English switch (call inside ``with st.sidebar``)."""
     st.session_state["w_lang"] = lang
-    st.segmented_control(t("language", lang), list(S.LANGS), key="w_lang", required=True,
+    # 中文 first on the switch
+    st.segmented_control(t("language", lang), list(reversed(LANGS)), key="w_lang", required=True,
                          format_func=lambda v: LANG_NAMES[v], on_change=_set_lang)
 
 
 def session_lang(default: str = "en") -> str:
     lang = st.session_state.get(S.LANG)
-    if lang not in S.LANGS:
+    if lang not in LANGS:
         lang = st.session_state[S.LANG] = default
     return lang

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.string_util import clean_text
 
+from blockviz.i18n import LANGS
 from blockviz.render.metrics import metrics_figure
 from blockviz.render.payload import payload_caption_html, payload_figure
 from blockviz.ui.data import PlayerRun
@@ -115,6 +116,6 @@ def _payload(run: PlayerRun, block: int, index: int, layer: int, head: int, kv: 
 def export_doc(run: PlayerRun, index: int, lang: str) -> str:
     """The run as one offline HTML page (the board, its data inlined), opening at ``index``."""
     from blockviz.export import export_html
-    titles = {lg: run.scenario.title.get(lg) for lg in ("en", "zh")}
+    titles = {lg: run.scenario.title.get(lg) for lg in LANGS}
     return export_html(run.timeline, title=titles[lang], lang=lang, start=index, labels=run.labels,
                        titles=titles, file=f"{run.scenario.id}.yaml" if run.scenario.id else "")

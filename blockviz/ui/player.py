@@ -10,7 +10,7 @@ import functools
 
 import streamlit as st
 
-from blockviz.i18n import t
+from blockviz.i18n import LANGS, t
 from blockviz.i18n.errors import error_text
 from blockviz.render import theme
 from blockviz.render.authoring import AUTHOR_CSS
@@ -37,7 +37,7 @@ def _board_pos() -> None:
         ss[S.FRAME] = None if frame is None else max(0, int(frame))
     except (TypeError, ValueError):
         return
-    if pos.get("lang") in S.LANGS:
+    if pos.get("lang") in LANGS:
         ss[S.LANG] = pos["lang"]
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 
+from blockviz.i18n import LANGS, t
+
 # session-state keys (language-neutral; widget keys start with "w_" / "b_")
 SCENARIO = "bv_scenario"
 CURSOR = "bv_cursor"
@@ -30,7 +32,6 @@ SHARE_PARAM = "s"           # ?s=CODE: a scenario shared by link (blockviz.scena
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 DEFAULT_SCENARIO = "six-blocks"
-LANGS = ("zh", "en")
 
 NOps = Callable[[int], int]  # step index -> number of ops (frames) in that step
 
@@ -196,7 +197,7 @@ def run_notices(run) -> list:
     err = run.timeline.error
     if run.stopped is not None:
         k = run.stopped[0]
-        why = ("the preview's time limit ran out", "预览的时间限制到了")
+        why = (t("preview_time_ran_out", "en"), t("preview_time_ran_out", "zh"))
     elif err is not None:
         k = run.timeline.error_step or run.last
         why = (err.localized("en"), err.localized("zh"))

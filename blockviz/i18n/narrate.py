@@ -1,0 +1,130 @@
+"""The words of narration: what the engine did, one sentence per op record (``nr_<kind>``), and the
+engine steps' schedule lines (``sl_*``) — the sentences ``blockviz.teach.narrate`` fills in.
+
+Fields: ``rid`` a request id; ``ids`` a list of block ids (``id_list``); ``blocks`` / ``Blocks``
+"block 3" or "blocks 1, 2" (``nr_blocks_*``, chosen by count); ``label`` / ``hashes`` hash labels.
+A key ending in ``_one`` / ``_many`` has a form for one thing and one for more (``tn``)."""
+from __future__ import annotations
+
+STRINGS: dict[str, tuple[str, str]] = {
+    # "block 3" / "blocks 1, 2": inside a sentence, and at its start
+    "nr_blocks_one": ("block {ids}", "块 {ids}"),
+    "nr_blocks_many": ("blocks {ids}", "块 {ids}"),
+    "nr_Blocks_one": ("Block {ids}", "块 {ids}"),
+    "nr_Blocks_many": ("Blocks {ids}", "块 {ids}"),
+    # one sentence per op record
+    "nr_arrive": ("{rid} arrives and joins the waiting queue.", "请求 {rid} 到达，进入等待队列。"),
+    "nr_lookup_miss": ("get_computed_blocks({rid}): its first block is not in the hash table — no hit.",
+                       "get_computed_blocks({rid})：前缀 hash 表里没有它的第一个块，没有命中。"),
+    "nr_lookup_hit": ("get_computed_blocks({rid}): walking its hash chain from the start, {k} block(s) "
+                      "hit ({blocks}, {n} tokens).",
+                      "get_computed_blocks({rid})：按 hash 链从头查找，命中 {k} 个块（{blocks}，共 {n} 个 "
+                      "token）。"),
+    "nr_lookup_capped": (" The hit may cover at most {limit} tokens (num_tokens − 1): the last token "
+                         "must be computed to get its logits.",
+                         " 命中最多只能到 {limit} 个 token（num_tokens − 1）：最后一个 token 必须重新计算，"
+                         "才能得到它的 logits。"),
+    "nr_alloc_failed_admit": ("allocate_slots({rid}) returns None: at admission the whole sequence must "
+                              "fit (full_sequence_must_fit), which needs {need} free block(s), and {free} "
+                              "are free. Nothing changed; it stays first in line.",
+                              "allocate_slots({rid}) 返回 None：接纳时整个序列都必须放得下"
+                              "（full_sequence_must_fit），需要 {need} 个空闲块，只有 {free} 个。"
+                              "什么都没改变，它留在等待队列最前面。"),
+    "nr_alloc_failed": ("allocate_slots({rid}) returns None: it needs {need} free block(s) and {free} "
+                        "are free. Nothing changed.",
+                        "allocate_slots({rid}) 返回 None：需要 {need} 个空闲块，只有 {free} 个。"
+                        "什么都没改变。"),
+    "nr_touch": ("touch: {blocks} ref_cnt + 1 (shared, not copied).",
+                 "touch：{blocks} 的 ref_cnt 加 1（共享，不拷贝）。"),
+    "nr_touch_free_one": (" {ids} was free but still cached, so it leaves the free queue — a hit on "
+                          "free blocks.",
+                          "其中 {ids} 原本空闲但仍带着 hash，现在从空闲队列里取出——"
+                          "这就是“空闲但仍可命中”。"),
+    "nr_touch_free_many": (" {ids} were free but still cached, so they leave the free queue — a hit on "
+                           "free blocks.",
+                           "其中 {ids} 原本空闲但仍带着 hash，现在从空闲队列里取出——"
+                           "这就是“空闲但仍可命中”。"),
+    "nr_popleft": ("get_new_blocks: takes {blocks} from the head of the free queue (ref_cnt = 1).",
+                   "get_new_blocks：从空闲队列队首取走{blocks}，ref_cnt 设为 1。"),
+    "nr_evict": ("Block {bid} still carried {label}: it leaves the hash table only now, as the block is "
+                 "reused — lazy eviction.",
+                 "块 {bid} 还带着 {label}：现在（被重新分配时）才把它从 hash 表删掉——惰性淘汰。"),
+    "nr_cache_one": ("cache_full_blocks: {blocks} is full → registered as {hashes} (at schedule time, "
+                     "before the forward pass).",
+                     "cache_full_blocks：{blocks} 已装满，登记为 {hashes}（在调度时登记，早于前向计算）。"),
+    "nr_cache_many": ("cache_full_blocks: {blocks} are full → registered as {hashes} (at schedule time, "
+                      "before the forward pass).",
+                      "cache_full_blocks：{blocks} 已装满，登记为 {hashes}（在调度时登记，早于前向计算）。"),
+    "nr_admit": ("{rid} is admitted: {local} token(s) from the local prefix cache{external}, {new} to "
+                 "compute.",
+                 "{rid} 被接纳运行：本地命中 {local} 个 token{external}，需要计算 {new} 个。"),
+    "nr_admit_external": (", {ext} from the external tier", "，外部命中 {ext} 个"),
+    "nr_schedule_decode": ("{rid} is running, so it is scheduled first: a slot for its next token "
+                           "(a decode).",
+                           "{rid} 正在运行，先调度它：为下一个 token 分配槽位（解码）。"),
+    "nr_schedule_chunk": ("{rid} is running, so it is scheduled first: the next chunk of its prefill, "
+                          "{n} token(s) (chunked prefill).",
+                          "{rid} 正在运行，先调度它：prefill 的下一块，{n} 个 token（分块 prefill）。"),
+    "nr_preempt": ("{rid} is preempted: its blocks are freed (reversed), num_computed_tokens = 0, and "
+                   "it goes to the front of the waiting queue.",
+                   "抢占 {rid}：释放它的块（倒序），num_computed_tokens 归零，放回等待队列最前面。"),
+    "nr_free": ("free_blocks (table reversed): {blocks} ref_cnt − 1.",
+                "free_blocks（块表倒序）：{blocks} 的 ref_cnt 各减 1。"),
+    "nr_free_head": ("{Blocks}: no hash, can never hit → to the head, reused first.",
+                     "{Blocks} 没有 hash，不可能被命中 → 放到队首，最先被复用。"),
+    "nr_free_tail": ("{Blocks}: → to the tail, evicted last; a block with a hash stays in the hash "
+                     "table.",
+                     "{Blocks} → 放到队尾，最后才被淘汰；带 hash 的块仍留在 hash 表里。"),
+    "nr_reset": ("reset_prefix_cache: every hash is cleared; the free queue keeps its order.",
+                 "reset_prefix_cache：清空所有 hash，空闲队列顺序不变。"),
+    "nr_reset_refused": ("reset_prefix_cache refused: requests still hold blocks, nothing changed.",
+                         "reset_prefix_cache 失败：还有请求持有块，什么都没改变。"),
+    "nr_write": ("The forward pass writes the K/V of {n} token(s) of {rid} ({words}) into block {bid} "
+                 "from slot {offset}.",
+                 "前向计算把 {rid} 的 {n} 个 token（{words}）的 K/V 写入块 {bid}"
+                 "（从第 {offset} 个槽位开始）。"),
+    "nr_writes": ("The forward pass writes the K/V of {n} tokens of {rid} into blocks {ids}.",
+                  "前向计算把 {rid} 的 {n} 个 token 的 K/V 写入块 {ids}。"),
+    "nr_load": ("A load job copies {rid}'s K/V from the CPU tier into the fresh block {bid}.",
+                "载入任务把 CPU 缓存层中 {rid} 的 K/V 拷贝进新分配的块 {bid}。"),
+    "nr_save": ("The connector issues a store of block {bid} of {rid} ({label}) to the CPU tier (done in "
+                "a later step).",
+                "connector 发出存入任务：把 {rid} 的块 {bid}（{label}）拷贝到 CPU 缓存层"
+                "（在之后的某一步完成）。"),
+    "nr_drop": ("The CPU tier is full: its eviction policy drops {label} (BlockRemoved, medium CPU).",
+                "CPU 缓存层已满：按它的淘汰策略丢弃 {label}（BlockRemoved，medium 为 CPU）。"),
+    "nr_sample": ("{rid} samples its next token: {token}.", "{rid} 采样得到下一个 token：{token}。"),
+    "nr_finish_length": ("{rid} reaches its length limit (max_tokens or max_model_len) and finishes "
+                         "(FINISHED_LENGTH_CAPPED); its blocks are freed at once.",
+                         "{rid} 达到长度上限（max_tokens 或 max_model_len），结束（FINISHED_LENGTH_CAPPED），"
+                         "它的块随即释放。"),
+    "nr_finish_abort": ("{rid} is aborted by the client and finishes (FINISHED_ABORTED).",
+                        "{rid} 被客户端中止，结束（FINISHED_ABORTED）。"),
+    "nr_rewind": ("Rewind to “{name}”: the whole engine state, tensors included, is restored.",
+                  "回到存档 “{name}”：整个引擎状态（包括张量）恢复原样。"),
+    "nr_restart": ("A new engine process (generation {gen}): the GPU cache starts empty, "
+                   "NONE_HASH = {none_hash}…",
+                   "新的引擎进程（第 {gen} 代）：GPU 缓存从空开始，NONE_HASH = {none_hash}…"),
+    "nr_verify_same": ("Check: {rid}'s attention output computed from {hit} cached tokens equals a "
+                       "from-scratch recomputation bit for bit ({dev}).",
+                       "验证：{rid} 复用 {hit} 个 token 的缓存算出的注意力输出，与从头重新计算的结果逐位相同"
+                       "（{dev}）。"),
+    "nr_verify_diff": ("Check: {rid}'s attention output computed from {hit} cached tokens differs by at "
+                       "most {diff} from a from-scratch recomputation ({dev}).",
+                       "验证：{rid} 复用 {hit} 个 token 的缓存算出的注意力输出，与从头重新计算的结果最大差 "
+                       "{diff}（{dev}）。"),
+    # an engine step's schedule line: "A: 1 decode token · B: 2 new (8 hit) · budget 11/8192"
+    "sl_decode_one": ("{rid}: {n} decode token", "{rid}：解码 {n} 个 token"),
+    "sl_decode_many": ("{rid}: {n} decode tokens", "{rid}：解码 {n} 个 token"),
+    "sl_prefill": ("{rid}: {n} {what}{chunk}", "{rid}：{what}{chunk} {n} 个 token"),
+    "sl_new": ("new", "新"),
+    "sl_resumed": ("resumed", "恢复"),
+    "sl_more": ("more", "续"),
+    "sl_chunk": (" (a chunk)", "（分块）"),
+    "sl_hit": (" ({hit} hit)", "（命中 {hit}）"),
+    "sl_nothing": ("nothing scheduled", "没有调度任何请求"),
+    "sl_budget": ("budget {used}/{budget}", "预算 {used}/{budget}"),
+    "sl_preempted": (" · preempted {ids}", " · 抢占 {ids}"),
+    "sl_finished": (" · finished {ids}", " · 结束 {ids}"),
+    "sl_step_k": ("step {k}: ", "第 {k} 步："),
+}
