@@ -1,5 +1,7 @@
 """blockviz — the Streamlit app: ``streamlit run app.py`` (or ``blockviz app``). The pages live in
-blockviz/ui/; blockviz/ui/main.py lists them."""
+blockviz/ui/; blockviz/ui/main.py lists them. (Streamlit runs this file as ``__main__``; a worker
+process imports it as ``__mp_main__`` and must not start the app.)"""
 from blockviz.ui.main import main
 
-main()
+if __name__ == "__main__":
+    main()

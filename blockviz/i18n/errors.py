@@ -305,6 +305,13 @@ _rule(r"the preview failed with an internal error \((?P<e>\w+)\); the server is 
       "预览因内部错误（{e}）失败；服务器本身没有受到影响")
 _rule(r"there is not enough memory here for the KV store and the model's weights",
       "这里的内存不够放下 KV 存储和模型权重")
+_rule(r"while reading line (?P<n>[\d,]+) of the text: (?P<rest>.+)",
+      lambda m: f"读到文本第 {m['n']} 行时：{_inner(m['rest'])}")
+_rule(r"while checking the scenario \(all (?P<n>[\d,]+) lines read\): (?P<rest>.+)",
+      lambda m: f"检查场景时（{m['n']} 行已全部读完）：{_inner(m['rest'])}")
+_rule(r"after its last step: (?P<rest>.+)", lambda m: f"最后一步之后：{_inner(m['rest'])}")
+_rule(r"the server could not start a worker process \((?P<e>.+)\); try again in a moment",
+      "服务器无法启动工作进程（{e}）；请稍后再试")
 _rule(r"the server is busy: (?P<n>\d+) previews are running; try again in a moment",
       "服务器正忙：已经有 {n} 个预览在运行，请稍后再试")
 

@@ -4,6 +4,10 @@ run in a preview that opens in the player. Upload and download files; start from
 
 State (this session only): the editor's text, the last valid text and its run (kept while the
 text is invalid), the result of checking the current text. Nothing here is shared between users.
+
+The server process keeps the text within its size limit and nothing more: a worker process
+(``ui.worker``) reads it, checks it, runs it, and finds its names and its link code, within the
+preview budget — an upload's bytes too.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from blockviz.i18n import t
 from blockviz.i18n.errors import ErrorMessage
 from blockviz.render import theme
 from blockviz.render.authoring import AUTHOR_CSS, error_html, iframe, ok_html, reference_html, warn_html
-from blockviz.scenario import ScenarioError, load_text, share
+from blockviz.scenario import ScenarioError, share
 from blockviz.scenario.schema import MAX_FILE_BYTES
 from blockviz.teach import authoring as A
 from blockviz.ui import board, data, editor, tryit, worker
@@ -35,14 +39,13 @@ TEXT = "bv_author_text"      # the editor's text (the editor component w_author_
 SEQ = "bv_author_seq"        # changes whenever Python replaces the text (the editor then takes it)
 SEEN = "bv_author_seen"      # the editor's last edit taken (editor.take_edit)
 ED = "w_author_text"         # the editor component's key
-CHECKED = "bv_author_checked"  # (text digest, ScenarioError | None, LoadedScenario | None)
-GOOD = "bv_author_good"      # (text, PlayerRun) of the last valid text that ran
+CHECKED = "bv_author_checked"  # (text digest, ScenarioError | None, worker.Outcome | None)
+GOOD = "bv_author_good"      # (text, PlayerRun, worker.Outcome) of the last valid text that ran
 UNDO = "bv_author_undo"      # the text a gallery/starter/upload replaced
 MSG = "bv_author_msg"        # (i18n key, fields, kind) after an upload or a replace
 PREVIEW_STEP = "bv_author_step"
 PREVIEW_BOARD = "author_board"   # the preview board's widget key
 STOPPED = "bv_author_stopped"  # ScenarioError: the preview of the current text could not run
-SHARE = "bv_author_share"    # (text digest, link code | LinkTooLong) of the current valid text
 
 
 def _digest(text: str) -> str:
@@ -84,12 +87,15 @@ def _on_upload() -> None:
         ss[MSG] = ("upload_refused", {"name": name, "msg": ErrorMessage(
             f"the file is {f.size:,} bytes; the limit is {MAX_FILE_BYTES:,}")}, "error")
         return
-    try:
-        text = A.read_upload(f.getvalue(), name)
-    except ScenarioError as e:
+    try:                                 # read (decoded, checked) in a worker
+        outcome = worker.user_outcome(ss, "upload", worker.Source("upload", name, f.getvalue()))
+    except ScenarioError as e:           # busy, or stopped
         ss[MSG] = ("upload_refused", {"name": name, "msg": e}, "error")
         return
-    _set_text(text, ("upload_ok", {"name": name}, "success"))
+    if outcome.text is None:
+        ss[MSG] = ("upload_refused", {"name": name, "msg": outcome.error}, "error")
+        return
+    _set_text(outcome.text, ("upload_ok", {"name": name}, "success"))
 
 
 def _snippet(kind: str) -> None:
@@ -102,12 +108,15 @@ def _snippet(kind: str) -> None:
 def _names() -> tuple[list[str], list[str], list[str]]:
     """Request ids, checkpoints and not-yet-finished requests of the text being written: from
     its run when it is the previewed one (what max_tokens finished counts too), else as far as
-    the text says (it may not be valid yet)."""
+    the text says (it may not be valid yet: the worker read them)."""
     ss = st.session_state
     text = ss.get(TEXT) or ""
     good = ss.get(GOOD)
     if good is None or good[0] != text:
-        return A.text_names(text)
+        checked = ss.get(CHECKED)
+        if checked and checked[0] == _digest(text) and checked[2] is not None:
+            return tuple(list(x) for x in checked[2].names)
+        return [], [], []
     run = good[1]
     ids, cps = A.scenario_names(run.scenario)
     last = run.timeline.snapshot(run.last)
@@ -140,68 +149,42 @@ def _open_in_player() -> None:
     if good is not None:
         ss[S.FORK] = None
         S.use_user_run(ss, good[1], int(ss.get(PREVIEW_STEP) or 0))
-        code = share_code(good[0])
+        code = good[2].share
         ss[S.SHARED] = (good[1].key, code) if isinstance(code, str) else None   # the URL follows
-
-
-def share_code(text: str) -> str | share.LinkTooLong:
-    """The link code of ``text`` (remembered per text), or why it has none."""
-    ss = st.session_state
-    digest = _digest(text)
-    cached = ss.get(SHARE)
-    if cached and cached[0] == digest:
-        return cached[1]
-    try:
-        code: str | share.LinkTooLong = share.share_code(text)
-    except share.LinkTooLong as e:
-        code = e
-    ss[SHARE] = (digest, code)
-    return code
 
 
 # -- checking and running ------------------------------------------------------------------
 def check_text(text: str):
-    """(error or None, loaded or None) for the editor's text, remembered per text."""
+    """(error or None, worker.Outcome or None) for the editor's text, remembered per text: a
+    worker reads it, checks it and runs it. None for both while the server is busy or when the
+    worker had to be stopped (``STOPPED`` says which, located)."""
     ss = st.session_state
     digest = _digest(text)
     cached = ss.get(CHECKED)
     if cached and cached[0] == digest:
         return cached[1], cached[2]
-    try:
-        loaded, err = load_text(text, FILE), None
-    except ScenarioError as e:
-        loaded, err = None, e
-    ss[CHECKED] = (digest, err, loaded)
-    if loaded is not None:
-        _preview(text, loaded)
-    return err, loaded
-
-
-def _preview(text: str, loaded) -> None:
-    """Run a valid text (unless it is the one already previewed) and keep it as the last good one."""
-    ss = st.session_state
     good = ss.get(GOOD)
-    if good is not None and good[0] == text:
-        ss["bv_author_refusal"] = None   # it ran before, so it was not refused (an older text was)
-        return
+    if good is not None and good[0] == text:      # the previewed text: known, and it ran
+        ss[CHECKED] = (digest, None, good[2])
+        ss[STOPPED] = ss["bv_author_refusal"] = None
+        return None, good[2]
     ss[STOPPED] = None
-    refusal = data.preview_refusal(loaded)
-    if refusal is not None:
-        ss["bv_author_refusal"] = refusal
-        return
-    ss["bv_author_refusal"] = None
     try:
         with st.spinner(t("preview", session_lang()) + "…"):
-            run = worker.make_user_run(ss, "author", loaded, text)
+            outcome = worker.user_outcome(ss, "author", worker.Source("text", FILE, text), share=True)
     except ScenarioError as e:   # busy, or the worker was stopped: the last good preview stays
         ss[STOPPED] = e
-        if isinstance(e, worker.Busy):
-            ss[CHECKED] = None   # not remembered: the next rerun tries again
-        return
-    at_end = good is None or int(ss.get(PREVIEW_STEP) or 0) >= good[1].last
-    ss[GOOD] = (text, run)
-    # at the end before: show the new end (the event just added); else stay where the author looks
-    ss[PREVIEW_STEP] = run.last if at_end else min(int(ss.get(PREVIEW_STEP) or 0), run.last)
+        ss[CHECKED] = None if isinstance(e, worker.Busy) else (digest, None, None)  # busy: try again
+        return None, None
+    ss[CHECKED] = (digest, outcome.error, outcome)
+    ss["bv_author_refusal"] = outcome.refusal
+    if outcome.run is not None:
+        run = outcome.run
+        at_end = good is None or int(ss.get(PREVIEW_STEP) or 0) >= good[1].last
+        ss[GOOD] = (text, run, outcome)
+        # at the end before: show the new end (the event just added); else stay where the author looks
+        ss[PREVIEW_STEP] = run.last if at_end else min(int(ss.get(PREVIEW_STEP) or 0), run.last)
+    return outcome.error, outcome
 
 
 # -- the page -------------------------------------------------------------------------------
@@ -222,12 +205,12 @@ def page() -> None:
         language_toggle(lang)
     st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("author_title", lang))}</div>'
             f'<div class="bv-small">{theme.esc(t("author_intro", lang))}</div></div>')
-    err, loaded = check_text(ss[TEXT])
+    err, outcome = check_text(ss[TEXT])
     left, right = st.columns([1.2, 1], gap="medium")
     with left:
         _editor(err, lang)
     with right:
-        _status(err, loaded, lang)
+        _status(err, outcome, lang)
         preview, reference = st.tabs([t("preview", lang), t("reference_tab", lang)])
         with preview:
             _preview_panel(lang)
@@ -235,8 +218,8 @@ def page() -> None:
             st.caption(t("reference", lang))
             st.html(_reference(lang))
     with left:
-        _files(loaded, lang)
-        _share(loaded, lang)
+        _files(outcome, lang)
+        _share(outcome, lang)
         _gallery(lang)
 
 
@@ -259,7 +242,7 @@ def _editor(err, lang: str) -> None:
             st.button(kind, key=f"b_snip_{kind}", on_click=_snippet, args=(kind,), disabled=disabled)
 
 
-def _status(err, loaded, lang: str) -> None:
+def _status(err, outcome, lang: str) -> None:
     ss = st.session_state
     msg = ss.get(MSG)
     if msg:
@@ -272,15 +255,16 @@ def _status(err, loaded, lang: str) -> None:
         st.html(error_html(err, text, lang, kept=ss.get(GOOD) is not None,
                            hint=A.error_hint(err, lang)))
         return
-    s = loaded.scenario
-    st.html(ok_html(t("valid", lang, title=s.title.get(lang), n=len(s.steps), blocks=s.config.num_blocks,
-                      size=s.config.block_size)))
-    file = A.download_name(s.id)
+    stopped = ss.get(STOPPED)
+    s = outcome.summary if outcome is not None else None
+    if s is not None:
+        st.html(ok_html(t("valid", lang, title=s.title.get(lang), n=s.steps, blocks=s.num_blocks,
+                          size=s.block_size)))
+    file = A.download_name(s.id if s is not None else None)
     refusal = ss.get("bv_author_refusal")
-    if refusal:
+    if refusal and s is not None:
         st.html(warn_html(t(refusal[0], lang, file=file, **refusal[1])))
         return
-    stopped = ss.get(STOPPED)
     if stopped is not None:
         st.html(error_html(stopped, text, lang, title=t("preview_not_run", lang),
                            kept=ss.get(GOOD) is not None))
@@ -328,14 +312,15 @@ def _preview_pos() -> None:
             pass
 
 
-def _files(loaded, lang: str) -> None:
+def _files(outcome, lang: str) -> None:
     ss = st.session_state
     c1, c2 = st.columns([1.5, 1], vertical_alignment="bottom")
     with c1:
         st.file_uploader(t("upload", lang), type=["yaml", "yml"], key="w_upload", on_change=_on_upload,
                          max_upload_size=max(1, MAX_FILE_BYTES >> 20), help=t("upload_help", lang))
     with c2:
-        name = A.download_name(loaded.scenario.id if loaded is not None else None)
+        summary = outcome.summary if outcome is not None else None
+        name = A.download_name(summary.id if summary is not None else None)
         st.download_button(t("download", lang), ss[TEXT], file_name=name, mime="application/x-yaml",
                            key="b_download", icon=":material/download:", on_click="ignore")
 
@@ -349,15 +334,15 @@ def _base_url() -> str:
     return url.split("?", 1)[0].removesuffix("/" + AUTHOR_PATH).rstrip("/") or ""
 
 
-def _share(loaded, lang: str) -> None:
+def _share(outcome, lang: str) -> None:
     """The link that opens the player on this scenario, and an <iframe> for a course page."""
     ss = st.session_state
     with st.container(key="share"):
         st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("share_title", lang))}</div></div>')
-        if loaded is None:
+        if outcome is None or outcome.summary is None:
             st.caption(t("share_invalid", lang))
             return
-        code = share_code(ss[TEXT])
+        code = outcome.share
         if isinstance(code, share.LinkTooLong):
             st.html(warn_html(t("share_too_long", lang, n=code.chars, limit=share.MAX_CODE_CHARS)))
             return
@@ -368,7 +353,7 @@ def _share(loaded, lang: str) -> None:
         st.code(url, language=None, wrap_lines=True)
         st.caption(t("share_size", lang, n=len(code), limit=share.MAX_CODE_CHARS))
         st.caption(t("share_embed", lang))
-        title = loaded.scenario.title.get(lang)
+        title = outcome.summary.title.get(lang)
         st.code(iframe(share.link(base, code, step=step, lang=lang, embed=True), title),
                 language="html", wrap_lines=True)
 

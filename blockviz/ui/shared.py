@@ -1,7 +1,8 @@
-"""Opening a shared link (``?s=CODE``, ``blockviz.scenario.share``) in the player: the code is
-decoded and loaded like a file, the scenario runs in a preview worker within the preview budget
-(``ui.worker``), and the run becomes the session's own. Every refusal is a notice for the page
-(in both languages), never a traceback; nothing is stored on the server."""
+"""Opening a shared link (``?s=CODE``, ``blockviz.scenario.share``) in the player: the server
+checks the code's length and nothing more; a preview worker (``ui.worker``) decodes it, loads it
+like a file and runs it within the preview budget, and the run becomes the session's own. Every
+refusal is a notice for the page (in both languages), never a traceback; nothing is stored on the
+server."""
 from __future__ import annotations
 
 import streamlit as st
@@ -9,9 +10,9 @@ import streamlit as st
 from blockviz.i18n import t
 from blockviz.i18n.errors import localize_error
 from blockviz.scenario import ScenarioError
-from blockviz.scenario.share import load_link
+from blockviz.scenario.share import LINK_FILE, MAX_CODE_CHARS, LinkTooLong
 from blockviz.teach.authoring import download_name
-from blockviz.ui import data, worker
+from blockviz.ui import worker
 
 
 def _refused(notices: list, en: str, zh: str, default: str) -> None:
@@ -28,20 +29,21 @@ def _error(notices: list, e: ScenarioError, default: str) -> None:
 def open_link(state, code: str, notices: list, default: str):
     """The PlayerRun of a link's scenario, or None (with a notice saying why, and that
     ``default`` is shown instead)."""
-    try:
-        text, loaded = load_link(code)
-    except ScenarioError as e:
-        _error(notices, e, default)
-        return None
-    refusal = data.preview_refusal(loaded)
-    if refusal is not None:
-        key, fields = refusal
-        fields = {**fields, "file": download_name(loaded.scenario.id)}
-        _refused(notices, t(key, "en", **fields), t(key, "zh", **fields), default)
+    if not isinstance(code, str) or len(code) > MAX_CODE_CHARS + 64:   # its size: all the server reads
+        _error(notices, LinkTooLong(len(code) if isinstance(code, str) else 0), default)
         return None
     try:
         with st.spinner("…"):
-            return worker.make_user_run(state, "link", loaded, text)
-    except ScenarioError as e:
+            outcome = worker.user_outcome(state, "link", worker.Source("link", LINK_FILE, code))
+    except ScenarioError as e:          # busy, or stopped (where it was)
         _error(notices, e, default)
         return None
+    if outcome.error is not None:
+        _error(notices, outcome.error, default)
+        return None
+    if outcome.refusal is not None:
+        key, fields = outcome.refusal
+        fields = {**fields, "file": download_name(outcome.summary.id)}
+        _refused(notices, t(key, "en", **fields), t(key, "zh", **fields), default)
+        return None
+    return outcome.run

@@ -1,12 +1,28 @@
-"""Every scenario a session runs (its Author preview, its "try it yourself" fork) runs in a worker
-process, never in the server's own: a fresh process forked from a warm fork server per run, one
-torch thread, at a lower priority, its address space capped at the run's tensor budget plus a
-margin. The run's budget (``sim.budget.PREVIEW_BUDGET``) stops it inside events with a located
-message; should the process itself pass the budget's wall time (plus a grace) or its memory cap,
-it is killed and the session is told which step it was in. At most ``MAX_PREVIEWS`` run at once
-per server; a session that finds them all taken is told the server is busy.
+"""Every piece of work a session's input starts runs in a worker process, never in the server's own.
+The server process checks a text's size and nothing more: a worker decodes it (a share link),
+reads it (a paste, an upload), parses and validates it, and runs it.
 
-The recorded run comes back pickled (the timeline's locks are made anew on the server's side).
+Workers are forked from one fork server per server process (started once, in the background, by
+:func:`warm`; it imports torch and blockviz once, so a fork is quick). Each runs at a lower
+priority with one torch thread, its address space capped, and is killed should it outlive its
+budget by a grace. Two kinds of work, each with its own cap per server:
+
+* **previews** (at most ``MAX_PREVIEWS`` at once): a scenario a session writes, pastes, uploads,
+  opens by link or forks, run within the preview budget (``sim.budget.PREVIEW_BUDGET``). The
+  session's page waits for it (a spinner); a session that finds every slot taken is told the
+  server is busy. A run stopped from outside says where it was: the line it had read to, or the
+  step it was in (that step's line).
+* **jobs** (at most ``MAX_JOBS`` at once): a capacity sweep, or reading a trace of up to 200 MB —
+  minutes of work, so it runs in the background (:class:`Job`): the page polls its progress, and
+  it stops on the page's Stop button, at its budget (``JOB_BUDGET``), or when its session ends.
+
+A session's jobs and folders are *held* for it (:func:`hold`): one watchdog thread per server
+releases them once the session's tab has been gone ``ENDED_AFTER_S`` seconds (its websocket
+closed and not reconnected), on an idle server too — Streamlit itself drops a closed tab's state
+only later, when another session comes. Without a Streamlit runtime (tests), a held thing goes
+when the session's state drops it.
+
+Results come back pickled (a timeline's locks are made anew on the server's side).
 """
 from __future__ import annotations
 
@@ -17,19 +33,33 @@ import os
 import pickle
 import threading
 import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from blockviz.scenario import ScenarioError
 from blockviz.sim.budget import Budget, mib
 
 MAX_PREVIEWS = max(1, int(os.environ.get("BLOCKVIZ_MAX_PREVIEWS", "2")))
+MAX_JOBS = max(1, int(os.environ.get("BLOCKVIZ_MAX_SWEEPS", "2")))
 BUSY_WAIT_S = 2.0        # how long a preview waits for a free worker before "busy"
 GRACE_S = 5.0            # past the budget's wall time before the process is killed
 MEMORY_MARGIN = 1 << 30  # address space beyond the tensor budget (Python objects, the timeline)
+# a sweep or a trace's reading: ten minutes, and 2 GiB beyond what the worker starts with
+JOB_BUDGET = Budget(seconds=600.0, tensor_bytes=2 << 30)
+ENDED_AFTER_S = float(os.environ.get("BLOCKVIZ_SESSION_GONE_S", "15"))   # a tab gone this long: ended
+WATCH_S = 2.0            # how often the watchdog looks
+REPORT_S = 0.25          # a job reports its progress at most this often
 
 _slots = threading.BoundedSemaphore(MAX_PREVIEWS)
+_job_slots = threading.BoundedSemaphore(MAX_JOBS)
 _ctx_lock = threading.Lock()
 _ctx = None
 log = logging.getLogger(__name__)
+
+# what the fork server imports once (every worker is forked from it with these loaded)
+PRELOAD = ("blockviz.ui.worker", "blockviz.ui.main", "torch", "blockviz.sim.runner", "blockviz.kv",
+           "blockviz.sim.sweep")
 
 _LOCK, _RLOCK = type(threading.Lock()), type(threading.RLock())
 
@@ -40,9 +70,17 @@ class _Pickler(pickle.Pickler):
             return threading.RLock, ()
         if isinstance(obj, _LOCK):
             return threading.Lock, ()
-        if isinstance(obj, ScenarioError):   # a timeline's error: its own fields, not args
-            return type(obj), (obj.file, obj.line, obj.col, obj.path, obj.message)
+        if isinstance(obj, ScenarioError):   # a timeline's error, a link's: its own fields, not args
+            return _rebuild_error, (type(obj), dict(obj.__dict__))
         return NotImplemented
+
+
+def _rebuild_error(cls, fields: dict) -> ScenarioError:
+    """A ScenarioError (of any subclass, whatever its constructor takes) with ``fields``."""
+    e = cls.__new__(cls)
+    e.__dict__.update(fields)
+    Exception.__init__(e, str(e))
+    return e
 
 
 def dumps(obj) -> bytes:
@@ -60,13 +98,17 @@ def busy_error(file: str) -> Busy:
                                       f"try again in a moment")
 
 
+class NoWorker(ScenarioError):
+    """No worker process could be started here (the server itself runs no user's text)."""
+
+
+# -- the fork server -----------------------------------------------------------------------------
 def _context():
     global _ctx
     with _ctx_lock:
         if _ctx is None:
             ctx = mp.get_context("forkserver")
-            ctx.set_forkserver_preload(["blockviz.ui.worker", "blockviz.ui.data", "torch",
-                                        "blockviz.sim.runner", "blockviz.kv"])
+            ctx.set_forkserver_preload(list(PRELOAD))
             _ctx = ctx
         return _ctx
 
@@ -76,7 +118,9 @@ _warmed = threading.Event()
 
 def warm() -> None:
     """Start the fork server (it imports torch and blockviz once) in the background, so that the
-    first preview a session asks for does not wait for it. Once per server process."""
+    first preview a session asks for does not wait for it; and the watchdog of ended sessions.
+    Once per server process. (A worker imports the app's script as ``__mp_main__``: the script
+    calls ``main()`` only as ``__main__``, so a worker never runs the app.)"""
     if _warmed.is_set():
         return
     _warmed.set()
@@ -86,39 +130,214 @@ def warm() -> None:
             from multiprocessing import forkserver
             _context()
             forkserver.ensure_running()
-        except Exception:   # a preview will start it, or fall back: never the page's problem
-            log.exception("could not start the preview fork server")
+        except Exception:   # a preview will start it, or say it cannot: never the page's problem
+            log.warning("could not start the preview fork server yet; the first preview will",
+                        exc_info=True)
 
     threading.Thread(target=start, name="blockviz-forkserver", daemon=True).start()
+    _watchdog.start()
 
 
-# -- the worker's side ---------------------------------------------------------------------------
-def _limit_memory(budget: Budget, margin: int) -> None:
+# -- a worker process (the server's side) --------------------------------------------------------
+class _Process:
+    """One worker process and the read end of its pipe."""
+
+    def __init__(self, target: Callable, args: tuple) -> None:
+        ctx = _context()
+        self.recv, send = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=target, args=(send, *args), daemon=True, name="blockviz-worker")
+        try:
+            self.proc.start()
+        except OSError as e:
+            self.recv.close()
+            raise NoWorker("", None, None, "", f"the server could not start a worker process "
+                                               f"({e.strerror or e}); try again in a moment") from None
+        finally:
+            send.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid
+
+    def message(self, timeout: float):
+        """The next message, None if none came within ``timeout``; EOFError when the process
+        has died."""
+        if not self.recv.poll(timeout):
+            return None
+        return self.recv.recv()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=5)
+        self.recv.close()
+
+
+def _limit_memory(nbytes: int | None, margin: int) -> None:
     import resource
-    if budget.tensor_bytes is None:
+    if nbytes is None:
         return
     with open("/proc/self/statm") as f:
         vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    cap = vm + budget.tensor_bytes + margin
+    cap = vm + nbytes + margin
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def _child(conn, key: str, text: str, file: str, budget: Budget, margin: int) -> None:
+def _settle(budget: Budget, margin: int, niceness: int) -> None:
+    """A worker's first lines: lower priority, one torch thread, its address space capped."""
     try:
-        try:
-            os.nice(5)
-        except OSError:
-            pass
-        import torch
-        torch.set_num_threads(1)
-        _limit_memory(budget, margin)
-        from blockviz.scenario import load_text
+        os.nice(niceness)
+    except OSError:
+        pass
+    import torch
+    torch.set_num_threads(1)
+    _limit_memory(budget.tensor_bytes, margin)
+
+
+# -- previews: a session's scenario --------------------------------------------------------------
+@dataclass(frozen=True)
+class Source:
+    """What a session hands a worker: ``kind`` "text" (a paste or the editor's text), "upload"
+    (a file's bytes), "link" (a share link's code) or "window" (a window of a trace, built into a
+    scenario there); ``file``: the name messages carry."""
+    kind: str
+    file: str
+    payload: object
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a page says about a scenario that loaded (its run may not have)."""
+    id: str
+    title: object           # a Text (both languages)
+    steps: int
+    num_blocks: int
+    block_size: int
+
+
+@dataclass
+class Outcome:
+    """What a worker made of a session's text: the text itself (decoded from a link or an
+    upload), the error that stops it loading, or its summary and run (or why it was not run)."""
+    text: str | None = None
+    error: ScenarioError | None = None
+    summary: Summary | None = None
+    refusal: tuple | None = None       # (i18n key, fields): too big for the app to run
+    run: object = None                 # the PlayerRun
+    names: tuple = ((), (), ())        # request ids, checkpoints, live ids as the text says
+    share: object = None               # its link code, or share.LinkTooLong (asked for: share=True)
+
+
+def _reading_events(events, report):
+    """libyaml's event stream, reporting the line reached (every 0.1 s or so) and, at its end,
+    the lines read."""
+    def wrapped(text):
+        last, line = time.monotonic(), 0
+        for n, event in enumerate(events(text)):
+            line = event.start_mark.line + 1
+            if not n & 255:
+                now = time.monotonic()
+                if now - last >= 0.1:
+                    last = now
+                    report("reading", line)
+            yield event
+        report("parsed", line)
+    return wrapped
+
+
+def _decode(source: Source) -> str:
+    """The text of a source, in the worker; ScenarioError when it has none (a damaged link, an
+    unreadable upload)."""
+    if source.kind == "link":
+        from blockviz.scenario import share
+        return share.decode(source.payload)
+    if source.kind == "upload":
+        from blockviz.teach.authoring import read_upload
+        return read_upload(source.payload, source.file)
+    if source.kind == "window":
+        return _window(**source.payload)
+    return source.payload
+
+
+def _window(path: str, name: str, first: int, size: int, **kw) -> str:
+    """A window of a trace as a scenario's text (``teach.tracegen.window_scenario``); a
+    refusal when no request of it fits the player."""
+    from blockviz.scenario.trace import iter_trace
+    from blockviz.sim.fork import to_yaml
+    from blockviz.teach.tracegen import window_scenario
+    window = list(iter_trace(path, name=name, limit=first + size - 1))[first - 1:]
+    w = window_scenario(window, **kw)
+    if not w.lines:
+        raise _Refused("capt_window_empty", {"blocks": w.player_blocks})
+    return to_yaml(w.scenario)
+
+
+class _Refused(Exception):
+    def __init__(self, key: str, fields: dict) -> None:
+        super().__init__(key)
+        self.key, self.fields = key, fields
+
+
+def _preview_child(conn, key: str, source: Source, budget: Budget, margin: int, share: bool) -> None:
+    """The worker's side of a preview: decode, load, summarize, run; every message says where it
+    is (the line reached, then the step running), for a stop from outside to name."""
+    def report(*msg) -> None:
+        conn.send(msg)
+
+    out = Outcome()
+    try:
+        _settle(budget, margin, 5)
+        import importlib
+
         from blockviz.ui import data
-        loaded = load_text(text, file)
-        run = data.make_run(key, loaded, budget=budget,
-                            on_step=lambda done: conn.send(("step", done)))
-        conn.send(("done", dumps(run)))
-    except ScenarioError as e:
+        L = importlib.import_module("blockviz.scenario.load")   # the module (the package exports a function)
+        L._events = _reading_events(L._events, report)
+        try:
+            text = _decode(source)
+        except _Refused as e:
+            out.refusal = (e.key, e.fields)
+            conn.send(("done", dumps(out)))
+            return
+        except ScenarioError as e:          # no text at all: a damaged link, an unreadable file
+            out.error = e
+            conn.send(("done", dumps(out)))
+            return
+        if source.kind in ("link", "upload"):
+            out.text = text
+        if source.kind == "upload":         # its text goes to the editor, which has it checked
+            conn.send(("done", dumps(out)))
+            return
+        out.names = _names(text)
+        if share:
+            from blockviz.scenario import share as S
+            try:
+                out.share = S.share_code(text)
+            except S.LinkTooLong as e:
+                out.share = e
+        try:
+            loaded = L.load_text(text, source.file)
+        except ScenarioError as e:
+            out.error = e
+            conn.send(("done", dumps(out)))
+            return
+        s = loaded.scenario
+        out.summary = Summary(s.id, s.title, len(s.steps), s.config.num_blocks, s.config.block_size)
+        out.refusal = data.preview_refusal(loaded)
+        if out.refusal is None:
+            steps = s.steps
+
+            def where(done: int) -> None:      # the step now running, for a kill from outside
+                if done < len(steps):
+                    step = steps[done]
+                    path = ("steps", done, step.kind) if step.kind else ("steps", done)
+                    line, col = loaded.locate(path)
+                    report("step", done, (line, col, _format(path), step.kind or "note"))
+                else:
+                    report("step", done, None)
+            where(0)
+            out.run = data.make_run(key, loaded, budget=budget, on_step=where)
+        conn.send(("done", dumps(out)))
+    except ScenarioError as e:        # e.g. the config alone is over the budget
         conn.send(("error", (e.file, e.line, e.col, e.path, e.message)))
     except MemoryError:
         conn.send(("memory", None))
@@ -126,6 +345,8 @@ def _child(conn, key: str, text: str, file: str, budget: Budget, margin: int) ->
         if "allocate" not in str(e):       # torch's allocator, at the process's memory cap
             raise
         conn.send(("memory", None))
+    except BrokenPipeError:                # the server is gone: nothing to tell
+        pass
     except Exception as e:  # a bug: the session gets a message, the log gets the traceback
         log.exception("preview worker failed")
         conn.send(("crash", type(e).__name__))
@@ -133,76 +354,111 @@ def _child(conn, key: str, text: str, file: str, budget: Budget, margin: int) ->
         conn.close()
 
 
-# -- the server's side ---------------------------------------------------------------------------
-def _stopped_at(loaded, done: int, message: str) -> ScenarioError:
-    steps = loaded.scenario.steps
-    if done >= len(steps):
-        return ScenarioError(loaded.file, None, None, "", message)
-    step = steps[done]
-    path = ("steps", done, step.kind) if step.kind else ("steps", done)
-    return loaded.error(path, f"step {done + 1} ({step.kind}): {message}")
+def _format(path) -> str:
+    from blockviz.scenario.load import format_path
+    return format_path(path)
 
 
-def run_in_worker(key: str, loaded, text: str, budget: Budget):
-    """The PlayerRun of ``text`` (already loaded as ``loaded``, for locating messages), run in a
-    worker process within ``budget``. Raises ScenarioError: the server is busy, the config is
-    over the budget, or the process was stopped (located at the step it was in)."""
+def _names(text: str) -> tuple:
+    from blockviz.teach.authoring import text_names
+    return text_names(text)
+
+
+@dataclass
+class _Where:
+    """Where a preview is, as its worker reports it (the server keeps it to say where it stopped)."""
+    file: str
+    phase: str = "reading"      # reading | checking | running
+    line: int = 0               # reading: the line reached; checking: the lines read
+    done: int = 0               # running: steps done
+    at: tuple | None = None     # running: (line, col, path, kind) of the step now running
+
+    def stopped(self, message: str) -> ScenarioError:
+        if self.phase == "reading":
+            line = max(1, self.line)
+            return ScenarioError(self.file, line, 1, "", f"while reading line {line:,} of the text: "
+                                                         f"{message}")
+        if self.phase == "checking":
+            return ScenarioError(self.file, None, None, "", f"while checking the scenario (all "
+                                                            f"{self.line:,} lines read): {message}")
+        if self.at is None:
+            return ScenarioError(self.file, None, None, "", f"after its last step: {message}")
+        line, col, path, kind = self.at
+        return ScenarioError(self.file, line, col, path, f"step {self.done + 1} ({kind}): {message}")
+
+
+def run_source(key: str, source: Source, budget: Budget, *, share: bool = False) -> Outcome:
+    """What a worker makes of ``source`` within ``budget`` (an :class:`Outcome`: a text that does
+    not load is its ``error``). Raises ScenarioError when the server is busy, or the worker had
+    to be stopped (located where it was: the line it had read to, or the step it was in)."""
     if not _slots.acquire(timeout=BUSY_WAIT_S):
-        raise busy_error(loaded.file)
-    ctx = _context()
+        raise busy_error(source.file)
     proc = None
-    recv, send = ctx.Pipe(duplex=False)
+    where = _Where(source.file)
     try:
-        proc = ctx.Process(target=_child, args=(send, key, text, loaded.file, budget, MEMORY_MARGIN),
-                           daemon=True, name="blockviz-preview")
-        proc.start()
-        send.close()
+        proc = _Process(_preview_child, (key, source, budget, MEMORY_MARGIN, share))
         wall = kill_after(budget)
         deadline = None if wall is None else time.monotonic() + wall
-        done = 0
         while True:
-            wait = 1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-            if deadline is not None and wait <= 0:
+            wait = 1.0 if deadline is None else deadline - time.monotonic()
+            if wait <= 0:
                 limit = budget.seconds if budget.seconds is not None else wall
-                raise _stopped_at(loaded, done, f"the preview was stopped after {wall:g} s: the "
-                                                f"run's time budget is {limit:g} s")
-            if not recv.poll(min(wait, 1.0)):
-                continue
+                raise where.stopped(f"the preview was stopped after {wall:g} s: the run's time "
+                                    f"budget is {limit:g} s")
             try:
-                kind, value = recv.recv()
+                msg = proc.message(min(wait, 1.0))
             except EOFError:           # the process died: its memory cap, or killed outside
-                raise _stopped_at(loaded, done, memory_message(budget)) from None
-            if kind == "step":
-                done = value
+                raise where.stopped(memory_message(budget)) from None
+            if msg is None:
+                continue
+            kind = msg[0]
+            if kind == "reading":
+                where.phase, where.line = "reading", msg[1]
+            elif kind == "parsed":
+                where.phase, where.line = "checking", msg[1]
+            elif kind == "step":
+                where.phase, where.done, where.at = "running", msg[1], msg[2]
             elif kind == "done":
-                return pickle.loads(value)
+                return pickle.loads(msg[1])
             elif kind == "error":
-                raise ScenarioError(*value)
+                raise ScenarioError(*msg[1])
             elif kind == "memory":
-                raise _stopped_at(loaded, done, memory_message(budget))
+                raise where.stopped(memory_message(budget))
             elif kind == "crash":
-                raise _stopped_at(loaded, done, f"the preview failed with an internal error "
-                                                f"({value}); the server is fine")
+                raise where.stopped(f"the preview failed with an internal error ({msg[1]}); the "
+                                    f"server is fine")
     finally:
-        recv.close()
         if proc is not None:
-            if proc.is_alive():
-                proc.kill()
-            proc.join(timeout=5)
+            proc.kill()
         _slots.release()
 
 
+def run_in_worker(key: str, loaded, text: str, budget: Budget):
+    """The PlayerRun of ``text`` (a scenario the server itself built, loaded as ``loaded``) run in
+    a worker within ``budget``; ScenarioError when it does not load, is refused, the server is
+    busy or the worker had to be stopped."""
+    outcome = run_source(key, Source("text", loaded.file, text), budget)
+    if outcome.error is not None:
+        raise outcome.error
+    if outcome.refusal is not None:
+        from blockviz.i18n import t
+        k, fields = outcome.refusal
+        raise ScenarioError(loaded.file, None, None, "", t(k, "en", file=loaded.file, **fields))
+    return outcome.run
+
+
 def make_user_run(state, kind: str, loaded, text: str):
-    """Run a session's scenario (``text``, loaded as ``loaded``) in a worker process within the
-    preview budget (``ui.data.PREVIEW_BUDGET``). ScenarioError when the server is busy or the
-    worker had to be stopped."""
+    """Run a scenario the server built (a fork, a trace's window: ``text``, loaded as ``loaded``)
+    in a worker process within the preview budget (``ui.data.PREVIEW_BUDGET``)."""
     from blockviz.ui import data
-    key = data.user_run_key(state, kind)
-    try:
-        return run_in_worker(key, loaded, text, data.PREVIEW_BUDGET)
-    except OSError:     # no worker process could be started here: run it in this one, bounded
-        log.exception("no preview worker; running in the server process")
-        return data.make_run(key, loaded, budget=data.PREVIEW_BUDGET)
+    return run_in_worker(data.user_run_key(state, kind), loaded, text, data.PREVIEW_BUDGET)
+
+
+def user_outcome(state, kind: str, source: Source, *, share: bool = False) -> Outcome:
+    """A session's own text (``source``), made into an Outcome by a worker within the preview
+    budget; ScenarioError when the server is busy or the worker was stopped."""
+    from blockviz.ui import data
+    return run_source(data.user_run_key(state, kind), source, data.PREVIEW_BUDGET, share=share)
 
 
 def kill_after(budget: Budget) -> float | None:
@@ -215,3 +471,226 @@ def memory_message(budget: Budget) -> str:
     limit = budget.tensor_bytes or 0
     return (f"the preview was stopped: it needed more memory than the run's budget of "
             f"{mib(limit)}")
+
+
+# -- jobs: long work in the background -----------------------------------------------------------
+class JobsBusy(Exception):
+    """Every job slot of the server is taken."""
+
+
+@dataclass
+class JobState:
+    """A job as its page reads it (updated by the job's reader thread)."""
+    label: str
+    started: float = field(default_factory=time.monotonic)
+    status: str = "running"      # running | done | failed | stopped
+    progress: dict = field(default_factory=dict)   # the last report: done, total, and the task's own
+    result: object = None
+    error: object = None         # failed: the task's exception (TraceError, ValueError) or (key, fields)
+    why: str = ""                # stopped: "stop" (the page's button), "time", "memory", "ended"
+    finished: float | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished or time.monotonic()) - self.started
+
+
+def _job_child(conn, task, budget: Budget) -> None:
+    """The worker's side of a job: ``task(report)`` with ``report(**progress)`` at most every
+    REPORT_S; its result, or its exception (a task's own errors are for the page)."""
+    last = [0.0]
+
+    def report(force: bool = False, **progress) -> None:
+        now = time.monotonic()
+        if force or now - last[0] >= REPORT_S:
+            last[0] = now
+            conn.send(("progress", progress))
+
+    try:
+        _settle(budget, 0, 10)
+        result = task(report)
+        conn.send(("done", dumps(result)))
+    except MemoryError:
+        conn.send(("memory", None))
+    except BrokenPipeError:
+        pass
+    except (ValueError, ScenarioError) as e:   # the input's own errors (a bad line): for the page
+        conn.send(("error", dumps(e)))
+    except Exception as e:  # a bug: the page gets a message, the log gets the traceback
+        log.exception("job worker failed")
+        conn.send(("crash", type(e).__name__))
+    finally:
+        conn.close()
+
+
+class _JobRun:
+    """A job's process, watched by its own thread: progress in, deadline kept, slot given back."""
+
+    def __init__(self, task, state: JobState, budget: Budget) -> None:
+        self.state = state
+        self.budget = budget
+        self.lock = threading.Lock()
+        self.proc = _Process(_job_child, (task, budget))
+        threading.Thread(target=self._watch, name="blockviz-job", daemon=True).start()
+
+    def _watch(self) -> None:
+        s = self.state
+        deadline = None if self.budget.seconds is None else s.started + self.budget.seconds
+        try:
+            while s.running:
+                if deadline is not None and time.monotonic() > deadline:
+                    self.stop("time")
+                    break
+                try:
+                    msg = self.proc.message(0.5)
+                except (EOFError, OSError):
+                    if s.running:          # died without a word: its memory cap
+                        self._end("stopped", why="memory")
+                    break
+                if msg is None:
+                    continue
+                kind, value = msg
+                if kind == "progress":
+                    s.progress = value
+                elif kind == "done":
+                    self._end("done", result=pickle.loads(value))
+                elif kind == "error":
+                    self._end("failed", error=pickle.loads(value))
+                elif kind == "memory":
+                    self._end("stopped", why="memory")
+                elif kind == "crash":
+                    self._end("failed", error=("job_crash", {"kind": value}))
+        finally:
+            self.proc.kill()
+            _job_slots.release()
+
+    def _end(self, status: str, **fields) -> bool:
+        with self.lock:
+            if not self.state.running:
+                return False
+            for k, v in fields.items():
+                setattr(self.state, k, v)
+            self.state.finished = time.monotonic()
+            self.state.status = status
+            return True
+
+    def stop(self, why: str = "stop") -> None:
+        if self._end("stopped", why=why):   # the watching thread sees it die and cleans up
+            try:
+                self.proc.proc.kill()
+            except (OSError, ValueError):
+                pass
+
+
+class Job:
+    """Long work of one session in a worker process: ``task(report)`` (picklable; it calls
+    ``report(done=, total=, ...)``), its progress and then its result, failure or why it was
+    stopped (``state``). At most MAX_JOBS run per server (JobsBusy beyond). The session's state
+    holds the Job; once nothing does (its state dropped), or the session ends (:func:`hold`), or
+    the page's Stop button calls :meth:`stop`, the process is killed."""
+
+    def __init__(self, task, *, label: str, budget: Budget = JOB_BUDGET) -> None:
+        if not _job_slots.acquire(blocking=False):
+            raise JobsBusy(label)
+        try:
+            self.state = JobState(label)
+            self._run = _JobRun(task, self.state, budget)
+        except BaseException:
+            _job_slots.release()
+            raise
+        self._finalizer = weakref.finalize(self, self._run.stop, "ended")
+
+    @property
+    def pid(self) -> int | None:
+        return self._run.proc.pid
+
+    def stop(self, why: str = "stop") -> None:
+        self._run.stop(why)
+
+    def release(self) -> None:       # the session ended
+        self._run.stop("ended")
+
+
+# -- what a session holds, released when it ends -------------------------------------------------
+def session_id() -> str | None:
+    """The Streamlit session running this script (None outside a script run)."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+        ctx = get_script_run_ctx(suppress_warning=True)
+    except Exception:  # noqa: BLE001 - no Streamlit here
+        return None
+    return None if ctx is None else ctx.session_id
+
+
+class _Watchdog:
+    """One thread per server: a session whose tab has been gone ENDED_AFTER_S (not an active
+    session of the runtime: its websocket closed and not reconnected) has its held things
+    released — jobs stopped, folders removed — and Streamlit's copy of its uploaded files freed."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.held: dict[str, weakref.WeakSet] = {}
+        self.gone_since: dict[str, float] = {}
+        self.thread: threading.Thread | None = None
+
+    def hold(self, sid: str | None, thing) -> None:
+        if sid is None:
+            return
+        with self.lock:
+            self.held.setdefault(sid, weakref.WeakSet()).add(thing)
+        self.start()
+
+    def start(self) -> None:
+        with self.lock:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._loop, name="blockviz-sessions", daemon=True)
+                self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(WATCH_S)
+            try:
+                self.check()
+            except Exception:  # noqa: BLE001 - never let the watchdog die
+                log.warning("the session watchdog could not check", exc_info=True)
+
+    def check(self, now: float | None = None) -> list[str]:
+        """Release the sessions gone long enough; their ids."""
+        from streamlit.runtime import Runtime
+        if not Runtime.exists():
+            return []
+        runtime = Runtime.instance()
+        now = time.monotonic() if now is None else now
+        ended = []
+        with self.lock:
+            for sid in list(self.held):
+                if runtime.is_active_session(sid):
+                    self.gone_since.pop(sid, None)
+                elif now - self.gone_since.setdefault(sid, now) >= ENDED_AFTER_S:
+                    ended.append(sid)
+            things = {sid: list(self.held.pop(sid)) for sid in ended}
+            for sid in ended:
+                self.gone_since.pop(sid, None)
+        for sid in ended:
+            for thing in things[sid]:
+                try:
+                    thing.release()
+                except Exception:  # noqa: BLE001
+                    log.warning("could not release what an ended session held", exc_info=True)
+            try:
+                runtime.uploaded_file_mgr.remove_session_files(sid)
+            except Exception:  # noqa: BLE001
+                pass
+        return ended
+
+
+_watchdog = _Watchdog()
+
+
+def hold(thing) -> None:
+    """Release ``thing`` (it has ``release()``) when the session running this script ends."""
+    _watchdog.hold(session_id(), thing)
