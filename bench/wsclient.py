@@ -24,6 +24,44 @@ from blockviz.cli import STREAMLIT_OPTIONS
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# -- what a process uses: counted, not timed (Linux /proc) ------------------------------------------
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used itself (its threads, not its children)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(rest[1]) == pid and rest[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
+def workers(server_pid: int) -> list[int]:
+    """The server's worker processes: forked by its fork server (a child of the server), so its
+    grandchildren."""
+    return [w for c in children(server_pid) for w in children(c)]
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -37,12 +75,12 @@ class Server:
     def __init__(self, env: dict | None = None) -> None:
         self.port = free_port()
         self.log = tempfile.TemporaryFile()      # not a pipe: a full pipe would stall the server
+        self.env = {**os.environ, **(env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
              *(a for k, v in STREAMLIT_OPTIONS.items() for a in (f"--{k}", v)),   # as `blockviz app`
              "--server.port", str(self.port), "--server.address", "127.0.0.1"],
-            cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
-            stderr=self.log)
+            cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log)
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 120
         while True:
@@ -64,6 +102,15 @@ class Server:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log_text(self) -> str:
+        """What the server has written to stderr so far."""
+        fd = self.log.fileno()         # pread: the server shares the file's offset, leave it be
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
 
     def close(self) -> None:
         self.proc.terminate()
@@ -90,12 +137,15 @@ class Session:
     def close(self) -> None:
         self.ws.close()
 
-    def rerun(self, widgets=()) -> float:
-        """Rerun the script with ``widgets`` ((kind, key, value) to set: "trigger", "string");
-        returns the seconds from the request to the script's end (the server's work)."""
+    def rerun(self, widgets=(), query: str | None = None) -> float:
+        """Rerun the script with ``widgets`` ((kind, key, value) to set: "trigger", "string") and
+        the page's ``query`` string (a link's ``s=...&step=...``); returns the seconds from the
+        request to the script's end."""
         msg = BackMsg()
         cs = msg.rerun_script
         cs.page_script_hash = self.page_hash
+        if query is not None:
+            cs.query_string = query
         for kind, key, value in widgets:
             w = cs.widget_states.widgets.add()
             w.id = self.widget_id(key)

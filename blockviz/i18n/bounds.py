@@ -22,4 +22,41 @@ STRINGS: dict[str, tuple[str, str]] = {
                      "--pool-blocks {value}：这个 trace 最多只会用到 {most} 个 {bs} token 的块（它的 "
                      "{requests} 个请求，所有提示词和输出同时占着）；更大的池子重放结果与 {most} 个块"
                      "完全相同：请最多写 {most}"),
+    # the capacity page's jobs (a trace's reading, a sweep) in their worker processes
+    "job_busy": ("The server is already running {n} sweeps or trace readings, its limit: yours did not "
+                 "start. Try again when one has finished.",
+                 "服务器已经在运行 {n} 个扫描或 trace 读取，这是它的上限：你的没有开始。"
+                 "请等其中一个结束后再试。"),
+    "job_failed": ("The work could not start: {msg}", "无法开始：{msg}"),
+    "job_stop": ("Stop", "停止"),
+    "job_reading": ("Reading the trace in a worker process: {n} lines so far · {s}",
+                    "正在工作进程中读取 trace：已读 {n} 行 · {s}"),
+    "job_sweep_progress": ("Replaying {runs} runs in a worker process: {pct}% · {done} of {total} requests "
+                           "· {rate} requests/s · {s}{left}",
+                           "正在工作进程中回放 {runs} 轮：{pct}% · 第 {done} / {total} 个请求 · "
+                           "每秒 {rate} 个 · {s}{left}"),
+    "job_left": (" · about {s} left", " · 约剩 {s}"),
+    "job_at_sweep": ("{done} of {total} requests replayed", "已回放 {done} / {total} 个请求"),
+    "job_at_read": ("{done} lines read", "已读 {done} 行"),
+    "job_stopped_stop": ("Stopped ({what}: {at}).", "已停止（{what}：{at}）。"),
+    "job_stopped_time": ("Stopped after {s}, the page's limit for one job ({what}: {at}). The command "
+                         "line has no such limit: `{cmd}`",
+                         "运行 {s} 后被终止，这是页面上单个任务的上限（{what}：{at}）。命令行没有这个限制："
+                         "`{cmd}`"),
+    "job_stopped_memory": ("Stopped: it needed more memory than the page allows one job ({mb} MiB; "
+                           "{what}: {at}). The command line has no such limit: `{cmd}`",
+                           "被终止：它需要的内存超过了页面上单个任务的上限（{mb} MiB；{what}：{at}）。"
+                           "命令行没有这个限制：`{cmd}`"),
+    "job_stopped_ended": ("Stopped: this session was away too long.", "已停止：这个会话离开太久了。"),
+    "job_crash": ("The work failed with an internal error ({kind}); the server is fine.",
+                  "因内部错误（{kind}）失败；服务器本身没有受到影响。"),
+    "capt_trace_gone": ("This session's trace was removed while the session was away: open it again.",
+                        "这个会话离开期间，它的 trace 已被删除：请重新打开。"),
+    # a session's run kept to the app's step limit (ui.data.PREVIEW_MAX_STEPS)
+    "preview_capped": ("The preview stopped at step {k} of {n}: the app runs at most {k} steps of a "
+                       "scenario. Run it whole with the command line: download it (“Download .yaml” "
+                       "saves {file}) and run python -m blockviz play {file}",
+                       "预览停在第 {k} 步（共 {n} 步）：应用里一个场景最多运行 {k} 步。完整运行请用命令行："
+                       "先下载（“下载 .yaml”保存为 {file}），再运行 python -m blockviz play {file}"),
+    "preview_step_limit": ("the app runs at most {k} steps of a scenario", "应用里最多运行场景的 {k} 步"),
 }

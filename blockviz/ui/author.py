@@ -280,7 +280,7 @@ def _status(err, outcome, lang: str) -> None:
         st.html(error_html(e, text, lang, title=t("run_stops_at", lang, k=run.timeline.error_step)))
     if run.stopped is not None:
         k, n = run.stopped
-        st.html(warn_html(t("preview_slow", lang, s=int(data.PREVIEW_TIME_LIMIT_S), k=k, n=n, file=file)))
+        st.html(warn_html(t("preview_capped", lang, k=k, n=n, file=file)))
 
 
 def _preview_panel(lang: str) -> None:

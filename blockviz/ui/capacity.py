@@ -32,8 +32,8 @@ from blockviz.render.capacity import (
     trace_latency_figure,
     trace_reading_lines,
 )
-from blockviz.scenario import Scenario, ScenarioError
-from blockviz.scenario.trace import TraceError, check_trace, iter_trace
+from blockviz.scenario import ScenarioError
+from blockviz.scenario.trace import TraceError, iter_trace
 from blockviz.sim.capacity import (
     KNEE_FRACTION,
     KV_PRESETS,
@@ -43,7 +43,6 @@ from blockviz.sim.capacity import (
     timed_settings,
     trace_extent,
 )
-from blockviz.sim.fork import to_yaml
 from blockviz.sim.sweep import LocalExecutor, sweep
 from blockviz.teach.tracegen import (
     PLAYER_BLOCK_TOKENS,
@@ -51,7 +50,6 @@ from blockviz.teach.tracegen import (
     PLAYER_MAX_WINDOW,
     PLAYER_SCALE,
     TraceWorkload,
-    window_scenario,
     write_generated,
 )
 from blockviz.teach.workload import (
@@ -62,7 +60,6 @@ from blockviz.teach.workload import (
     default_pool_sizes,
     generate,
 )
-from blockviz.teach.workload import loaded as workload_loaded
 from blockviz.ui import state as S
 from blockviz.ui import worker
 from blockviz.ui.nav import (
@@ -300,8 +297,8 @@ MAX_UPLOAD_MB = 200              # the uploader's limit (Streamlit's server.maxU
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB << 20
 MAX_GEN_REQUESTS = 20_000
 DEFAULT_REPLAY = 2_000           # requests replayed by default (the first N of a larger trace)
-# The most requests one sweep on the page replays (the replays run in the server process, one
-# after another; the command line has no such bound): timed mode steps the scheduler.
+# The most requests one sweep on the page replays (in a worker process, one replay after another,
+# within worker.JOB_BUDGET; the command line has no such bound): timed mode steps the scheduler.
 MAX_REPLAY = {"sequence": 100_000, "timed": 2_000}   # capt_replay_help says these
 TRACE_BLOCK_SIZES = (16, 32, 64, 128, 256, 512)
 TRACE_MODES = ("sequence", "timed")
@@ -310,6 +307,12 @@ TRACE = "bv_capt_trace"          # the session's trace: TraceFile, or None
 TRACE_ERROR = "bv_capt_error"    # a TraceError (or an i18n key) for the last upload / generation
 SWEEP = "bv_capt_sweep"          # the last TraceSweep computed
 UPLOADED = "bv_capt_uploaded"    # the file_id of the upload already taken
+READ_JOB = "bv_capt_read_job"    # worker.Job reading (or generating) the session's trace
+READING = "bv_capt_reading"      # the ReadTrace it runs
+SWEEP_JOB = "bv_capt_sweep_job"  # worker.Job sweeping it
+SWEEPING = "bv_capt_sweeping"    # (trace key, SweepTrace) it runs
+JOB_MSG = "bv_capt_job_msg"      # (i18n key, fields): why a job did not start or finish, said once
+JOB_DONE = "bv_capt_job_done"    # what the last sweep did, said above its chart
 TIMED_FORM = {"max_num_batched_tokens": ("capt_budget", 1, 1 << 24, 1, None),
               "max_num_seqs": ("capt_max_seqs", 1, 1 << 16, 1, None),
               "step_base_s": ("capt_step_base", 0.0, 60.0, 0.001, "%.4f"),
@@ -339,12 +342,16 @@ class TraceSweep:
 
 class SessionDir:
     """A session's folder on the server for its trace (up to MAX_UPLOAD_MB), removed with the
-    session: when Streamlit drops the session's state (its tab closed) or the server exits. Kept
-    only in the session's state, so nothing else holds it alive."""
+    session: once its tab has been gone a little while (``worker.hold``'s watchdog, on an idle
+    server too), when Streamlit drops the session's state, or when the server exits. Kept only in
+    the session's state (the watchdog holds it weakly), so nothing else keeps it alive."""
 
     def __init__(self) -> None:
         self.path = Path(tempfile.mkdtemp(prefix="blockviz-trace-"))
         self._remove = weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
+
+    def release(self) -> None:
+        self._remove()
 
 
 def _session_dir() -> Path:
@@ -352,31 +359,141 @@ def _session_dir() -> Path:
     d = ss.get("bv_capt_dir")
     if not isinstance(d, SessionDir) or not d.path.is_dir():
         d = ss["bv_capt_dir"] = SessionDir()
+        worker.hold(d)
     return d.path
 
 
-def take_trace(data_or_writer, name: str) -> TraceFile:
-    """Store a trace for this session (bytes, or a function writing the text to a file object)
-    and read it through once; TraceError (located, bilingual) if a line is malformed."""
-    path = _session_dir() / "trace.jsonl"
-    if isinstance(data_or_writer, bytes | bytearray | memoryview):
-        path.write_bytes(bytes(data_or_writer))
-    else:
-        with open(path, "w", encoding="utf-8") as f:
-            data_or_writer(f)
-    size = check_trace(str(path), name=name)
-    n = int(st.session_state.get("bv_capt_n", 0)) + 1
-    st.session_state["bv_capt_n"] = n
-    return TraceFile(name, str(path), size["requests"], size["prompt_tokens"], f"{name}#{n}")
+# -- the work, in a worker process (worker.Job): picklable, no Streamlit ---------------------------
+@dataclass(frozen=True)
+class ReadTrace:
+    """Read a trace through once, checking every line (a generated one is written first): its
+    size, or the first bad line's TraceError."""
+    path: str
+    name: str
+    generate: TraceWorkload | None = None
+
+    def __call__(self, report) -> dict:
+        if self.generate is not None:
+            with open(self.path, "w", encoding="utf-8") as f:
+                write_generated(self.generate, f)
+        requests = tokens = 0
+        for r in iter_trace(self.path, name=self.name):
+            requests += 1
+            tokens += r.input_length
+            report(lines=r.line)
+        return {"requests": requests, "prompt_tokens": tokens}
 
 
-def _set_trace(make) -> None:
+@dataclass(frozen=True)
+class SweepTrace:
+    """The page's sweep of a trace: its extent, pool sizes from the largest request to its
+    working set (evenly on a log axis, never past what the trace can fill), both free orders."""
+    path: str
+    name: str
+    block_size: int
+    mode: str
+    num_sizes: int
+    limit: int
+    options: tuple
+
+    def __call__(self, report) -> dict:
+        from blockviz.sim.sweep import trace_reach
+        requests = iter_trace(self.path, name=self.name, limit=self.limit)
+        extent = trace_extent(requests, block_size=self.block_size)
+        most = trace_reach(self.path, name=self.name, block_size=self.block_size, limit=self.limit)
+        top = max(extent["largest"], min(extent["working_set"], most["most_blocks"]))
+        sizes = geometric_sizes(extent["largest"], top, self.num_sizes)
+
+        def progress(done: int, total: int) -> None:
+            report(done=done, total=total, runs=2 * len(sizes))
+        result = sweep([self.path], block_size=self.block_size, pool_blocks=sizes, free_orders=ORDERS,
+                       mode=self.mode, limit=self.limit, options=dict(self.options),
+                       executor=LocalExecutor(workers=1), progress=progress)
+        return {"reports": tuple(result.reports), "seconds": result.seconds, "runs": 2 * len(sizes)}
+
+
+def _start(key: str, task, label: str, lang: str) -> bool:
+    """Start ``task`` as this session's job ``key`` (a job it had there is stopped); False, with
+    the session told, when the server's job slots are all taken."""
     ss = st.session_state
+    old = ss.get(key)
+    if isinstance(old, worker.Job):
+        old.stop()
     try:
-        ss[TRACE], ss[TRACE_ERROR] = make(), None
-    except TraceError as e:
-        ss[TRACE], ss[TRACE_ERROR] = None, e
-    ss[SWEEP] = None
+        job = worker.Job(task, label=label)
+    except worker.JobsBusy:
+        ss[key] = None
+        ss[JOB_MSG] = ("job_busy", {"n": worker.MAX_JOBS})
+        return False
+    except ScenarioError as e:        # no worker process could be started
+        ss[key] = None
+        ss[JOB_MSG] = ("job_failed", {"msg": e.localized(lang)})
+        return False
+    worker.hold(job)
+    ss[key] = job
+    ss[JOB_MSG] = None
+    return True
+
+
+def _poll(key: str, lang: str) -> None:
+    """While the session's job ``key`` runs: its progress and a Stop button, redrawn twice a second
+    (a fragment); the whole page reruns once it has ended."""
+    job = st.session_state.get(key)
+    if isinstance(job, worker.Job) and job.state.running:
+        st.fragment(_job_panel, run_every=0.5)(key, lang)
+
+
+def _job_panel(key: str, lang: str) -> None:
+    job = st.session_state.get(key)
+    if not isinstance(job, worker.Job) or not job.state.running:
+        st.rerun()                       # it has ended: the page shows what it made
+    s = job.state
+    p = s.progress
+    if "total" in p:
+        done, total = p.get("done", 0), max(1, p["total"])
+        rate = done / max(s.seconds, 1e-9)
+        left = t("job_left", lang, s=_duration((total - done) / rate)) if rate > 0 and done else ""
+        text = t("job_sweep_progress", lang, pct=100 * done // total, done=f"{done:,}", total=f"{total:,}",
+                 runs=p.get("runs", 0), rate=f"{rate:,.0f}", s=_duration(s.seconds), left=left)
+        st.progress(min(1.0, done / total), text=text)
+    else:
+        st.progress(0.0, text=t("job_reading", lang, n=f"{p.get('lines', 0):,}", s=_duration(s.seconds)))
+    if st.button(t("job_stop", lang), key=f"b_stop_{key}", icon=":material/stop_circle:"):
+        job.stop("stop")
+        st.rerun()
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def _ended(key: str):
+    """The session's job ``key`` once it has ended (taken off the session: its result goes where
+    the page keeps it), else None."""
+    ss = st.session_state
+    job = ss.get(key)
+    if not isinstance(job, worker.Job) or job.state.running:
+        return None
+    ss[key] = None
+    return job.state
+
+
+def _stopped_message(state, lang: str, what: dict) -> tuple[str, dict] | None:
+    """(i18n key, fields) for a job that did not finish."""
+    if state.status == "failed":
+        e = state.error
+        if isinstance(e, tuple):
+            return e
+        text = e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang)
+        return "capt_bad_trace", {"msg": md_escape(text)}
+    if state.status == "stopped":
+        p = state.progress
+        at = (t("job_at_sweep", lang, done=f"{p.get('done', 0):,}", total=f"{p['total']:,}") if "total" in p
+              else t("job_at_read", lang, done=f"{p.get('lines', 0):,}"))
+        return f"job_stopped_{state.why}", {"s": _duration(state.seconds), "at": at,
+                                            "mb": (worker.JOB_BUDGET.tensor_bytes or 0) >> 20, **what}
+    return None
 
 
 def _trace_tab(lang: str) -> None:
@@ -391,28 +508,84 @@ def _trace_tab(lang: str) -> None:
         st.caption(t("capt_upload_limit", lang, mb=MAX_UPLOAD_MB))
         if f is not None and ss.get(UPLOADED) != f.file_id:
             ss[UPLOADED] = f.file_id
-            if f.size > MAX_UPLOAD_BYTES:
+            if f.size > MAX_UPLOAD_BYTES:       # its size: all the server reads of it
                 ss[TRACE], ss[TRACE_ERROR], ss[SWEEP] = None, ("capt_too_large", {"mb": MAX_UPLOAD_MB}), None
             else:
-                with st.spinner(t("capt_reading", lang)):
-                    _set_trace(lambda: take_trace(f.getvalue(), f.name))
+                path = _session_dir() / "trace.jsonl"
+                path.write_bytes(f.getvalue())
+                _read(ReadTrace(str(path), f.name), lang)
     else:
         _generate_form(lang)
+    ended = _ended(READ_JOB)
+    if ended is not None:
+        _took(ended, lang)
+    _poll(READ_JOB, lang)
+    _job_message(lang)
     err = ss.get(TRACE_ERROR)
     if err is not None:
         text = err.localized(lang) if isinstance(err, TraceError) else t(err[0], lang, **err[1])
         st.error(t("capt_bad_trace", lang, msg=md_escape(text)))
     trace: TraceFile | None = ss.get(TRACE)
+    if trace is not None and not Path(trace.path).is_file():   # removed while the session was away
+        ss[TRACE], ss[SWEEP], trace = None, None, None
+        st.warning(t("capt_trace_gone", lang))
     if trace is None:
-        st.caption(t("capt_none_yet", lang))
+        if ss.get(READ_JOB) is None:
+            st.caption(t("capt_none_yet", lang))
         return
     st.success(t("capt_loaded", lang, name=md_escape(trace.name), requests=f"{trace.requests:,}",
                  tokens=f"{trace.prompt_tokens:,}"))
     if _sweep_form(trace, lang):
         _run_sweep(trace, lang)
+    ended = _ended(SWEEP_JOB)
+    if ended is not None:
+        _swept(ended, trace, lang)
+    if ss.get(JOB_DONE):
+        st.progress(1.0, text=ss.pop(JOB_DONE))
+    _poll(SWEEP_JOB, lang)
+    _job_message(lang)
     sweep_ = ss.get(SWEEP)
     if sweep_ is not None and sweep_.trace_key == trace.key:
         _show_sweep(trace, sweep_, lang)
+
+
+def _job_message(lang: str) -> None:
+    msg = st.session_state.pop(JOB_MSG, None)
+    if msg:
+        key, fields = msg
+        (st.warning if key.startswith("job_stopped_stop") else st.error)(t(key, lang, **fields))
+
+
+def _read(task: ReadTrace, lang: str) -> None:
+    """Read (or generate) the session's trace in a worker; the page shows it once read."""
+    ss = st.session_state
+    ss[TRACE], ss[TRACE_ERROR], ss[SWEEP] = None, None, None
+    stop = ss.get(SWEEP_JOB)
+    if isinstance(stop, worker.Job):            # a sweep of the trace this one replaces
+        stop.stop()
+        ss[SWEEP_JOB] = None
+    if _start(READ_JOB, task, task.name, lang):
+        ss[READING] = task
+
+
+def _took(state, lang: str) -> None:
+    ss = st.session_state
+    task: ReadTrace | None = ss.pop(READING, None)
+    if task is None:
+        return
+    if state.status == "done":
+        n = int(ss.get("bv_capt_n", 0)) + 1
+        ss["bv_capt_n"] = n
+        size = state.result
+        ss[TRACE] = TraceFile(task.name, task.path, size["requests"], size["prompt_tokens"],
+                              f"{task.name}#{n}")
+        ss[TRACE_ERROR] = None
+        return
+    if state.status == "failed" and isinstance(state.error, TraceError):
+        ss[TRACE_ERROR] = state.error
+        return
+    ss[JOB_MSG] = _stopped_message(state, lang, {"what": task.name,
+                                                 "cmd": f"blockviz trace check {task.name}"})
 
 
 def _generate_form(lang: str) -> None:
@@ -432,7 +605,7 @@ def _generate_form(lang: str) -> None:
         if st.form_submit_button(t("capt_generate", lang), key="b_capt_generate",
                                  icon=":material/auto_awesome:"):
             w = TraceWorkload(kind=kind, requests=int(n), seed=int(seed), rate=float(rate))
-            _set_trace(lambda: take_trace(lambda f: write_generated(w, f), f"{kind}-{int(seed)}.jsonl"))
+            _read(ReadTrace(str(_session_dir() / "trace.jsonl"), f"{kind}-{int(seed)}.jsonl", w), lang)
 
 
 def _sweep_form(trace: TraceFile, lang: str) -> bool:
@@ -475,6 +648,7 @@ def _timed_options() -> dict:
 
 
 def _run_sweep(trace: TraceFile, lang: str) -> None:
+    """Start the sweep the form asks for, in a worker (the page shows its progress)."""
     ss = st.session_state
     mode = ss.get("w_capt_mode") or "sequence"
     bs = int(ss["w_capt_block_size"])
@@ -489,28 +663,27 @@ def _run_sweep(trace: TraceFile, lang: str) -> None:
     except ValueError as e:
         st.error(e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang))
         return
-    bar = st.progress(0.0, text=t("capt_sizing", lang))
-    extent = trace_extent(iter_trace(trace.path, name=trace.name, limit=limit), block_size=bs)
-    sizes = geometric_sizes(extent["largest"], extent["working_set"], int(ss["w_capt_num_sizes"]))
-    shown = [-1]
+    task = SweepTrace(trace.path, trace.name, bs, mode, int(ss["w_capt_num_sizes"]), limit,
+                      tuple(options.items()))
+    if _start(SWEEP_JOB, task, trace.name, lang):
+        ss[SWEEPING] = (trace.key, task)
 
-    def report(done: int, total: int) -> None:
-        pct = min(100, 100 * done // max(1, total))
-        if pct != shown[0]:
-            shown[0] = pct
-            bar.progress(pct / 100, text=t("capt_running", lang, runs=2 * len(sizes), requests=f"{limit:,}",
-                                           pct=pct))
-    try:
-        result = sweep([trace.path], block_size=bs, pool_blocks=sizes, free_orders=ORDERS, mode=mode,
-                       limit=limit, options=options, executor=LocalExecutor(workers=1), progress=report)
-    except TraceError as e:
-        bar.empty()
-        st.error(t("capt_bad_trace", lang, msg=md_escape(e.localized(lang))))
+
+def _swept(state, trace: TraceFile, lang: str) -> None:
+    ss = st.session_state
+    key, task = ss.pop(SWEEPING, (None, None))
+    if task is None or key != trace.key:
         return
-    bar.progress(1.0, text=t("capt_done", lang, runs=2 * len(sizes), requests=f"{limit:,}",
-                             s=f"{result.seconds:.1f}"))
-    ss[SWEEP] = TraceSweep(trace.key, tuple(result.reports), mode, bs, limit, tuple(options.items()),
-                           result.seconds)
+    if state.status == "done":
+        r = state.result
+        ss[SWEEP] = TraceSweep(trace.key, r["reports"], task.mode, task.block_size, task.limit, task.options,
+                               r["seconds"])
+        ss[JOB_DONE] = t("capt_done", lang, runs=r["runs"], requests=f"{task.limit:,}",
+                         s=f"{r['seconds']:.1f}")
+        return
+    cmd = (f"blockviz trace capacity {trace.name} --block-size {task.block_size} --mode {task.mode} "
+           f"--limit {task.limit} --free-order split,append --pool-blocks N1,N2,...")
+    ss[JOB_MSG] = _stopped_message(state, lang, {"what": trace.name, "cmd": cmd})
 
 
 def _bytes_per_token() -> int | None:
@@ -585,24 +758,22 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     if not clicked or choice is None:
         return
     order, pool = points[int(choice)]
-    first, size = int(first), int(size)
-    window = list(iter_trace(trace.path, name=trace.name, limit=first + size - 1))[first - 1:]
-    w = window_scenario(window, pool_blocks=pool, block_size=s.block_size, free_order=order,
-                        mode=s.mode, options=dict(s.options))
-    if not w.lines:
-        st.error(t("capt_window_empty", lang, blocks=w.player_blocks))
-        return
-    try:
-        scenario = Scenario.model_validate(w.scenario)
-    except ValueError as e:          # beyond the scenario format's limits
-        st.error(t("cap_too_big", lang, **md_fields({"msg": e}, lang)))
-        return
-    try:       # in a worker within the preview budget, as every session's own run
+    window = {"path": trace.path, "name": trace.name, "first": int(first), "size": int(size),
+              "pool_blocks": pool, "block_size": s.block_size, "free_order": order, "mode": s.mode,
+              "options": dict(s.options)}
+    try:       # read, built and run in a worker within the preview budget, as every session's own run
         with st.spinner(t("preview", lang) + "…"):
-            run = worker.make_user_run(ss, "trace", workload_loaded(scenario), to_yaml(w.scenario))
+            outcome = worker.user_outcome(ss, "trace", worker.Source("window", "trace-window.yaml", window))
     except ScenarioError as e:       # the server is busy, or the run was stopped
         st.error(localize_error(e, lang))
         return
+    if outcome.refusal is not None:
+        st.error(t(outcome.refusal[0], lang, **{"file": "trace-window.yaml", **outcome.refusal[1]}))
+        return
+    if outcome.error is not None:    # beyond the scenario format's limits
+        st.error(t("cap_too_big", lang, **md_fields({"msg": outcome.error}, lang)))
+        return
+    run = outcome.run
     ss[S.FORK] = None
     S.use_user_run(ss, run)
     go_to_player()

@@ -8,7 +8,6 @@ at another folder of scenario files.)
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from blockviz.render.metrics import Series, metrics_series
 from blockviz.scenario import ScenarioError, load
 from blockviz.scenario.lessons import lessons_dir
 from blockviz.scenario.schema import Scenario, Text
-from blockviz.sim.budget import PREVIEW_BUDGET, RUN_BUDGET
+from blockviz.sim.budget import PREVIEW_BUDGET, RUN_BUDGET  # noqa: F401 - read as data.PREVIEW_BUDGET
 from blockviz.sim.timeline import Timeline
 from blockviz.teach.labels import HashLabels
 
@@ -50,7 +49,13 @@ class PlayerRun:
     kinds: tuple[frozenset[str], ...]
     series: Series
     tolerance: float
-    stopped: tuple[int, int] | None = None   # (steps run, steps in all) when a time limit ended it
+    stopped: tuple[int, int] | None = None   # (steps run, steps in all) when a step limit ended it
+    steps_in_all: int | None = None          # the scenario's steps, when ``scenario`` keeps only those run
+
+    @property
+    def total_steps(self) -> int:
+        """The scenario's steps (a run cut short may keep only the ones it ran)."""
+        return self.steps_in_all if self.steps_in_all is not None else len(self.scenario.steps)
 
     @property
     def shared(self) -> bool:
@@ -107,21 +112,19 @@ def builtin_index() -> BuiltinIndex:
     return _index(scenario_dir())
 
 
-def make_run(key: str, loaded, *, time_limit_s: float | None = None, budget=RUN_BUDGET,
+def make_run(key: str, loaded, *, max_steps: int | None = None, budget=RUN_BUDGET,
              on_step=None) -> PlayerRun:
     """Run a loaded scenario to the end (or its first disallowed event, or the step that passes
-    ``budget``: ``sim.budget``) and keep the timeline. With ``time_limit_s``, the run ends after
-    the first step that finishes past the limit (``stopped`` says where). ``on_step(k)`` is
-    called after each step k."""
+    ``budget``: ``sim.budget``) and keep the timeline. With ``max_steps``, the run ends after that
+    many steps (``stopped`` says where). ``on_step(k)`` is called after each step k."""
     from blockviz.kv import tolerance
     from blockviz.sim.runner import Stop, run
     stopped: list[tuple[int, int]] = []
-    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
 
     def progress(done: int, total: int) -> None:
         if on_step is not None:
             on_step(done)
-        if deadline is not None and done < total and time.monotonic() > deadline:
+        if max_steps is not None and max_steps <= done < total:
             stopped.append((done, total))
             raise Stop
     engine, timeline = run(loaded, progress=progress, budget=budget)
@@ -144,9 +147,11 @@ def builtin_run(sid: str) -> PlayerRun:
 
 
 # -- the session's own runs (an authored scenario, a fork): kept in st.session_state only -----
-# They run in a worker process (ui.worker) within PREVIEW_BUDGET (sim.budget).
-PREVIEW_TIME_LIMIT_S = PREVIEW_BUDGET.seconds
+# They run in a worker process (ui.worker) within PREVIEW_BUDGET (sim.budget), and keep at most
+# PREVIEW_MAX_STEPS steps: what comes back to the server (pickled) stays a few MB, whatever the
+# text asks for (an 80,000-step link is 2.6 KB).
 PREVIEW_MAX_KV_BYTES = 256 << 20
+PREVIEW_MAX_STEPS = 5_000
 
 
 def user_run_key(state, kind: str) -> str:

@@ -193,11 +193,11 @@ def run_notices(run) -> list:
     its budget, or an event the reached state does not allow): said on every step, not only at
     the last one, so that "step 1 of 4" is never read as the whole scenario."""
     from blockviz.teach.authoring import download_name
-    n = len(run.scenario.steps)
+    n = run.total_steps
     err = run.timeline.error
     if run.stopped is not None:
         k = run.stopped[0]
-        why = (t("preview_time_ran_out", "en"), t("preview_time_ran_out", "zh"))
+        why = (t("preview_step_limit", "en", k=f"{k:,}"), t("preview_step_limit", "zh", k=f"{k:,}"))
     elif err is not None:
         k = run.timeline.error_step or run.last
         why = (err.localized("en"), err.localized("zh"))

@@ -67,8 +67,8 @@ def _run_fork(fork: Fork) -> data.PlayerRun:
     if run.stopped is not None:
         k, n = run.stopped
         lang = st.session_state.get(S.LANG, "en")
-        raise ScenarioError(FORK_FILE, None, None, "", t("preview_slow", lang, s=int(
-            data.PREVIEW_TIME_LIMIT_S), k=k, n=n, file=fork.file_name))
+        raise ScenarioError(FORK_FILE, None, None, "", t("preview_capped", lang, k=k, n=n,
+                                                         file=fork.file_name))
     return run
 
 

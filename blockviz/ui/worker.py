@@ -228,20 +228,24 @@ class Outcome:
     share: object = None               # its link code, or share.LinkTooLong (asked for: share=True)
 
 
-def _reading_events(events, report):
-    """libyaml's event stream, reporting the line reached (every 0.1 s or so) and, at its end,
-    the lines read."""
+# Where a preview is, written by its worker into memory it shares with the server (the server
+# reads it only to say where a preview it had to stop was: no message per step, no CPU).
+PHASE, LINE, DONE = 0, 1, 2               # the shared array's slots
+READING, CHECKING, RUNNING = 0, 1, 2      # its phases
+
+
+def _reading_events(events, at):
+    """libyaml's event stream, writing the line reached (every 256 events) and, at its end, the
+    lines read into ``at``."""
     def wrapped(text):
-        last, line = time.monotonic(), 0
+        line = 0
         for n, event in enumerate(events(text)):
-            line = event.start_mark.line + 1
             if not n & 255:
-                now = time.monotonic()
-                if now - last >= 0.1:
-                    last = now
-                    report("reading", line)
+                at[LINE] = event.start_mark.line + 1
             yield event
-        report("parsed", line)
+            line = event.start_mark.line + 1
+        at[LINE] = line
+        at[PHASE] = CHECKING
     return wrapped
 
 
@@ -278,20 +282,22 @@ class _Refused(Exception):
         self.key, self.fields = key, fields
 
 
-def _preview_child(conn, key: str, source: Source, budget: Budget, margin: int, share: bool) -> None:
-    """The worker's side of a preview: decode, load, summarize, run; every message says where it
-    is (the line reached, then the step running), for a stop from outside to name."""
-    def report(*msg) -> None:
-        conn.send(msg)
-
+def _preview_child(conn, at, key: str, source: Source, budget: Budget, margin: int, share: bool,
+                   max_steps: int | None) -> None:
+    """The worker's side of a preview: decode, load, summarize, run; ``at`` (shared with the
+    server) says where it is — the line reached, then the step running — for a stop from outside
+    to name, with the scenario's step lines sent once."""
     out = Outcome()
+    t0 = time.monotonic()
     try:
         _settle(budget, margin, 5)
+        from blockviz.sim import budget as B
+        B._now = _since_start(t0)     # the one run of this process: its 20 s count from here
         import importlib
 
         from blockviz.ui import data
         L = importlib.import_module("blockviz.scenario.load")   # the module (the package exports a function)
-        L._events = _reading_events(L._events, report)
+        L._events = _reading_events(L._events, at)
         try:
             text = _decode(source)
         except _Refused as e:
@@ -324,18 +330,12 @@ def _preview_child(conn, key: str, source: Source, budget: Budget, margin: int, 
         out.summary = Summary(s.id, s.title, len(s.steps), s.config.num_blocks, s.config.block_size)
         out.refusal = data.preview_refusal(loaded)
         if out.refusal is None:
-            steps = s.steps
+            conn.send(("located", _step_lines(loaded)))
+            at[PHASE] = RUNNING
 
-            def where(done: int) -> None:      # the step now running, for a kill from outside
-                if done < len(steps):
-                    step = steps[done]
-                    path = ("steps", done, step.kind) if step.kind else ("steps", done)
-                    line, col = loaded.locate(path)
-                    report("step", done, (line, col, _format(path), step.kind or "note"))
-                else:
-                    report("step", done, None)
-            where(0)
-            out.run = data.make_run(key, loaded, budget=budget, on_step=where)
+            def where(done: int) -> None:      # the step now running, for a stop from outside
+                at[DONE] = done
+            out.run = _kept(data.make_run(key, loaded, budget=budget, on_step=where, max_steps=max_steps))
         conn.send(("done", dumps(out)))
     except ScenarioError as e:        # e.g. the config alone is over the budget
         conn.send(("error", (e.file, e.line, e.col, e.path, e.message)))
@@ -354,9 +354,42 @@ def _preview_child(conn, key: str, source: Source, budget: Budget, margin: int, 
         conn.close()
 
 
-def _format(path) -> str:
-    from blockviz.scenario.load import format_path
-    return format_path(path)
+def _kept(run):
+    """A run cut short keeps only the steps it ran (and the next) of its scenario: the server
+    unpickles what it shows, not a long text's every step."""
+    steps = run.scenario.steps
+    n = len(run.timeline) + 1
+    if n >= len(steps):
+        return run
+    from dataclasses import replace
+    return replace(run, scenario=run.scenario.model_copy(update={"steps": steps[:n]}),
+                   steps_in_all=len(steps))
+
+
+def _since_start(t0: float):
+    """A clock for the run's budget whose first reading (the meter's start) is ``t0``: the
+    preview's wall time counts from the worker's start, reading the text included."""
+    first = [True]
+
+    def clock() -> float:
+        if first[0]:
+            first[0] = False
+            return t0
+        return time.monotonic()
+    return clock
+
+
+def _step_lines(loaded) -> tuple:
+    """(lines, columns, kinds) of every step of a loaded scenario, compactly (what the server
+    needs to name a step it had to stop: two arrays and a string, not the scenario)."""
+    from array import array
+    lines, cols, kinds = array("i"), array("i"), []
+    for i, step in enumerate(loaded.scenario.steps):
+        line, col = loaded.locate(("steps", i, step.kind) if step.kind else ("steps", i))
+        lines.append(line or 0)
+        cols.append(col or 0)
+        kinds.append(step.kind or "note")
+    return lines, cols, ",".join(kinds)
 
 
 def _names(text: str) -> tuple:
@@ -366,37 +399,43 @@ def _names(text: str) -> tuple:
 
 @dataclass
 class _Where:
-    """Where a preview is, as its worker reports it (the server keeps it to say where it stopped)."""
+    """Where a preview is: the array its worker writes, and the step lines it sent."""
     file: str
-    phase: str = "reading"      # reading | checking | running
-    line: int = 0               # reading: the line reached; checking: the lines read
-    done: int = 0               # running: steps done
-    at: tuple | None = None     # running: (line, col, path, kind) of the step now running
+    at: object                  # the shared array: PHASE, LINE, DONE
+    steps: tuple | None = None  # (lines, columns, kinds) once loaded
 
     def stopped(self, message: str) -> ScenarioError:
-        if self.phase == "reading":
-            line = max(1, self.line)
+        phase, line, done = self.at[PHASE], self.at[LINE], self.at[DONE]
+        if phase == READING or (phase == RUNNING and self.steps is None):
+            line = max(1, line)
             return ScenarioError(self.file, line, 1, "", f"while reading line {line:,} of the text: "
                                                          f"{message}")
-        if self.phase == "checking":
+        if phase == CHECKING:
             return ScenarioError(self.file, None, None, "", f"while checking the scenario (all "
-                                                            f"{self.line:,} lines read): {message}")
-        if self.at is None:
+                                                            f"{line:,} lines read): {message}")
+        lines, cols, kinds = self.steps
+        kinds = kinds.split(",")
+        if done >= len(kinds):
             return ScenarioError(self.file, None, None, "", f"after its last step: {message}")
-        line, col, path, kind = self.at
-        return ScenarioError(self.file, line, col, path, f"step {self.done + 1} ({kind}): {message}")
+        kind = kinds[done]
+        path = f"steps[{done}]" + ("" if kind == "note" else f".{kind}")
+        return ScenarioError(self.file, lines[done] or None, cols[done] or None, path,
+                             f"step {done + 1} ({kind}): {message}")
 
 
-def run_source(key: str, source: Source, budget: Budget, *, share: bool = False) -> Outcome:
-    """What a worker makes of ``source`` within ``budget`` (an :class:`Outcome`: a text that does
-    not load is its ``error``). Raises ScenarioError when the server is busy, or the worker had
-    to be stopped (located where it was: the line it had read to, or the step it was in)."""
+def run_source(key: str, source: Source, budget: Budget, *, share: bool = False,
+               max_steps: int | None = None) -> Outcome:
+    """What a worker makes of ``source`` within ``budget``, keeping at most ``max_steps`` steps of
+    its run (an :class:`Outcome`: a text that does not load is its ``error``). Raises
+    ScenarioError when the server is busy, or the worker had to be stopped (located where it was:
+    the line it had read to, or the step it was in)."""
     if not _slots.acquire(timeout=BUSY_WAIT_S):
         raise busy_error(source.file)
     proc = None
-    where = _Where(source.file)
+    at = _context().RawArray("q", 3)
+    where = _Where(source.file, at)
     try:
-        proc = _Process(_preview_child, (key, source, budget, MEMORY_MARGIN, share))
+        proc = _Process(_preview_child, (at, key, source, budget, MEMORY_MARGIN, share, max_steps))
         wall = kill_after(budget)
         deadline = None if wall is None else time.monotonic() + wall
         while True:
@@ -412,12 +451,8 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False)
             if msg is None:
                 continue
             kind = msg[0]
-            if kind == "reading":
-                where.phase, where.line = "reading", msg[1]
-            elif kind == "parsed":
-                where.phase, where.line = "checking", msg[1]
-            elif kind == "step":
-                where.phase, where.done, where.at = "running", msg[1], msg[2]
+            if kind == "located":
+                where.steps = msg[1]
             elif kind == "done":
                 return pickle.loads(msg[1])
             elif kind == "error":
@@ -437,7 +472,8 @@ def run_in_worker(key: str, loaded, text: str, budget: Budget):
     """The PlayerRun of ``text`` (a scenario the server itself built, loaded as ``loaded``) run in
     a worker within ``budget``; ScenarioError when it does not load, is refused, the server is
     busy or the worker had to be stopped."""
-    outcome = run_source(key, Source("text", loaded.file, text), budget)
+    from blockviz.ui import data
+    outcome = run_source(key, Source("text", loaded.file, text), budget, max_steps=data.PREVIEW_MAX_STEPS)
     if outcome.error is not None:
         raise outcome.error
     if outcome.refusal is not None:
@@ -458,7 +494,8 @@ def user_outcome(state, kind: str, source: Source, *, share: bool = False) -> Ou
     """A session's own text (``source``), made into an Outcome by a worker within the preview
     budget; ScenarioError when the server is busy or the worker was stopped."""
     from blockviz.ui import data
-    return run_source(data.user_run_key(state, kind), source, data.PREVIEW_BUDGET, share=share)
+    return run_source(data.user_run_key(state, kind), source, data.PREVIEW_BUDGET, share=share,
+                      max_steps=data.PREVIEW_MAX_STEPS)
 
 
 def kill_after(budget: Budget) -> float | None:
@@ -593,12 +630,13 @@ class Job:
     holds the Job; once nothing does (its state dropped), or the session ends (:func:`hold`), or
     the page's Stop button calls :meth:`stop`, the process is killed."""
 
-    def __init__(self, task, *, label: str, budget: Budget = JOB_BUDGET) -> None:
+    def __init__(self, task, *, label: str, budget: Budget | None = None) -> None:
         if not _job_slots.acquire(blocking=False):
             raise JobsBusy(label)
         try:
             self.state = JobState(label)
-            self._run = _JobRun(task, self.state, budget)
+            self.budget = budget or JOB_BUDGET
+            self._run = _JobRun(task, self.state, self.budget)
         except BaseException:
             _job_slots.release()
             raise

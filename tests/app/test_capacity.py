@@ -153,19 +153,31 @@ def test_check_refuses_what_the_form_cannot_send():
 
 
 # -- real traffic: a trace ----------------------------------------------------------------------
+def settle(p, timeout: float = 120):
+    """Rerun the page until the session's trace jobs (they run in worker processes) have ended
+    and the page has taken what they made (the browser's fragment does this every 0.5 s)."""
+    import time
+    deadline = time.monotonic() + timeout
+    while any(p.state.get(k) is not None for k in (C.READ_JOB, C.SWEEP_JOB)):
+        assert time.monotonic() < deadline, "a job did not end"
+        time.sleep(0.2)
+        p.run()
+    return p
+
+
 def generated_trace(p, requests: int = 300, kind: str = "multi_turn"):
     p.at.segmented_control(key="w_capt_source").set_value("generate")
     p.run()
     p.at.selectbox(key="w_capt_gen_kind").set_value(kind)
     p.at.number_input(key="w_capt_gen_requests").set_value(requests)
-    return p.click("b_capt_generate")
+    return settle(p.click("b_capt_generate"))
 
 
 def trace_sweep(p, mode: str = "sequence", sizes: int = 4):
     p.at.segmented_control(key="w_capt_mode").set_value(mode)
     p.at.number_input(key="w_capt_num_sizes").set_value(sizes)
     p.at.selectbox(key="w_capt_block_size").set_value(64)
-    return p.click("b_capt_compute")
+    return settle(p.click("b_capt_compute"))
 
 
 def test_the_trace_tab_generates_sweeps_and_draws_the_knee(page):
@@ -224,7 +236,7 @@ def test_the_tab_starts_on_upload_and_its_reader_locates_a_bad_line(page, tmp_pa
     p = open_capacity(page)
     bad = b'{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 1}\n'
     with pytest.raises(TraceError) as e:
-        C.check_trace(_write(tmp_path, bad), name="mine.jsonl")
+        C.ReadTrace(_write(tmp_path, bad), "mine.jsonl")(lambda **progress: None)
     assert e.value.localized("en").startswith("mine.jsonl:2:1: missing field 'input_length'")
     assert "缺少字段" in e.value.localized("zh")
     assert p.at.segmented_control(key="w_capt_source").value == "upload"
