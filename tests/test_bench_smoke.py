@@ -86,7 +86,7 @@ def test_quick_run_writes_a_report(tmp_path):
     assert f"report written to {out}" in proc.stdout
     report = json.loads(out.read_text())
     assert set(report["benchmarks"]) == {"core", "scale", "tensors", "tier", "board", "capacity",
-                                         "json_stream", "sched"}
+                                         "json_stream", "sched", "load"}
     core = report["benchmarks"]["core"]
     assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
     scale = report["benchmarks"]["scale"]
@@ -95,6 +95,8 @@ def test_quick_run_writes_a_report(tmp_path):
     assert stream["side_by_side"]["eager"]["bytes"] == stream["side_by_side"]["stream"]["bytes"] > 0
     sched = report["benchmarks"]["sched"]
     assert [c["case"] for c in sched["cases"]] == ["admit 32", "decode 32"]
+    load = report["benchmarks"]["load"]
+    assert load["steps"] >= load["sessions"] and load["ratio"] > 0 and load["cpu_per_step_during_s"] > 0
     for b in report["budgets"]:
         assert {"name", "value", "limit", "met", "unit"} <= set(b)
 
