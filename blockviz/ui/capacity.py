@@ -92,6 +92,8 @@ FIELDS = {"num_events": ("cap_events", "cap_events_help"),
           "num_sizes": ("cap_num_sizes", "cap_num_sizes_help")}
 
 PARAMS = "bv_cap_params"      # the parameters of the plan shown (the last valid ones computed)
+PLAN_JOB = "bv_cap_plan_job"  # worker.Job computing a plan
+PLANNING = "bv_cap_planning"  # the parameters it computes
 RESULTS = "bv_cap_results"    # {parameters key: Plan}, this session's last few
 KEEP = 6
 
@@ -170,7 +172,12 @@ def _toy_tab(lang: str) -> None:
     st.html(f'<div class="bv"><div class="bv-small">{theme.esc(t("cap_intro", lang))}</div></div>')
     submitted = _form(lang)
     st.caption(t("cap_bounds", lang, events=MAX_EVENTS, sizes=MAX_SIZES))
-    computed = _submit(lang) if submitted else False
+    if submitted:
+        _submit(lang)
+    ended = _ended(PLAN_JOB)
+    computed = _planned(ended, lang) if ended is not None else False
+    _poll(PLAN_JOB, lang)
+    _job_message(PLAN_JOB, lang)
     plan = ss.get(RESULTS, {}).get(params_key(ss[PARAMS])) if ss.get(PARAMS) else None
     if plan is None:
         st.info(t("cap_none_yet", lang))
@@ -214,9 +221,9 @@ def _read_params() -> dict:
     return out
 
 
-def _submit(lang: str) -> bool:
-    """Check the form's parameters and compute their plan unless this session has it. True when
-    it was computed now (its progress bar, completed, says so)."""
+def _submit(lang: str) -> None:
+    """Check the form's parameters; show their plan if this session has it, else start computing
+    it in a worker (the page shows its progress, then the plan)."""
     ss = st.session_state
     params = _read_params()
     problems = check(params)
@@ -225,33 +232,46 @@ def _submit(lang: str) -> bool:
             fields = fields | {"field": t(fields["field"], lang)}
         st.error(t(key, lang, **md_fields(fields, lang)))
     if problems:
-        return False
-    results = ss.setdefault(RESULTS, {})
-    key = params_key(params)
-    computed = key not in results
-    if computed:
-        bar = st.progress(0.0, text=t("cap_sizing", lang))
-        runs = 2 * params["num_sizes"]
-        shown = [-1]
+        return
+    if params_key(params) in ss.setdefault(RESULTS, {}):
+        ss[PARAMS] = params
+    elif _start(PLAN_JOB, ComputePlan(params_key(params)), "plan", lang):
+        ss[PLANNING] = params
 
-        def report(done: int, total: int) -> None:
-            pct = min(100, 100 * done // max(1, total))
-            if pct != shown[0]:             # at most 101 updates, whatever the events
-                shown[0] = pct
-                bar.progress(pct / 100, text=t("cap_running", lang, runs=runs,
-                                               events=params["num_events"], pct=pct))
-        try:
-            plan = compute(params, report)
-        except ValueError as e:
-            bar.empty()
-            st.error(t("cap_too_big", lang, **md_fields({"msg": e}, lang)))
-            return False
-        bar.progress(1.0, text=t("cap_done", lang, runs=plan.runs, events=plan.events, s=plan.seconds))
+
+@dataclass(frozen=True)
+class ComputePlan:
+    """The plan of some parameters, in a worker (:func:`compute`)."""
+    params: tuple
+
+    def __call__(self, report) -> Plan:
+        params = dict(self.params)
+
+        def progress(done: int, total: int) -> None:
+            report(done=done, total=total, runs=2 * params["num_sizes"], events=params["num_events"])
+        return compute(params, progress)
+
+
+def _planned(state, lang: str) -> bool:
+    """Take a plan's job once it has ended; True when it made the plan (its bar says so)."""
+    ss = st.session_state
+    params = ss.pop(PLANNING, None)
+    if params is None:
+        return False
+    if state.status == "done":
+        plan: Plan = state.result
+        results = ss.setdefault(RESULTS, {})
         while len(results) >= KEEP:
             del results[next(iter(results))]
-        results[key] = plan
-    ss[PARAMS] = params
-    return computed
+        results[plan.params] = plan
+        ss[PARAMS] = params
+        st.progress(1.0, text=t("cap_done", lang, runs=plan.runs, events=plan.events, s=plan.seconds))
+        return True
+    if state.status == "failed" and isinstance(state.error, ValueError):
+        ss[_msg(PLAN_JOB)] = ("cap_too_big", md_fields({"msg": state.error}, lang))
+    else:
+        ss[_msg(PLAN_JOB)] = _stopped_message(state, lang, {"what": t("cap_workload", lang), "cmd": "-"})
+    return False
 
 
 def _heading(text: str) -> None:
@@ -311,7 +331,6 @@ READ_JOB = "bv_capt_read_job"    # worker.Job reading (or generating) the sessio
 READING = "bv_capt_reading"      # the ReadTrace it runs
 SWEEP_JOB = "bv_capt_sweep_job"  # worker.Job sweeping it
 SWEEPING = "bv_capt_sweeping"    # (trace key, SweepTrace) it runs
-JOB_MSG = "bv_capt_job_msg"      # (i18n key, fields): why a job did not start or finish, said once
 JOB_DONE = "bv_capt_job_done"    # what the last sweep did, said above its chart
 TIMED_FORM = {"max_num_batched_tokens": ("capt_budget", 1, 1 << 24, 1, None),
               "max_num_seqs": ("capt_max_seqs", 1, 1 << 16, 1, None),
@@ -423,15 +442,15 @@ def _start(key: str, task, label: str, lang: str) -> bool:
         job = worker.Job(task, label=label)
     except worker.JobsBusy:
         ss[key] = None
-        ss[JOB_MSG] = ("job_busy", {"n": worker.MAX_JOBS})
+        ss[_msg(key)] = ("job_busy", {"n": worker.MAX_JOBS})
         return False
     except ScenarioError as e:        # no worker process could be started
         ss[key] = None
-        ss[JOB_MSG] = ("job_failed", {"msg": e.localized(lang)})
+        ss[_msg(key)] = ("job_failed", {"msg": e.localized(lang)})
         return False
     worker.hold(job)
     ss[key] = job
-    ss[JOB_MSG] = None
+    ss[_msg(key)] = None
     return True
 
 
@@ -449,7 +468,10 @@ def _job_panel(key: str, lang: str) -> None:
         st.rerun()                       # it has ended: the page shows what it made
     s = job.state
     p = s.progress
-    if "total" in p:
+    if "events" in p:                    # a plan of the toy tab
+        pct = 100 * p.get("done", 0) // max(1, p["total"])
+        st.progress(pct / 100, text=t("cap_running", lang, runs=p["runs"], events=p["events"], pct=pct))
+    elif "total" in p:
         done, total = p.get("done", 0), max(1, p["total"])
         rate = done / max(s.seconds, 1e-9)
         left = t("job_left", lang, s=_duration((total - done) / rate)) if rate > 0 and done else ""
@@ -520,7 +542,7 @@ def _trace_tab(lang: str) -> None:
     if ended is not None:
         _took(ended, lang)
     _poll(READ_JOB, lang)
-    _job_message(lang)
+    _job_message(READ_JOB, lang)
     err = ss.get(TRACE_ERROR)
     if err is not None:
         text = err.localized(lang) if isinstance(err, TraceError) else t(err[0], lang, **err[1])
@@ -543,14 +565,19 @@ def _trace_tab(lang: str) -> None:
     if ss.get(JOB_DONE):
         st.progress(1.0, text=ss.pop(JOB_DONE))
     _poll(SWEEP_JOB, lang)
-    _job_message(lang)
+    _job_message(SWEEP_JOB, lang)
     sweep_ = ss.get(SWEEP)
     if sweep_ is not None and sweep_.trace_key == trace.key:
         _show_sweep(trace, sweep_, lang)
 
 
-def _job_message(lang: str) -> None:
-    msg = st.session_state.pop(JOB_MSG, None)
+def _msg(key: str) -> str:
+    """Where the page keeps why job ``key`` did not start or finish (said once)."""
+    return key + "_msg"
+
+
+def _job_message(key: str, lang: str) -> None:
+    msg = st.session_state.pop(_msg(key), None)
     if msg:
         key, fields = msg
         (st.warning if key.startswith("job_stopped_stop") else st.error)(t(key, lang, **fields))
@@ -584,7 +611,7 @@ def _took(state, lang: str) -> None:
     if state.status == "failed" and isinstance(state.error, TraceError):
         ss[TRACE_ERROR] = state.error
         return
-    ss[JOB_MSG] = _stopped_message(state, lang, {"what": task.name,
+    ss[_msg(READ_JOB)] = _stopped_message(state, lang, {"what": task.name,
                                                  "cmd": f"blockviz trace check {task.name}"})
 
 
@@ -683,7 +710,7 @@ def _swept(state, trace: TraceFile, lang: str) -> None:
         return
     cmd = (f"blockviz trace capacity {trace.name} --block-size {task.block_size} --mode {task.mode} "
            f"--limit {task.limit} --free-order split,append --pool-blocks N1,N2,...")
-    ss[JOB_MSG] = _stopped_message(state, lang, {"what": trace.name, "cmd": cmd})
+    ss[_msg(SWEEP_JOB)] = _stopped_message(state, lang, {"what": trace.name, "cmd": cmd})
 
 
 def _bytes_per_token() -> int | None:

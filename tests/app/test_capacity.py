@@ -32,7 +32,7 @@ def fill(p, values: dict) -> None:
 
 def compute(p, values: dict = SMALL):
     fill(p, values)
-    return p.click("b_cap_compute")
+    return settle(p.click("b_cap_compute"))
 
 
 def hit_chart(p) -> dict:
@@ -84,7 +84,7 @@ def test_a_small_plan_draws_both_orders_at_the_expected_sizes(page):
 def test_the_plan_is_kept_per_parameters(page):
     p = compute(open_capacity(page))
     first = p.state[C.RESULTS][C.params_key(p.state[C.PARAMS])]
-    p.click("b_cap_compute")                                 # the same parameters again
+    settle(p.click("b_cap_compute"))                         # the same parameters again
     assert not progress(p)                                   # nothing computed
     assert p.state[C.RESULTS][C.params_key(p.state[C.PARAMS])] is first
     assert any("computed in" in c.value for c in p.at.caption)
@@ -158,7 +158,7 @@ def settle(p, timeout: float = 120):
     and the page has taken what they made (the browser's fragment does this every 0.5 s)."""
     import time
     deadline = time.monotonic() + timeout
-    while any(p.state.get(k) is not None for k in (C.READ_JOB, C.SWEEP_JOB)):
+    while any(p.state.get(k) is not None for k in (C.READ_JOB, C.SWEEP_JOB, C.PLAN_JOB)):
         assert time.monotonic() < deadline, "a job did not end"
         time.sleep(0.2)
         p.run()
