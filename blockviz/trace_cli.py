@@ -23,6 +23,7 @@ from blockviz.i18n import LANGS, t
 from blockviz.i18n.errors import localize_error
 from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
 from blockviz.sim.capacity import KV_PRESETS, MODES, TIMED_DEFAULTS, pool_bytes
+from blockviz.sim.curve import curve_sweep
 from blockviz.sim.sweep import EXECUTORS, ExecutorUnavailable, LocalExecutor, RayExecutor, sweep
 from blockviz.teach.tracegen import TraceWorkload, write_generated
 from blockviz.teach.workload import KINDS
@@ -152,6 +153,9 @@ def add_parser(sub) -> None:
                    help="only the first N requests of each trace")
     c.add_argument("--json", action="store_true",
                    help="print run-trace's JSON, one object per (trace, free order) per line")
+    c.add_argument("--curve", action="store_true",
+                   help="sequence mode in one pass, exact at every pool size: --pool-blocks picks the "
+                        "rows, --json adds \"curve\": [[pool_blocks, hits], ...] wherever the hits change")
     kv = c.add_mutually_exclusive_group()
     kv.add_argument("--model", choices=list(KV_PRESETS), default=None,
                     help="show capacities in GiB for this model's KV cache (16-bit)")
@@ -324,7 +328,8 @@ def cmd_capacity(args) -> int:
             executor = RayExecutor(address=args.ray_address)
         else:
             executor = LocalExecutor(workers=args.workers)
-        result = sweep(args.traces, block_size=args.block_size, pool_blocks=args.pool_blocks,
+        run = curve_sweep if args.curve else sweep     # --curve: one pass per (trace, free order)
+        result = run(args.traces, block_size=args.block_size, pool_blocks=args.pool_blocks,
                        free_orders=args.free_order, mode=args.mode, limit=args.limit,
                        options=options, executor=executor, progress=bar)
     except TraceError as e:

@@ -55,6 +55,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "trace_opt_cost_value": ("{name} must be a number of seconds >= 0, not {value}",
                              "{name} 必须是 >= 0 的秒数，而不是 {value}"),
     "trace_opt_write": ("cannot write the file: {e}", "无法写入文件：{e}"),
+    "trace_opt_curve_mode": ("--curve replays sequence mode only (drop --mode timed and its options)",
+                             "--curve 只回放顺序模式（请去掉 --mode timed 及其选项）"),
     # the table of `blockviz trace capacity`
     "trace_tbl_title": ("{file}: {requests:,} requests, blocks of {bs} tokens, free order {order}",
                         "{file}：{requests:,} 个请求，每块 {bs} 个 token，释放顺序 {order}"),

@@ -1,0 +1,777 @@
+"""The whole hit-rate curve of a trace in one pass: sequence mode at every pool size, exactly.
+
+:func:`curve_sequence` reads a trace once and returns a :class:`SequenceCurve`: for every pool
+size ``N >= 1`` the point :func:`blockviz.sim.capacity.replay_sequence` gives at that size
+(queries, hits, requests, rejected, evictions; either free order), and the step function of the
+hits. The replay stays the reference: the tests compare the two at every pool size.
+
+Why one pass can be exact
+-------------------------
+A request of ``n`` prompt tokens has ``F = n // bs`` full blocks, ``B = ceil(n / bs)`` blocks,
+``p = B - F`` and hit limit ``L = (n - 1) // bs``. Its *path* is its full blocks' keys
+``v_0 .. v_{F-1}``; a key fixes its parent, so the paths form a trie. In sequence mode every
+block is free before each request.
+
+1. **Rejection.** With every block free, ``allocate_slots`` needs ``B`` blocks (the new ones plus
+   the hits, all in the free queue): a request is rejected exactly when ``B > N``, and then
+   nothing changes.
+2. **The free queue is an LRU stack.** Call *items* the blocks with a hash and, in the append
+   order, also freed partial blocks. A request takes its hits out of the queue, pops ``B - h``
+   blocks at the head, and frees its table reversed: ``[partial (append)], v_{F-1} .. v_0`` go
+   to the tail (split sends the partial to the head). By induction over the requests a size
+   admits, the queue at size ``N`` is, head first: the last request's partial if split (``q =
+   p``; ``q = 0`` in append), then the top ``N - q`` items of the stack ``S_N`` built by moving
+   each admitted request's items to the top in that order. The items below are the blocks popped
+   (evicted if hashed); an item below depth ``N - q`` never comes back, since depths only grow
+   until an item is moved. A key is cached iff one of its items is within depth ``N - q``.
+3. **Prefix closure.** A parent is freed after its child and moves with it, so some item of every
+   cached key's parent lies nearer the tail: cached keys are prefix-closed and ``hits = #{i < L:
+   v_i cached}``. One cached key is not touched: ``v_{F-1}`` when ``n`` is a multiple of ``bs``
+   (``L = F - 1``). vLLM then caches a second block with that hash; the old one stays where it was
+   (a **duplicate**), lookups return the first inserted, so the next touch of the key moves the
+   oldest copy and leaves the newest behind. The old copy stays in the queue at the sizes where
+   its depth after the request, ``depth(v_{F-1}) + 1``, is within ``N - q``.
+4. **Truncation.** By 2, sizes up to ``T`` whose stacks agree to depth ``T`` (and on ``q``) behave
+   alike from then on.
+5. **One pass.** The *canonical* stack is ``S_N`` with no request rejected and no duplicate; it is
+   the same at every size, and a key's depth in it is its stack distance (kept per run of blocks
+   one earlier request left, with a Fenwick tree over requests). The sizes are partitioned into
+   intervals that share one state: ``C`` the canonical stack; ``D`` the canonical stack plus
+   duplicates, each at a fixed place (above the remaining blocks of the request that held the
+   key) and in the queue at every size of the interval; ``E`` an explicit stack, cut at the
+   interval's top size (4). A request splits an interval where it acts differently: at ``B``
+   (below it is rejected: ``E`` keeps the stack before it), where a duplicate starts to persist
+   (3), and where a duplicate has been evicted (its depth passed ``N - q``; the thresholds rise
+   with depth, so each part keeps a prefix of the duplicates). ``E`` becomes ``C`` again once the
+   distinct blocks accessed since its last rejected request fill it; equal neighbours merge.
+   Within an interval, hits are ``#{i < L: depth(v_i) <= N - q}``: ramps in ``N``, kept as slope
+   changes, so the step function comes out whole.
+6. **Evictions** by conservation: each block a request caches (``F - h``) is evicted later or is
+   still cached at the end: ``evictions = sum(F - h) - (hashed blocks in the queue at the end)``.
+
+Cost: per request, a walk over its trace blocks, a few Fenwick-tree steps per run of blocks (not
+per block, so block size 16 costs about what 512 does), and a few steps per ``D``/``E`` interval
+above its ``B``. Memory: the trace's distinct 512-token prefixes and a few numbers per request.
+Duplicates are the expensive case: a prompt repeated many times with a length that is a multiple
+of ``bs`` leaves copies that persist at large sizes, one interval per distinct number of copies.
+"""
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable, Iterable
+
+from blockviz.scenario.trace import (
+    TRACE_BLOCK_TOKENS,
+    TraceRequest,
+    check_block_size,
+    check_trace,
+    iter_trace,
+)
+
+PROGRESS_EVERY = 256
+Progress = Callable[[int], None]
+_C, _D, _E = 0, 1, 2     # interval states: canonical, canonical + duplicates, explicit
+
+
+class _Iv:
+    """Pool sizes ``lo..hi`` (``hi`` None: no bound) that share one state (module docstring, 5)."""
+    __slots__ = ("lo", "hi", "kind", "segs", "T", "plast", "dead", "live", "Z", "new")
+
+    def __init__(self, lo, hi, kind, segs=(), T=0, plast=0, dead=(), live=None, Z=-1) -> None:
+        self.lo, self.hi, self.kind = lo, hi, kind
+        # E: the stack as segments (request, first block, end block, partial item), top first,
+        # cut at T items; plast: the last admitted request's partial flag (split); Z: the last
+        # request this interval rejected (its stack agrees with the canonical one to the depth of
+        # the distinct blocks accessed since).
+        self.segs, self.T, self.plast, self.Z = segs, T, plast, Z
+        # D, E: duplicates (request y, block i, key, stamp) top first: a second block of the key
+        # at block i of y's path, above y's remaining chunk; live: key -> stamp of its newest copy
+        self.dead = dead
+        self.live = live
+        self.new = True
+
+    def part(self, lo, hi) -> _Iv:
+        return _Iv(lo, hi, self.kind, self.segs, self.T, self.plast, self.dead, self.live, self.Z)
+
+
+class _Fenwick:
+    """Prefix sums over a growing array: the items each request's chunk still holds."""
+    __slots__ = ("tree", "total")
+
+    def __init__(self) -> None:
+        self.tree = [0]
+        self.total = 0
+
+    def prefix(self, i: int) -> int:
+        tree = self.tree
+        s = 0
+        while i:
+            s += tree[i]
+            i &= i - 1
+        return s
+
+    def add(self, i: int, delta: int) -> None:
+        tree = self.tree
+        n = len(tree)
+        i += 1
+        while i < n:
+            tree[i] += delta
+            i += i & -i
+        self.total += delta
+
+    def append(self, value: int) -> None:
+        i = len(self.tree)
+        self.tree.append(value + self.prefix(i - 1) - self.prefix(i - (i & -i)))
+        self.total += value
+
+
+def _sort_dead(dead) -> tuple:
+    return tuple(sorted(dead, key=lambda x: (-x[0], x[1])))
+
+
+def _keep_live(live, dead):
+    if not dead:
+        return None
+    keys = {x[2] for x in dead}
+    return {k: s for k, s in live.items() if k in keys}
+
+
+def _cut(segs, dead, depth: int):
+    """The top ``depth`` items of a stack (segments and duplicates interleaved by position)."""
+    out_s, out_d = [], []
+    got = di = 0
+    nd = len(dead)
+    for seg in segs:
+        y, c, e, pf = seg
+        while di < nd and dead[di][0] >= y and got < depth:
+            out_d.append(dead[di])
+            got += 1
+            di += 1
+        if got >= depth:
+            break
+        room = depth - got
+        k = e - c + pf
+        if k <= room:
+            if k:
+                out_s.append(seg)
+            got += k
+        else:
+            out_s.append((y, c, c + room, 0))
+            got = depth
+    while di < nd and got < depth:
+        out_d.append(dead[di])
+        got += 1
+        di += 1
+    return tuple(out_s), tuple(out_d)
+
+
+class _Pass:
+    """One pass over a trace: the canonical stack, the trie of keys, the intervals."""
+
+    def __init__(self, block_size: int, free_order: str) -> None:
+        self.bs = block_size
+        self.per = TRACE_BLOCK_TOKENS // block_size
+        self.append_order = free_order == "append"
+        self.trie: dict[int, int] = {}   # (parent id << 53 | hash id) -> trie id
+        self.last: list[int] = []     # block size 512: per trie node, the latest request with it
+        self.stair: list = []         # smaller blocks: per trie node, [(request, full sub-blocks)]
+        self.tids: list[list[int]] = []   # per request: trie ids of its trace blocks with a full block
+        self.F: list[int] = []
+        self.P: list[int] = []
+        self.c: list[int] = []        # canonical: first block of the request's remaining chunk
+        self.w: list[int] = []        # canonical: items that chunk holds
+        self.fen = _Fenwick()
+        self.down: list[int] = []     # skip pointers over requests whose chunk is empty
+        self.p_prev = 0
+        self.distinct = 0
+        self.stamp = 0
+        self.ivs = [_Iv(1, None, _C)]
+        self.jumps: dict[int, int] = {}
+        self.slopes: dict[int, int] = {}
+        self.lengths: list[tuple[int, int, int]] = []
+        self.memo: dict[int, int] = {}          # request -> items above its chunk (this step)
+        self.memo_before: dict[int, int] = {}
+
+    # -- keys -------------------------------------------------------------------------------
+    def common(self, r: int, y: int) -> int:
+        """Blocks the paths of requests r and y share."""
+        a, b = self.tids[r], self.tids[y]
+        hi = min(len(a), len(b))
+        if not hi or a[0] != b[0]:
+            return 0
+        if a[hi - 1] == b[hi - 1]:
+            lo = hi
+        else:
+            lo = 1
+            hi -= 1
+            while lo < hi:            # trie ids: equal at j means equal before j
+                mid = (lo + hi) // 2
+                if a[mid] == b[mid]:
+                    lo = mid + 1
+                else:
+                    hi = mid
+        return min(lo * self.per, self.F[r], self.F[y])
+
+    def node(self, r: int, i: int) -> int:
+        per = self.per
+        return self.tids[r][i // per] * per + i % per
+
+    # -- the canonical stack ----------------------------------------------------------------
+    def w_after(self, y: int) -> int:
+        """Items above request y's chunk: the distinct blocks (and, append, partials) since y."""
+        return self.fen.total - self.fen.prefix(y + 1)
+
+    def canon_top(self, depth: int, start: int) -> list[tuple]:
+        """The canonical stack from request ``start`` down, as segments, ``depth`` items or more."""
+        segs = []
+        got = 0
+        t = self._find(start)
+        c, w, F, P, app = self.c, self.w, self.F, self.P, self.append_order
+        while t >= 0 and got < depth:
+            segs.append((t, c[t], F[t], P[t] if app else 0))
+            got += w[t]
+            t = self._find(t - 1)
+        return segs
+
+    def _find(self, t: int) -> int:
+        down = self.down
+        root = t
+        while root >= 0 and down[root] != root:
+            root = down[root]
+        while t >= 0 and down[t] != t:
+            down[t], t = root, down[t]
+        return root
+
+    def _walk(self, r: int, hash_ids, F: int):
+        """The request's trie ids, and its path's canonical owners: runs [y, i_lo, i_hi] of
+        blocks whose latest accessor is y (the top of y's chunk); marks r as their accessor."""
+        per = self.per
+        trie = self.trie
+        tids = []
+        runs: list[list[int]] = []
+        parent = -1
+        covered = 0
+        if per == 1:
+            last = self.last
+            seen = True
+            for h in hash_ids[:F]:
+                key = parent << 53 | h
+                u = trie.get(key)
+                if u is None:
+                    u = trie[key] = len(last)
+                    last.append(r)
+                    seen = False
+                else:
+                    if seen:
+                        y = last[u]
+                        if runs and runs[-1][0] == y:
+                            runs[-1][2] += 1
+                        else:
+                            runs.append([y, covered, covered + 1])
+                        covered += 1
+                    last[u] = r
+                tids.append(u)
+                parent = u
+            return tids, runs, covered
+        stair = self.stair
+        seen = True
+        base = 0
+        for h in hash_ids[:-(-F // per)]:
+            key = parent << 53 | h
+            u = trie.get(key)
+            fj = F - base if F - base < per else per
+            if u is None:
+                u = trie[key] = len(stair)
+                stair.append([(r, fj)])
+                seen = False
+            else:
+                st = stair[u]
+                if seen:
+                    s = 0
+                    for y, f in st:
+                        if s >= fj:
+                            break
+                        top = f if f < fj else fj
+                        if top > s:
+                            if runs and runs[-1][0] == y and runs[-1][2] == base + s:
+                                runs[-1][2] = base + top
+                            else:
+                                runs.append([y, base + s, base + top])
+                            s = top
+                    covered = base + s
+                    seen = s == fj
+                stair[u] = [(r, fj)] + [x for x in st if x[1] > fj]
+            tids.append(u)
+            parent = u
+            base += per
+        return tids, runs, covered
+
+    # -- one request --------------------------------------------------------------------------
+    def step(self, r: int, req: TraceRequest) -> None:
+        bs = self.bs
+        n = req.input_length
+        F, B = n // bs, -(-n // bs)
+        p = B - F
+        self.lengths.append((B, n, F))
+        tids, runs, covered = self._walk(r, req.hash_ids, F)
+        self.tids.append(tids)
+        self.F.append(F)
+        self.P.append(p)
+        fen = self.fen
+        total = fen.total
+        canon = [(y, i_lo, i_hi, total - fen.prefix(y + 1) + 1) for y, i_lo, i_hi in runs]
+
+        self.memo_before = {}
+        req_ = _Request(self, r, F, p, B, (n - 1) // bs, n % bs == 0 and covered == F and F > 0, canon)
+        out: list[_Iv] = []
+        for iv in self.ivs:
+            lo, hi = iv.lo, iv.hi
+            if lo < B:                                   # rejected at lo..min(hi, B - 1)
+                top = hi if hi is not None and hi < B else B - 1
+                if iv.kind == _E:
+                    if top == hi:
+                        iv.new = False
+                        iv.Z = r
+                        out.append(iv)
+                    else:
+                        e = iv.part(lo, top)
+                        e.Z = r
+                        out.append(e)
+                else:
+                    segs, dead = _cut(self.canon_top(top, r - 1), iv.dead, top)
+                    out.append(_Iv(lo, top, _E, segs, top, 0 if self.append_order else self.p_prev,
+                                   dead, _keep_live(iv.live, dead), r))
+                if top == hi:
+                    continue
+                lo = B
+            req_.accept(iv, lo, hi, out)
+
+        # the canonical update: the path's blocks move to r's chunk
+        c, w, down = self.c, self.w, self.down
+        for y, i_lo, i_hi in runs:
+            k = i_hi - i_lo
+            c[y] = i_hi
+            w[y] -= k
+            fen.add(y, -k)
+            if not w[y]:
+                down[y] = y - 1
+        weight = F + p if self.append_order else F
+        c.append(0)
+        w.append(weight)
+        fen.append(weight)
+        down.append(r if weight else r - 1)
+        self.distinct += F - covered
+        self.p_prev = p
+        self.memo = {}
+        self.ivs = self._normalize(out)
+
+    def _normalize(self, ivs: list[_Iv]) -> list[_Iv]:
+        """Duplicates evicted at the smaller sizes of an interval split it; E goes back to C once
+        its stack agrees with the canonical one to its top size; equal neighbours merge."""
+        out: list[_Iv] = []
+        for iv in ivs:
+            out.append(self._collect(iv) if iv.new and iv.dead else iv)
+        merged: list[_Iv] = []
+        for iv in out:
+            if iv.kind == _E and iv.new and not iv.dead and self.w_after(iv.Z) >= iv.hi:
+                iv = _Iv(iv.lo, iv.hi, _C)
+            if merged and (iv.new or merged[-1].new) and _same(merged[-1], iv):
+                prev = merged[-1]
+                prev.hi = iv.hi
+                if prev.kind == _E:
+                    prev.T = min(prev.T, iv.T)
+                    prev.Z = max(prev.Z, iv.Z)
+                prev.new = True
+            else:
+                merged.append(iv)
+        for iv in merged:
+            iv.new = False
+        return merged
+
+    def _collect(self, iv: _Iv) -> _Iv:
+        """Drop the duplicates that are out of the queue at every size of the interval (deeper
+        than hi - q): they never come back."""
+        if iv.hi is None:
+            return iv
+        q = 0 if self.append_order else (iv.plast if iv.kind == _E else self.p_prev)
+        if iv.kind == _E:
+            depth = _e_dead_depths(iv.segs, iv.dead)
+        else:
+            memo = self.memo
+            depth = []
+            for k, x in enumerate(iv.dead):
+                wa = memo.get(x[0])
+                if wa is None:
+                    wa = memo[x[0]] = self.w_after(x[0])
+                depth.append(wa + k + 1)
+        keep = tuple(x for x, d in zip(iv.dead, depth) if d + q <= iv.hi)
+        if len(keep) < len(iv.dead):
+            iv.dead = keep
+            iv.live = _keep_live(iv.live, keep)
+            if iv.kind == _D and not keep:
+                iv.kind = _C
+        return iv
+
+
+def _e_dead_depths(segs, dead) -> list[int]:
+    out = []
+    cum = di = 0
+    for y, c, e, pf in segs:
+        while di < len(dead) and dead[di][0] >= y:
+            cum += 1
+            out.append(cum)
+            di += 1
+        cum += e - c + pf
+    while di < len(dead):
+        cum += 1
+        out.append(cum)
+        di += 1
+    return out
+
+
+def _same(a: _Iv, b: _Iv) -> bool:
+    if a.kind != b.kind:
+        return False
+    if a.kind == _C:
+        return True
+    if a.dead != b.dead or a.live != b.live:
+        return False
+    if a.kind == _D:
+        return True
+    if a.plast != b.plast or a.T < b.hi:
+        return False
+    return _cut(a.segs, a.dead, b.hi) == _cut(b.segs, b.dead, b.hi)
+
+
+class _Request:
+    """One request's pass over the intervals that admit it."""
+    __slots__ = ("ps", "r", "F", "p", "B", "L", "eligible", "canon", "cps")
+
+    def __init__(self, ps: _Pass, r, F, p, B, L, eligible, canon) -> None:
+        self.ps, self.r, self.F, self.p, self.B, self.L = ps, r, F, p, B, L
+        self.eligible = eligible      # n a multiple of bs, v_{F-1} seen: maybe a duplicate
+        self.canon = canon
+        self.cps: dict[int, int] = {}
+
+    def accept(self, iv: _Iv, lo: int, hi: int | None, out: list[_Iv]) -> None:
+        ps = self.ps
+        if iv.kind == _E:
+            runs = self.e_runs(iv.segs, iv.dead)
+            q = 0 if ps.append_order else iv.plast
+        else:
+            q = 0 if ps.append_order else ps.p_prev
+            runs = self.canon
+            if iv.dead:
+                keys = [-x[0] for x in iv.dead]     # the duplicates above y's chunk
+                runs = [(y, a, b, d + bisect.bisect_right(keys, -y)) for y, a, b, d in runs]
+        self.ramp(lo, hi, q, runs)
+        if not iv.dead and not self.eligible:       # the common case: no duplicate involved
+            if iv.kind == _E:
+                segs = self.e_update(iv.segs, iv.T)
+                nv = _Iv(lo, hi, _E, segs, iv.T, 0 if ps.append_order else self.p, (), None, iv.Z)
+            elif iv.lo == lo:
+                iv.new = True
+                nv = iv
+            else:
+                nv = _Iv(lo, hi, _C)
+            out.append(nv)
+            return
+        parts = self.touch(iv, lo, hi, runs, q)
+        if self.eligible and runs and runs[-1][2] == self.F:
+            # v_{F-1} cached: a second block gets its hash and the old copy stays where it was.
+            # It is kept at every size of the interval: where v_{F-1} was not cached, or the copy
+            # is pushed out at once, its place is below N - q and nothing there is ever cached.
+            y = runs[-1][0]
+            v = ps.node(self.r, self.F - 1)
+            done = []
+            for a, b, dd, lv in parts:
+                ps.stamp += 1
+                old = lv.get(v, ps.stamp)
+                ps.stamp += 1
+                lv = dict(lv)
+                lv[v] = ps.stamp
+                done.append((a, b, _sort_dead(dd + ((y, self.F - 1, v, old),)), lv))
+            parts = done
+        for a, b, dd, lv in parts:
+            if iv.kind == _E:
+                segs, dd = _cut(self.e_update(iv.segs, None), dd, iv.T)
+                nv = _Iv(a, b, _E, segs, iv.T, 0 if ps.append_order else self.p, dd,
+                         _keep_live(lv, dd), iv.Z)
+            else:
+                nv = _Iv(a, b, _D if dd else _C, (), 0, 0, dd, _keep_live(lv, dd))
+            out.append(nv)
+
+    def touch(self, iv: _Iv, lo: int, hi: int | None, runs, q: int) -> list[tuple]:
+        """Hits on keys with duplicates: the first-inserted copy in the queue is the one touched;
+        if that is a duplicate, it moves with the request and the copy the canonical stack moves
+        stays behind as the duplicate. Which copies are in the queue depends on the size (a copy
+        at depth d is there at N >= d + q), so the interval splits at those sizes: (lo, hi, dead,
+        live) per part."""
+        dead, live = iv.dead, iv.live or {}
+        if not dead:
+            return [(lo, hi, dead, live)]
+        ps, r, L, F = self.ps, self.r, self.L, self.F
+        mine: dict[int, list[int]] = {}           # key on the hit path -> indices of its copies
+        for k, x in enumerate(dead):
+            i = x[1]
+            if i < L and i < F and ps.node(r, i) == x[2] and x[3] < live[x[2]]:
+                mine.setdefault(x[2], []).append(k)
+        if not mine:
+            return [(lo, hi, dead, live)]
+        depth = self.dead_depths(iv)
+        events = []                               # (key, [(threshold, index)] oldest first)
+        for v, ks in mine.items():
+            ks.sort(key=lambda k: dead[k][3])
+            events.append((v, [(depth[k] + q, k) for k in ks]))
+        cuts = sorted({t for _, cs in events for t, _ in cs if t > lo and (hi is None or t <= hi)})
+        bounds = [lo] + cuts
+        parts = []
+        for j, a in enumerate(bounds):
+            b = bounds[j + 1] - 1 if j + 1 < len(bounds) else hi
+            dd, lv = list(dead), dict(live)
+            for v, cs in events:
+                k = next((k for t, k in cs if t <= a), None)    # the oldest copy in the queue
+                if k is None:
+                    continue
+                x = dead[k]
+                y = next(y for y, a_, b_, _ in runs if a_ <= x[1] < b_)
+                dd.remove(x)
+                dd.append((y, x[1], v, lv[v]))    # the copy the request does not take
+                lv[v] = x[3]
+            parts.append((a, b, _sort_dead(dd), lv))
+        return parts
+
+    def dead_depths(self, iv: _Iv) -> list[int]:
+        """Each duplicate's depth, counting every duplicate above it."""
+        dead = iv.dead
+        if iv.kind != _E:
+            memo, ps = self.ps.memo_before, self.ps
+            out = []
+            for k, x in enumerate(dead):
+                wa = memo.get(x[0])
+                if wa is None:
+                    wa = memo[x[0]] = ps.w_after(x[0])
+                out.append(wa + k + 1)
+            return out
+        return _e_dead_depths(iv.segs, dead)
+
+    def common(self, y: int) -> int:
+        v = self.cps.get(y)
+        if v is None:
+            v = self.cps[y] = self.ps.common(self.r, y)
+        return v
+
+    def ramp(self, a: int, b: int | None, q: int, runs) -> None:
+        """Hits for sizes a..b: a run's blocks i < L at depths d, d+1, ... are hits at N >= d + q."""
+        L = self.L
+        jumps, slopes = self.ps.jumps, self.ps.slopes
+        at_a = at_b = 0
+        for _, i_lo, i_hi, d in runs:
+            k = (i_hi if i_hi < L else L) - i_lo
+            if k <= 0:
+                break
+            s = d + q
+            if a >= s:
+                at_a += k if a - s + 1 >= k else a - s + 1
+            first = s if s > a else a + 1
+            end = s + k - 1
+            if b is not None:
+                if end > b:
+                    end = b
+                if b >= s:
+                    at_b += k if b - s + 1 >= k else b - s + 1
+            if first <= end:
+                slopes[first] = slopes.get(first, 0) + 1
+                slopes[end + 1] = slopes.get(end + 1, 0) - 1
+        if at_a:
+            jumps[a] = jumps.get(a, 0) + at_a
+        if at_b:
+            jumps[b + 1] = jumps.get(b + 1, 0) - at_b
+
+    def e_runs(self, segs, dead):
+        runs = []
+        cum = nxt = di = 0
+        nd = len(dead)
+        for y, c, e, pf in segs:
+            while di < nd and dead[di][0] >= y:
+                cum += 1
+                di += 1
+            if c == nxt:
+                cp = self.cps.get(y)
+                if cp is None:
+                    cp = self.common(y)
+                if cp > c:
+                    top = cp if cp < e else e
+                    runs.append((y, c, top, cum + 1))
+                    nxt = top
+            cum += e - c + pf
+        return runs
+
+    def e_update(self, segs, T):
+        """The E stack after the request: its path on top, taken out of the segments below; cut
+        at T items (None: not cut)."""
+        pr = self.p if self.ps.append_order else 0
+        got = self.F + pr
+        out = [(self.r, 0, self.F, pr)] if got else []
+        cps = self.cps
+        for y, c, e, pf in segs:
+            if T is not None and got >= T:
+                break
+            cp = cps.get(y)
+            if cp is None:
+                cp = self.common(y)
+            if cp > c:
+                c = cp if cp < e else e
+            k = e - c + pf
+            if not k:
+                continue
+            if T is None or got + k <= T:
+                out.append((y, c, e, pf))
+                got += k
+            else:
+                out.append((y, c, c + T - got, 0))
+                got = T
+        return tuple(out)
+
+
+class SequenceCurve:
+    """Sequence mode at every pool size (module docstring): :meth:`point`, :meth:`steps`."""
+
+    def __init__(self, ps: _Pass, free_order: str) -> None:
+        self.block_size = ps.bs
+        self.free_order = free_order
+        self.requests = len(ps.lengths)
+        blocks = sorted(ps.lengths)                  # (B, n, F) per request
+        self._B = [b for b, _, _ in blocks]
+        self._cum_n = [0]
+        self._cum_F = [0]
+        for _, n, f in blocks:
+            self._cum_n.append(self._cum_n[-1] + n)
+            self._cum_F.append(self._cum_F[-1] + f)
+        # the hits in blocks: piecewise linear; at each breakpoint x, its value and slope
+        jumps, slopes = ps.jumps, ps.slopes
+        xs, vals, sl = [], [], []
+        value = slope = 0
+        prev = None
+        for x in sorted(set(jumps) | set(slopes)):
+            if prev is not None:
+                value += slope * (x - prev)
+            ds = slopes.get(x, 0)
+            slope += ds
+            value += jumps.get(x, 0) + ds
+            xs.append(x)
+            vals.append(value)
+            sl.append(slope)
+            prev = x
+        self._xs, self._vals, self._sl = xs, vals, sl
+        self._ps = ps
+        self.largest = self._B[-1] if self._B else 0   # below it some request is rejected
+        self.distinct_blocks = ps.distinct              # full blocks with distinct keys
+        self.working_set = self.distinct_blocks + self.largest
+
+    def hit_blocks(self, pool_blocks: int) -> int:
+        i = bisect.bisect_right(self._xs, pool_blocks) - 1
+        if i < 0:
+            return 0
+        return self._vals[i] + self._sl[i] * (pool_blocks - self._xs[i])
+
+    def point(self, pool_blocks: int) -> dict:
+        """What ``replay_sequence`` gives at this pool size."""
+        if pool_blocks < 1:
+            raise ValueError(f"pool_blocks must be at least 1, not {pool_blocks}")
+        k = bisect.bisect_right(self._B, pool_blocks)
+        hits = self.hit_blocks(pool_blocks)
+        return {"pool_blocks": pool_blocks, "queries": self._cum_n[k], "hits": hits * self.block_size,
+                "requests": k, "rejected": self.requests - k,
+                "evictions": self._cum_F[k] - hits - self._resident(pool_blocks)}
+
+    def _resident(self, n: int) -> int:
+        """Blocks with a hash in the queue at the end, at pool size n."""
+        ps = self._ps
+        iv = next(iv for iv in ps.ivs if iv.lo <= n and (iv.hi is None or n <= iv.hi))
+        if iv.kind == _E:
+            segs, q = iv.segs, iv.plast
+        else:
+            segs = ps.canon_top(n + 1, self.requests - 1) if self.requests else []
+            q = ps.p_prev
+        cap = n if ps.append_order else n - q
+        s, d = _cut(segs, iv.dead, max(cap, 0))
+        return sum(e - c for _, c, e, _ in s) + len(d)
+
+    def ceiling(self) -> dict:
+        """An infinite pool: every request admitted, nothing evicted (``capacity.ceiling``)."""
+        hits = self._vals[-1] if self._vals else 0
+        return {"queries": self._cum_n[-1], "hits": hits * self.block_size}
+
+    def steps(self) -> list[list[int]]:
+        """``[[pool_blocks, hits], ...]``: one block, then every size where the hits change."""
+        bs = self.block_size
+        out = [[1, self.hit_blocks(1) * bs]]
+        last = out[0][1]
+        xs, vals, sl = self._xs, self._vals, self._sl
+        for j, x in enumerate(xs):
+            start = max(x, 2)
+            end = xs[j + 1] if j + 1 < len(xs) else start + 1
+            if sl[j] == 0:
+                end = min(end, start + 1)
+            for pool in range(start, end):
+                h = (vals[j] + sl[j] * (pool - x)) * bs
+                if h != last:
+                    out.append([pool, h])
+                    last = h
+        return out
+
+
+def curve_sequence(trace: Iterable[TraceRequest], *, block_size: int, free_order: str = "split",
+                   progress: Progress | None = None) -> SequenceCurve:
+    """One pass over ``trace`` (see the module docstring); ``progress(n)`` every few hundred
+    requests, with the number done since the last call."""
+    check_block_size(block_size)
+    if free_order not in ("split", "append"):
+        raise ValueError(f"free_order must be split or append, not {free_order!r}")
+    ps = _Pass(block_size, free_order)
+    r = -1
+    for r, req in enumerate(trace):
+        ps.step(r, req)
+        if progress is not None and r % PROGRESS_EVERY == PROGRESS_EVERY - 1:
+            progress(PROGRESS_EVERY)
+    if progress is not None and (r + 1) % PROGRESS_EVERY:
+        progress((r + 1) % PROGRESS_EVERY)
+    return SequenceCurve(ps, free_order)
+
+
+def curve_sweep(traces, *, block_size: int, pool_blocks, free_orders=("split",), mode: str = "sequence",
+                limit: int | None = None, options: dict | None = None, executor=None,
+                progress: Callable[[int, int], None] | None = None):
+    """``blockviz trace capacity --curve``: :func:`blockviz.sim.sweep.sweep`'s result from one pass
+    per (trace, free order), in this process; each report adds ``"curve"``
+    (:meth:`SequenceCurve.steps`). Sequence mode only (``executor`` is not needed). Every trace is
+    checked first; ``progress(done, total)`` counts requests over all passes."""
+    from blockviz.sim.capacity import OptionError
+    from blockviz.sim.sweep import SweepResult
+    if mode != "sequence" or options:
+        raise OptionError("trace_opt_curve_mode")
+    check_block_size(block_size)
+    start = time.perf_counter()
+    sizes = {str(t): check_trace(t, limit=limit)["requests"] for t in traces}
+    total = sum(sizes.values()) * len(free_orders)
+    done = [0]
+
+    def advance(n: int) -> None:
+        done[0] = min(done[0] + n, total)
+        progress(done[0], total)
+
+    if progress is not None:
+        progress(0, total)
+    reports = []
+    for trace in map(str, traces):
+        for order in free_orders:
+            curve = curve_sequence(iter_trace(trace, limit=limit), block_size=block_size,
+                                   free_order=order, progress=progress and advance)
+            reports.append({"requests": curve.requests, "block_size": block_size, "free_order": order,
+                            "ceiling": curve.ceiling(), "points": [curve.point(p) for p in pool_blocks],
+                            "curve": curve.steps()})
+    if progress is not None:
+        progress(total, total)
+    return SweepResult(reports, time.perf_counter() - start, len(reports))
