@@ -86,7 +86,7 @@ def test_quick_run_writes_a_report(tmp_path):
     assert f"report written to {out}" in proc.stdout
     report = json.loads(out.read_text())
     assert set(report["benchmarks"]) == {"core", "scale", "tensors", "tier", "board", "capacity",
-                                         "json_stream", "sched", "load"}
+                                         "json_stream", "sched", "load", "figures"}
     core = report["benchmarks"]["core"]
     assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
     scale = report["benchmarks"]["scale"]

@@ -22,7 +22,7 @@ from blockviz.render.authoring import AUTHOR_CSS, error_html, iframe, ok_html, r
 from blockviz.scenario import ScenarioError, share
 from blockviz.scenario.schema import MAX_FILE_BYTES
 from blockviz.teach import authoring as A
-from blockviz.ui import board, data, editor, tryit, worker
+from blockviz.ui import board, data, editor, worker
 from blockviz.ui import state as S
 from blockviz.ui.nav import (
     AUTHOR_PATH,
@@ -35,17 +35,8 @@ from blockviz.ui.nav import (
 
 FILE = "scenario.yaml"       # the name errors carry for the editor's text
 
-TEXT = "bv_author_text"      # the editor's text (the editor component w_author_text shows it)
-SEQ = "bv_author_seq"        # changes whenever Python replaces the text (the editor then takes it)
-SEEN = "bv_author_seen"      # the editor's last edit taken (editor.take_edit)
 ED = "w_author_text"         # the editor component's key
-CHECKED = "bv_author_checked"  # (text digest, ScenarioError | None, worker.Outcome | None)
-GOOD = "bv_author_good"      # (text, PlayerRun, worker.Outcome) of the last valid text that ran
-UNDO = "bv_author_undo"      # the text a gallery/starter/upload replaced
-MSG = "bv_author_msg"        # (i18n key, fields, kind) after an upload or a replace
-PREVIEW_STEP = "bv_author_step"
 PREVIEW_BOARD = "author_board"   # the preview board's widget key
-STOPPED = "bv_author_stopped"  # ScenarioError: the preview of the current text could not run
 
 
 def _digest(text: str) -> str:
@@ -54,11 +45,11 @@ def _digest(text: str) -> str:
 
 def _set_text(text: str, msg: tuple | None = None, undo: bool = True) -> None:
     ss = st.session_state
-    if undo and ss.get(TEXT) is not None and ss[TEXT] != text:
-        ss[UNDO] = ss[TEXT]
-    ss[TEXT] = text
-    ss[SEQ] = int(ss.get(SEQ) or 0) + 1
-    ss[MSG] = msg
+    if undo and ss.get(S.AUTHOR_TEXT) is not None and ss[S.AUTHOR_TEXT] != text:
+        ss[S.AUTHOR_UNDO] = ss[S.AUTHOR_TEXT]
+    ss[S.AUTHOR_TEXT] = text
+    ss[S.AUTHOR_SEQ] = int(ss.get(S.AUTHOR_SEQ) or 0) + 1
+    ss[S.AUTHOR_MSG] = msg
 
 
 # -- callbacks -------------------------------------------------------------------------------
@@ -66,15 +57,15 @@ def _on_edit() -> None:
     """The author's edit in the editor (also run at the top of the page: AppTest sets the
     editor's state without its callback)."""
     ss = st.session_state
-    text = editor.take_edit(ss, ED, SEEN)
+    text = editor.take_edit(ss, ED, S.AUTHOR_SEEN)
     if text is None:
         return
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_BYTES:    # a paste over the limit: said so, and the text stays as it was
-        ss[SEQ] = int(ss.get(SEQ) or 0) + 1           # the editor takes the kept text back
-        ss[MSG] = ("paste_too_big", {"size": f"{size:,}", "limit": f"{MAX_FILE_BYTES:,}"}, "error")
+        ss[S.AUTHOR_SEQ] = int(ss.get(S.AUTHOR_SEQ) or 0) + 1           # the editor takes the kept text back
+        ss[S.AUTHOR_MSG] = ("paste_too_big", {"size": f"{size:,}", "limit": f"{MAX_FILE_BYTES:,}"}, "error")
         return
-    ss[TEXT] = text
+    ss[S.AUTHOR_TEXT] = text
 
 
 def _on_upload() -> None:
@@ -84,16 +75,16 @@ def _on_upload() -> None:
         return
     name = f.name
     if f.size > MAX_FILE_BYTES:          # refused before a byte of it is read
-        ss[MSG] = ("upload_refused", {"name": name, "msg": ErrorMessage(
+        ss[S.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": ErrorMessage(
             f"the file is {f.size:,} bytes; the limit is {MAX_FILE_BYTES:,}")}, "error")
         return
     try:                                 # read (decoded, checked) in a worker
         outcome = worker.user_outcome(ss, "upload", worker.Source("upload", name, f.getvalue()))
     except ScenarioError as e:           # busy, or stopped
-        ss[MSG] = ("upload_refused", {"name": name, "msg": e}, "error")
+        ss[S.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": e}, "error")
         return
     if outcome.text is None:
-        ss[MSG] = ("upload_refused", {"name": name, "msg": outcome.error}, "error")
+        ss[S.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": outcome.error}, "error")
         return
     _set_text(outcome.text, ("upload_ok", {"name": name}, "success"))
 
@@ -101,7 +92,7 @@ def _on_upload() -> None:
 def _snippet(kind: str) -> None:
     ss = st.session_state
     ids, cps, live = _names()
-    text = ss.get(TEXT) or ""
+    text = ss.get(S.AUTHOR_TEXT) or ""
     _set_text(A.insert_step(text, kind, ids, cps, live), undo=False)
 
 
@@ -110,10 +101,10 @@ def _names() -> tuple[list[str], list[str], list[str]]:
     its run when it is the previewed one (what max_tokens finished counts too), else as far as
     the text says (it may not be valid yet: the worker read them)."""
     ss = st.session_state
-    text = ss.get(TEXT) or ""
-    good = ss.get(GOOD)
+    text = ss.get(S.AUTHOR_TEXT) or ""
+    good = ss.get(S.AUTHOR_GOOD)
     if good is None or good[0] != text:
-        checked = ss.get(CHECKED)
+        checked = ss.get(S.AUTHOR_CHECKED)
         if checked and checked[0] == _digest(text) and checked[2] is not None:
             return tuple(list(x) for x in checked[2].names)
         return [], [], []
@@ -138,17 +129,17 @@ def _starter() -> None:
 
 def _undo() -> None:
     ss = st.session_state
-    prev = ss.pop(UNDO, None)
+    prev = ss.pop(S.AUTHOR_UNDO, None)
     if prev is not None:
         _set_text(prev, None, undo=False)
 
 
 def _open_in_player() -> None:
     ss = st.session_state
-    good = ss.get(GOOD)
+    good = ss.get(S.AUTHOR_GOOD)
     if good is not None:
         ss[S.FORK] = None
-        S.use_user_run(ss, good[1], int(ss.get(PREVIEW_STEP) or 0))
+        S.use_user_run(ss, good[1], int(ss.get(S.AUTHOR_STEP) or 0))
         code = good[2].share
         ss[S.SHARED] = (good[1].key, code) if isinstance(code, str) else None   # the URL follows
 
@@ -157,33 +148,33 @@ def _open_in_player() -> None:
 def check_text(text: str):
     """(error or None, worker.Outcome or None) for the editor's text, remembered per text: a
     worker reads it, checks it and runs it. None for both while the server is busy or when the
-    worker had to be stopped (``STOPPED`` says which, located)."""
+    worker had to be stopped (``S.AUTHOR_STOPPED`` says which, located)."""
     ss = st.session_state
     digest = _digest(text)
-    cached = ss.get(CHECKED)
+    cached = ss.get(S.AUTHOR_CHECKED)
     if cached and cached[0] == digest:
         return cached[1], cached[2]
-    good = ss.get(GOOD)
+    good = ss.get(S.AUTHOR_GOOD)
     if good is not None and good[0] == text:      # the previewed text: known, and it ran
-        ss[CHECKED] = (digest, None, good[2])
-        ss[STOPPED] = ss["bv_author_refusal"] = None
+        ss[S.AUTHOR_CHECKED] = (digest, None, good[2])
+        ss[S.AUTHOR_STOPPED] = ss[S.AUTHOR_REFUSAL] = None
         return None, good[2]
-    ss[STOPPED] = None
+    ss[S.AUTHOR_STOPPED] = None
     try:
         with st.spinner(t("preview", session_lang()) + "…"):
             outcome = worker.user_outcome(ss, "author", worker.Source("text", FILE, text), share=True)
     except ScenarioError as e:   # busy, or the worker was stopped: the last good preview stays
-        ss[STOPPED] = e
-        ss[CHECKED] = None if isinstance(e, worker.Busy) else (digest, None, None)  # busy: try again
+        ss[S.AUTHOR_STOPPED] = e
+        ss[S.AUTHOR_CHECKED] = None if isinstance(e, worker.Busy) else (digest, None, None)  # busy: try again
         return None, None
-    ss[CHECKED] = (digest, outcome.error, outcome)
-    ss["bv_author_refusal"] = outcome.refusal
+    ss[S.AUTHOR_CHECKED] = (digest, outcome.error, outcome)
+    ss[S.AUTHOR_REFUSAL] = outcome.refusal
     if outcome.run is not None:
         run = outcome.run
-        at_end = good is None or int(ss.get(PREVIEW_STEP) or 0) >= good[1].last
-        ss[GOOD] = (text, run, outcome)
+        at_end = good is None or int(ss.get(S.AUTHOR_STEP) or 0) >= good[1].last
+        ss[S.AUTHOR_GOOD] = (text, run, outcome)
         # at the end before: show the new end (the event just added); else stay where the author looks
-        ss[PREVIEW_STEP] = run.last if at_end else min(int(ss.get(PREVIEW_STEP) or 0), run.last)
+        ss[S.AUTHOR_STEP] = run.last if at_end else min(int(ss.get(S.AUTHOR_STEP) or 0), run.last)
     return outcome.error, outcome
 
 
@@ -193,11 +184,11 @@ def page() -> None:
     lang = session_lang(default_lang())
     if st.query_params:                 # the player's link does not describe this page
         st.query_params.clear()
-    handoff = ss.pop(tryit.AUTHOR_HANDOFF, None)
+    handoff = ss.pop(S.AUTHOR_HANDOFF, None)
     if handoff is not None:
         _set_text(handoff, ("replaced", {"what": t("your_scenario", lang)}, "info"))
-    if ss.get(TEXT) is None:
-        ss[TEXT] = A.STARTER
+    if ss.get(S.AUTHOR_TEXT) is None:
+        ss[S.AUTHOR_TEXT] = A.STARTER
     _on_edit()
     st.html(theme.css(False))
     st.html(AUTHOR_CSS)
@@ -205,7 +196,7 @@ def page() -> None:
         language_toggle(lang)
     st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("author_title", lang))}</div>'
             f'<div class="bv-small">{theme.esc(t("author_intro", lang))}</div></div>')
-    err, outcome = check_text(ss[TEXT])
+    err, outcome = check_text(ss[S.AUTHOR_TEXT])
     left, right = st.columns([1.2, 1], gap="medium")
     with left:
         _editor(err, lang)
@@ -231,8 +222,9 @@ def _reference(lang: str) -> str:
 def _editor(err, lang: str) -> None:
     # No size cap in the browser: it would cut a longer paste silently; _on_edit refuses it, saying so.
     st.caption(t("editor", lang), help=t("editor_help", lang))
-    editor.editor(ED, text=st.session_state[TEXT], seq=int(st.session_state.get(SEQ) or 0), err=err,
-                  lang=lang, on_edit=_on_edit)
+    ss = st.session_state
+    editor.editor(ED, text=ss[S.AUTHOR_TEXT], seq=int(ss.get(S.AUTHOR_SEQ) or 0), err=err, lang=lang,
+                  on_edit=_on_edit)
     st.caption(t("insert_event", lang))
     ids, cps, live = _names()
     row = st.container(horizontal=True, gap="small", key="snippets")
@@ -244,34 +236,34 @@ def _editor(err, lang: str) -> None:
 
 def _status(err, outcome, lang: str) -> None:
     ss = st.session_state
-    msg = ss.get(MSG)
+    msg = ss.get(S.AUTHOR_MSG)
     if msg:
         key, fields, kind = msg
         getattr(st, kind)(t(key, lang, **md_fields(fields, lang)))
-        if ss.get(UNDO) is not None and key != "upload_refused":
+        if ss.get(S.AUTHOR_UNDO) is not None and key != "upload_refused":
             st.button(t("undo_replace", lang), key="b_undo", icon=":material/undo:", on_click=_undo)
-    text = ss[TEXT]
+    text = ss[S.AUTHOR_TEXT]
     if err is not None:
-        st.html(error_html(err, text, lang, kept=ss.get(GOOD) is not None,
+        st.html(error_html(err, text, lang, kept=ss.get(S.AUTHOR_GOOD) is not None,
                            hint=A.error_hint(err, lang)))
         return
-    stopped = ss.get(STOPPED)
+    stopped = ss.get(S.AUTHOR_STOPPED)
     s = outcome.summary if outcome is not None else None
     if s is not None:
         st.html(ok_html(t("valid", lang, title=s.title.get(lang), n=s.steps, blocks=s.num_blocks,
                           size=s.block_size)))
     file = A.download_name(s.id if s is not None else None)
-    refusal = ss.get("bv_author_refusal")
+    refusal = ss.get(S.AUTHOR_REFUSAL)
     if refusal and s is not None:
         st.html(warn_html(t(refusal[0], lang, file=file, **refusal[1])))
         return
     if stopped is not None:
         st.html(error_html(stopped, text, lang, title=t("preview_not_run", lang),
-                           kept=ss.get(GOOD) is not None))
+                           kept=ss.get(S.AUTHOR_GOOD) is not None))
         if isinstance(stopped, worker.Busy):
             st.button(t("preview_retry", lang), key="b_preview_retry", icon=":material/refresh:")
         return
-    good = ss.get(GOOD)
+    good = ss.get(S.AUTHOR_GOOD)
     if good is None:
         return
     run = good[1]
@@ -285,7 +277,7 @@ def _status(err, outcome, lang: str) -> None:
 
 def _preview_panel(lang: str) -> None:
     ss = st.session_state
-    good = ss.get(GOOD)
+    good = ss.get(S.AUTHOR_GOOD)
     if good is None:
         st.info(t("preview_none", lang))
         return
@@ -294,8 +286,8 @@ def _preview_panel(lang: str) -> None:
                  icon=":material/play_arrow:", on_click=_open_in_player,
                  help=t("open_in_player_help", lang)):
         go_to_player()
-    step = max(0, min(int(ss.get(PREVIEW_STEP) or 0), run.last))
-    ss[PREVIEW_STEP] = step
+    step = max(0, min(int(ss.get(S.AUTHOR_STEP) or 0), run.last))
+    ss[S.AUTHOR_STEP] = step
     # the player's board: the same panels, stepped in the browser; it tells us its step
     board.show(run, ss, key=PREVIEW_BOARD, step=step, frame=None, lang=lang, url=False, report=True,
                fit=False, on_pos=_preview_pos)
@@ -304,10 +296,10 @@ def _preview_panel(lang: str) -> None:
 def _preview_pos() -> None:
     ss = st.session_state
     pos = board.position(ss, PREVIEW_BOARD)
-    good = ss.get(GOOD)
+    good = ss.get(S.AUTHOR_GOOD)
     if pos is not None and good is not None:
         try:
-            ss[PREVIEW_STEP] = max(0, min(int(pos.get("step", 0)), good[1].last))
+            ss[S.AUTHOR_STEP] = max(0, min(int(pos.get("step", 0)), good[1].last))
         except (TypeError, ValueError):
             pass
 
@@ -321,7 +313,7 @@ def _files(outcome, lang: str) -> None:
     with c2:
         summary = outcome.summary if outcome is not None else None
         name = A.download_name(summary.id if summary is not None else None)
-        st.download_button(t("download", lang), ss[TEXT], file_name=name, mime="application/x-yaml",
+        st.download_button(t("download", lang), ss[S.AUTHOR_TEXT], file_name=name, mime="application/x-yaml",
                            key="b_download", icon=":material/download:", on_click="ignore")
 
 
@@ -346,7 +338,7 @@ def _share(outcome, lang: str) -> None:
         if isinstance(code, share.LinkTooLong):
             st.html(warn_html(t("share_too_long", lang, n=code.chars, limit=share.MAX_CODE_CHARS)))
             return
-        step = int(ss.get(PREVIEW_STEP) or 0)
+        step = int(ss.get(S.AUTHOR_STEP) or 0)
         base = _base_url()
         url = share.link(base, code, step=step, lang=lang)
         st.caption(t("share_link", lang), help=t("share_help", lang))

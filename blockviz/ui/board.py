@@ -17,6 +17,7 @@ import streamlit as st
 
 from blockviz.i18n import LANGS, other_lang
 from blockviz.render import board as rboard
+from blockviz.ui.cache import memo
 from blockviz.ui.data import PlayerRun
 
 NAME = "blockviz_board"
@@ -42,30 +43,13 @@ def _build(run: PlayerRun, lo: int, langs: tuple[str, ...], frames: bool, presen
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-@st.cache_resource(show_spinner=False, max_entries=256)
-def _shared(key: str, lo: int, langs: tuple[str, ...], frames: bool, presenter: bool, speed: float,
-            url: bool, _run: PlayerRun) -> str:
-    return _build(_run, lo, langs, frames, presenter, speed, url)
-
-
-MEMO = "bv_board_memo"   # session state: the board JSON of this session's own runs (a few)
-
-
 def _payload(run: PlayerRun, around: int, lang: str, frames: bool, presenter: bool, speed: float,
              url: bool) -> str:
     br = board_run(run)
     lo, _ = rboard.window(br, around)
     langs = (lang,) if frames or rboard.is_dense(br) else (lang, other_lang(lang))
     args = (lo, langs, frames, presenter, speed, url)
-    if run.shared:
-        return _shared(run.key, *args, run)
-    memo = st.session_state.setdefault(MEMO, {})
-    k = (run.key, *args)
-    if k not in memo:
-        while len(memo) >= 6:
-            del memo[next(iter(memo))]
-        memo[k] = _build(run, *args)
-    return memo[k]
+    return memo(run, "board", args, lambda: _build(run, *args), keep=4)   # (a dense run's JSON is big)
 
 
 def show(run: PlayerRun, state: MutableMapping, *, key: str, step: int, frame: int | None, lang: str,

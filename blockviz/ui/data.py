@@ -22,6 +22,7 @@ from blockviz.scenario.schema import Scenario, Text
 from blockviz.sim.budget import PREVIEW_BUDGET, RUN_BUDGET  # noqa: F401 - read as data.PREVIEW_BUDGET
 from blockviz.sim.timeline import Timeline
 from blockviz.teach.labels import HashLabels
+from blockviz.ui import state as S
 
 
 def scenario_dir() -> str:
@@ -155,13 +156,13 @@ PREVIEW_MAX_STEPS = 5_000
 
 
 def user_run_key(state, kind: str) -> str:
-    """A key no other session's run can have (the panels' session memo is keyed by it)."""
+    """A key no other session's run can have (what is drawn from it is cached under it)."""
     import uuid
-    uid = state.get("bv_uid")
+    uid = state.get(S.SESSION_ID)
     if not uid:
-        uid = state["bv_uid"] = uuid.uuid4().hex[:12]
-    n = int(state.get("bv_runs", 0)) + 1
-    state["bv_runs"] = n
+        uid = state[S.SESSION_ID] = uuid.uuid4().hex[:12]
+    n = int(state.get(S.RUNS_MADE, 0)) + 1
+    state[S.RUNS_MADE] = n
     return f"user:{uid}:{kind}:{n}"
 
 

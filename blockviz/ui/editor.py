@@ -3,7 +3,7 @@ you type, completion of event and field names from the JSON Schema. A Streamlit 
 component with inline HTML/CSS/JS (``blockviz.ui.editor_assets``): no iframe, no build step, no
 network, no dependency beyond Streamlit (see the README for why not a PyPI editor component).
 
-The text's owner: Python keeps the text (``author.TEXT``) and sends it with a ``seq`` that changes
+The text's owner: Python keeps the text (``state.AUTHOR_TEXT``) and sends it with a ``seq`` that changes
 only when Python itself replaces the text (a snippet, an upload, a built-in, undo, a refused
 paste); the browser owns it while the author types and sends each edit, after a pause, as the
 state value ``edit`` = ``{text, n}``. :func:`take_edit` applies an edit once (a new ``n`` or text).

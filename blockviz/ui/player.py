@@ -116,8 +116,8 @@ def page() -> None:
 
 @functools.cache
 def _stylesheets(presenter: bool) -> tuple[str, str]:
-    """The page's two stylesheets, prepared for st.html once (they are sent on every rerun)."""
-    return panels.prepared(theme.css(presenter)), panels.prepared(AUTHOR_CSS)
+    """The page's two stylesheets (built once; they are sent on every rerun)."""
+    return theme.css(presenter), AUTHOR_CSS
 
 
 def _body(run: data.PlayerRun) -> None:
@@ -126,7 +126,7 @@ def _body(run: data.PlayerRun) -> None:
     cursor, frame = ss[S.CURSOR], ss.get(S.FRAME)
     # The board tells Python its step only while a panel below it follows the step.
     report = bool(ss.get(S.SELFCHECK) or tryit.current_fork(run) is not None
-                  or any(ss.get("bv_open_" + k) for k in ("x_payload", "x_metrics", "x_events")))
+                  or any(ss.get(S.OPEN + k) for k in ("x_payload", "x_metrics", "x_events")))
     board.show(run, ss, key=BOARD, step=cursor, frame=frame, lang=lang, presenter=presenter,
                speed=ss.get(S.SPEED, 1.0), url=S.linked(ss), report=report or S.showing_user(ss),
                answer=tryit.board_answer(run) if ss.get(S.SELFCHECK) else None,
@@ -147,7 +147,7 @@ def _body(run: data.PlayerRun) -> None:
         box = _lazy_expander(t("metrics", lang), "x_metrics")
         with box:
             if box.open:
-                st.plotly_chart(panels.metrics_chart(run.key, cursor, lang, run),
+                st.plotly_chart(panels.metrics_chart(cursor, lang, run),
                                 key="metrics_chart", config={"displayModeBar": False})
     box = _lazy_expander(t("kv_events", lang), "x_events")
     with box:
@@ -170,10 +170,10 @@ def _learn_row(run: data.PlayerRun, cursor: int, lang: str) -> None:
         st.button(t("fork_here", lang), key="b_fork", icon=":material/call_split:",
                   on_click=tryit.start_fork, args=(run, cursor), help=t("fork_help", lang))
         _export_buttons(run, cursor, lang)
-    msg = ss.get(tryit.FK_MSG)
+    msg = ss.get(S.FK_MSG)
     if tryit.current_fork(run) is None and msg and msg[2]:   # a fork that could not start
         st.error(t(msg[0], lang, **md_fields(msg[1], lang)))
-        ss[tryit.FK_MSG] = None
+        ss[S.FK_MSG] = None
 
 
 def _export_buttons(run: data.PlayerRun, cursor: int, lang: str) -> None:
@@ -184,7 +184,7 @@ def _export_buttons(run: data.PlayerRun, cursor: int, lang: str) -> None:
     st.download_button(t("export_html", lang), data=lambda: panels.export_doc(run, cursor, lang),
                        file_name=f"{name}.html", mime="text/html", key="b_export_html",
                        icon=":material/download:", on_click="ignore", help=t("export_html_help", lang))
-    png = ss.get("bv_png")
+    png = ss.get(S.PNG)
     if png is not None and png[0] == (run.key, cursor, lang):
         st.download_button(t("export_png_ready", lang, k=cursor), data=png[1],
                            file_name=f"{name}-step{cursor}.png", mime="image/png", key="b_export_png_dl",
@@ -192,17 +192,17 @@ def _export_buttons(run: data.PlayerRun, cursor: int, lang: str) -> None:
     else:
         st.button(t("export_png", lang), key="b_export_png", icon=":material/image:",
                   on_click=_make_png, args=(run, cursor, lang), help=t("export_png_help", lang))
-    if ss.get("bv_png_error"):
-        st.error(ss.pop("bv_png_error"))
+    if ss.get(S.PNG_ERROR):
+        st.error(ss.pop(S.PNG_ERROR))
 
 
 def _make_png(run: data.PlayerRun, cursor: int, lang: str) -> None:
     from blockviz.export import ExportError, board_png
     ss = st.session_state
     try:
-        ss["bv_png"] = ((run.key, cursor, lang), board_png(panels.export_doc(run, cursor, lang), cursor))
+        ss[S.PNG] = ((run.key, cursor, lang), board_png(panels.export_doc(run, cursor, lang), cursor))
     except ExportError as e:
-        ss["bv_png_error"] = t("export_png_failed", lang, msg=str(e))
+        ss[S.PNG_ERROR] = t("export_png_failed", lang, msg=str(e))
 
 
 def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str) -> None:
@@ -217,13 +217,13 @@ def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str
 
 
 def _remember_open(key: str) -> None:
-    st.session_state["bv_open_" + key] = bool(st.session_state.get(key))
+    st.session_state[S.OPEN + key] = bool(st.session_state.get(key))
 
 
 def _lazy_expander(label: str, key: str):
     """An expander whose content runs only while it is open; it stays open across a language
     switch (its label, and so its identity, changes with the language)."""
-    return st.expander(label, expanded=st.session_state.get("bv_open_" + key, False), key=key,
+    return st.expander(label, expanded=st.session_state.get(S.OPEN + key, False), key=key,
                        on_change=_remember_open, args=(key,))
 
 
@@ -293,7 +293,7 @@ def _payload(run: data.PlayerRun, cursor: int, lang: str) -> None:
     block = int(ss["w_pl_block"])
     if written:
         st.caption(t("payload_written", lang, ids=", ".join(map(str, written))))
-    chart = panels.payload_chart(run.key, block, cursor, int(ss.get("w_pl_layer") or 0),
+    chart = panels.payload_chart(block, cursor, int(ss.get("w_pl_layer") or 0),
                                  int(ss.get("w_pl_head") or 0), int(ss.get("w_pl_kv") or 0), lang, run)
     if chart is None:
         st.info(t("no_payload_block", lang, b=block))

@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 
 from blockviz.i18n import LANGS, t
 
-# session-state keys (language-neutral; widget keys start with "w_" / "b_")
+# -- every session-state key ("bv_*"; widget keys start with "w_" / "b_") ----------------------
+# the player
 SCENARIO = "bv_scenario"
 CURSOR = "bv_cursor"
 FRAME = "bv_frame"          # None: whole events; an int: op index inside the current event
@@ -29,6 +30,34 @@ PAGES = "bv_pages"          # url path -> st.Page, from app.py (see nav.register
 SELFCHECK = "bv_selfcheck"  # self-check mode: predict each step before it is shown
 SHARED = "bv_shared"        # (run key, link code): the session's own run that a link reopens
 SHARE_PARAM = "s"           # ?s=CODE: a scenario shared by link (blockviz.scenario.share)
+PNG = "bv_png"              # ((run key, step, lang), PNG bytes): the board's picture, made on asking
+PNG_ERROR = "bv_png_error"  # why the picture could not be made
+OPEN = "bv_open_"           # + an expander's key: it is open (its content runs)
+# what is drawn from the session's own runs (ui.cache), and their keys (ui.data)
+MEMO = "bv_memo"            # {run key: {kind: {args: value}}}, least recently drawn first
+SESSION_ID = "bv_uid"       # this session's id, in its runs' keys
+RUNS_MADE = "bv_runs"       # how many runs this session has made
+# self-check and try it yourself (ui.tryit)
+SC_RESULT = "bv_sc_result"     # {"at": (run key, step, kind), "answer": tuple}
+SC_ANSWER = "bv_sc_answer"     # {"run", "step", "ids", "kind"}: the revealed answer, on the board
+SC_SCORE = "bv_sc_score"       # {(run key, step, kind): right at the first try}
+SC_AT = "bv_sc_at"             # (run key, step) the answer widgets belong to
+FK_PARTS = "bv_fk_parts"       # the prompt being built: [part dict]
+FK_MSG = "bv_fk_msg"           # (i18n key, fields, is_error) after the last action
+FK_HISTORY = "bv_fk_history"   # the forks before each added event (undo)
+FORK_KEY = "bv_fork_key"       # the run key of the fork's run
+AUTHOR_HANDOFF = "bv_author_handoff"   # text for the Author page's editor
+# the Author page (ui.author)
+AUTHOR_TEXT = "bv_author_text"      # the editor's text (the editor component w_author_text shows it)
+AUTHOR_SEQ = "bv_author_seq"        # changes whenever Python replaces the text (the editor takes it)
+AUTHOR_SEEN = "bv_author_seen"      # the editor's last edit taken (editor.take_edit)
+AUTHOR_CHECKED = "bv_author_checked"  # (text digest, ScenarioError | None, worker.Outcome | None)
+AUTHOR_GOOD = "bv_author_good"      # (text, PlayerRun, worker.Outcome) of the last valid text that ran
+AUTHOR_UNDO = "bv_author_undo"      # the text a gallery/starter/upload replaced
+AUTHOR_MSG = "bv_author_msg"        # (i18n key, fields, kind) after an upload or a replace
+AUTHOR_STEP = "bv_author_step"      # the preview's step
+AUTHOR_STOPPED = "bv_author_stopped"  # ScenarioError: the preview of the current text could not run
+AUTHOR_REFUSAL = "bv_author_refusal"  # (text digest, why) the current text's preview was refused
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 DEFAULT_SCENARIO = "six-blocks"

@@ -24,14 +24,6 @@ from blockviz.ui.nav import go_to_author, md_escape, md_fields
 FORK_FILE = "fork.yaml"
 EVENT_KINDS = ("arrive", "decode", "step", "finish", "preempt", "reset_prefix_cache")
 PART_KINDS = ("tokens", "text", "same_as", "random")
-SC_RESULT = "bv_sc_result"     # {"at": (run key, step, kind), "answer": tuple}
-SC_ANSWER = "bv_sc_answer"     # {"run", "step", "ids", "kind"}: the revealed answer, on the board
-SC_SCORE = "bv_sc_score"       # {(run key, step, kind): right at the first try}
-SC_AT = "bv_sc_at"             # (run key, step) the answer widgets belong to
-FK_PARTS = "bv_fk_parts"       # the prompt being built: [part dict]
-FK_MSG = "bv_fk_msg"           # (i18n key, fields, is_error) after the last action
-FK_HISTORY = "bv_fk_history"   # the forks before each added event (undo)
-AUTHOR_HANDOFF = "bv_author_handoff"   # text for the Author page's editor
 
 
 @dataclass(frozen=True)
@@ -77,7 +69,7 @@ def current_fork(run: data.PlayerRun) -> Fork | None:
     fork = st.session_state.get(S.FORK)
     if fork is None or not S.showing_user(st.session_state):
         return None
-    return fork if st.session_state.get("bv_fork_key") == run.key else None
+    return fork if st.session_state.get(S.FORK_KEY) == run.key else None
 
 
 # -- callbacks -------------------------------------------------------------------------------
@@ -87,10 +79,10 @@ def start_fork(run: data.PlayerRun, step: int) -> None:
     try:
         new = _run_fork(fork)
     except ScenarioError as e:
-        ss[FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
+        ss[S.FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
         return
-    ss[S.FORK], ss["bv_fork_key"], ss[FK_PARTS], ss[FK_HISTORY] = fork, new.key, [], []
-    ss[FK_MSG] = None
+    ss[S.FORK], ss[S.FORK_KEY], ss[S.FK_PARTS], ss[S.FK_HISTORY] = fork, new.key, [], []
+    ss[S.FK_MSG] = None
     S.use_user_run(ss, new, new.last)
 
 
@@ -99,10 +91,10 @@ def _apply(fork: Fork, msg: bool = True) -> bool:
     try:
         new = _run_fork(fork)
     except ScenarioError as e:
-        ss[FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
+        ss[S.FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
         return False
-    ss[S.FORK], ss["bv_fork_key"] = fork, new.key
-    ss[FK_MSG] = ("fork_added", {"n": len(fork.extra), "k": fork.upto}, False) if msg else None
+    ss[S.FORK], ss[S.FORK_KEY] = fork, new.key
+    ss[S.FK_MSG] = ("fork_added", {"n": len(fork.extra), "k": fork.upto}, False) if msg else None
     S.use_user_run(ss, new, new.last)
     return True
 
@@ -118,15 +110,15 @@ def add_event(event) -> bool:
     steps = F.fork_steps(run.scenario, len(fork.steps), run.timeline) + [event]
     if not _apply(Fork(fork.base, fork.upto, tuple(steps))):
         return False
-    ss[FK_HISTORY] = list(ss.get(FK_HISTORY) or []) + [fork]
+    ss[S.FK_HISTORY] = list(ss.get(S.FK_HISTORY) or []) + [fork]
     return True
 
 
 def _undo() -> None:
     ss = st.session_state
-    history = list(ss.get(FK_HISTORY) or [])
+    history = list(ss.get(S.FK_HISTORY) or [])
     if history and _apply(history[-1], msg=False):
-        ss[FK_HISTORY] = history[:-1]
+        ss[S.FK_HISTORY] = history[:-1]
 
 
 def _back() -> None:
@@ -136,7 +128,7 @@ def _back() -> None:
 
 
 def _msg(key: str, fields: dict, error: bool = True) -> None:
-    st.session_state[FK_MSG] = (key, fields, error)
+    st.session_state[S.FK_MSG] = (key, fields, error)
 
 
 def _pending_part() -> dict:
@@ -162,19 +154,19 @@ def _add_part() -> None:
     except ValueError as e:
         _msg("part_bad", {"msg": e})
         return
-    ss[FK_PARTS] = list(ss.get(FK_PARTS) or []) + [part]
-    ss[FK_MSG] = None
+    ss[S.FK_PARTS] = list(ss.get(S.FK_PARTS) or []) + [part]
+    ss[S.FK_MSG] = None
 
 
 def _clear_parts() -> None:
-    st.session_state[FK_PARTS] = []
+    st.session_state[S.FK_PARTS] = []
 
 
 def _add_from_form() -> None:
     ss = st.session_state
     kind = ss.get("w_fk_kind", "arrive")
     if kind == "arrive":
-        parts = ss.get(FK_PARTS) or []
+        parts = ss.get(S.FK_PARTS) or []
         if not parts:                   # the part being typed, not added yet: take it as the prompt
             try:
                 parts = [_pending_part()]
@@ -186,7 +178,7 @@ def _add_from_form() -> None:
                                cache_salt=(ss.get("w_fk_salt") or "").strip() or None,
                                lora=(ss.get("w_fk_lora") or "").strip() or None)
         if add_event(event):
-            ss[FK_PARTS] = []
+            ss[S.FK_PARTS] = []
             ss["w_fk_id"] = ""
         return
     if kind == "decode":
@@ -213,7 +205,7 @@ def _add_from_form() -> None:
 def _to_author() -> None:
     fork = st.session_state.get(S.FORK)
     if fork is not None:
-        st.session_state[AUTHOR_HANDOFF] = fork.text()
+        st.session_state[S.AUTHOR_HANDOFF] = fork.text()
 
 
 # -- the fork panel -------------------------------------------------------------------------
@@ -264,7 +256,7 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
             st.button(t("fork_add", lang), key="b_fk_add", type="primary", icon=":material/add:",
                       on_click=_add_from_form)
             st.button(t("fork_undo", lang), key="b_fk_undo", icon=":material/undo:", on_click=_undo,
-                      disabled=not ss.get(FK_HISTORY))
+                      disabled=not ss.get(S.FK_HISTORY))
             st.download_button(t("fork_download", lang), fork.text(), file_name=fork.file_name,
                                mime="application/x-yaml", key="b_fk_download",
                                icon=":material/download:", on_click="ignore")
@@ -272,7 +264,7 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
                          on_click=_to_author):
                 go_to_author()
             st.button(t("fork_back", lang), key="b_fk_back", icon=":material/close:", on_click=_back)
-        msg = ss.get(FK_MSG)
+        msg = ss.get(S.FK_MSG)
         if msg:
             key, fields, error = msg
             (st.error if error else st.success)(t(key, lang, **md_fields(fields, lang)))
@@ -285,7 +277,7 @@ def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:
     taken |= {s.args.id for s in fork.base.steps[:fork.upto] if s.kind == "arrive"}
     if not ss.get("w_fk_id"):
         ss["w_fk_id"] = F.next_request_id(taken)
-    parts = ss.get(FK_PARTS) or []
+    parts = ss.get(S.FK_PARTS) or []
     c1, c2, c3, c4 = st.columns([1, 1, 1.2, 1.2])
     c1.text_input(t("req_id", lang), key="w_fk_id", max_chars=64)
     c2.number_input(t("max_tokens", lang), 0, 100_000, 0, key="w_fk_max")
@@ -323,9 +315,9 @@ def _sc_reset(run: data.PlayerRun, cursor: int) -> None:
     """New step: fresh answer widgets, and the question that suits the step to come."""
     ss = st.session_state
     at = (run.key, cursor)
-    if ss.get(SC_AT) == at:
+    if ss.get(S.SC_AT) == at:
         return
-    ss[SC_AT] = at
+    ss[S.SC_AT] = at
     ss["w_sc_queue"] = ""
     ss["w_sc_hits"] = []
     ss["w_sc_victim"] = None
@@ -360,11 +352,11 @@ def _sc_check(run: data.PlayerRun, cursor: int) -> None:
     try:
         answer = _sc_answer(run, kind)
     except ValueError as e:
-        ss[SC_RESULT] = {"at": (run.key, cursor, kind), "bad": str(e)}
+        ss[S.SC_RESULT] = {"at": (run.key, cursor, kind), "bad": str(e)}
         return
     at = (run.key, cursor, kind)
-    ss[SC_RESULT] = {"at": at, "answer": answer}
-    score = ss.setdefault(SC_SCORE, {})
+    ss[S.SC_RESULT] = {"at": at, "answer": answer}
+    score = ss.setdefault(S.SC_SCORE, {})
     if at not in score:
         grade = SC.check(run.timeline, cursor + 1, kind, answer, "en", run.labels, run.free_order)
         score[at] = grade.correct
@@ -375,7 +367,7 @@ def _sc_show(run: data.PlayerRun) -> None:
     kind = ss.get("w_sc_kind") or "queue"
     k = ss[S.CURSOR] + 1
     if k <= run.last:                         # the answer, outlined on the board at that step
-        ss[SC_ANSWER] = {"run": run.key, "step": k,
+        ss[S.SC_ANSWER] = {"run": run.key, "step": k,
                          "ids": list(SC.expected(run.timeline, k, kind)), "kind": kind}
     S.go(ss, "next", run.last, run.n_ops)
     board.move(ss, board.PLAYER, ss[S.CURSOR], ss.get(S.FRAME), run.key)   # Python moves the board
@@ -383,7 +375,7 @@ def _sc_show(run: data.PlayerRun) -> None:
 
 def board_answer(run: data.PlayerRun) -> dict | None:
     """The answer the learner asked to see, for the board to outline (its step and block ids)."""
-    a = st.session_state.get(SC_ANSWER)
+    a = st.session_state.get(S.SC_ANSWER)
     return {"step": a["step"], "ids": a["ids"]} if a and a["run"] == run.key else None
 
 
@@ -429,14 +421,14 @@ def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
 
 def _sc_score(run: data.PlayerRun, lang: str, done: bool = False) -> None:
     """The score over this lesson (first tries only); at its end, the lesson's result."""
-    score = [ok for at, ok in (st.session_state.get(SC_SCORE) or {}).items() if at[0] == run.key]
+    score = [ok for at, ok in (st.session_state.get(S.SC_SCORE) or {}).items() if at[0] == run.key]
     if score:
         key = "sc_lesson_done" if done else "sc_score"
         st.caption(t(key, lang, right=sum(score), total=len(score), steps=run.last))
 
 
 def _sc_result(run: data.PlayerRun, cursor: int, kind: str, lang: str) -> None:
-    res = st.session_state.get(SC_RESULT)
+    res = st.session_state.get(S.SC_RESULT)
     if not res or res["at"] != (run.key, cursor, kind):
         return
     if "bad" in res:

@@ -168,9 +168,8 @@ def test_a_session_s_scenario_is_not_seen_by_another_session(page):
     assert "__user__" not in two.at.selectbox(key="w_scenario").options
     assert two.state["bv_scenario"] == "six-blocks" and "Tiny test" not in two.html()
     # the session's board data is memoized in its own state, not in the process-wide cache
-    assert any(k[0].startswith("user:") for k in one.state["bv_board_memo"])
-    assert "bv_board_memo" not in two.state or not any(k[0].startswith("user:")
-                                                       for k in two.state["bv_board_memo"])
+    assert any(k.startswith("user:") and "board" in kinds for k, kinds in one.state["bv_memo"].items())
+    assert "bv_memo" not in two.state or not any(k.startswith("user:") for k in two.state["bv_memo"])
 
 
 def test_every_label_follows_the_language_switch(page):
