@@ -126,4 +126,33 @@ STRINGS: dict[str, tuple[str, str]] = {
     "live_cli_stopped_idle": ("live: stopped after {s} s without a message",
                               "live：{s} 秒没有消息，已停止"),
     "live_cli_stopped_max_batches": ("live: stopped after {n} batches", "live：{n} 批后停止"),
+    # blockviz publish
+    "publish_binds": ("binds", "绑定"),
+    "publish_connects": ("connects to", "连接到"),
+    "publish_sockets": ("publish: PUB {mode} {endpoint}; replay ROUTER {replay}; topic {topic!r}",
+                        "publish：PUB {mode} {endpoint}；回放 ROUTER {replay}；topic {topic!r}"),
+    "publish_all_interfaces": ("publish: WARNING: tcp://*:PORT binds on every interface; "
+                               "tcp://[::ffff:127.0.0.1]:PORT binds on loopback only",
+                               "publish：警告：tcp://*:PORT 在所有网络接口上绑定；"
+                               "tcp://[::ffff:127.0.0.1]:PORT 只绑定回环地址"),
+    "publish_step": ("publish: event {i}/{n} ({event}): {engines} engine step(s), {batches} "
+                     "batch(es) sent{seqs}",
+                     "publish：事件 {i}/{n}（{event}）：{engines} 个引擎步，发送 {batches} 批{seqs}"),
+    "publish_teaching_only": ("publish: event {i} ({kind}) is a teaching-only form: vLLM's "
+                              "scheduler never does this; its events are published anyway",
+                              "publish：事件 {i}（{kind}）是仅用于教学的形式：vLLM 的调度器从不"
+                              "这样做；它的事件照样发布"),
+    "publish_rewind": ("publish: event {i} rewinds to {name}: a live engine cannot; the batches "
+                       "sent since stay sent",
+                       "publish：事件 {i} 回退到 {name}：真实引擎做不到；之后发出的批不会撤回"),
+    "publish_restart": ("publish: event {i} restarts the engine: a new publisher, seqs from 0 "
+                        "({n} queued event(s) never sent)",
+                        "publish：事件 {i} 重启引擎：新的发布者，seq 从 0 开始（{n} 个排队的事件"
+                        "不会发出）"),
+    "publish_unsent": ("publish: {n} event(s) still queued ({types}): vLLM sends them only with "
+                       "the next engine step's batch, and none followed",
+                       "publish：仍有 {n} 个事件在排队（{types}）：vLLM 只会随下一个引擎步的批"
+                       "发出它们，而之后没有引擎步"),
+    "publish_done": ("publish: {n} batch(es) sent; answering replay requests for {s} s",
+                     "publish：共发送 {n} 批；继续应答回放请求 {s} 秒"),
 }

@@ -29,6 +29,16 @@ def _positive(kind):
     return parse
 
 
+def _non_negative(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a number >= 0")
+    return v
+
+
 def _limits(p: argparse.ArgumentParser) -> None:
     from blockviz.live.reducer import MAX_HASHES, MAX_TOKENS_PER_HASH
     p.add_argument("--max-hashes", type=_positive(int), default=None, metavar="N",
@@ -159,6 +169,51 @@ def cmd_live(args) -> int:
     return 0
 
 
+# -- blockviz publish ---------------------------------------------------------------------------
+def cmd_publish(args) -> int:
+    import zmq
+
+    from blockviz.i18n import event_label, t
+    from blockviz.live.publish import Progress, Publisher, publish_scenario
+    from blockviz.scenario import load
+    from blockviz.scenario.lessons import resolve
+    lang = args.lang
+    loaded = load(resolve(args.scenario))       # a ScenarioError is blockviz's located line
+    try:
+        pub = Publisher(args.endpoint, replay=args.replay, topic=args.topic,
+                        buffer_steps=args.buffer_steps)
+    except (zmq.ZMQError, ValueError) as e:
+        print(t("live_cli_socket", lang, endpoint=args.endpoint, e=e), file=sys.stderr)
+        return EXIT_INPUT
+
+    def say(key: str, **fields) -> None:
+        if not args.quiet:
+            print(t(key, lang, **fields), file=sys.stderr, flush=True)
+
+    def on_step(i, n, step, engines, seqs):
+        sent = f" (seq {seqs[0]}..{seqs[-1]})" if len(seqs) > 1 else (
+            f" (seq {seqs[0]})" if seqs else "")
+        say("publish_step", i=i, n=n, event=event_label(step, lang), engines=engines,
+            batches=len(seqs), seqs=sent)
+
+    try:
+        say("publish_sockets", mode=t("publish_binds" if pub.binds else "publish_connects", lang),
+            endpoint=pub.endpoint, replay=pub.replay_endpoint or "-", topic=args.topic)
+        if pub.binds and "*" in pub.endpoint:
+            say("publish_all_interfaces")
+        pub.serve(args.start_delay_s)      # subscribers subscribe meanwhile (the slow joiner)
+        sent = publish_scenario(loaded, pub, interval_s=args.interval_ms / 1000.0,
+                                device=args.device, payloads=not args.no_payloads,
+                                progress=Progress(step=on_step, note=lambda k, f: say(k, **f)))
+        say("publish_done", n=sent, s=args.hold_s)
+        pub.serve(args.hold_s)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        pub.close()
+    return 0
+
+
 def _progress(line, lang: str) -> None:
     from blockviz.i18n import t
     batches, events, gaps, notes, cached = line
@@ -199,6 +254,34 @@ def add_parser(sub) -> None:
     lv.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _limits(lv)
     lv.set_defaults(fn=cmd_live)
+    pb = sub.add_parser("publish", help="publish a scenario's KV events as vLLM's ZeroMQ publisher",
+                        description="Run a scenario (a file or a built-in lesson's id) on blockviz's "
+                                    "engine and publish its KV events exactly as vLLM 0.33's "
+                                    "ZmqEventPublisher would: one batch per engine step with "
+                                    "events, seqs from 0, a replay ROUTER. The PUB socket binds "
+                                    "when the endpoint has '*' or '::' (tcp://*:P binds on every "
+                                    "interface; tcp://[::ffff:127.0.0.1]:P on loopback only) and "
+                                    "connects otherwise.")
+    pb.add_argument("scenario", help="a scenario file or a built-in lesson's id")
+    pb.add_argument("--endpoint", required=True, help="KVEventsConfig.endpoint")
+    pb.add_argument("--replay", default=None, metavar="ENDPOINT",
+                    help="KVEventsConfig.replay_endpoint (the ROUTER binds there)")
+    pb.add_argument("--topic", default="", help="KVEventsConfig.topic (default empty)")
+    pb.add_argument("--interval-ms", type=_non_negative, default=0.0, metavar="N",
+                    help="pause after every engine step (default 0)")
+    pb.add_argument("--start-delay-s", type=_non_negative, default=1.0, metavar="S",
+                    help="wait before the first step so subscribers can subscribe (default 1)")
+    pb.add_argument("--hold-s", type=_non_negative, default=2.0, metavar="S",
+                    help="keep answering replay requests after the last batch (default 2)")
+    pb.add_argument("--buffer-steps", type=_positive(int), default=10_000, metavar="N",
+                    help="KVEventsConfig.buffer_steps: batches kept for replay (default 10000)")
+    pb.add_argument("--no-payloads", action="store_true",
+                    help="skip the KV tensors (as blockviz json --no-payloads: outputs the scenario "
+                         "leaves to the model then come from the seeded toy sampler)")
+    pb.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
+    pb.add_argument("--lang", choices=["en", "zh"], default="en")
+    pb.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    pb.set_defaults(fn=cmd_publish)
     e = sub.add_parser("events", help="read recordings of vLLM's KV-event stream",
                        description="Recordings in the framing vllm-kv-events-capture/1 (what "
                                    "`blockviz live --record` writes).")

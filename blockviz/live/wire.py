@@ -130,7 +130,7 @@ def seq_frame(seq: int) -> bytes:
     return seq.to_bytes(8, "big", signed=True)
 
 
-def end_marker(topic: bytes = b"") -> list[bytes]:
+def end_marker() -> list[bytes]:
     """The frames after the last replayed batch (vLLM sends an empty topic)."""
     return [b"", seq_frame(END_SEQ), b""]
 

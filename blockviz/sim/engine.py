@@ -94,6 +94,9 @@ class StepResult:
     teaching_only: bool = False
     # with a connector: per engine step, its jobs, the worker's report and the tier's KV events
     tier_steps: list = field(default_factory=list)
+    # per update_from_output call, in order: how many of ``events`` had been raised by then. vLLM
+    # takes the queued events there and publishes them as one batch (``blockviz publish``)
+    update_marks: list[int] = field(default_factory=list)
 
     @property
     def kv_events(self) -> list[dict]:
@@ -138,6 +141,7 @@ class Engine:
         self.payload_history = payload_history
         self._written: set[int] = set()  # blocks whose K/V the current step wrote
         self._engine_steps: list[EngineStepView] = []
+        self._update_marks: list[int] = []
         self.scheduler_config = SchedulerConfig(**cfg.scheduler.model_dump())
         # The run's budget: BudgetExceeded from here on stops the run (sim.budget).
         self.meter = Meter(budget or Budget())
@@ -223,6 +227,7 @@ class Engine:
         kind, args = step.kind, step.args
         self._written.clear()
         self._engine_steps = []
+        self._update_marks = []
         self.manager.prefix_cache_stats.reset = False
         self.meter.tick()
         try:
@@ -263,6 +268,7 @@ class Engine:
         if self.ops is not None:
             result.ops = list(self.ops)
         result.engine_steps = self._engine_steps
+        result.update_marks = self._update_marks
         result.teaching_only = step.teaching_only
         result.events = list(self.pool.take_events())
         if self.connector is not None:
@@ -404,6 +410,7 @@ class Engine:
         info = self.state.info
         before = {rid: self.scheduler.requests[rid].num_output_tokens for rid in sampled}
         finished = self.scheduler.update_from_output(out, sampled, out.kv_connector_output)
+        self._update_marks.append(len(self.pool.kv_event_queue))
         if out.kv_connector_metadata is not None:
             # vLLM publishes the connector's events at the end of update_from_output
             self.connector.log_step(out.kv_connector_metadata, out.kv_connector_output)
