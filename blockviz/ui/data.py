@@ -22,7 +22,6 @@ from blockviz.scenario.schema import Scenario, Text
 from blockviz.sim.budget import PREVIEW_BUDGET, RUN_BUDGET  # noqa: F401 - read as data.PREVIEW_BUDGET
 from blockviz.sim.timeline import Timeline
 from blockviz.teach.labels import HashLabels
-from blockviz.ui import state as S
 
 
 def scenario_dir() -> str:
@@ -153,17 +152,6 @@ def builtin_run(sid: str) -> PlayerRun:
 # text asks for (an 80,000-step link is 2.6 KB).
 PREVIEW_MAX_KV_BYTES = 256 << 20
 PREVIEW_MAX_STEPS = 5_000
-
-
-def user_run_key(state, kind: str) -> str:
-    """A key no other session's run can have (what is drawn from it is cached under it)."""
-    import uuid
-    uid = state.get(S.SESSION_ID)
-    if not uid:
-        uid = state[S.SESSION_ID] = uuid.uuid4().hex[:12]
-    n = int(state.get(S.RUNS_MADE, 0)) + 1
-    state[S.RUNS_MADE] = n
-    return f"user:{uid}:{kind}:{n}"
 
 
 def preview_refusal(loaded) -> tuple[str, dict] | None:

@@ -16,7 +16,7 @@ from blockviz.render import theme
 from blockviz.render.authoring import AUTHOR_CSS
 from blockviz.render.markers import markers_legend_html
 from blockviz.render.payload import verify_html, written_blocks
-from blockviz.ui import board, data, panels, tryit
+from blockviz.ui import board, data, panels, shared, tryit
 from blockviz.ui import state as S
 from blockviz.ui.nav import default_lang, language_toggle, md_escape, md_fields
 
@@ -93,7 +93,7 @@ def page() -> None:
         own = (ss[S.CURSOR], ss.get(S.FRAME)) if S.showing_user(ss) else None
         S.init_from_link(ss, dict(st.query_params), index.ids, ss.get(S.LANG) or default_lang(),
                          lambda sid: data.builtin_run(sid).last,
-                         lambda sid, i: data.builtin_run(sid).n_ops(i))
+                         lambda sid, i: data.builtin_run(sid).n_ops(i), shared.open_link)
         if own is not None:
             ss[S.CURSOR], ss[S.FRAME] = own
     elif ss.get(S.SCENARIO) not in index.paths:

@@ -100,6 +100,17 @@ def go(state: MutableMapping, action: str, last: int, n_ops: NOps) -> None:
     state[CURSOR], state[FRAME] = move(state.get(CURSOR, 0), state.get(FRAME), action, last, n_ops)
 
 
+def user_run_key(state: MutableMapping, kind: str) -> str:
+    """A key no other session's run can have (what is drawn from it is cached under it)."""
+    import uuid
+    uid = state.get(SESSION_ID)
+    if not uid:
+        uid = state[SESSION_ID] = uuid.uuid4().hex[:12]
+    n = int(state.get(RUNS_MADE, 0)) + 1
+    state[RUNS_MADE] = n
+    return f"user:{uid}:{kind}:{n}"
+
+
 def switch_scenario(state: MutableMapping, sid: str) -> None:
     state[SCENARIO] = sid
     state[SOURCE] = "builtin"
@@ -174,15 +185,14 @@ def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequen
     """First run of a session: open exactly where ``?scenario=&step=&op=&lang=&presenter=`` says,
     with a notice (and a sensible fallback) for every value that does not make sense. ``?s=CODE``
     (a shared scenario) opens that scenario as the session's own run instead, through
-    ``open_link(state, code, notices, fallback id)`` (``blockviz.ui.shared.open_link``)."""
+    ``open_link(state, code, notices, fallback id)`` (the app passes ``blockviz.ui.shared.open_link``;
+    without it a code is not opened)."""
     notices: list = []
     lang = choose_lang(params.get("lang"), default_lang, notices)
     sid = choose_scenario(params.get("scenario"), ids, notices)
     code = params.get(SHARE_PARAM)
     run = None
-    if code:
-        if open_link is None:
-            from blockviz.ui.shared import open_link
+    if code and open_link is not None:
         run = open_link(state, code, notices, sid)
     last, n_ops = (run.last, run.n_ops) if run is not None else (last_of(sid), lambda i: n_ops_of(sid, i))
     step = choose_step(params.get("step"), last, notices)
