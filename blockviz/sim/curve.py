@@ -65,7 +65,6 @@ from blockviz.scenario.trace import (
     TRACE_BLOCK_TOKENS,
     TraceRequest,
     check_block_size,
-    check_trace,
     iter_trace,
 )
 
@@ -749,13 +748,14 @@ def curve_sweep(traces, *, block_size: int, pool_blocks, free_orders=("split",),
     (:meth:`SequenceCurve.steps`). Sequence mode only (``executor`` is not needed). Every trace is
     checked first; ``progress(done, total)`` counts requests over all passes."""
     from blockviz.sim.capacity import OptionError
-    from blockviz.sim.sweep import SweepResult
+    from blockviz.sim.sweep import SweepResult, check_pools, trace_reach
     if mode != "sequence" or options:
         raise OptionError("trace_opt_curve_mode")
     check_block_size(block_size)
     start = time.perf_counter()
-    sizes = {str(t): check_trace(t, limit=limit)["requests"] for t in traces}
-    total = sum(sizes.values()) * len(free_orders)
+    extents = [trace_reach(t, block_size=block_size, limit=limit) for t in traces]
+    check_pools(pool_blocks, extents, block_size)        # as the sweep refuses them
+    total = sum(e["requests"] for e in extents) * len(free_orders)
     done = [0]
 
     def advance(n: int) -> None:

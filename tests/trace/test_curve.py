@@ -14,7 +14,7 @@ from trace_helpers import shared_dir, write
 from blockviz.scenario.trace import TraceRequest, read_trace
 from blockviz.sim.capacity import ceiling, geometric_sizes, replay_sequence
 from blockviz.sim.curve import curve_sequence, curve_sweep
-from blockviz.sim.sweep import LocalExecutor, sweep
+from blockviz.sim.sweep import LocalExecutor, PoolTooLarge, sweep
 from blockviz.teach.tracegen import TraceWorkload, generate_trace
 
 ORDERS = ("split", "append")
@@ -205,11 +205,11 @@ REQS = [(1024, [1, 2]), (1536, [1, 2, 3]), (1024, [1, 2]), (600, [9, 10]), (512,
 
 def test_curve_json_is_the_sweeps_report_plus_the_step_function(cli, tmp_path):
     small = write(tmp_path / "small.jsonl", REQS)
-    out = cli("trace", "capacity", str(small), "--block-size", "256", "--pool-blocks", "3,5,8,40",
+    out = cli("trace", "capacity", str(small), "--block-size", "256", "--pool-blocks", "3,5,8,30",
               "--free-order", "split,append", "--curve", "--json")
     assert out.returncode == 0, out.stderr
     docs = [json.loads(x) for x in out.stdout.splitlines()]
-    want = sweep([str(small)], block_size=256, pool_blocks=[3, 5, 8, 40], free_orders=list(ORDERS),
+    want = sweep([str(small)], block_size=256, pool_blocks=[3, 5, 8, 30], free_orders=list(ORDERS),
                  executor=LocalExecutor(1)).reports
     assert [{k: v for k, v in d.items() if k != "curve"} for d in docs] == want
     for doc in docs:
@@ -222,6 +222,8 @@ def test_curve_json_is_the_sweeps_report_plus_the_step_function(cli, tmp_path):
 
 def test_curve_sweep_is_the_sweep_with_a_curve(tmp_path):
     small = write(tmp_path / "small.jsonl", REQS)
+    with pytest.raises(PoolTooLarge):      # as the sweep: the trace never fills 40 blocks of 256
+        curve_sweep([str(small)], block_size=256, pool_blocks=[40])
     got = curve_sweep([str(small)], block_size=512, pool_blocks=[2, 4], free_orders=["append"]).reports
     want = sweep([str(small)], block_size=512, pool_blocks=[2, 4], free_orders=["append"],
                  executor=LocalExecutor(1)).reports
