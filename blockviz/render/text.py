@@ -68,11 +68,11 @@ class _Style:
 
 
 def render_blocks(s: Snapshot, labels: HashLabels, vocab, changed: frozenset[int],
-                  st: _Style, lang: str) -> list[str]:
+                  style: _Style, lang: str) -> list[str]:
     cells = []
     for i in range(s.num_gpu_blocks):
         if i == 0:
-            cells.append(st(f"[0 {t('null_block', lang)}]", _DIM))
+            cells.append(style(f"[0 {t('null_block', lang)}]", _DIM))
             continue
         h = s.block_hash[i]
         body = f"{i} {t('ref', lang)}={s.ref_cnt[i]}"
@@ -85,7 +85,7 @@ def render_blocks(s: Snapshot, labels: HashLabels, vocab, changed: frozenset[int
         codes = (_GREEN,) if h is not None else (_GREY,)
         if i in changed:
             codes += (_BOLD, _YELLOW) if h is None else (_BOLD,)
-        cells.append(st(f"[{body}]{mark}", *codes))
+        cells.append(style(f"[{body}]{mark}", *codes))
     lines, line = [], ""
     for c in cells:
         visible = len(line)
@@ -99,7 +99,7 @@ def render_blocks(s: Snapshot, labels: HashLabels, vocab, changed: frozenset[int
 
 def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool | None = False,
                 labels: HashLabels | None = None) -> str:
-    st = _Style(bool(color))
+    style = _Style(bool(color))
     labels = labels or HashLabels.for_timeline(timeline)
     vocab = timeline.vocab
     s = timeline.snapshot(index)
@@ -109,12 +109,12 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
     # Everything the scenario's author wrote (notes, ids, checkpoint names, words) goes through
     # printable(): a note must not be able to drive the terminal it is shown on.
     head = f"── {t('step_k_of_n', lang, k=index, n=n)} · {printable(event_label(s.step, lang))} "
-    out = [st(head + "─" * max(4, 78 - len(head)), _BOLD)]
+    out = [style(head + "─" * max(4, 78 - len(head)), _BOLD)]
     if s.teaching_only:
-        out.append(st(f"[{t('teaching_only', lang)}] {t('teaching_only_why', lang)}", _YELLOW))
+        out.append(style(f"[{t('teaching_only', lang)}] {t('teaching_only_why', lang)}", _YELLOW))
     if s.note is not None:
         out.append(wrap(printable(s.note.get(lang))))
-    block_lines = render_blocks(s, labels, vocab, d.changed_blocks, st, lang)
+    block_lines = render_blocks(s, labels, vocab, d.changed_blocks, style, lang)
     out.append(_label(t('gpu_blocks', lang)) + block_lines[0])
     out += [" " * 18 + bl for bl in block_lines[1:]]
     if s.free_queue:
@@ -149,5 +149,5 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
         out += [wrap(printable(line), indent="    ").replace("    ", "  • ", 1) for line in lines]
     if timeline.error is not None and index == len(timeline) - 1:
         msg = printable(error_text(timeline.error, lang))
-        out.append(st(t("error_stopped", lang, msg=msg), _BOLD, _YELLOW))
+        out.append(style(t("error_stopped", lang, msg=msg), _BOLD, _YELLOW))
     return "\n".join(out) + "\n"

@@ -284,14 +284,14 @@ class Engine:
         """Save the state; the payloads copy-on-write (a block unchanged since an earlier
         checkpoint shares its copy). Counted against the budget: the new block copies and the
         rest of the state's copy."""
-        st = self.state
+        state = self.state
         old = self.checkpoints.pop(name, None)   # replaced: its share of the budget is freed
-        tokens = (sum(map(len, st.block_tokens))
-                  + sum(len(r.all_token_ids) for r in st.scheduler.requests.values()))
+        tokens = (sum(map(len, state.block_tokens))
+                  + sum(len(r.all_token_ids) for r in state.scheduler.requests.values()))
         state_bytes = (self.num_gpu_blocks * CHECKPOINT_BYTES_PER_BLOCK
                        + tokens * CHECKPOINT_BYTES_PER_TOKEN)
-        if st.connector is not None and st.connector.worker.pool is not None:
-            state_bytes += st.connector.worker.pool.nbytes   # a checkpoint copies the CPU tier
+        if state.connector is not None and state.connector.worker.pool is not None:
+            state_bytes += state.connector.worker.pool.nbytes   # a checkpoint copies the CPU tier
         try:
             need = self.meter.checkpoint(state_bytes)
             payload = None if self.kv is None else self.kv.store.snapshot(need)
@@ -299,7 +299,7 @@ class Engine:
             if old is not None:
                 self.checkpoints[name] = old
             raise
-        saved = self._copy_state(st)
+        saved = self._copy_state(state)
         saved.payload, saved.state_bytes = payload, state_bytes
         self.checkpoints[name] = saved
 
@@ -320,18 +320,18 @@ class Engine:
                     break
                 self.engine_step()
         old = self.manager
-        st = self.state
-        st.generation += 1
+        state = self.state
+        state.generation += 1
         manager = self._new_manager()
         manager.prefix_cache_stats = old.prefix_cache_stats
         manager.block_pool.num_evictions = old.block_pool.num_evictions
-        st.manager = manager
-        st.scheduler.kv_cache_manager = manager
-        st.hasher = self._new_hasher(st.generation)
-        st.block_tokens = [[] for _ in range(self.num_gpu_blocks)]
-        if st.kv is not None:
-            self._written.update(st.kv.store.zero_())
-        self._op(Restart(st.generation, st.hasher.none_hash))
+        state.manager = manager
+        state.scheduler.kv_cache_manager = manager
+        state.hasher = self._new_hasher(state.generation)
+        state.block_tokens = [[] for _ in range(self.num_gpu_blocks)]
+        if state.kv is not None:
+            self._written.update(state.kv.store.zero_())
+        self._op(Restart(state.generation, state.hasher.none_hash))
 
     def _arrive(self, spec: ArriveSpec) -> None:
         sched = self.scheduler
@@ -626,8 +626,8 @@ class TierView:
 
     def to_dict(self) -> dict:
         return {"capacity": self.capacity,
-                "contents": [{"hash": h.hex(), "state": st, "chunk": cid, "ref_cnt": ref}
-                             for h, st, cid, ref in self.contents],
+                "contents": [{"hash": h.hex(), "state": status, "chunk": cid, "ref_cnt": ref}
+                             for h, status, cid, ref in self.contents],
                 "jobs_in_flight": [{"job": j, "kind": k, "request": r}
                                    for j, k, r in self.jobs_in_flight],
                 "waiting_for_remote_kvs": list(self.waiting_for_remote_kvs),

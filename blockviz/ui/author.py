@@ -21,9 +21,9 @@ from blockviz.render import theme
 from blockviz.render.authoring import AUTHOR_CSS, error_html, iframe, ok_html, reference_html, warn_html
 from blockviz.scenario import ScenarioError, share
 from blockviz.scenario.schema import MAX_FILE_BYTES
-from blockviz.teach import authoring as A
+from blockviz.teach import authoring
 from blockviz.ui import board, data, editor, worker
-from blockviz.ui import state as S
+from blockviz.ui import state as session
 from blockviz.ui.nav import (
     AUTHOR_PATH,
     default_lang,
@@ -45,11 +45,11 @@ def _digest(text: str) -> str:
 
 def _set_text(text: str, msg: tuple | None = None, undo: bool = True) -> None:
     ss = st.session_state
-    if undo and ss.get(S.AUTHOR_TEXT) is not None and ss[S.AUTHOR_TEXT] != text:
-        ss[S.AUTHOR_UNDO] = ss[S.AUTHOR_TEXT]
-    ss[S.AUTHOR_TEXT] = text
-    ss[S.AUTHOR_SEQ] = int(ss.get(S.AUTHOR_SEQ) or 0) + 1
-    ss[S.AUTHOR_MSG] = msg
+    if undo and ss.get(session.AUTHOR_TEXT) is not None and ss[session.AUTHOR_TEXT] != text:
+        ss[session.AUTHOR_UNDO] = ss[session.AUTHOR_TEXT]
+    ss[session.AUTHOR_TEXT] = text
+    ss[session.AUTHOR_SEQ] = int(ss.get(session.AUTHOR_SEQ) or 0) + 1
+    ss[session.AUTHOR_MSG] = msg
 
 
 # -- callbacks -------------------------------------------------------------------------------
@@ -57,15 +57,16 @@ def _on_edit() -> None:
     """The author's edit in the editor (also run at the top of the page: AppTest sets the
     editor's state without its callback)."""
     ss = st.session_state
-    text = editor.take_edit(ss, ED, S.AUTHOR_SEEN)
+    text = editor.take_edit(ss, ED, session.AUTHOR_SEEN)
     if text is None:
         return
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_BYTES:    # a paste over the limit: said so, and the text stays as it was
-        ss[S.AUTHOR_SEQ] = int(ss.get(S.AUTHOR_SEQ) or 0) + 1           # the editor takes the kept text back
-        ss[S.AUTHOR_MSG] = ("paste_too_big", {"size": f"{size:,}", "limit": f"{MAX_FILE_BYTES:,}"}, "error")
+        ss[session.AUTHOR_SEQ] = int(ss.get(session.AUTHOR_SEQ) or 0) + 1   # the editor takes it back
+        ss[session.AUTHOR_MSG] = ("paste_too_big", {"size": f"{size:,}", "limit": f"{MAX_FILE_BYTES:,}"},
+                                  "error")
         return
-    ss[S.AUTHOR_TEXT] = text
+    ss[session.AUTHOR_TEXT] = text
 
 
 def _on_upload() -> None:
@@ -75,16 +76,16 @@ def _on_upload() -> None:
         return
     name = f.name
     if f.size > MAX_FILE_BYTES:          # refused before a byte of it is read
-        ss[S.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": ErrorMessage(
+        ss[session.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": ErrorMessage(
             f"the file is {f.size:,} bytes; the limit is {MAX_FILE_BYTES:,}")}, "error")
         return
     try:                                 # read (decoded, checked) in a worker
         outcome = worker.user_outcome(ss, "upload", worker.Source("upload", name, f.getvalue()))
     except ScenarioError as e:           # busy, or stopped
-        ss[S.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": e}, "error")
+        ss[session.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": e}, "error")
         return
     if outcome.text is None:
-        ss[S.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": outcome.error}, "error")
+        ss[session.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": outcome.error}, "error")
         return
     _set_text(outcome.text, ("upload_ok", {"name": name}, "success"))
 
@@ -92,8 +93,8 @@ def _on_upload() -> None:
 def _snippet(kind: str) -> None:
     ss = st.session_state
     ids, cps, live = _names()
-    text = ss.get(S.AUTHOR_TEXT) or ""
-    _set_text(A.insert_step(text, kind, ids, cps, live), undo=False)
+    text = ss.get(session.AUTHOR_TEXT) or ""
+    _set_text(authoring.insert_step(text, kind, ids, cps, live), undo=False)
 
 
 def _names() -> tuple[list[str], list[str], list[str]]:
@@ -101,15 +102,15 @@ def _names() -> tuple[list[str], list[str], list[str]]:
     its run when it is the previewed one (what max_tokens finished counts too), else as far as
     the text says (it may not be valid yet: the worker read them)."""
     ss = st.session_state
-    text = ss.get(S.AUTHOR_TEXT) or ""
-    good = ss.get(S.AUTHOR_GOOD)
+    text = ss.get(session.AUTHOR_TEXT) or ""
+    good = ss.get(session.AUTHOR_GOOD)
     if good is None or good[0] != text:
-        checked = ss.get(S.AUTHOR_CHECKED)
+        checked = ss.get(session.AUTHOR_CHECKED)
         if checked and checked[0] == _digest(text) and checked[2] is not None:
             return tuple(list(x) for x in checked[2].names)
         return [], [], []
     run = good[1]
-    ids, cps = A.scenario_names(run.scenario)
+    ids, cps = authoring.scenario_names(run.scenario)
     last = run.timeline.snapshot(run.last)
     live = [rid for rid, r in last.requests.items() if r.status != "finished"]
     return ids, cps, live
@@ -124,57 +125,58 @@ def _copy_builtin() -> None:
 
 
 def _starter() -> None:
-    _set_text(A.STARTER, ("replaced", {"what": "my-scenario"}, "info"))
+    _set_text(authoring.STARTER, ("replaced", {"what": "my-scenario"}, "info"))
 
 
 def _undo() -> None:
     ss = st.session_state
-    prev = ss.pop(S.AUTHOR_UNDO, None)
+    prev = ss.pop(session.AUTHOR_UNDO, None)
     if prev is not None:
         _set_text(prev, None, undo=False)
 
 
 def _open_in_player() -> None:
     ss = st.session_state
-    good = ss.get(S.AUTHOR_GOOD)
+    good = ss.get(session.AUTHOR_GOOD)
     if good is not None:
-        ss[S.FORK] = None
-        S.use_user_run(ss, good[1], int(ss.get(S.AUTHOR_STEP) or 0))
+        ss[session.FORK] = None
+        session.use_user_run(ss, good[1], int(ss.get(session.AUTHOR_STEP) or 0))
         code = good[2].share
-        ss[S.SHARED] = (good[1].key, code) if isinstance(code, str) else None   # the URL follows
+        ss[session.SHARED] = (good[1].key, code) if isinstance(code, str) else None   # the URL follows
 
 
 # -- checking and running ------------------------------------------------------------------
 def check_text(text: str):
     """(error or None, worker.Outcome or None) for the editor's text, remembered per text: a
     worker reads it, checks it and runs it. None for both while the server is busy or when the
-    worker had to be stopped (``S.AUTHOR_STOPPED`` says which, located)."""
+    worker had to be stopped (``session.AUTHOR_STOPPED`` says which, located)."""
     ss = st.session_state
     digest = _digest(text)
-    cached = ss.get(S.AUTHOR_CHECKED)
+    cached = ss.get(session.AUTHOR_CHECKED)
     if cached and cached[0] == digest:
         return cached[1], cached[2]
-    good = ss.get(S.AUTHOR_GOOD)
+    good = ss.get(session.AUTHOR_GOOD)
     if good is not None and good[0] == text:      # the previewed text: known, and it ran
-        ss[S.AUTHOR_CHECKED] = (digest, None, good[2])
-        ss[S.AUTHOR_STOPPED] = ss[S.AUTHOR_REFUSAL] = None
+        ss[session.AUTHOR_CHECKED] = (digest, None, good[2])
+        ss[session.AUTHOR_STOPPED] = ss[session.AUTHOR_REFUSAL] = None
         return None, good[2]
-    ss[S.AUTHOR_STOPPED] = None
+    ss[session.AUTHOR_STOPPED] = None
     try:
         with st.spinner(t("preview", session_lang()) + "…"):
             outcome = worker.user_outcome(ss, "author", worker.Source("text", FILE, text), share=True)
     except ScenarioError as e:   # busy, or the worker was stopped: the last good preview stays
-        ss[S.AUTHOR_STOPPED] = e
-        ss[S.AUTHOR_CHECKED] = None if isinstance(e, worker.Busy) else (digest, None, None)  # busy: try again
+        ss[session.AUTHOR_STOPPED] = e
+        # busy: try again at the next rerun
+        ss[session.AUTHOR_CHECKED] = None if isinstance(e, worker.Busy) else (digest, None, None)
         return None, None
-    ss[S.AUTHOR_CHECKED] = (digest, outcome.error, outcome)
-    ss[S.AUTHOR_REFUSAL] = outcome.refusal
+    ss[session.AUTHOR_CHECKED] = (digest, outcome.error, outcome)
+    ss[session.AUTHOR_REFUSAL] = outcome.refusal
     if outcome.run is not None:
         run = outcome.run
-        at_end = good is None or int(ss.get(S.AUTHOR_STEP) or 0) >= good[1].last
-        ss[S.AUTHOR_GOOD] = (text, run, outcome)
+        at_end = good is None or int(ss.get(session.AUTHOR_STEP) or 0) >= good[1].last
+        ss[session.AUTHOR_GOOD] = (text, run, outcome)
         # at the end before: show the new end (the event just added); else stay where the author looks
-        ss[S.AUTHOR_STEP] = run.last if at_end else min(int(ss.get(S.AUTHOR_STEP) or 0), run.last)
+        ss[session.AUTHOR_STEP] = run.last if at_end else min(int(ss.get(session.AUTHOR_STEP) or 0), run.last)
     return outcome.error, outcome
 
 
@@ -184,11 +186,11 @@ def page() -> None:
     lang = session_lang(default_lang())
     if st.query_params:                 # the player's link does not describe this page
         st.query_params.clear()
-    handoff = ss.pop(S.AUTHOR_HANDOFF, None)
+    handoff = ss.pop(session.AUTHOR_HANDOFF, None)
     if handoff is not None:
         _set_text(handoff, ("replaced", {"what": t("your_scenario", lang)}, "info"))
-    if ss.get(S.AUTHOR_TEXT) is None:
-        ss[S.AUTHOR_TEXT] = A.STARTER
+    if ss.get(session.AUTHOR_TEXT) is None:
+        ss[session.AUTHOR_TEXT] = authoring.STARTER
     _on_edit()
     st.html(theme.css(False))
     st.html(AUTHOR_CSS)
@@ -196,7 +198,7 @@ def page() -> None:
         language_toggle(lang)
     st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("author_title", lang))}</div>'
             f'<div class="bv-small">{theme.esc(t("author_intro", lang))}</div></div>')
-    err, outcome = check_text(ss[S.AUTHOR_TEXT])
+    err, outcome = check_text(ss[session.AUTHOR_TEXT])
     left, right = st.columns([1.2, 1], gap="medium")
     with left:
         _editor(err, lang)
@@ -216,54 +218,54 @@ def page() -> None:
 
 @st.cache_resource(show_spinner=False)
 def _reference(lang: str) -> str:
-    return reference_html(A.reference(), lang)     # from the schema: the same for every user
+    return reference_html(authoring.reference(), lang)     # from the schema: the same for every user
 
 
 def _editor(err, lang: str) -> None:
     # No size cap in the browser: it would cut a longer paste silently; _on_edit refuses it, saying so.
     st.caption(t("editor", lang), help=t("editor_help", lang))
     ss = st.session_state
-    editor.editor(ED, text=ss[S.AUTHOR_TEXT], seq=int(ss.get(S.AUTHOR_SEQ) or 0), err=err, lang=lang,
-                  on_edit=_on_edit)
+    editor.editor(ED, text=ss[session.AUTHOR_TEXT], seq=int(ss.get(session.AUTHOR_SEQ) or 0), err=err,
+                  lang=lang, on_edit=_on_edit)
     st.caption(t("insert_event", lang))
     ids, cps, live = _names()
     row = st.container(horizontal=True, gap="small", key="snippets")
     with row:
-        for kind in A.SNIPPETS:
+        for kind in authoring.SNIPPETS:
             disabled = (kind == "rewind" and not cps) or (kind in ("finish", "preempt") and not live)
             st.button(kind, key=f"b_snip_{kind}", on_click=_snippet, args=(kind,), disabled=disabled)
 
 
 def _status(err, outcome, lang: str) -> None:
     ss = st.session_state
-    msg = ss.get(S.AUTHOR_MSG)
+    msg = ss.get(session.AUTHOR_MSG)
     if msg:
         key, fields, kind = msg
         getattr(st, kind)(t(key, lang, **md_fields(fields, lang)))
-        if ss.get(S.AUTHOR_UNDO) is not None and key != "upload_refused":
+        if ss.get(session.AUTHOR_UNDO) is not None and key != "upload_refused":
             st.button(t("undo_replace", lang), key="b_undo", icon=":material/undo:", on_click=_undo)
-    text = ss[S.AUTHOR_TEXT]
+    text = ss[session.AUTHOR_TEXT]
     if err is not None:
-        st.html(error_html(err, text, lang, kept=ss.get(S.AUTHOR_GOOD) is not None,
-                           hint=A.error_hint(err, lang)))
+        st.html(error_html(err, text, lang, kept=ss.get(session.AUTHOR_GOOD) is not None,
+                           hint=authoring.error_hint(err, lang)))
         return
-    stopped = ss.get(S.AUTHOR_STOPPED)
+    stopped = ss.get(session.AUTHOR_STOPPED)
     s = outcome.summary if outcome is not None else None
     if s is not None:
         st.html(ok_html(t("valid", lang, title=s.title.get(lang), n=s.steps, blocks=s.num_blocks,
                           size=s.block_size)))
-    file = A.download_name(s.id if s is not None else None)
-    refusal = ss.get(S.AUTHOR_REFUSAL)
+    file = authoring.download_name(s.id if s is not None else None)
+    refusal = ss.get(session.AUTHOR_REFUSAL)
     if refusal and s is not None:
         st.html(warn_html(t(refusal[0], lang, file=file, **refusal[1])))
         return
     if stopped is not None:
         st.html(error_html(stopped, text, lang, title=t("preview_not_run", lang),
-                           kept=ss.get(S.AUTHOR_GOOD) is not None))
+                           kept=ss.get(session.AUTHOR_GOOD) is not None))
         if isinstance(stopped, worker.Busy):
             st.button(t("preview_retry", lang), key="b_preview_retry", icon=":material/refresh:")
         return
-    good = ss.get(S.AUTHOR_GOOD)
+    good = ss.get(session.AUTHOR_GOOD)
     if good is None:
         return
     run = good[1]
@@ -277,7 +279,7 @@ def _status(err, outcome, lang: str) -> None:
 
 def _preview_panel(lang: str) -> None:
     ss = st.session_state
-    good = ss.get(S.AUTHOR_GOOD)
+    good = ss.get(session.AUTHOR_GOOD)
     if good is None:
         st.info(t("preview_none", lang))
         return
@@ -286,8 +288,8 @@ def _preview_panel(lang: str) -> None:
                  icon=":material/play_arrow:", on_click=_open_in_player,
                  help=t("open_in_player_help", lang)):
         go_to_player()
-    step = max(0, min(int(ss.get(S.AUTHOR_STEP) or 0), run.last))
-    ss[S.AUTHOR_STEP] = step
+    step = max(0, min(int(ss.get(session.AUTHOR_STEP) or 0), run.last))
+    ss[session.AUTHOR_STEP] = step
     # the player's board: the same panels, stepped in the browser; it tells us its step
     board.show(run, ss, key=PREVIEW_BOARD, step=step, frame=None, lang=lang, url=False, report=True,
                fit=False, on_pos=_preview_pos)
@@ -296,10 +298,10 @@ def _preview_panel(lang: str) -> None:
 def _preview_pos() -> None:
     ss = st.session_state
     pos = board.position(ss, PREVIEW_BOARD)
-    good = ss.get(S.AUTHOR_GOOD)
+    good = ss.get(session.AUTHOR_GOOD)
     if pos is not None and good is not None:
         try:
-            ss[S.AUTHOR_STEP] = max(0, min(int(pos.get("step", 0)), good[1].last))
+            ss[session.AUTHOR_STEP] = max(0, min(int(pos.get("step", 0)), good[1].last))
         except (TypeError, ValueError):
             pass
 
@@ -312,9 +314,10 @@ def _files(outcome, lang: str) -> None:
                          max_upload_size=max(1, MAX_FILE_BYTES >> 20), help=t("upload_help", lang))
     with c2:
         summary = outcome.summary if outcome is not None else None
-        name = A.download_name(summary.id if summary is not None else None)
-        st.download_button(t("download", lang), ss[S.AUTHOR_TEXT], file_name=name, mime="application/x-yaml",
-                           key="b_download", icon=":material/download:", on_click="ignore")
+        name = authoring.download_name(summary.id if summary is not None else None)
+        st.download_button(t("download", lang), ss[session.AUTHOR_TEXT], file_name=name,
+                           mime="application/x-yaml", key="b_download", icon=":material/download:",
+                           on_click="ignore")
 
 
 def _base_url() -> str:
@@ -338,7 +341,7 @@ def _share(outcome, lang: str) -> None:
         if isinstance(code, share.LinkTooLong):
             st.html(warn_html(t("share_too_long", lang, n=code.chars, limit=share.MAX_CODE_CHARS)))
             return
-        step = int(ss.get(S.AUTHOR_STEP) or 0)
+        step = int(ss.get(session.AUTHOR_STEP) or 0)
         base = _base_url()
         url = share.link(base, code, step=step, lang=lang)
         st.caption(t("share_link", lang), help=t("share_help", lang))

@@ -18,7 +18,7 @@ from typing import TypeVar
 import plotly.graph_objects as go
 import streamlit as st
 
-from blockviz.ui import state as S
+from blockviz.ui import state as session
 
 T = TypeVar("T")
 RUNS = 3         # a session's runs remembered: the Author preview, the player's run, one just replaced
@@ -30,7 +30,7 @@ def memo(run, what: str, args: tuple[Hashable, ...], build: Callable[[], T], *, 
     (``run.shared``), in the session's state otherwise."""
     if run.shared:
         return _shared(run.key, what, args, build)
-    runs = st.session_state.setdefault(S.MEMO, {})
+    runs = st.session_state.setdefault(session.MEMO, {})
     kinds = runs.pop(run.key, None)
     if kinds is None:
         while len(runs) >= RUNS:             # the run drawn least recently goes first

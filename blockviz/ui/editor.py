@@ -15,7 +15,7 @@ from collections.abc import Callable, MutableMapping
 import streamlit as st
 
 from blockviz.i18n import t
-from blockviz.teach import authoring as A
+from blockviz.teach import authoring
 from blockviz.ui.editor_assets import CSS, HTML, JS
 
 _EDITOR = st.components.v2.component("blockviz_editor", html=HTML, css=CSS, js=JS, isolate_styles=True)
@@ -28,7 +28,7 @@ _LABELS = {"checking": "ed_checking", "ok": "ed_ok", "line": "ed_line", "hint": 
 
 @st.cache_resource(show_spinner=False)
 def _words() -> dict:
-    return A.completions()            # from the schema: the same for every user
+    return authoring.completions()            # from the schema: the same for every user
 
 
 @st.cache_resource(show_spinner=False)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from blockviz.i18n import LANGS, t
 from blockviz.ui import author, capacity, player, worker
-from blockviz.ui import state as S
+from blockviz.ui import state as session
 from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, PLAYER_PATH, register_pages
 
 # (page function, i18n key of its title, url path, default page?) — the one list of pages.
@@ -22,10 +22,10 @@ PAGES = [
 
 def main() -> None:
     # A presenter link opens with the sidebar folded away (the teacher drives with the keyboard).
-    presenter_link = S.presenter_flag(st.query_params.get("presenter"))
+    presenter_link = session.presenter_flag(st.query_params.get("presenter"))
     st.set_page_config(layout="wide", page_title="blockviz", page_icon="🧱",
                        initial_sidebar_state="collapsed" if presenter_link else "auto")
-    lang = st.session_state.get(S.LANG)
+    lang = st.session_state.get(session.LANG)
     if lang not in LANGS:            # a first visit: the link's language titles the pages too
         link = st.query_params.get("lang")
         lang = link if link in LANGS else "en"
@@ -38,4 +38,4 @@ def main() -> None:
     except Exception as e:  # the page boundary: never an exception box (Streamlit's own
         # rerun/stop signals are BaseExceptions and pass); the log keeps the traceback
         logging.getLogger(__name__).exception("page failed")
-        st.error(t("page_error", st.session_state.get(S.LANG, lang), kind=type(e).__name__))
+        st.error(t("page_error", st.session_state.get(session.LANG, lang), kind=type(e).__name__))

@@ -8,7 +8,7 @@ import streamlit as st
 
 from blockviz.i18n import LANG_NAMES, LANGS, t
 from blockviz.i18n.errors import error_text
-from blockviz.ui import state as S
+from blockviz.ui import state as session
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>:$])")
 
@@ -32,11 +32,11 @@ CAPACITY_PATH = "capacity"
 def register_pages(pages: dict[str, st.Page]) -> None:
     """app.py hands over the pages it gave ``st.navigation`` (url path -> page), so that a page
     can send the user to another without importing it."""
-    st.session_state[S.PAGES] = pages
+    st.session_state[session.PAGES] = pages
 
 
 def go_to(path: str) -> None:
-    st.switch_page(st.session_state[S.PAGES][path])
+    st.switch_page(st.session_state[session.PAGES][path])
 
 
 def go_to_player() -> None:
@@ -59,7 +59,7 @@ def default_lang() -> str:
 def _set_lang() -> None:
     v = st.session_state.get("w_lang")
     if v in LANGS:
-        st.session_state[S.LANG] = v
+        st.session_state[session.LANG] = v
 
 
 def language_toggle(lang: str) -> None:
@@ -71,7 +71,7 @@ def language_toggle(lang: str) -> None:
 
 
 def session_lang(default: str = "en") -> str:
-    lang = st.session_state.get(S.LANG)
+    lang = st.session_state.get(session.LANG)
     if lang not in LANGS:
-        lang = st.session_state[S.LANG] = default
+        lang = st.session_state[session.LANG] = default
     return lang

@@ -17,7 +17,7 @@ from blockviz.render.authoring import AUTHOR_CSS
 from blockviz.render.markers import markers_legend_html
 from blockviz.render.payload import verify_html, written_blocks
 from blockviz.ui import board, data, panels, shared, tryit
-from blockviz.ui import state as S
+from blockviz.ui import state as session
 from blockviz.ui.nav import default_lang, language_toggle, md_escape, md_fields
 
 # -- callbacks (they only change session state) --------------------------------------------
@@ -32,13 +32,13 @@ def _board_pos() -> None:
         return
     run = _current_run()
     try:
-        ss[S.CURSOR] = max(0, min(int(pos.get("step", 0)), run.last))
+        ss[session.CURSOR] = max(0, min(int(pos.get("step", 0)), run.last))
         frame = pos.get("frame")
-        ss[S.FRAME] = None if frame is None else max(0, int(frame))
+        ss[session.FRAME] = None if frame is None else max(0, int(frame))
     except (TypeError, ValueError):
         return
     if pos.get("lang") in LANGS:
-        ss[S.LANG] = pos["lang"]
+        ss[session.LANG] = pos["lang"]
 
 
 def _board_want() -> None:
@@ -47,38 +47,38 @@ def _board_want() -> None:
     value = ss.get(BOARD)
     want = value.get("want") if value is not None and hasattr(value, "get") else None
     if isinstance(want, int):
-        ss[S.CURSOR] = max(0, min(want, _current_run().last))
+        ss[session.CURSOR] = max(0, min(want, _current_run().last))
 
 
 def _set_presenter() -> None:
-    st.session_state[S.PRESENTER] = bool(st.session_state.get("w_presenter"))
+    st.session_state[session.PRESENTER] = bool(st.session_state.get("w_presenter"))
 
 
 def _set_scenario() -> None:
     ss = st.session_state
     sid = ss.get("w_scenario")
-    if sid == S.USER_OPTION and ss.get(S.USER_RUN) is not None:
-        S.use_user_run(ss, ss[S.USER_RUN], 0)
+    if sid == session.USER_OPTION and ss.get(session.USER_RUN) is not None:
+        session.use_user_run(ss, ss[session.USER_RUN], 0)
     elif sid in data.builtin_index().paths:
-        S.switch_scenario(ss, sid)
+        session.switch_scenario(ss, sid)
 
 
 def _set_speed() -> None:
     v = st.session_state.get("w_speed")
-    if v in S.SPEEDS:
-        st.session_state[S.SPEED] = v
+    if v in session.SPEEDS:
+        st.session_state[session.SPEED] = v
 
 
 def _set_selfcheck() -> None:
-    st.session_state[S.SELFCHECK] = bool(st.session_state.get("w_selfcheck"))
+    st.session_state[session.SELFCHECK] = bool(st.session_state.get("w_selfcheck"))
 
 
 def _current_run() -> data.PlayerRun:
     """The session's own run when it shows one (an authored scenario, a fork), else a built-in."""
     ss = st.session_state
-    if S.showing_user(ss):
-        return ss[S.USER_RUN]
-    return data.builtin_run(ss[S.SCENARIO])
+    if session.showing_user(ss):
+        return ss[session.USER_RUN]
+    return data.builtin_run(ss[session.SCENARIO])
 
 
 # -- the page -------------------------------------------------------------------------------
@@ -86,28 +86,28 @@ def page() -> None:
     ss = st.session_state
     index = data.builtin_index()
     if not index.ids:
-        st.error(t("no_scenarios", ss.get(S.LANG, "en")))
+        st.error(t("no_scenarios", ss.get(session.LANG, "en")))
         return
-    if not ss.get(S.INITIALIZED):
+    if not ss.get(session.INITIALIZED):
         # the first visit (maybe from the Author page, opening the session's own scenario there)
-        own = (ss[S.CURSOR], ss.get(S.FRAME)) if S.showing_user(ss) else None
-        S.init_from_link(ss, dict(st.query_params), index.ids, ss.get(S.LANG) or default_lang(),
+        own = (ss[session.CURSOR], ss.get(session.FRAME)) if session.showing_user(ss) else None
+        session.init_from_link(ss, dict(st.query_params), index.ids, ss.get(session.LANG) or default_lang(),
                          lambda sid: data.builtin_run(sid).last,
                          lambda sid, i: data.builtin_run(sid).n_ops(i), shared.open_link)
         if own is not None:
-            ss[S.CURSOR], ss[S.FRAME] = own
-    elif ss.get(S.SCENARIO) not in index.paths:
-        S.switch_scenario(ss, index.ids[0])
+            ss[session.CURSOR], ss[session.FRAME] = own
+    elif ss.get(session.SCENARIO) not in index.paths:
+        session.switch_scenario(ss, index.ids[0])
 
-    if ss.get(S.SOURCE) == "user" and ss.get(S.USER_RUN) is None:
-        ss[S.SOURCE] = "builtin"
+    if ss.get(session.SOURCE) == "user" and ss.get(session.USER_RUN) is None:
+        ss[session.SOURCE] = "builtin"
     run = _current_run()
-    ss[S.CURSOR] = max(0, min(int(ss.get(S.CURSOR, 0)), run.last))
-    lang, presenter = ss[S.LANG], ss.get(S.PRESENTER, False)
+    ss[session.CURSOR] = max(0, min(int(ss.get(session.CURSOR, 0)), run.last))
+    lang, presenter = ss[session.LANG], ss.get(session.PRESENTER, False)
     for css in _stylesheets(presenter):
         st.html(css)
     _sidebar(run, index, lang, presenter)
-    for key, fields in ss.get(S.NOTICES, []) + S.run_notices(run):   # inert in markdown
+    for key, fields in ss.get(session.NOTICES, []) + session.run_notices(run):   # inert in markdown
         st.warning(t(key, lang, **{k: md_escape(str(v)) for k, v in fields.items()}))
     for name, err in index.broken:
         st.warning(t("scenario_broken", lang, f=md_escape(name), msg=md_escape(error_text(err, lang))))
@@ -122,14 +122,15 @@ def _stylesheets(presenter: bool) -> tuple[str, str]:
 
 def _body(run: data.PlayerRun) -> None:
     ss = st.session_state
-    lang, presenter = ss[S.LANG], ss.get(S.PRESENTER, False)
-    cursor, frame = ss[S.CURSOR], ss.get(S.FRAME)
+    lang, presenter = ss[session.LANG], ss.get(session.PRESENTER, False)
+    cursor, frame = ss[session.CURSOR], ss.get(session.FRAME)
     # The board tells Python its step only while a panel below it follows the step.
-    report = bool(ss.get(S.SELFCHECK) or tryit.current_fork(run) is not None
-                  or any(ss.get(S.OPEN + k) for k in ("x_payload", "x_metrics", "x_events")))
+    report = bool(ss.get(session.SELFCHECK) or tryit.current_fork(run) is not None
+                  or any(ss.get(session.OPEN + k) for k in ("x_payload", "x_metrics", "x_events")))
     board.show(run, ss, key=BOARD, step=cursor, frame=frame, lang=lang, presenter=presenter,
-               speed=ss.get(S.SPEED, 1.0), url=S.linked(ss), report=report or S.showing_user(ss),
-               answer=tryit.board_answer(run) if ss.get(S.SELFCHECK) else None,
+               speed=ss.get(session.SPEED, 1.0), url=session.linked(ss),
+               report=report or session.showing_user(ss),
+               answer=tryit.board_answer(run) if ss.get(session.SELFCHECK) else None,
                on_pos=_board_pos, on_want=_board_want)
     if presenter:
         _sync_url()
@@ -164,16 +165,16 @@ def _learn_row(run: data.PlayerRun, cursor: int, lang: str) -> None:
     ss = st.session_state
     row = st.container(horizontal=True, vertical_alignment="center", gap="medium", key="learn")
     with row:
-        ss["w_selfcheck"] = bool(ss.get(S.SELFCHECK))
+        ss["w_selfcheck"] = bool(ss.get(session.SELFCHECK))
         st.toggle(t("selfcheck", lang), key="w_selfcheck", on_change=_set_selfcheck,
                   help=t("selfcheck_help", lang))
         st.button(t("fork_here", lang), key="b_fork", icon=":material/call_split:",
                   on_click=tryit.start_fork, args=(run, cursor), help=t("fork_help", lang))
         _export_buttons(run, cursor, lang)
-    msg = ss.get(S.FK_MSG)
+    msg = ss.get(session.FK_MSG)
     if tryit.current_fork(run) is None and msg and msg[2]:   # a fork that could not start
         st.error(t(msg[0], lang, **md_fields(msg[1], lang)))
-        ss[S.FK_MSG] = None
+        ss[session.FK_MSG] = None
 
 
 def _export_buttons(run: data.PlayerRun, cursor: int, lang: str) -> None:
@@ -184,7 +185,7 @@ def _export_buttons(run: data.PlayerRun, cursor: int, lang: str) -> None:
     st.download_button(t("export_html", lang), data=lambda: panels.export_doc(run, cursor, lang),
                        file_name=f"{name}.html", mime="text/html", key="b_export_html",
                        icon=":material/download:", on_click="ignore", help=t("export_html_help", lang))
-    png = ss.get(S.PNG)
+    png = ss.get(session.PNG)
     if png is not None and png[0] == (run.key, cursor, lang):
         st.download_button(t("export_png_ready", lang, k=cursor), data=png[1],
                            file_name=f"{name}-step{cursor}.png", mime="image/png", key="b_export_png_dl",
@@ -192,24 +193,24 @@ def _export_buttons(run: data.PlayerRun, cursor: int, lang: str) -> None:
     else:
         st.button(t("export_png", lang), key="b_export_png", icon=":material/image:",
                   on_click=_make_png, args=(run, cursor, lang), help=t("export_png_help", lang))
-    if ss.get(S.PNG_ERROR):
-        st.error(ss.pop(S.PNG_ERROR))
+    if ss.get(session.PNG_ERROR):
+        st.error(ss.pop(session.PNG_ERROR))
 
 
 def _make_png(run: data.PlayerRun, cursor: int, lang: str) -> None:
     from blockviz.export import ExportError, board_png
     ss = st.session_state
     try:
-        ss[S.PNG] = ((run.key, cursor, lang), board_png(panels.export_doc(run, cursor, lang), cursor))
+        ss[session.PNG] = ((run.key, cursor, lang), board_png(panels.export_doc(run, cursor, lang), cursor))
     except ExportError as e:
-        ss[S.PNG_ERROR] = t("export_png_failed", lang, msg=str(e))
+        ss[session.PNG_ERROR] = t("export_png_failed", lang, msg=str(e))
 
 
 def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str) -> None:
     """Self-check (predict the next step) and the fork's event form, under the blocks and the
     free queue they are about."""
     ss = st.session_state
-    if ss.get(S.SELFCHECK) and frame is None:
+    if ss.get(session.SELFCHECK) and frame is None:
         tryit.selfcheck_panel(run, cursor, lang)
     fork = tryit.current_fork(run)
     if fork is not None:
@@ -217,13 +218,13 @@ def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str
 
 
 def _remember_open(key: str) -> None:
-    st.session_state[S.OPEN + key] = bool(st.session_state.get(key))
+    st.session_state[session.OPEN + key] = bool(st.session_state.get(key))
 
 
 def _lazy_expander(label: str, key: str):
     """An expander whose content runs only while it is open; it stays open across a language
     switch (its label, and so its identity, changes with the language)."""
-    return st.expander(label, expanded=st.session_state.get(S.OPEN + key, False), key=key,
+    return st.expander(label, expanded=st.session_state.get(session.OPEN + key, False), key=key,
                        on_change=_remember_open, args=(key,))
 
 
@@ -236,18 +237,18 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
     ss = st.session_state
     with st.sidebar:
         language_toggle(lang)
-        user = ss.get(S.USER_RUN)
-        options = ([S.USER_OPTION] if user is not None else []) + index.ids
-        ss["w_scenario"] = S.USER_OPTION if S.showing_user(ss) else ss[S.SCENARIO]
+        user = ss.get(session.USER_RUN)
+        options = ([session.USER_OPTION] if user is not None else []) + index.ids
+        ss["w_scenario"] = session.USER_OPTION if session.showing_user(ss) else ss[session.SCENARIO]
 
         def title(sid: str) -> str:
-            if sid == S.USER_OPTION:
+            if sid == session.USER_OPTION:
                 return t("user_option", lang, title=user.scenario.title.get(lang))
             return index.titles[sid].get(lang)
         st.selectbox(t("scenario", lang), options, key="w_scenario", on_change=_set_scenario,
                      format_func=title)
-        if S.showing_user(ss):
-            st.caption(t(S.user_link_note(ss), lang))
+        if session.showing_user(ss):
+            st.caption(t(session.user_link_note(ss), lang))
         cfg = run.scenario.config
         info = [t("config_line", lang, blocks=cfg.num_blocks, size=cfg.block_size, hash=cfg.hash_algo),
                 t("free_order_" + cfg.free_order, lang)]
@@ -257,8 +258,8 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
         about = f'<div class="bv-small" style="margin-top:.4em">{theme.esc(summary)}</div>' if summary else ""
         st.html('<div class="bv"><div class="bv-small">' + "<br>".join(theme.esc(x) for x in info)
                 + f"</div>{about}</div>")
-        ss["w_speed"] = ss.get(S.SPEED, 1.0)
-        st.segmented_control(t("speed", lang), S.SPEEDS, key="w_speed", required=True,
+        ss["w_speed"] = ss.get(session.SPEED, 1.0)
+        st.segmented_control(t("speed", lang), session.SPEEDS, key="w_speed", required=True,
                              format_func=lambda v: f"{v:g}×", on_change=_set_speed)
         ss["w_presenter"] = presenter
         st.toggle(t("presenter", lang), key="w_presenter", on_change=_set_presenter,
@@ -308,7 +309,7 @@ def _payload(run: data.PlayerRun, cursor: int, lang: str) -> None:
 def _sync_url() -> None:
     """The URL names the scenario, language and mode; the board writes the step into it (one
     writer per field: a late rerun must not move the URL back a step)."""
-    want = S.url_params(st.session_state)
+    want = session.url_params(st.session_state)
     have = dict(st.query_params)
     moved = ("step", "op")
     if {k: v for k, v in have.items() if k not in moved} != {k: v for k, v in want.items() if k not in moved}:

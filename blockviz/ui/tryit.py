@@ -15,10 +15,25 @@ from blockviz.render import blocks as rblocks
 from blockviz.render.theme import esc
 from blockviz.scenario import ScenarioError, load_text
 from blockviz.scenario.schema import Scenario
-from blockviz.sim import fork as F
-from blockviz.teach import selfcheck as SC
+from blockviz.sim.fork import (
+    arrive_event,
+    decode_event,
+    finish_event,
+    fork_id,
+    fork_steps,
+    fork_text,
+    next_request_id,
+    preempt_event,
+    random_part,
+    reset_event,
+    same_as_part,
+    step_event,
+    text_part,
+    tokens_part,
+)
+from blockviz.teach import selfcheck
 from blockviz.ui import board, data, worker
-from blockviz.ui import state as S
+from blockviz.ui import state as session
 from blockviz.ui.nav import go_to_author, md_escape, md_fields
 
 FORK_FILE = "fork.yaml"
@@ -38,7 +53,7 @@ class Fork:
     @cached_property
     def _text(self) -> str:
         # written once per fork: the download button asks for it on every rerun
-        return F.fork_text(self.base, self.upto, list(self.steps))
+        return fork_text(self.base, self.upto, list(self.steps))
 
     @property
     def extra(self) -> tuple:
@@ -46,7 +61,7 @@ class Fork:
 
     @property
     def file_name(self) -> str:
-        return F.fork_id(self.base.id) + ".yaml"
+        return fork_id(self.base.id) + ".yaml"
 
 
 def _run_fork(fork: Fork) -> data.PlayerRun:
@@ -58,7 +73,7 @@ def _run_fork(fork: Fork) -> data.PlayerRun:
         raise run.timeline.error
     if run.stopped is not None:
         k, n = run.stopped
-        lang = st.session_state.get(S.LANG, "en")
+        lang = st.session_state.get(session.LANG, "en")
         raise ScenarioError(FORK_FILE, None, None, "", t("preview_capped", lang, k=k, n=n,
                                                          file=fork.file_name))
     return run
@@ -66,24 +81,25 @@ def _run_fork(fork: Fork) -> data.PlayerRun:
 
 def current_fork(run: data.PlayerRun) -> Fork | None:
     """The fork the player is showing, if it is showing one."""
-    fork = st.session_state.get(S.FORK)
-    if fork is None or not S.showing_user(st.session_state):
+    fork = st.session_state.get(session.FORK)
+    if fork is None or not session.showing_user(st.session_state):
         return None
-    return fork if st.session_state.get(S.FORK_KEY) == run.key else None
+    return fork if st.session_state.get(session.FORK_KEY) == run.key else None
 
 
 # -- callbacks -------------------------------------------------------------------------------
 def start_fork(run: data.PlayerRun, step: int) -> None:
     ss = st.session_state
-    fork = Fork(run.scenario, step, tuple(F.fork_steps(run.scenario, step, run.timeline)))
+    fork = Fork(run.scenario, step, tuple(fork_steps(run.scenario, step, run.timeline)))
     try:
         new = _run_fork(fork)
     except ScenarioError as e:
-        ss[S.FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
+        ss[session.FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
         return
-    ss[S.FORK], ss[S.FORK_KEY], ss[S.FK_PARTS], ss[S.FK_HISTORY] = fork, new.key, [], []
-    ss[S.FK_MSG] = None
-    S.use_user_run(ss, new, new.last)
+    ss[session.FORK], ss[session.FORK_KEY] = fork, new.key
+    ss[session.FK_PARTS], ss[session.FK_HISTORY] = [], []
+    ss[session.FK_MSG] = None
+    session.use_user_run(ss, new, new.last)
 
 
 def _apply(fork: Fork, msg: bool = True) -> bool:
@@ -91,11 +107,11 @@ def _apply(fork: Fork, msg: bool = True) -> bool:
     try:
         new = _run_fork(fork)
     except ScenarioError as e:
-        ss[S.FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
+        ss[session.FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
         return False
-    ss[S.FORK], ss[S.FORK_KEY] = fork, new.key
-    ss[S.FK_MSG] = ("fork_added", {"n": len(fork.extra), "k": fork.upto}, False) if msg else None
-    S.use_user_run(ss, new, new.last)
+    ss[session.FORK], ss[session.FORK_KEY] = fork, new.key
+    ss[session.FK_MSG] = ("fork_added", {"n": len(fork.extra), "k": fork.upto}, False) if msg else None
+    session.use_user_run(ss, new, new.last)
     return True
 
 
@@ -104,31 +120,31 @@ def add_event(event) -> bool:
     Every output sampled so far is scripted first, so the steps already shown replay unchanged
     even when the new event brings new words (the model's choices)."""
     ss = st.session_state
-    fork, run = ss.get(S.FORK), ss.get(S.USER_RUN)
+    fork, run = ss.get(session.FORK), ss.get(session.USER_RUN)
     if fork is None or run is None:
         return False
-    steps = F.fork_steps(run.scenario, len(fork.steps), run.timeline) + [event]
+    steps = fork_steps(run.scenario, len(fork.steps), run.timeline) + [event]
     if not _apply(Fork(fork.base, fork.upto, tuple(steps))):
         return False
-    ss[S.FK_HISTORY] = list(ss.get(S.FK_HISTORY) or []) + [fork]
+    ss[session.FK_HISTORY] = list(ss.get(session.FK_HISTORY) or []) + [fork]
     return True
 
 
 def _undo() -> None:
     ss = st.session_state
-    history = list(ss.get(S.FK_HISTORY) or [])
+    history = list(ss.get(session.FK_HISTORY) or [])
     if history and _apply(history[-1], msg=False):
-        ss[S.FK_HISTORY] = history[:-1]
+        ss[session.FK_HISTORY] = history[:-1]
 
 
 def _back() -> None:
     ss = st.session_state
-    ss[S.FORK] = None
-    S.switch_scenario(ss, ss.get(S.SCENARIO) or S.DEFAULT_SCENARIO)
+    ss[session.FORK] = None
+    session.switch_scenario(ss, ss.get(session.SCENARIO) or session.DEFAULT_SCENARIO)
 
 
 def _msg(key: str, fields: dict, error: bool = True) -> None:
-    st.session_state[S.FK_MSG] = (key, fields, error)
+    st.session_state[session.FK_MSG] = (key, fields, error)
 
 
 def _pending_part() -> dict:
@@ -136,15 +152,15 @@ def _pending_part() -> dict:
     ss = st.session_state
     kind = ss.get("w_fk_pk", "tokens")
     if kind == "tokens":
-        return F.tokens_part(ss.get("w_fk_ptok", ""))
+        return tokens_part(ss.get("w_fk_ptok", ""))
     if kind == "text":
-        return F.text_part(ss.get("w_fk_ptext", ""))
+        return text_part(ss.get("w_fk_ptext", ""))
     if kind == "same_as":
         rid = ss.get("w_fk_psame")
         if not rid:
-            raise ValueError(t("no_requests", ss[S.LANG]))
-        return F.same_as_part(rid, int(ss.get("w_fk_pfirst") or 0))
-    return F.random_part(int(ss.get("w_fk_prand") or 0))
+            raise ValueError(t("no_requests", ss[session.LANG]))
+        return same_as_part(rid, int(ss.get("w_fk_pfirst") or 0))
+    return random_part(int(ss.get("w_fk_prand") or 0))
 
 
 def _add_part() -> None:
@@ -154,19 +170,19 @@ def _add_part() -> None:
     except ValueError as e:
         _msg("part_bad", {"msg": e})
         return
-    ss[S.FK_PARTS] = list(ss.get(S.FK_PARTS) or []) + [part]
-    ss[S.FK_MSG] = None
+    ss[session.FK_PARTS] = list(ss.get(session.FK_PARTS) or []) + [part]
+    ss[session.FK_MSG] = None
 
 
 def _clear_parts() -> None:
-    st.session_state[S.FK_PARTS] = []
+    st.session_state[session.FK_PARTS] = []
 
 
 def _add_from_form() -> None:
     ss = st.session_state
     kind = ss.get("w_fk_kind", "arrive")
     if kind == "arrive":
-        parts = ss.get(S.FK_PARTS) or []
+        parts = ss.get(session.FK_PARTS) or []
         if not parts:                   # the part being typed, not added yet: take it as the prompt
             try:
                 parts = [_pending_part()]
@@ -174,38 +190,38 @@ def _add_from_form() -> None:
                 _msg("prompt_empty", {})
                 return
         rid = (ss.get("w_fk_id") or "").strip()
-        event = F.arrive_event(rid, parts, max_tokens=int(ss.get("w_fk_max") or 0) or None,
+        event = arrive_event(rid, parts, max_tokens=int(ss.get("w_fk_max") or 0) or None,
                                cache_salt=(ss.get("w_fk_salt") or "").strip() or None,
                                lora=(ss.get("w_fk_lora") or "").strip() or None)
         if add_event(event):
-            ss[S.FK_PARTS] = []
+            ss[session.FK_PARTS] = []
             ss["w_fk_id"] = ""
         return
     if kind == "decode":
-        event = F.decode_event(int(ss.get("w_fk_dsteps") or 1), ss.get("w_fk_dreq") or None)
+        event = decode_event(int(ss.get("w_fk_dsteps") or 1), ss.get("w_fk_dreq") or None)
     elif kind == "step":
-        event = F.step_event(int(ss.get("w_fk_steps") or 1))
+        event = step_event(int(ss.get("w_fk_steps") or 1))
     elif kind == "finish":
         ids = ss.get("w_fk_fin") or []
         if not ids:
             _msg("no_live", {})
             return
-        event = F.finish_event(ids)
+        event = finish_event(ids)
     elif kind == "preempt":
         rid = ss.get("w_fk_pre")
         if not rid:
             _msg("no_running", {})
             return
-        event = F.preempt_event(rid)
+        event = preempt_event(rid)
     else:
-        event = F.reset_event()
+        event = reset_event()
     add_event(event)
 
 
 def _to_author() -> None:
-    fork = st.session_state.get(S.FORK)
+    fork = st.session_state.get(session.FORK)
     if fork is not None:
-        st.session_state[S.AUTHOR_HANDOFF] = fork.text()
+        st.session_state[session.AUTHOR_HANDOFF] = fork.text()
 
 
 # -- the fork panel -------------------------------------------------------------------------
@@ -256,7 +272,7 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
             st.button(t("fork_add", lang), key="b_fk_add", type="primary", icon=":material/add:",
                       on_click=_add_from_form)
             st.button(t("fork_undo", lang), key="b_fk_undo", icon=":material/undo:", on_click=_undo,
-                      disabled=not ss.get(S.FK_HISTORY))
+                      disabled=not ss.get(session.FK_HISTORY))
             st.download_button(t("fork_download", lang), fork.text(), file_name=fork.file_name,
                                mime="application/x-yaml", key="b_fk_download",
                                icon=":material/download:", on_click="ignore")
@@ -264,7 +280,7 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
                          on_click=_to_author):
                 go_to_author()
             st.button(t("fork_back", lang), key="b_fk_back", icon=":material/close:", on_click=_back)
-        msg = ss.get(S.FK_MSG)
+        msg = ss.get(session.FK_MSG)
         if msg:
             key, fields, error = msg
             (st.error if error else st.success)(t(key, lang, **md_fields(fields, lang)))
@@ -276,8 +292,8 @@ def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:
                              if isinstance(e, dict) and "arrive" in e}
     taken |= {s.args.id for s in fork.base.steps[:fork.upto] if s.kind == "arrive"}
     if not ss.get("w_fk_id"):
-        ss["w_fk_id"] = F.next_request_id(taken)
-    parts = ss.get(S.FK_PARTS) or []
+        ss["w_fk_id"] = next_request_id(taken)
+    parts = ss.get(session.FK_PARTS) or []
     c1, c2, c3, c4 = st.columns([1, 1, 1.2, 1.2])
     c1.text_input(t("req_id", lang), key="w_fk_id", max_chars=64)
     c2.number_input(t("max_tokens", lang), 0, 100_000, 0, key="w_fk_max")
@@ -308,16 +324,16 @@ def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:
 
 # -- self-check -----------------------------------------------------------------------------
 def _sc_default(run: data.PlayerRun, step: int) -> str:
-    return "hits" if SC.has_admission(run.timeline, step) else "queue"
+    return "hits" if selfcheck.has_admission(run.timeline, step) else "queue"
 
 
 def _sc_reset(run: data.PlayerRun, cursor: int) -> None:
     """New step: fresh answer widgets, and the question that suits the step to come."""
     ss = st.session_state
     at = (run.key, cursor)
-    if ss.get(S.SC_AT) == at:
+    if ss.get(session.SC_AT) == at:
         return
-    ss[S.SC_AT] = at
+    ss[session.SC_AT] = at
     ss["w_sc_queue"] = ""
     ss["w_sc_hits"] = []
     ss["w_sc_victim"] = None
@@ -330,15 +346,15 @@ def _sc_reset(run: data.PlayerRun, cursor: int) -> None:
 def _sc_answer(run: data.PlayerRun, kind: str) -> tuple[int, ...]:
     ss = st.session_state
     if kind == "queue":
-        return SC.parse_ids(ss.get("w_sc_queue") or "")
+        return selfcheck.parse_ids(ss.get("w_sc_queue") or "")
     if kind == "hits":
         if _few_blocks(run):
             return tuple(ss.get("w_sc_hits") or ())
-        return SC.parse_ids(ss.get("w_sc_hits_t") or "")
+        return selfcheck.parse_ids(ss.get("w_sc_hits_t") or "")
     if _few_blocks(run):
         v = ss.get("w_sc_victim")
         return () if v is None else (int(v),)
-    return SC.parse_ids(ss.get("w_sc_victim_t") or "")[:1]
+    return selfcheck.parse_ids(ss.get("w_sc_victim_t") or "")[:1]
 
 
 def _few_blocks(run: data.PlayerRun) -> bool:
@@ -352,30 +368,30 @@ def _sc_check(run: data.PlayerRun, cursor: int) -> None:
     try:
         answer = _sc_answer(run, kind)
     except ValueError as e:
-        ss[S.SC_RESULT] = {"at": (run.key, cursor, kind), "bad": str(e)}
+        ss[session.SC_RESULT] = {"at": (run.key, cursor, kind), "bad": str(e)}
         return
     at = (run.key, cursor, kind)
-    ss[S.SC_RESULT] = {"at": at, "answer": answer}
-    score = ss.setdefault(S.SC_SCORE, {})
+    ss[session.SC_RESULT] = {"at": at, "answer": answer}
+    score = ss.setdefault(session.SC_SCORE, {})
     if at not in score:
-        grade = SC.check(run.timeline, cursor + 1, kind, answer, "en", run.labels, run.free_order)
+        grade = selfcheck.check(run.timeline, cursor + 1, kind, answer, "en", run.labels, run.free_order)
         score[at] = grade.correct
 
 
 def _sc_show(run: data.PlayerRun) -> None:
     ss = st.session_state
     kind = ss.get("w_sc_kind") or "queue"
-    k = ss[S.CURSOR] + 1
+    k = ss[session.CURSOR] + 1
     if k <= run.last:                         # the answer, outlined on the board at that step
-        ss[S.SC_ANSWER] = {"run": run.key, "step": k,
-                         "ids": list(SC.expected(run.timeline, k, kind)), "kind": kind}
-    S.go(ss, "next", run.last, run.n_ops)
-    board.move(ss, board.PLAYER, ss[S.CURSOR], ss.get(S.FRAME), run.key)   # Python moves the board
+        ss[session.SC_ANSWER] = {"run": run.key, "step": k,
+                         "ids": list(selfcheck.expected(run.timeline, k, kind)), "kind": kind}
+    session.go(ss, "next", run.last, run.n_ops)
+    board.move(ss, board.PLAYER, ss[session.CURSOR], ss.get(session.FRAME), run.key)  # Python moves it
 
 
 def board_answer(run: data.PlayerRun) -> dict | None:
     """The answer the learner asked to see, for the board to outline (its step and block ids)."""
-    a = st.session_state.get(S.SC_ANSWER)
+    a = st.session_state.get(session.SC_ANSWER)
     return {"step": a["step"], "ids": a["ids"]} if a and a["run"] == run.key else None
 
 
@@ -390,7 +406,7 @@ def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
         event = event_label(run.timeline.step_of(k), lang)
         st.html(f'<div class="bv"><div class="bv-h">{esc(t("sc_title", lang, k=k, event=event))}'
                 f'</div></div>')
-        kind = st.segmented_control(t("sc_question", lang), SC.QUESTIONS, key="w_sc_kind",
+        kind = st.segmented_control(t("sc_question", lang), selfcheck.QUESTIONS, key="w_sc_kind",
                                     required=True, format_func=lambda q: t("sc_q_" + q, lang))
         n = run.timeline.num_gpu_blocks
         if kind == "queue":
@@ -421,20 +437,20 @@ def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
 
 def _sc_score(run: data.PlayerRun, lang: str, done: bool = False) -> None:
     """The score over this lesson (first tries only); at its end, the lesson's result."""
-    score = [ok for at, ok in (st.session_state.get(S.SC_SCORE) or {}).items() if at[0] == run.key]
+    score = [ok for at, ok in (st.session_state.get(session.SC_SCORE) or {}).items() if at[0] == run.key]
     if score:
         key = "sc_lesson_done" if done else "sc_score"
         st.caption(t(key, lang, right=sum(score), total=len(score), steps=run.last))
 
 
 def _sc_result(run: data.PlayerRun, cursor: int, kind: str, lang: str) -> None:
-    res = st.session_state.get(S.SC_RESULT)
+    res = st.session_state.get(session.SC_RESULT)
     if not res or res["at"] != (run.key, cursor, kind):
         return
     if "bad" in res:
         st.warning(t("sc_bad_input", lang, w=md_escape(res["bad"])))
         return
-    g = SC.check(run.timeline, cursor + 1, kind, res["answer"], lang, run.labels, run.free_order)
+    g = selfcheck.check(run.timeline, cursor + 1, kind, res["answer"], lang, run.labels, run.free_order)
     details = "".join(f"<li>{esc(d)}</li>" for d in g.details)
     why = "".join(f"<li>{esc(w)}</li>" for w in g.why)
     cls = "bv-okbox" if g.correct else "bv-errbox"

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from blockviz.scenario import ScenarioError
 from blockviz.sim.budget import Budget, mib
-from blockviz.ui import state as S
+from blockviz.ui import state as session
 
 MAX_PREVIEWS = max(1, int(os.environ.get("BLOCKVIZ_MAX_PREVIEWS", "2")))
 MAX_JOBS = max(1, int(os.environ.get("BLOCKVIZ_MAX_SWEEPS", "2")))
@@ -488,14 +488,14 @@ def make_user_run(state, kind: str, loaded, text: str):
     """Run a scenario the server built (a fork, a trace's window: ``text``, loaded as ``loaded``)
     in a worker process within the preview budget (``ui.data.PREVIEW_BUDGET``)."""
     from blockviz.ui import data
-    return run_in_worker(S.user_run_key(state, kind), loaded, text, data.PREVIEW_BUDGET)
+    return run_in_worker(session.user_run_key(state, kind), loaded, text, data.PREVIEW_BUDGET)
 
 
 def user_outcome(state, kind: str, source: Source, *, share: bool = False) -> Outcome:
     """A session's own text (``source``), made into an Outcome by a worker within the preview
     budget; ScenarioError when the server is busy or the worker was stopped."""
     from blockviz.ui import data
-    return run_source(S.user_run_key(state, kind), source, data.PREVIEW_BUDGET, share=share,
+    return run_source(session.user_run_key(state, kind), source, data.PREVIEW_BUDGET, share=share,
                       max_steps=data.PREVIEW_MAX_STEPS)
 
 
