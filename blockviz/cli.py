@@ -54,6 +54,11 @@ def cmd_app(args) -> int:
     cmd = [sys.executable, "-m", "streamlit", "run", str(script)]
     for key, value in STREAMLIT_OPTIONS.items():
         cmd += [f"--{key}", value]
+    try:   # --live ENDPOINT...: the Live page's endpoints (blockviz.live.endpoints), not streamlit's
+        args.streamlit_args, _ = live_cli.app_live_args(args.streamlit_args)
+    except ValueError as e:
+        print(f"blockviz app: {e}", file=sys.stderr)
+        return EXIT_SCENARIO
     cmd += args.streamlit_args
     port = next((a.split("=", 1)[1] for a in args.streamlit_args if a.startswith("--server.port=")),
                 None)
@@ -359,8 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser("app", help="start the player in the browser (Streamlit)",
                        description="Start the player (the built-in six-block lesson) at "
-                                   "http://localhost:8501. Every further argument goes to "
-                                   "`streamlit run`, e.g. --server.port 8600.")
+                                   "http://localhost:8501. --live ENDPOINT (repeatable) lets the "
+                                   "Live page subscribe there (default: tcp://127.0.0.1:5557 only); "
+                                   "every other argument goes to `streamlit run`, e.g. "
+                                   "--server.port 8600.")
     a.add_argument("streamlit_args", nargs=argparse.REMAINDER,
                    help="options for streamlit run (e.g. --server.port 8600)")
     a.set_defaults(fn=cmd_app)

@@ -155,4 +155,79 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "发出它们，而之后没有引擎步"),
     "publish_done": ("publish: {n} batch(es) sent; answering replay requests for {s} s",
                      "publish：共发送 {n} 批；继续应答回放请求 {s} 秒"),
+    # the Live page (blockviz.ui.live, blockviz.render.live)
+    "page_live": ("Live", "实时"),
+    "lv_title": ("Live: a running vLLM's prefix cache, from its KV events",
+                 "实时：从 KV 事件看一个运行中的 vLLM 的前缀缓存"),
+    "lv_intro": ("vLLM publishes every change to its prefix cache over ZeroMQ (--kv-events-config): "
+                 "a block's hash stored, a hash removed, the cache cleared. This page subscribes to "
+                 "an endpoint the server's operator allowed and draws what a subscriber can know: "
+                 "the cached hashes as a forest of prefix chains.",
+                 "vLLM 通过 ZeroMQ（--kv-events-config）发布前缀缓存的每一次变化：某个块的哈希被存储、"
+                 "某个哈希被移除、整个缓存被清空。本页订阅服务器管理员允许的端点，画出订阅者能知道的"
+                 "一切：把缓存的哈希画成一片前缀链森林。"),
+    "lv_endpoint": ("Endpoint", "端点"),
+    "lv_endpoint_help": ("Only the endpoints the server was started with (blockviz app --live "
+                         "ENDPOINT ...; without any, tcp://127.0.0.1:5557).",
+                         "只能选服务器启动时给定的端点（blockviz app --live ENDPOINT ...；"
+                         "未给定时为 tcp://127.0.0.1:5557）。"),
+    "lv_words": ("Token text from a lesson", "用课程的词显示 token"),
+    "lv_words_help": ("A stream from `blockviz publish LESSON` uses that lesson's words; a real "
+                      "model's token ids are shown as ids.",
+                      "来自 `blockviz publish 课程` 的流使用该课程的词；真实模型的 token id 按 id 显示。"),
+    "lv_words_none": ("(ids)", "（id）"),
+    "lv_follow": ("Follow live", "实时跟随"),
+    "lv_status_listen": ("{mode} {endpoint} since {since}; {age}",
+                         "自 {since} 起 {mode} {endpoint}；{age}"),
+    "lv_mode_bind": ("bound to", "绑定在"),
+    "lv_mode_connect": ("connected to", "连接到"),
+    "lv_status_error": ("Cannot open {endpoint}: {e}", "无法打开 {endpoint}：{e}"),
+    "lv_status_paused": ("Paused: the picture no longer updates by itself; the subscriber keeps "
+                         "receiving.", "已暂停：画面不再自动更新；订阅者仍在接收。"),
+    "lv_no_message": ("no message yet", "还没有收到消息"),
+    "lv_last_message": ("last message {s} s ago", "上一条消息在 {s} 秒前"),
+    "lv_cached": ("cached now", "当前缓存"),
+    "lv_stored": ("stored", "存储"),
+    "lv_removed": ("removed", "移除"),
+    "lv_cleared": ("cleared", "清空"),
+    "lv_batches": ("batches", "批"),
+    "lv_events_n": ("{n} events", "{n} 个事件"),
+    "lv_per_s": ("{v}/s over 10 s", "近 10 秒 {v}/秒"),
+    "lv_rates_axis": ("hashes per second, the last {s} s (top: {top})",
+                      "每秒哈希数，最近 {s} 秒（最高 {top}）"),
+    "lv_group": ("{group} ({kind}): {n} cached hash(es), {trees} tree(s)",
+                 "{group}（{kind}）：缓存了 {n} 个哈希，{trees} 棵树"),
+    "lv_rank": ("DP rank {rank}", "DP rank {rank}"),
+    "lv_trees": ("{n} tree(s)", "{n} 棵树"),
+    "lv_tenant_none": ("no LoRA, no cache_salt", "无 LoRA、无 cache_salt"),
+    "lv_tenant_lora": ("LoRA {lora}", "LoRA {lora}"),
+    "lv_tenant_salt": ("cache_salt {salt}", "cache_salt {salt}"),
+    "lv_tenant_both": ("LoRA {lora}, cache_salt {salt}", "LoRA {lora}，cache_salt {salt}"),
+    "lv_blocks": ("{n} blocks", "{n} 块"),
+    "lv_copies": ("{n} in two blocks", "{n} 个存在两个块里"),
+    "lv_new": ("new", "新"),
+    "lv_parent_gone": ("parent not cached", "父块未缓存"),
+    "lv_parent_unknown": ("place in the chain unknown", "在链中的位置未知"),
+    "lv_node_title": ("{first} … {last}: stored at seq {seq}, {kind}, {bs}-token blocks",
+                      "{first} … {last}：于 seq {seq} 存储，{kind}，每块 {bs} 个 token"),
+    "lv_more_blocks": ("… {n} more blocks", "……还有 {n} 块"),
+    "lv_more_hashes": ("… {n} more cached hashes not drawn", "……还有 {n} 个缓存的哈希未画出"),
+    "lv_removed_recent": ("Removed lately (newest first):", "最近移除（最新的在前）："),
+    "lv_removed_at": ("seq {seq}", "seq {seq}"),
+    "lv_empty": ("Nothing cached is known yet.", "还不知道任何缓存内容。"),
+    "lv_warn_late": ("Joined late (seqs {seqs} missed): no snapshot exists, so what was cached "
+                     "before joining is unknown until it is removed ({n} removal(s) of hashes never "
+                     "seen so far).",
+                     "中途加入（错过了 seq {seqs}）：不存在快照，所以加入之前缓存的内容在被移除之前都"
+                     "是未知的（目前已有 {n} 次移除了从未见过的哈希）。"),
+    "lv_warn_gaps": ("{n} gap(s) no replay filled: seqs {seqs}; what they stored or removed is "
+                     "unknown.",
+                     "{n} 个缺口没有被回放补上：seq {seqs}；其中存储或移除了什么是未知的。"),
+    "lv_warn_restart": ("The publisher restarted {n} time(s) (its seq went back): the picture "
+                        "started over.",
+                        "发布者重启了 {n} 次（seq 回退）：画面已从头开始。"),
+    "lv_gaps_filled": ("{n} gap(s) in the live stream, filled from the replay socket.",
+                       "实时流中有 {n} 个缺口，已由回放 socket 补上。"),
+    "lv_notes": ("What went wrong: {n} note(s)", "出过的问题：{n} 条"),
+    "lv_cannot": ("What no subscriber can know", "任何订阅者都无法知道的"),
 }

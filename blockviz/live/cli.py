@@ -109,6 +109,19 @@ def cmd_state(args) -> int:
     return 0
 
 
+# -- blockviz app --live ------------------------------------------------------------------------
+def app_live_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """``blockviz app``'s arguments -> (streamlit's, the --live specs); the specs go to the server
+    in BLOCKVIZ_LIVE (set here, before ``blockviz app`` execs streamlit). ValueError for a bad one."""
+    import os
+
+    from blockviz.live.endpoints import ENV, split_app_args
+    rest, specs = split_app_args(args)
+    if specs:
+        os.environ[ENV] = json.dumps(specs)
+    return rest, specs
+
+
 # -- blockviz live ------------------------------------------------------------------------------
 def cmd_live(args) -> int:
     import time

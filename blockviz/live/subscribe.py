@@ -222,7 +222,15 @@ class LiveSession:
             self.red.rank(rank).seq.expect_replay()
 
     def pump(self, timeout_s: float = 0.1) -> int:
-        msgs = self.sub.poll(int(timeout_s * 1000))
+        """Receive for up to ``timeout_s`` and handle what came."""
+        return self.handle(self.receive(timeout_s))
+
+    def receive(self, timeout_s: float) -> list:
+        """Wait up to ``timeout_s`` for messages (the app's thread does this without its lock)."""
+        return self.sub.poll(int(timeout_s * 1000))
+
+    def handle(self, msgs: list) -> int:
+        """Record, reduce and answer what ``receive`` returned; abandon replays that expired."""
         for src, rank, frames, t in msgs:
             rec = Received(src, t, frames, self.index)
             self.index += 1

@@ -8,15 +8,16 @@ import logging
 import streamlit as st
 
 from blockviz.i18n import LANGS, t
-from blockviz.ui import author, capacity, player, worker
+from blockviz.ui import author, capacity, live, player, worker
 from blockviz.ui import state as session
-from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, PLAYER_PATH, register_pages
+from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, LIVE_PATH, PLAYER_PATH, register_pages
 
 # (page function, i18n key of its title, url path, default page?) — the one list of pages.
 PAGES = [
     (player.page, "page_player", PLAYER_PATH, True),
     (author.page, "page_author", AUTHOR_PATH, False),
     (capacity.page, "page_capacity", CAPACITY_PATH, False),
+    (live.page, "page_live", LIVE_PATH, False),
 ]
 
 

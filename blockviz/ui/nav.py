@@ -27,6 +27,7 @@ def md_fields(fields: dict, lang: str = "en") -> dict:
 PLAYER_PATH = "player"
 AUTHOR_PATH = "author"
 CAPACITY_PATH = "capacity"
+LIVE_PATH = "live"
 
 
 def register_pages(pages: dict[str, st.Page]) -> None:

@@ -4,6 +4,7 @@ No chromium: the tests skip with the reason — unless BLOCKVIZ_REQUIRE_BROWSER=
 missing browser is a failure."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -42,14 +43,15 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
-def server():
-    """``blockviz app`` on a free port; yields the base URL; terminated at the end."""
+@contextlib.contextmanager
+def app_server(*args: str, log_name: str = "e2e-server.log"):
+    """``blockviz app ARGS`` on a free port; yields the base URL once it answers; terminated at
+    the end."""
     port = _free_port()
     (ROOT / "artifacts").mkdir(exist_ok=True)
-    log = open(ROOT / "artifacts" / "e2e-server.log", "w")
+    log = open(ROOT / "artifacts" / log_name, "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "blockviz", "app",
+        [sys.executable, "-m", "blockviz", "app", *args,
          "--server.address", "127.0.0.1", "--server.port", str(port)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -76,6 +78,13 @@ def server():
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def server():
+    """``blockviz app`` on a free port; yields the base URL; terminated at the end."""
+    with app_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

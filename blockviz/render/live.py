@@ -1,0 +1,434 @@
+"""The Live page's picture of a KV-event stream (pure: a reduction in, HTML out).
+
+- the prefix forest of every ``(medium, group_idx)``: a tree of hash chains (a chain of blocks
+  with one child each is one row, opened on demand), token text where known (the words of a lesson
+  when one is chosen, else the ids), tenants apart (a LoRA adapter or a cache_salt gives other
+  hashes for equal tokens: each tenant's trees under its own heading), the newest stores marked,
+  the latest removals listed struck through;
+- counters (cached now, stored, removed, cleared, batches, events) and the last minute's rates as
+  bars per second;
+- warnings: joined late (no snapshot exists: what was cached before is unknown until it is
+  removed), gaps, restarts, and the latest notes.
+
+Bounded: at most ``max_rows`` rows of forest are drawn (the rest is counted), and every text is
+cut to a length; a forest of 10,000 hashes draws in a few milliseconds (bench/live.py).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+
+from blockviz.i18n import t
+from blockviz.live.reducer import CANNOT_KNOW, group_name, short_hex
+from blockviz.render.theme import css_vars, esc
+
+MAX_ROWS = 400
+NEW_S = 5.0                   # stores of the batches of the last seconds are marked new
+NEW_BATCHES = 64              # (at most this many batches back)
+REMOVED_SHOWN = 8
+NOTES_SHOWN = 6
+CHAIN_LISTED = 40             # blocks listed inside an opened chain
+TOKEN_CHARS = 72
+RATE_WINDOW_S = 60
+RATE_AVG_S = 10
+
+
+# -- small pieces -------------------------------------------------------------------------------
+def token_text(tokens, words: Mapping[int, str] | None, limit: int = TOKEN_CHARS) -> str:
+    if tokens is None:
+        return "?"
+    parts = []
+    n = 0
+    for tok in tokens:
+        w = words.get(tok) if words else None
+        s = w if w is not None else str(tok)
+        n += len(s) + 1
+        if n > limit:
+            parts.append("…")
+            break
+        parts.append(s)
+    return " ".join(parts)
+
+
+def tenant_of(e) -> tuple[str | None, str | None]:
+    """(LoRA name, cache_salt) of an entry: the salt is the first block's string extra key that is
+    not the LoRA name (vLLM puts a salt in a sequence's first block only)."""
+    salt = None
+    for k in e.extra_keys or ():
+        if isinstance(k, str) and k != e.lora_name:
+            salt = k
+            break
+    return e.lora_name, salt
+
+
+def tenant_label(tenant: tuple, lang: str) -> str:
+    lora, salt = tenant
+    if lora and salt:
+        return t("lv_tenant_both", lang, lora=lora, salt=salt)
+    if lora:
+        return t("lv_tenant_lora", lang, lora=lora)
+    if salt:
+        return t("lv_tenant_salt", lang, salt=salt)
+    return t("lv_tenant_none", lang)
+
+
+# -- the forest ----------------------------------------------------------------------------------
+class _Forest:
+    """Roots and children of one group's cached hashes, in store order."""
+
+    def __init__(self, g: dict) -> None:
+        children: dict = {}
+        roots = []
+        for h, e in g.items():
+            p = e.parent
+            if e.chain_known and p is not None and p in g and p != h:
+                children.setdefault(p, []).append(h)
+            else:
+                roots.append(h)
+        self.g, self.children, self.roots = g, children, roots
+
+    def chain(self, h) -> list:
+        """``h`` and the blocks after it while each has exactly one child (one row)."""
+        out = [h]
+        kids = self.children.get(h)
+        seen = {h}
+        while kids is not None and len(kids) == 1 and kids[0] not in seen:
+            h = kids[0]
+            seen.add(h)
+            out.append(h)
+            kids = self.children.get(h)
+        return out
+
+
+class _Rows:
+    def __init__(self, max_rows: int) -> None:
+        self.left = max_rows
+        self.drawn = 0           # hashes drawn
+
+
+def _row(forest: _Forest, chain: list, recent: set, words, lang: str, orphan: bool) -> str:
+    g = forest.g
+    first, last = g[chain[0]], g[chain[-1]]
+    new = any(g[h].seq in recent for h in chain)
+    copies = sum(1 for h in chain if g[h].count > 1)
+    cls = "bvl-node" + (" bvl-new" if new else "") + (" bvl-orphan" if orphan else "")
+    head = esc(short_hex(chain[0])[:8])
+    if len(chain) > 1:
+        head += " → " + esc(short_hex(chain[-1])[:8])
+    badges = ""
+    if len(chain) > 1:
+        badges += f'<span class="bvl-n">{esc(t("lv_blocks", lang, n=len(chain)))}</span>'
+    if copies:
+        badges += f'<span class="bvl-copies">{esc(t("lv_copies", lang, n=copies))}</span>'
+    if new:
+        badges += f'<span class="bvl-badge-new">{esc(t("lv_new", lang))}</span>'
+    if orphan:
+        why = "lv_parent_unknown" if not first.chain_known else "lv_parent_gone"
+        badges += f'<span class="bvl-orphan-b">{esc(t(why, lang))}</span>'
+    toks = [tok for h in chain for tok in (g[h].tokens or ())] if all(
+        g[h].tokens is not None for h in chain) else None
+    text = esc(token_text(toks, words))
+    title = esc(t("lv_node_title", lang, first=short_hex(chain[0]), last=short_hex(chain[-1]),
+                  seq=first.seq if first.seq is not None else "?",
+                  kind=last.kind or "?", bs=last.block_size))
+    line = (f'<span class="bvl-hash">{head}</span>{badges}'
+            f'<span class="bvl-tok">{text}</span>')
+    key = esc(short_hex(chain[0]))
+    if len(chain) == 1:
+        return f'<div class="{cls}" data-key="{key}" title="{title}">{line}</div>'
+    items = []
+    for h in chain[:CHAIN_LISTED]:
+        e = g[h]
+        mark = " bvl-new" if e.seq in recent else ""
+        dup = f' <span class="bvl-copies">×{e.count}</span>' if e.count > 1 else ""
+        items.append(f'<li class="bvl-block{mark}"><span class="bvl-hash">{esc(short_hex(h))}</span>'
+                     f'{dup} <span class="bvl-tok">{esc(token_text(e.tokens, words))}</span></li>')
+    if len(chain) > CHAIN_LISTED:
+        more = t("lv_more_blocks", lang, n=len(chain) - CHAIN_LISTED)
+        items.append(f'<li class="bvl-more">{esc(more)}</li>')
+    return (f'<details class="{cls}" data-key="{key}" title="{title}"><summary>{line}</summary>'
+            f'<ol class="bvl-chain">{"".join(items)}</ol></details>')
+
+
+def _tree(forest: _Forest, root, recent: set, words, lang: str, rows: _Rows, orphan: bool) -> str:
+    """One tree, depth first; a chain is one row. Iterative (a deep tree cannot overflow)."""
+    out = []
+    stack = [(root, 0, orphan)]
+    while stack:
+        h, depth, orph = stack.pop()
+        if h is None:                      # closes a level
+            out.append("</div>")
+            continue
+        if rows.left <= 0:
+            break
+        chain = forest.chain(h)
+        rows.left -= 1
+        rows.drawn += len(chain)
+        out.append(_row(forest, chain, recent, words, lang, orph))
+        kids = forest.children.get(chain[-1], [])
+        if kids:
+            out.append('<div class="bvl-kids">')
+            stack.append((None, depth, False))
+            for k in reversed(kids):
+                stack.append((k, depth + 1, False))
+    # close what a cut left open
+    out.extend("</div>" for h, _, _ in stack if h is None)
+    return "".join(out)
+
+
+def group_html(key: tuple, g: dict, *, rank: int, ranks: int, recent: set, removed: list,
+               words, lang: str, rows: _Rows) -> str:
+    forest = _Forest(g)
+    kinds = {e.kind for e in g.values() if e.kind}
+    head = t("lv_group", lang, group=group_name(key), kind=", ".join(sorted(kinds)) or "?",
+             n=len(g), trees=len(forest.roots))
+    if ranks > 1:
+        head = t("lv_rank", lang, rank=rank) + " · " + head
+    tenants: dict = {}
+    for r in forest.roots:
+        tenants.setdefault(tenant_of(g[r]), []).append(r)
+    parts = [f'<section class="bvl-group" data-group="{esc(group_name(key))}">'
+             f'<div class="bvl-gh">{esc(head)}</div>']
+    drawn0 = rows.drawn
+    for tenant, roots in tenants.items():
+        if len(tenants) > 1 or tenant != (None, None):
+            parts.append(f'<div class="bvl-tenant">{esc(tenant_label(tenant, lang))}'
+                         f' <small>{esc(t("lv_trees", lang, n=len(roots)))}</small></div>')
+        parts.append('<div class="bvl-forest">')
+        for r in roots:
+            if rows.left <= 0:
+                break
+            e = g[r]
+            orphan = not e.chain_known or e.parent is not None
+            parts.append(_tree(forest, r, recent, words, lang, rows, orphan))
+        parts.append("</div>")
+    hidden = len(g) - (rows.drawn - drawn0)
+    if hidden > 0:
+        parts.append(f'<div class="bvl-more">{esc(t("lv_more_hashes", lang, n=hidden))}</div>')
+    if removed:
+        items = "".join(
+            f'<li class="{"bvl-gone bvl-gone-new" if i == 0 else "bvl-gone"}">'
+            f'<span class="bvl-hash">{esc(short_hex(h))}</span> '
+            f'<span class="bvl-tok">{esc(token_text(e.tokens, words))}</span> '
+            f'<small>{esc(t("lv_removed_at", lang, seq=seq))}</small></li>'
+            for i, (seq, h, e) in enumerate(removed))
+        parts.append(f'<div class="bvl-removed"><div class="bvl-sub">'
+                     f'{esc(t("lv_removed_recent", lang))}</div><ul>{items}</ul></div>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
+# -- counters and rates ------------------------------------------------------------------------------
+def _rates(history, now: float) -> tuple[list, list, list]:
+    """Per second of the last RATE_WINDOW_S: hashes stored, removed; seconds with a clear."""
+    stored = [0] * RATE_WINDOW_S
+    removed = [0] * RATE_WINDOW_S
+    cleared = [False] * RATE_WINDOW_S
+    for b in reversed(history):
+        age = now - b.t
+        if age >= RATE_WINDOW_S:
+            break
+        i = RATE_WINDOW_S - 1 - max(0, int(age))
+        stored[i] += b.stored
+        removed[i] += b.removed
+        cleared[i] = cleared[i] or b.cleared
+    return stored, removed, cleared
+
+
+def rates_svg(history, now: float, lang: str) -> str:
+    stored, removed, cleared = _rates(history, now)
+    top = max(1, max(stored), max(removed))
+    w, h, bw = 600, 90, 600 / RATE_WINDOW_S
+    mid = h / 2
+    bars = []
+    for i in range(RATE_WINDOW_S):
+        x = i * bw
+        if cleared[i]:
+            bars.append(f'<rect class="bvl-r-clear" x="{x:.1f}" y="0" width="{bw:.1f}" height="{h}"/>')
+        if stored[i]:
+            bh = (mid - 4) * stored[i] / top
+            bars.append(f'<rect class="bvl-r-st" x="{x + 1:.1f}" y="{mid - bh:.1f}" '
+                        f'width="{bw - 2:.1f}" height="{bh:.1f}"><title>{stored[i]}</title></rect>')
+        if removed[i]:
+            bh = (mid - 4) * removed[i] / top
+            bars.append(f'<rect class="bvl-r-rm" x="{x + 1:.1f}" y="{mid:.1f}" '
+                        f'width="{bw - 2:.1f}" height="{bh:.1f}"><title>{removed[i]}</title></rect>')
+    label = esc(t("lv_rates_axis", lang, s=RATE_WINDOW_S, top=top))
+    return (f'<svg class="bvl-rates" viewBox="0 0 {w} {h}" preserveAspectRatio="none" role="img" '
+            f'aria-label="{label}"><line class="bvl-r-mid" x1="0" y1="{mid}" x2="{w}" y2="{mid}"/>'
+            + "".join(bars) + "</svg>"
+            + f'<div class="bvl-r-legend"><span class="bvl-k-st">■ {esc(t("lv_stored", lang))}</span>'
+              f'<span class="bvl-k-rm">■ {esc(t("lv_removed", lang))}</span>'
+              f'<span class="bvl-k-clear">■ {esc(t("lv_cleared", lang))}</span>'
+              f'<span>{label}</span></div>')
+
+
+def counters_html(red, now: float, lang: str) -> str:
+    ranks = list(red.ranks.values())
+    stored = sum(rs.state.stored for rs in ranks)
+    removed = sum(rs.state.removed for rs in ranks)
+    cleared = sum(rs.state.cleared for rs in ranks)
+    recent = [b for b in red.history if now - b.t < RATE_AVG_S]
+    st_rate = sum(b.stored for b in recent) / RATE_AVG_S
+    rm_rate = sum(b.removed for b in recent) / RATE_AVG_S
+    cards = [("lv_cached", f"{red.cached():,}", ""),
+             ("lv_stored", f"{stored:,}", t("lv_per_s", lang, v=f"{st_rate:.1f}")),
+             ("lv_removed", f"{removed:,}", t("lv_per_s", lang, v=f"{rm_rate:.1f}")),
+             ("lv_cleared", f"{cleared:,}", ""),
+             ("lv_batches", f"{red.batches:,}", t("lv_events_n", lang, n=f"{red.events:,}"))]
+    return '<div class="bvl-cards">' + "".join(
+        f'<div class="bvl-card" data-counter="{key[3:]}"><div class="bvl-cv">{esc(v)}</div>'
+        f'<div class="bvl-cl">{esc(t(key, lang))}</div><div class="bvl-cs">{esc(sub)}</div></div>'
+        for key, v, sub in cards) + "</div>"
+
+
+def warnings_html(red, lang: str) -> str:
+    out = []
+    for _, rs in sorted(red.ranks.items()):
+        late = [(a, b) for a, b in rs.missing if a == 0]
+        if late or rs.state.unknown_removals:
+            out.append(("bvl-warn", t("lv_warn_late", lang, n=rs.state.unknown_removals,
+                                      seqs=f"0..{late[0][1]}" if late else "-")))
+        gaps = [(a, b) for a, b in rs.missing if a != 0]
+        if gaps:
+            shown = ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in gaps[-5:])
+            out.append(("bvl-warn", t("lv_warn_gaps", lang, n=len(gaps), seqs=shown)))
+        if rs.restarts:
+            out.append(("bvl-info", t("lv_warn_restart", lang, n=rs.restarts)))
+    if red.gaps and not any(cls == "bvl-warn" for cls, _ in out):
+        out.append(("bvl-info", t("lv_gaps_filled", lang, n=red.gaps)))
+    return "".join(f'<div class="{cls}">{esc(text)}</div>' for cls, text in out)
+
+
+def notes_html(red, lang: str) -> str:
+    notes = red.notes
+    if not notes.total:
+        return ""
+    kept = notes.kept()[-NOTES_SHOWN:]
+    items = "".join(f"<li>{esc(n.text(lang)[:300])}</li>" for n in reversed(kept))
+    return (f'<details class="bvl-notes" data-key="notes"><summary>{esc(t("lv_notes", lang, n=notes.total))}'
+            f'</summary><ul>{items}</ul></details>')
+
+
+def cannot_know_html(lang: str) -> str:
+    items = "".join(f"<li>{esc(t('live_unknown_' + k, lang))}</li>" for k in CANNOT_KNOW)
+    return (f'<details class="bvl-cannot" data-key="cannot"><summary>{esc(t("lv_cannot", lang))}'
+            f'</summary><ul>{items}</ul></details>')
+
+
+# -- the whole ----------------------------------------------------------------------------------------
+def live_html(red, *, lang: str, now: float | None = None, status: str = "",
+              words: Mapping[int, str] | None = None, max_rows: int = MAX_ROWS) -> str:
+    """The Live view of ``red`` (a blockviz.live.stream.Reduction; read it under its feed's
+    lock). ``status``: the line about the connection, already in ``lang``."""
+    now = time.time() if now is None else now
+    parts = ['<div class="bvl">']
+    if status:
+        parts.append(f'<div class="bvl-status">{esc(status)}</div>')
+    parts.append(warnings_html(red, lang))
+    parts.append(counters_html(red, now, lang))
+    parts.append(rates_svg(red.history, now, lang))
+    rows = _Rows(max_rows)
+    nranks = len(red.ranks)
+    any_group = False
+    for r, rs in sorted(red.ranks.items()):
+        recent_seqs = set()
+        for b in reversed(red.history):
+            if now - b.t > NEW_S or len(recent_seqs) >= NEW_BATCHES:
+                break
+            if b.rank == r:
+                recent_seqs.add(b.seq)
+        removed_by: dict = {}
+        for seq, key, h, e in reversed(rs.recent_removed):
+            if h in rs.state.groups.get(key, ()):
+                continue                   # stored again since: it is in the forest
+            lst = removed_by.setdefault(key, [])
+            if len(lst) < REMOVED_SHOWN:
+                lst.append((seq, h, e))
+        keys = list(rs.state.groups)
+        keys += [k for k in removed_by if k not in rs.state.groups]
+        for key in keys:
+            g = rs.state.groups.get(key, {})
+            if not g and key not in removed_by:
+                continue
+            any_group = True
+            parts.append(group_html(key, g, rank=r, ranks=nranks, recent=recent_seqs,
+                                    removed=removed_by.get(key, []), words=words, lang=lang,
+                                    rows=rows))
+    if not any_group:
+        parts.append(f'<div class="bvl-empty">{esc(t("lv_empty", lang))}</div>')
+    parts.append(notes_html(red, lang))
+    parts.append(cannot_know_html(lang))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def age_text(seconds: float | None, lang: str) -> str:
+    if seconds is None or math.isinf(seconds):
+        return t("lv_no_message", lang)
+    return t("lv_last_message", lang, s=f"{seconds:.0f}")
+
+
+LIVE_CSS = """
+.bvl { color: var(--bv-ink); font: 15px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; }
+.bvl-status { color: var(--bv-muted); margin: 0 0 .4em 0; }
+.bvl-warn { background: var(--bv-amber-bg); border-left: 4px solid var(--bv-amber); padding: .35em .6em;
+            margin: .3em 0; }
+.bvl-info { background: var(--bv-blue-pale); border-left: 4px solid var(--bv-blue); padding: .35em .6em;
+            margin: .3em 0; }
+.bvl-cards { display: flex; gap: .6em; flex-wrap: wrap; margin: .5em 0; }
+.bvl-card { border: 1px solid var(--bv-rule); border-radius: .4em; padding: .3em .7em; min-width: 7.5em;
+            background: var(--bv-panel); }
+.bvl-cv { font-size: 1.5em; font-weight: 700; font-variant-numeric: tabular-nums; }
+.bvl-cl { color: var(--bv-muted); font-size: .85em; }
+.bvl-cs { color: var(--bv-faint); font-size: .8em; min-height: 1.1em; }
+.bvl-rates { width: 100%; height: 90px; background: var(--bv-panel); border-radius: .3em; display: block; }
+.bvl-r-mid { stroke: var(--bv-rule); stroke-width: 1; }
+.bvl-r-st { fill: var(--bv-green); }
+.bvl-r-rm { fill: var(--bv-red); }
+.bvl-r-clear { fill: var(--bv-blue-bg); }
+.bvl-r-legend { display: flex; gap: 1em; font-size: .8em; color: var(--bv-muted); margin: .15em 0 .6em 0;
+                flex-wrap: wrap; }
+.bvl-k-st { color: var(--bv-green); }
+.bvl-k-rm { color: var(--bv-red); }
+.bvl-k-clear { color: var(--bv-blue); }
+.bvl-group { border: 1px solid var(--bv-rule); border-radius: .5em; padding: .5em .7em; margin: .6em 0; }
+.bvl-gh { font-weight: 700; margin-bottom: .3em; }
+.bvl-tenant { font-weight: 600; color: var(--bv-purple); margin: .5em 0 .2em 0; }
+.bvl-tenant small { color: var(--bv-muted); font-weight: 400; }
+.bvl-forest { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; }
+.bvl-kids { margin-left: 1.1em; border-left: 1px dashed var(--bv-border); padding-left: .5em; }
+.bvl-node { padding: .1em .3em; border-radius: .25em; white-space: nowrap; overflow: hidden;
+            text-overflow: ellipsis; }
+details.bvl-node > summary { cursor: pointer; list-style-position: inside; }
+.bvl-node.bvl-new { background: var(--bv-green-bg); }
+.bvl-node.bvl-flash { animation: bvl-flash 1.2s ease-out; }
+.bvl-node.bvl-orphan > .bvl-hash, .bvl-node.bvl-orphan > summary > .bvl-hash { color: var(--bv-olive); }
+@keyframes bvl-flash { from { background: var(--bv-amber-flash); } to { background: var(--bv-green-bg); } }
+.bvl-hash { color: var(--bv-blue); margin-right: .5em; }
+.bvl-tok { color: var(--bv-ink); }
+.bvl-n, .bvl-copies, .bvl-badge-new, .bvl-orphan-b { font-family: system-ui, sans-serif; font-size: .75em;
+        border-radius: .8em; padding: 0 .5em; margin-right: .4em; }
+.bvl-n { background: var(--bv-track); color: var(--bv-muted); }
+.bvl-copies { background: var(--bv-yellow-bg); color: var(--bv-brown); }
+.bvl-badge-new { background: var(--bv-green); color: var(--bv-paper); }
+.bvl-orphan-b { background: var(--bv-amber-pale); color: var(--bv-olive); }
+.bvl-chain { margin: .1em 0 .3em 1.4em; padding: 0; list-style: none; }
+.bvl-block.bvl-new { background: var(--bv-green-bg); }
+.bvl-more, .bvl-empty { color: var(--bv-muted); font-style: italic; margin: .3em 0; }
+.bvl-removed { margin-top: .4em; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+               font-size: .85em; }
+.bvl-sub { font-family: system-ui, sans-serif; color: var(--bv-muted); font-size: .9em; }
+.bvl-removed ul { margin: .1em 0; padding-left: 1.2em; }
+.bvl-gone { color: var(--bv-muted); text-decoration: line-through; }
+.bvl-gone-new { color: var(--bv-red); background: var(--bv-red-bg); }
+.bvl-gone small { text-decoration: none; display: inline-block; }
+.bvl-notes, .bvl-cannot { margin: .5em 0; color: var(--bv-muted); }
+.bvl-notes summary, .bvl-cannot summary { cursor: pointer; }
+"""
+
+
+def live_css() -> str:
+    """The component's stylesheet (its shadow root gets the palette on :host)."""
+    return css_vars() + LIVE_CSS
