@@ -86,7 +86,7 @@ def test_quick_run_writes_a_report(tmp_path):
     assert f"report written to {out}" in proc.stdout
     report = json.loads(out.read_text())
     assert set(report["benchmarks"]) == {"core", "scale", "tensors", "tier", "board", "capacity",
-                                         "json_stream", "sched", "load", "figures"}
+                                         "json_stream", "sched", "load", "figures", "live"}
     core = report["benchmarks"]["core"]
     assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
     scale = report["benchmarks"]["scale"]
@@ -180,3 +180,15 @@ def test_tier_benchmark_moves_the_bytes_and_reports_three_chunk_layouts():
     assert result["worst_random_ratio"] == max(max(c["store_ratio"], c["load_ratio"])
                                                for c in result["cases"] if c["chunks"] == "random")
     assert "plain copy" in tier.render(result)
+
+
+def test_live_benchmark_checks_its_stream_and_reports_both_budgets():
+    """``bench live --quick``: the synthetic stream reduces to the pool it models on every path
+    (the run raises otherwise), every batch arrives over ZeroMQ, and both budgets are reported."""
+    from bench import live
+    result = live.run(1, True, lambda msg: None)
+    assert result["events"] > 0 and result["over_zmq"]["batches"] == result["batches"]
+    assert set(result["cpu_s"]) == {"decode only", "decode + reduce", "older shape"}
+    assert [c["hashes"] for c in result["page"]][0] < result["page"][-1]["hashes"]
+    assert [b["unit"] for b in result["budgets"]] == ["events/s", "s"]
+    assert "events/s" in live.render(result)

@@ -23,7 +23,7 @@ from blockviz.i18n import t
 from blockviz.live.reducer import CANNOT_KNOW, group_name, short_hex
 from blockviz.render.theme import css_vars, esc
 
-MAX_ROWS = 400
+MAX_ROWS = 250
 NEW_S = 5.0                   # stores of the batches of the last seconds are marked new
 NEW_BATCHES = 64              # (at most this many batches back)
 REMOVED_SHOWN = 8
@@ -36,19 +36,20 @@ RATE_AVG_S = 10
 
 # -- small pieces -------------------------------------------------------------------------------
 def token_text(tokens, words: Mapping[int, str] | None, limit: int = TOKEN_CHARS) -> str:
+    """A block's (or a chain's) tokens as text, cut at ``limit`` characters: words where the
+    chosen lesson has them, else the ids. Not escaped."""
     if tokens is None:
         return "?"
-    parts = []
-    n = 0
-    for tok in tokens:
-        w = words.get(tok) if words else None
-        s = w if w is not None else str(tok)
-        n += len(s) + 1
-        if n > limit:
-            parts.append("…")
-            break
-        parts.append(s)
-    return " ".join(parts)
+    head = tokens[:limit // 2 + 1]            # every token takes two characters at least
+    if words:
+        get = words.get
+        text = " ".join(w if (w := get(tok)) is not None else str(tok) for tok in head)
+    else:
+        text = " ".join(map(str, head))
+    if len(text) > limit or len(head) < len(tokens):
+        cut = text[:limit]
+        return cut[:cut.rfind(" ")] + " …" if " " in cut else cut + "…"
+    return text
 
 
 def tenant_of(e) -> tuple[str | None, str | None]:
@@ -75,17 +76,41 @@ def tenant_label(tenant: tuple, lang: str) -> str:
 
 # -- the forest ----------------------------------------------------------------------------------
 class _Forest:
-    """Roots and children of one group's cached hashes, in store order."""
+    """Roots and children of one group's cached hashes (children in store order), and each root's
+    newest store: the trees that changed last are drawn first (the drawing is capped)."""
 
     def __init__(self, g: dict) -> None:
         children: dict = {}
+        up: dict = {}
         roots = []
         for h, e in g.items():
             p = e.parent
             if e.chain_known and p is not None and p in g and p != h:
                 children.setdefault(p, []).append(h)
+                up[h] = p
             else:
                 roots.append(h)
+        root_of: dict = {r: r for r in roots}
+        latest: dict = {r: -1 for r in roots}
+        for h, e in g.items():
+            path = []
+            x = h
+            while x not in root_of and x in up and len(path) <= len(g):
+                path.append(x)
+                x = up[x]
+            r = root_of.get(x)
+            if r is None:              # a cycle of parents (a lying stream): its own root
+                r = x
+                roots.append(x)
+                root_of[x] = x
+                latest[x] = -1
+            for y in path:
+                root_of[y] = r
+            if e.seq is not None and e.seq > latest[r]:
+                latest[r] = e.seq
+        # newest first (a restart's seqs start again: store order breaks the ties)
+        order = {r: i for i, r in enumerate(roots)}
+        roots.sort(key=lambda r: (-latest[r], -order[r]))
         self.g, self.children, self.roots = g, children, roots
 
     def chain(self, h) -> list:
@@ -107,54 +132,66 @@ class _Rows:
         self.drawn = 0           # hashes drawn
 
 
-def _row(forest: _Forest, chain: list, recent: set, words, lang: str, orphan: bool) -> str:
+class _Words:
+    """The page's words in one language, looked up once per drawing (a row is drawn often)."""
+
+    def __init__(self, lang: str) -> None:
+        self.blocks, self.copies = t("lv_blocks", lang), t("lv_copies", lang)
+        self.new = esc(t("lv_new", lang))
+        self.gone, self.unknown = esc(t("lv_parent_gone", lang)), esc(t("lv_parent_unknown", lang))
+        self.title = t("lv_node_title", lang)
+        self.more = t("lv_more_blocks", lang)
+
+
+def _row(forest: _Forest, chain: list, recent: set, words, w: _Words, orphan: bool) -> str:
     g = forest.g
-    first, last = g[chain[0]], g[chain[-1]]
-    new = any(g[h].seq in recent for h in chain)
-    copies = sum(1 for h in chain if g[h].count > 1)
+    blocks = [g[h] for h in chain]
+    first, last = blocks[0], blocks[-1]
+    new = copies = 0
+    toks: list | None = []
+    for e in blocks:
+        if e.seq in recent:
+            new = 1
+        if e.count > 1:
+            copies += 1
+        if toks is not None and len(toks) < TOKEN_CHARS:
+            toks = None if e.tokens is None else toks + list(e.tokens)
     cls = "bvl-node" + (" bvl-new" if new else "") + (" bvl-orphan" if orphan else "")
-    head = esc(short_hex(chain[0])[:8])
-    if len(chain) > 1:
-        head += " → " + esc(short_hex(chain[-1])[:8])
+    h0 = short_hex(chain[0])
+    head = h0[:8] if len(chain) == 1 else f"{h0[:8]} → {short_hex(chain[-1])[:8]}"
     badges = ""
     if len(chain) > 1:
-        badges += f'<span class="bvl-n">{esc(t("lv_blocks", lang, n=len(chain)))}</span>'
+        badges += f'<span class="bvl-n">{esc(w.blocks.format(n=len(chain)))}</span>'
     if copies:
-        badges += f'<span class="bvl-copies">{esc(t("lv_copies", lang, n=copies))}</span>'
+        badges += f'<span class="bvl-copies">{esc(w.copies.format(n=copies))}</span>'
     if new:
-        badges += f'<span class="bvl-badge-new">{esc(t("lv_new", lang))}</span>'
+        badges += f'<span class="bvl-badge-new">{w.new}</span>'
     if orphan:
-        why = "lv_parent_unknown" if not first.chain_known else "lv_parent_gone"
-        badges += f'<span class="bvl-orphan-b">{esc(t(why, lang))}</span>'
-    toks = [tok for h in chain for tok in (g[h].tokens or ())] if all(
-        g[h].tokens is not None for h in chain) else None
+        badges += f'<span class="bvl-orphan-b">{w.unknown if not first.chain_known else w.gone}</span>'
     text = esc(token_text(toks, words))
-    title = esc(t("lv_node_title", lang, first=short_hex(chain[0]), last=short_hex(chain[-1]),
-                  seq=first.seq if first.seq is not None else "?",
-                  kind=last.kind or "?", bs=last.block_size))
-    line = (f'<span class="bvl-hash">{head}</span>{badges}'
-            f'<span class="bvl-tok">{text}</span>')
-    key = esc(short_hex(chain[0]))
+    title = esc(w.title.format(first=h0, last=short_hex(chain[-1]),
+                               seq=first.seq if first.seq is not None else "?",
+                               kind=last.kind or "?", bs=last.block_size))
+    line = f'<span class="bvl-hash">{head}</span>{badges}<span class="bvl-tok">{text}</span>'
     if len(chain) == 1:
-        return f'<div class="{cls}" data-key="{key}" title="{title}">{line}</div>'
+        return f'<div class="{cls}" data-key="{h0}" title="{title}">{line}</div>'
     items = []
-    for h in chain[:CHAIN_LISTED]:
-        e = g[h]
+    for h, e in zip(chain[:CHAIN_LISTED], blocks):
         mark = " bvl-new" if e.seq in recent else ""
         dup = f' <span class="bvl-copies">×{e.count}</span>' if e.count > 1 else ""
-        items.append(f'<li class="bvl-block{mark}"><span class="bvl-hash">{esc(short_hex(h))}</span>'
+        items.append(f'<li class="bvl-block{mark}"><span class="bvl-hash">{short_hex(h)}</span>'
                      f'{dup} <span class="bvl-tok">{esc(token_text(e.tokens, words))}</span></li>')
     if len(chain) > CHAIN_LISTED:
-        more = t("lv_more_blocks", lang, n=len(chain) - CHAIN_LISTED)
-        items.append(f'<li class="bvl-more">{esc(more)}</li>')
-    return (f'<details class="{cls}" data-key="{key}" title="{title}"><summary>{line}</summary>'
+        items.append(f'<li class="bvl-more">{esc(w.more.format(n=len(chain) - CHAIN_LISTED))}</li>')
+    return (f'<details class="{cls}" data-key="{h0}" title="{title}"><summary>{line}</summary>'
             f'<ol class="bvl-chain">{"".join(items)}</ol></details>')
 
 
-def _tree(forest: _Forest, root, recent: set, words, lang: str, rows: _Rows, orphan: bool) -> str:
+def _tree(forest: _Forest, root, recent: set, words, w: _Words, rows: _Rows, orphan: bool) -> str:
     """One tree, depth first; a chain is one row. Iterative (a deep tree cannot overflow)."""
     out = []
     stack = [(root, 0, orphan)]
+    drawn = set()
     while stack:
         h, depth, orph = stack.pop()
         if h is None:                      # closes a level
@@ -162,10 +199,13 @@ def _tree(forest: _Forest, root, recent: set, words, lang: str, rows: _Rows, orp
             continue
         if rows.left <= 0:
             break
+        if h in drawn:                     # parents in a circle (a lying stream): once
+            continue
         chain = forest.chain(h)
+        drawn.update(chain)
         rows.left -= 1
         rows.drawn += len(chain)
-        out.append(_row(forest, chain, recent, words, lang, orph))
+        out.append(_row(forest, chain, recent, words, w, orph))
         kids = forest.children.get(chain[-1], [])
         if kids:
             out.append('<div class="bvl-kids">')
@@ -191,6 +231,7 @@ def group_html(key: tuple, g: dict, *, rank: int, ranks: int, recent: set, remov
     parts = [f'<section class="bvl-group" data-group="{esc(group_name(key))}">'
              f'<div class="bvl-gh">{esc(head)}</div>']
     drawn0 = rows.drawn
+    w = _Words(lang)
     for tenant, roots in tenants.items():
         if len(tenants) > 1 or tenant != (None, None):
             parts.append(f'<div class="bvl-tenant">{esc(tenant_label(tenant, lang))}'
@@ -201,7 +242,7 @@ def group_html(key: tuple, g: dict, *, rank: int, ranks: int, recent: set, remov
                 break
             e = g[r]
             orphan = not e.chain_known or e.parent is not None
-            parts.append(_tree(forest, r, recent, words, lang, rows, orphan))
+            parts.append(_tree(forest, r, recent, words, w, rows, orphan))
         parts.append("</div>")
     hidden = len(g) - (rows.drawn - drawn0)
     if hidden > 0:

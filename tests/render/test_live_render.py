@@ -101,3 +101,17 @@ def test_token_text_words_ids_and_cut():
     assert token_text([1, 2, 3], {1: "the", 3: "cat"}) == "the 2 cat"
     assert token_text(None, None) == "?"
     assert token_text(list(range(100)), None, limit=20).endswith("…")
+
+
+def test_the_tree_that_changed_last_comes_first_and_a_circle_ends():
+    red = Reduction(replay=False)
+    feed(red, 0, [stored([1, 2])])
+    feed(red, 1, [stored([5, 6])])
+    feed(red, 2, [stored([3], parent=2)])            # the older tree grows
+    html = live_html(red, lang="en", now=200.0)
+    assert rows(html) == ["0000000000000001", "0000000000000005"]
+    # parents in a circle (no real engine sends this): drawn once, never for ever
+    red = Reduction(replay=False)
+    feed(red, 0, [stored([8], parent=9), stored([9], parent=8)])
+    html = live_html(red, lang="en", now=200.0)
+    assert len(rows(html)) == 1 and "2 blocks" in html
