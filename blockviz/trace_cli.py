@@ -24,6 +24,7 @@ from blockviz.i18n.errors import localize_error
 from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
 from blockviz.sim.capacity import KV_PRESETS, MODES, TIMED_DEFAULTS, pool_bytes
 from blockviz.sim.curve import curve_sweep
+from blockviz.sim.optimal import add_optimal
 from blockviz.sim.sweep import EXECUTORS, ExecutorUnavailable, LocalExecutor, RayExecutor, sweep
 from blockviz.teach.tracegen import TraceWorkload, write_generated
 from blockviz.teach.workload import KINDS
@@ -156,6 +157,9 @@ def add_parser(sub) -> None:
     c.add_argument("--curve", action="store_true",
                    help="sequence mode in one pass, exact at every pool size: --pool-blocks picks the "
                         "rows, --json adds \"curve\": [[pool_blocks, hits], ...] wherever the hits change")
+    c.add_argument("--optimal", action="store_true",
+                   help="sequence mode: add the hits of the best any eviction policy could do "
+                        "(Belady's MIN, same blocks and rules) at each pool size")
     kv = c.add_mutually_exclusive_group()
     kv.add_argument("--model", choices=list(KV_PRESETS), default=None,
                     help="show capacities in GiB for this model's KV cache (16-bit)")
@@ -257,8 +261,11 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
     headers = [t(k, lang) for k in ("trace_tbl_pool", "trace_tbl_tokens")]
     if bytes_per_token:
         headers.append(t("trace_tbl_gib", lang))
+    optimal = bool(report["points"]) and "optimal_hits" in report["points"][0]
     headers += [t(k, lang) for k in ("trace_tbl_hit_rate", "trace_tbl_of_ceiling", "trace_tbl_requests",
                                      "trace_tbl_rejected", "trace_tbl_evictions")]
+    if optimal:
+        headers.insert(-4, t("trace_tbl_optimal", lang))
     timed = report.get("mode") == "timed"
     if timed:
         lines.append(t("trace_tbl_timed", lang, **report["options"]))
@@ -271,6 +278,8 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
         rate = p["hits"] / p["queries"] if p["queries"] else 0.0
         row += [_rate(p["hits"], p["queries"]), f"{rate / ceil_rate:.1%}" if ceil_rate else "-",
                 f"{p['requests']:,}", f"{p['rejected']:,}", f"{p['evictions']:,}"]
+        if optimal:
+            row.insert(-4, _rate(p["optimal_hits"], p["queries"]))
         if timed:
             row += [f"{p['preemptions']:,}", f"{p['queue_delay_p50_s']:.3g}/{p['queue_delay_p90_s']:.3g}",
                     f"{p['ttft_p50_s']:.3g}/{p['ttft_p90_s']:.3g}"]
@@ -312,6 +321,9 @@ def _mode_options(args) -> dict:
     if given and args.mode != "timed":
         opt = next(o for o, dest, _, _ in TIMED_OPTIONS if dest in given)
         raise _Refused(f"{opt}: {t('trace_opt_timed_only', args.lang)}")
+    if args.mode != "sequence" and (args.curve or args.optimal):
+        opt = "--curve" if args.curve else "--optimal"
+        raise _Refused(f"{opt}: {t('trace_opt_sequence_only', args.lang)}")
     return given
 
 
@@ -332,6 +344,10 @@ def cmd_capacity(args) -> int:
         result = run(args.traces, block_size=args.block_size, pool_blocks=args.pool_blocks,
                        free_orders=args.free_order, mode=args.mode, limit=args.limit,
                        options=options, executor=executor, progress=bar)
+        if args.optimal:
+            add_optimal(result.reports, args.traces, block_size=args.block_size, limit=args.limit,
+                        progress=None if args.json else ProgressBar(t("trace_tbl_progress_optimal",
+                                                                       args.lang)))
     except TraceError as e:
         return _refuse(args, e)
     except ValueError as e:      # settings vLLM refuses (e.g. max_num_seqs > the token budget)

@@ -57,6 +57,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "trace_opt_write": ("cannot write the file: {e}", "无法写入文件：{e}"),
     "trace_opt_curve_mode": ("--curve replays sequence mode only (drop --mode timed and its options)",
                              "--curve 只回放顺序模式（请去掉 --mode timed 及其选项）"),
+    "trace_opt_sequence_only": ("only sequence mode reads this option (drop --mode timed)",
+                                "只有顺序模式读取这个选项（请去掉 --mode timed）"),
     # the table of `blockviz trace capacity`
     "trace_tbl_title": ("{file}: {requests:,} requests, blocks of {bs} tokens, free order {order}",
                         "{file}：{requests:,} 个请求，每块 {bs} 个 token，释放顺序 {order}"),
@@ -85,6 +87,8 @@ STRINGS: dict[str, tuple[str, str]] = {
                         "{step_decode_seq_s:g} 秒（模拟时间）"),
     "trace_tbl_kv": ("KV cache: {bytes} per token ({source})", "KV 缓存：每个 token {bytes}（{source}）"),
     "trace_tbl_progress": ("replaying", "回放中"),
+    "trace_tbl_progress_optimal": ("optimal policy", "最优策略"),
+    "trace_tbl_optimal": ("optimal", "最优策略"),
     "trace_check_ok": ("{file}: ok — {requests:,} requests, {tokens:,} prompt tokens, {blocks:,} blocks "
                        "of 512 tokens",
                        "{file}：没有问题 —— {requests:,} 个请求，{tokens:,} 个提示词 token，{blocks:,} 个 "

@@ -9,7 +9,7 @@ import json
 import random
 
 import pytest
-from trace_helpers import shared_dir, write
+from trace_helpers import random_trace, shared_dir, write
 
 from blockviz.scenario.trace import TraceRequest, read_trace
 from blockviz.sim.capacity import ceiling, geometric_sizes, replay_sequence
@@ -95,23 +95,7 @@ def test_hand_made_traces_at_every_size(order):
 
 
 def _random_trace(rng: random.Random, n: int, bs: int) -> list[TraceRequest]:
-    """Prefixes that recur, repeats (some cut to a whole number of blocks, which makes
-    duplicates), requests of very different sizes (which makes rejections)."""
-    out, seen = [], []
-    for i in range(n):
-        if seen and rng.random() < 0.3:
-            ids, length = rng.choice(seen)
-            if rng.random() < 0.5 and length >= bs:
-                length -= length % bs
-        else:
-            k = rng.randint(1, rng.choice([2, 3, 6]))
-            ids = [rng.choice([0, 1]) if j == 0 else rng.choice([j, j + 1, 100 + i]) for j in range(k)]
-            length = (k - 1) * 512 + rng.randint(1, 512)
-            if rng.random() < 0.3:
-                length = max(bs, length - length % bs)
-            seen.append((ids, length))
-        out.append(TraceRequest(i, length, 1, ids, i + 1))
-    return out
+    return random_trace(rng, n, bs)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -230,14 +214,18 @@ def test_curve_sweep_is_the_sweep_with_a_curve(tmp_path):
     assert [{k: v for k, v in r.items() if k != "curve"} for r in got] == want
 
 
-@pytest.mark.parametrize("lang, words", [("en", "--curve replays sequence mode only"),
-                                         ("zh", "--curve 只回放顺序模式")])
-def test_curve_refuses_timed_mode(cli, tmp_path, lang, words):
+@pytest.mark.parametrize("flag", ["--curve", "--optimal"])
+@pytest.mark.parametrize("lang, words", [("en", "only sequence mode reads this option"),
+                                         ("zh", "只有顺序模式读取这个选项")])
+def test_curve_and_optimal_refuse_timed_mode(cli, tmp_path, flag, lang, words):
     small = write(tmp_path / "small.jsonl", REQS)
-    out = cli("trace", "capacity", str(small), "--pool-blocks", "4", "--curve", "--mode", "timed",
+    out = cli("trace", "capacity", str(small), "--pool-blocks", "4", flag, "--mode", "timed",
               "--lang", lang)
     assert out.returncode == 2
-    assert out.stdout == "" and words in out.stderr and len(out.stderr.splitlines()) == 1
+    assert out.stdout == "" and len(out.stderr.splitlines()) == 1
+    assert out.stderr.startswith(f"blockviz trace capacity: {flag}: {words}")
+    with pytest.raises(ValueError, match="sequence mode only"):
+        curve_sweep([str(small)], block_size=512, pool_blocks=[4], mode="timed")
 
 
 def test_curve_reports_a_bad_line_located(cli, tmp_path):

@@ -31,3 +31,26 @@ def shared_dir() -> Path | None:
         if c and (Path(c) / "tools" / "vllm-diff").is_dir():
             return Path(c)
     return None
+
+
+def random_trace(rng, n: int, bs: int, *, repeat: float = 0.3, cut: float = 0.5, fresh_cut: float = 0.3,
+                 longest: tuple[int, ...] = (2, 3, 6)) -> list:
+    """Small seeded traces whose prefixes recur: a few roots branching at random depths, repeats of
+    earlier requests (some cut to a whole number of blocks of ``bs``: cached last blocks, hence
+    duplicates) and requests of very different sizes (hence rejections at small pools)."""
+    from blockviz.scenario.trace import TraceRequest
+    out, seen = [], []
+    for i in range(n):
+        if seen and rng.random() < repeat:
+            ids, length = rng.choice(seen)
+            if rng.random() < cut and length >= bs:
+                length -= length % bs
+        else:
+            k = rng.randint(1, rng.choice(longest))
+            ids = [rng.choice([0, 1]) if j == 0 else rng.choice([j, j + 1, 100 + i]) for j in range(k)]
+            length = (k - 1) * 512 + rng.randint(1, 512)
+            if rng.random() < fresh_cut:
+                length = max(bs, length - length % bs)
+            seen.append((ids, length))
+        out.append(TraceRequest(i, length, 1, ids[:-(-length // 512)], i + 1))
+    return out
