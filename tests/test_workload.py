@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from blockviz.scenario import load_text
+from blockviz.sim.capacity import Point, scenario_stats
 from blockviz.sim.runner import run
 from blockviz.teach import workload as W
 
@@ -64,7 +65,7 @@ def test_many_seeds_are_valid_under_pressure(kind, seed):
     scenario = W.generate(kind=kind, num_events=150, seed=seed, num_blocks=8 + seed % 5,
                           block_size=2 + seed % 3, max_live=2 + seed % 4, prefix_blocks=2,
                           new_tokens=4)
-    stats, error = W.run_stats(scenario)
+    stats, error = scenario_stats(scenario)
     assert error is None
     assert stats["queries"] > 0
 
@@ -119,7 +120,7 @@ def plan():
 
 def test_capacity_plan_covers_every_size_and_order(plan):
     _, sizes, _, points, _ = plan
-    assert [(p.num_blocks, p.free_order) for p in points] == [
+    assert [(p.pool_blocks, p.free_order) for p in points] == [
         (s, o) for s in sizes for o in ("split", "append")]
     for p in points:
         assert p.error is None
@@ -130,19 +131,19 @@ def test_capacity_plan_covers_every_size_and_order(plan):
 def test_a_pool_that_never_evicts_gets_the_best_hit_rate(plan):
     _, _, enough, points, _ = plan
     best = max(p.hit_rate for p in points)
-    roomy = [p for p in points if p.num_blocks >= enough]
+    roomy = [p for p in points if p.pool_blocks >= enough]
     assert roomy and all(p.evictions == 0 for p in roomy)
     assert all(p.hit_rate == best for p in roomy)
     # the smallest pool is under pressure: it evicts and hits less
-    smallest = min(points, key=lambda p: p.num_blocks)
+    smallest = min(points, key=lambda p: p.pool_blocks)
     assert smallest.evictions > 0 and smallest.hit_rate < best
 
 
 def test_free_orders_agree_when_nothing_is_evicted(plan):
     _, _, enough, points, _ = plan
-    by_size: dict[int, dict[str, W.CapacityPoint]] = {}
+    by_size: dict[int, dict[str, Point]] = {}
     for p in points:
-        by_size.setdefault(p.num_blocks, {})[p.free_order] = p
+        by_size.setdefault(p.pool_blocks, {})[p.free_order] = p
     for size, pair in by_size.items():
         if size >= enough:
             split, append = pair["split"], pair["append"]

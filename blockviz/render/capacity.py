@@ -27,16 +27,15 @@ SAME = 1e-9          # two hit rates closer than this are equal (they are ratios
 
 
 def by_order(points: Iterable) -> dict[str, list]:
-    """The points of each free order, by pool size (points: CapacityPoint or anything with its
-    attributes)."""
+    """The points of each free order (``blockviz.sim.capacity.Point``), by pool size."""
     out: dict[str, list] = {o: [] for o in ORDERS}
     for p in points:
         out.setdefault(p.free_order, []).append(p)
-    return {o: sorted(ps, key=lambda p: p.num_blocks) for o, ps in out.items() if ps}
+    return {o: sorted(ps, key=lambda p: p.pool_blocks) for o, ps in out.items() if ps}
 
 
 def sizes_of(points: Iterable) -> list[int]:
-    return sorted({p.num_blocks for p in points})
+    return sorted({p.pool_blocks for p in points})
 
 
 def _x_axis(sizes: Sequence[int], lang: str) -> dict:
@@ -58,7 +57,7 @@ def hit_rate_figure(points: Sequence, lang: str = "en", height: int = 380) -> go
     fig = go.Figure()
     for order, ps in groups.items():
         fig.add_trace(go.Scatter(
-            x=[p.num_blocks for p in ps], y=[p.hit_rate for p in ps],
+            x=[p.pool_blocks for p in ps], y=[p.hit_rate for p in ps],
             customdata=[[p.evictions, p.preemptions] for p in ps], name=t(f"cap_order_{order}", lang),
             mode="lines+markers", line=dict(color=HIT_COLOUR.get(order, MUTED), width=3,
                                             dash=DASH.get(order, "dot")),
@@ -93,7 +92,7 @@ def pressure_figure(points: Sequence, lang: str = "en", height: int = 300) -> go
     for col, (field, colour) in enumerate((("evictions", RED), ("preemptions", ORANGE)), 1):
         for order, ps in groups.items():
             fig.add_trace(go.Scatter(
-                x=[p.num_blocks for p in ps], y=[getattr(p, field) for p in ps],
+                x=[p.pool_blocks for p in ps], y=[getattr(p, field) for p in ps],
                 name=t(f"cap_order_{order}", lang), legendgroup=order, showlegend=col == 1,
                 mode="lines+markers", line=dict(color=colour, width=2.5, dash=DASH.get(order, "dot")),
                 marker=dict(symbol=SYMBOL.get(order, "diamond"), size=8),
@@ -128,8 +127,8 @@ def reading(points: Sequence) -> Reading:
     # A smaller pool can score higher than this where it preempts: a preempted request is looked
     # up again and mostly hits its own blocks. The ceiling is what room to spare gives.
     ceiling = min((ps[-1].hit_rate for ps in groups.values()), default=0.0)
-    rate = {o: {p.num_blocks: p.hit_rate for p in ps} for o, ps in groups.items()}
-    evict = {o: {p.num_blocks: p.evictions for p in ps} for o, ps in groups.items()}
+    rate = {o: {p.pool_blocks: p.hit_rate for p in ps} for o, ps in groups.items()}
+    evict = {o: {p.pool_blocks: p.evictions for p in ps} for o, ps in groups.items()}
     both = [s for s in sizes if all(s in rate[o] for o in rate)]
 
     def from_on(ok) -> int | None:

@@ -41,8 +41,8 @@ the :data:`POINT_FIELDS` (a mode may add fields of its own after them).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 
 from blockviz.core import BlockHasher, KVCacheManager, Request, RequestStatus, Scheduler
 from blockviz.core.scheduler import SchedulerConfig
@@ -478,6 +478,85 @@ MODES: dict[str, Mode] = {
                   "output_length; a step-cost model advances simulated time", TIMED_DEFAULTS,
                   timed_settings),
 }
+
+
+# -- a generated workload's replay (the capacity page's workload tab) -----------------------------
+def scenario_stats(scenario, *, sink=None, progress: Callable[[int], None] | None = None
+                   ) -> tuple[dict[str, int], str | None]:
+    """Run a scenario with payloads and the timeline off; its prefix-cache counters (and the
+    blocks its largest request needs), and the event that stopped it early, if any. ``sink``, if
+    given, receives the op records (an ``OpSink``); ``progress(n)``: n more steps applied."""
+    from blockviz.sim.engine import Engine, EngineError
+    engine = Engine(scenario, record_ops=False, payloads=False)
+    if sink is not None:
+        engine.watch(sink)
+    error = None
+    every, told = max(1, len(scenario.steps) // 50), 0
+    for i, step in enumerate(scenario.steps, 1):
+        try:
+            engine.apply(step)
+        except EngineError as e:
+            error = f"step {i} ({step.kind}): {e}"
+            break
+        if progress is not None and i % every == 0:
+            progress(i - told)
+            told = i
+    if progress is not None and len(scenario.steps) > told:
+        progress(len(scenario.steps) - told)
+    s = engine.capture(()).stats
+    largest = max((-(-r.num_tokens // engine.block_size)
+                   for r in engine.scheduler.requests.values()), default=1)
+    return ({"queries": s.queries, "hits": s.hits, "preempted_queries": s.preempted_queries,
+             "preempted_hits": s.preempted_hits, "preemptions": s.preemptions,
+             "evictions": s.evictions, "largest_request_blocks": largest}, error)
+
+
+def replay_scenario(scenario, *, pool_blocks: int, free_order: str,
+                    progress: Callable[[int], None] | None = None) -> dict:
+    """A scenario (a generated workload) replayed on a pool of ``pool_blocks`` blocks freed in
+    ``free_order``, payloads off: a point as a trace's (its error: the event that stopped it)."""
+    config = scenario.config.model_copy(update={"num_blocks": pool_blocks, "free_order": free_order,
+                                                "model": None})
+    stats, error = scenario_stats(scenario.model_copy(update={"config": config}), progress=progress)
+    return {"pool_blocks": pool_blocks, "queries": stats["queries"], "hits": stats["hits"],
+            "evictions": stats["evictions"], "preemptions": stats["preemptions"],
+            "preempted_queries": stats["preempted_queries"],
+            "preempted_hits": stats["preempted_hits"], "error": error}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One replay at one pool size and free order — of a trace (a sweep's point, whatever its
+    mode) or of a generated workload: what every capacity figure, reading and table takes."""
+    pool_blocks: int
+    free_order: str
+    queries: int
+    hits: int
+    evictions: int
+    preemptions: int = 0
+    preempted_queries: int = 0    # resumed requests' re-lookups, beside the rate (vLLM's split)
+    preempted_hits: int = 0
+    requests: int = 0             # a trace's requests admitted, and refused (larger than the pool)
+    rejected: int = 0
+    error: str | None = None      # a workload run that stopped early: the event that stopped it
+    extra: Mapping = field(default_factory=dict)   # a mode's own fields (timed: TTFT, queueing)
+
+    @property
+    def hit_rate(self) -> float:
+        """vLLM's: hits / queries (0 when nothing was asked)."""
+        return self.hits / self.queries if self.queries else 0.0
+
+    @classmethod
+    def of(cls, point: Mapping, free_order: str) -> Point:
+        """A replay's point (a dict, as a sweep's report holds it)."""
+        names = {f.name for f in fields(cls)} - {"free_order", "extra"}
+        return cls(free_order=free_order, **{k: v for k, v in point.items() if k in names},
+                   extra={k: v for k, v in point.items() if k not in names})
+
+
+def points_of(reports: Sequence[Mapping]) -> list[Point]:
+    """Every point of a sweep's reports (one report per free order)."""
+    return [Point.of(p, r["free_order"]) for r in reports for p in r["points"]]
 
 
 # -- capacity in bytes ------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""A capacity sweep: pool sizes × free orders × traces, as independent tasks on an executor.
+"""A capacity sweep: pool sizes × free orders × traces (or a generated workload's scenario), as
+independent tasks on an executor.
 
 :func:`plan` lists the tasks — per trace one ``ceiling`` task and one task per (free order, pool
 size) — and :func:`sweep` runs them on an executor and assembles, per (trace, free order), the
@@ -34,13 +35,15 @@ from pathlib import Path
 
 from blockviz.core import FREE_ORDERS
 from blockviz.scenario.trace import check_block_size, iter_trace
-from blockviz.sim.capacity import MODES, ceiling
+from blockviz.sim.capacity import MODES, ceiling, replay_scenario
 
 Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True)
 class Task:
+    """One replay: of a trace file at one pool size and free order (or its ceiling), or of a
+    scenario (a generated workload: ``scenario`` set, ``trace`` empty)."""
     trace: str                       # the trace file's path
     block_size: int
     pool_blocks: int | None = None   # None: the ceiling (an infinite pool)
@@ -48,6 +51,7 @@ class Task:
     mode: str = "sequence"
     limit: int | None = None         # only the first ``limit`` requests
     options: tuple = ()              # the mode's own settings, as (name, value) pairs
+    scenario: object = None          # a Scenario to replay instead of a trace
 
     @property
     def is_ceiling(self) -> bool:
@@ -56,6 +60,9 @@ class Task:
 
 def run_task(task: Task, data: bytes | None = None, progress: Progress | None = None) -> dict:
     """Replay one task; ``data``: the trace's bytes, if not read from ``task.trace``."""
+    if task.scenario is not None:
+        return replay_scenario(task.scenario, pool_blocks=task.pool_blocks, free_order=task.free_order,
+                               progress=progress)
     requests = iter_trace(task.trace if data is None else data, name=task.trace, limit=task.limit)
     if task.is_ceiling:
         return ceiling(requests, block_size=task.block_size, progress=progress)
@@ -172,8 +179,9 @@ class RayExecutor:
             ray.init(address=self.address, **opts)
         try:
             remote = ray.remote(_ray_task)
-            data = {path: ray.put(Path(path).read_bytes()) for path in {t.trace for t in tasks}}
-            refs = [remote.remote(t, data[t.trace]) for t in tasks]
+            data = {path: ray.put(Path(path).read_bytes())
+                    for path in {t.trace for t in tasks if t.scenario is None}}
+            refs = [remote.remote(t, data.get(t.trace)) for t in tasks]
             index = {ref: i for i, ref in enumerate(refs)}
             results: list[dict | None] = [None] * len(refs)
             pending = list(refs)

@@ -19,20 +19,21 @@ parts are the *first* tokens of an anchor request (``{same_as: anchor, first: N}
 anchors' random tokens are the shared prefixes. Deterministic: one seed, one scenario.
 
 :func:`capacity_plan` reruns one workload at several pool sizes, for both free orders, with
-payloads and op recording off, and reports prefix-cache hit rates. Pure: no torch, plotting or UI.
+payloads and op recording off (tasks of a capacity sweep), and reports prefix-cache hit rates as
+``blockviz.sim.capacity.Point``. Pure: no torch, plotting or UI.
 """
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from blockviz.core.ops import OpSink
 from blockviz.i18n import texts
 from blockviz.scenario.load import LoadedScenario, ScenarioError, check_references
 from blockviz.scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario, request_id
-from blockviz.sim.engine import Engine, EngineError
+from blockviz.sim.capacity import Point, scenario_stats
+from blockviz.sim.sweep import LocalExecutor, Task
 
 KINDS = ("shared_prefix", "multi_turn", "few_shot", "random")
 FREE_ORDERS = ("split", "append")
@@ -254,71 +255,25 @@ def loaded(scenario: Scenario) -> LoadedScenario:
 
 
 # -- capacity planning --------------------------------------------------------------------
-@dataclass(frozen=True)
-class CapacityPoint:
-    num_blocks: int
-    free_order: str
-    hit_rate: float        # vLLM's: hits / queries (0 when nothing was asked); resumed
-                           # requests' re-lookups are not in it
-    queries: int
-    hits: int
-    evictions: int         # cached blocks whose hash left the map at reuse
-    preemptions: int
-    error: str | None = None  # the event that stopped the run early, if any
-    preempted_queries: int = 0   # the re-lookups of resumed requests, beside the rate
-    preempted_hits: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def run_stats(scenario: Scenario, *, progress: Callable[[int], None] | None = None,
-              sink: OpSink | None = None) -> tuple[dict[str, int], str | None]:
-    """Run a scenario with payloads and the timeline off; its prefix-cache counters, and the
-    event that stopped it early, if any. ``sink``, if given, receives the op records."""
-    engine = Engine(scenario, record_ops=False, payloads=False)
-    if sink is not None:
-        engine.watch(sink)
-    error = None
-    every = max(1, len(scenario.steps) // 50)
-    for i, step in enumerate(scenario.steps, 1):
-        try:
-            engine.apply(step)
-        except EngineError as e:
-            error = f"step {i} ({step.kind}): {e}"
-            break
-        if progress is not None and i % every == 0:
-            progress(i)
-    s = engine.capture(()).stats
-    largest = max((-(-r.num_tokens // engine.block_size)
-                   for r in engine.scheduler.requests.values()), default=1)
-    return ({"queries": s.queries, "hits": s.hits, "preempted_queries": s.preempted_queries,
-             "preempted_hits": s.preempted_hits, "preemptions": s.preemptions,
-             "evictions": s.evictions, "largest_request_blocks": largest}, error)
-
-
 def capacity_plan(scenario: Scenario, pool_sizes: Iterable[int],
                   free_orders: Sequence[str] = FREE_ORDERS, *,
-                  progress: Callable[[int, int], None] | None = None) -> list[CapacityPoint]:
-    """Hit rate against pool size, for each free order: one run per (size, order), in that
-    order. ``progress(done, total)`` counts scenario steps over all runs."""
-    sizes = sorted(set(pool_sizes))
-    n = len(scenario.steps)
-    total = n * len(sizes) * len(free_orders)
-    points: list[CapacityPoint] = []
-    for r, (size, order) in enumerate((s, o) for s in sizes for o in free_orders):
-        config = scenario.config.model_copy(update={"num_blocks": size, "free_order": order,
-                                                    "model": None})
-        variant = scenario.model_copy(update={"config": config})
-        report = None if progress is None else (lambda i, base=r * n: progress(base + i, total))
-        stats, error = run_stats(variant, progress=report)
-        q, h = stats["queries"], stats["hits"]
-        points.append(CapacityPoint(size, order, h / q if q else 0.0, q, h, stats["evictions"],
-                                    stats["preemptions"], error, stats["preempted_queries"],
-                                    stats["preempted_hits"]))
-        if progress is not None:
-            progress((r + 1) * n, total)
-    return points
+                  progress: Callable[[int, int], None] | None = None, executor=None) -> list[Point]:
+    """Hit rate against pool size, for each free order: one replay per (size, order), in that
+    order, as tasks of a capacity sweep (``blockviz.sim.sweep``; ``executor``: this process by
+    default). ``progress(done, total)`` counts scenario steps over all replays."""
+    tasks = [Task("", scenario.config.block_size, size, order, scenario=scenario)
+             for size in sorted(set(pool_sizes)) for order in free_orders]
+    total, done = len(scenario.steps) * len(tasks), 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        progress(min(done, total), total)
+
+    results = (executor or LocalExecutor(workers=1)).run(tasks, step if progress is not None else None)
+    if progress is not None:
+        progress(total, total)
+    return [Point.of(r, t.free_order) for t, r in zip(tasks, results)]
 
 
 class _HighWater:
@@ -351,7 +306,7 @@ def pool_demand(scenario: Scenario) -> tuple[int, int]:
             trial = scenario.model_copy(update={"config": scenario.config.model_copy(
                 update={"num_blocks": size, "free_order": order, "model": None})})
             sink = _HighWater()
-            stats, _ = run_stats(trial, sink=sink)
+            stats, _ = scenario_stats(trial, sink=sink)
             if (sink.high < size and not sink.short) or size >= MAX_NUM_BLOCKS:
                 break
             size = min(MAX_NUM_BLOCKS, 2 * size)

@@ -38,6 +38,7 @@ from blockviz.sim.capacity import (
     KNEE_FRACTION,
     KV_PRESETS,
     TIMED_DEFAULTS,
+    Point,
     geometric_sizes,
     hit_rate,
     timed_settings,
@@ -54,7 +55,6 @@ from blockviz.teach.tracegen import (
 )
 from blockviz.teach.workload import (
     KINDS,
-    CapacityPoint,
     Workload,
     capacity_plan,
     default_pool_sizes,
@@ -102,7 +102,7 @@ KEEP = 6
 class Plan:
     params: tuple                 # sorted (name, value) pairs: the cache key
     sizes: tuple[int, ...]
-    points: tuple[CapacityPoint, ...]
+    points: tuple[Point, ...]
     events: int
     requests: int
     seconds: float
@@ -283,7 +283,7 @@ def _show(plan: Plan, lang: str, computed: bool) -> None:
     if not computed:                  # (a plan computed on this run: its progress bar says this)
         st.caption(t("cap_cached", lang, runs=plan.runs, events=plan.events, requests=plan.requests,
                      s=plan.seconds))
-    stopped = [f"{p.num_blocks} / {p.free_order}: {localize_error(p.error, lang)}"
+    stopped = [f"{p.pool_blocks} / {p.free_order}: {localize_error(p.error, lang)}"
                for p in points if p.error]
     if stopped:
         st.warning(t("cap_run_errors", lang, **md_fields({"msg": "; ".join(stopped)})))
@@ -304,8 +304,8 @@ def _show(plan: Plan, lang: str, computed: bool) -> None:
         st.dataframe([_row(p, lang) for p in points], hide_index=True)
 
 
-def _row(p: CapacityPoint, lang: str) -> dict:
-    return {t("cap_col_pool", lang): p.num_blocks, t("cap_col_order", lang): p.free_order,
+def _row(p: Point, lang: str) -> dict:
+    return {t("cap_col_pool", lang): p.pool_blocks, t("cap_col_order", lang): p.free_order,
             t("cap_col_hit", lang): f"{100 * p.hit_rate:.1f}%",
             t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}",
             t("cap_col_evictions", lang): p.evictions, t("cap_col_preemptions", lang): p.preemptions,

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from blockviz.render import capacity as C
-from blockviz.teach.workload import CapacityPoint
+from blockviz.sim.capacity import Point
 
 SIZES = [8, 16, 32, 64]
 # pool size -> (split, append): (hit rate, evictions, preemptions). Split leads in tight pools;
@@ -19,11 +19,12 @@ DATA = {8: ((0.40, 90, 2), (0.35, 95, 2)), 16: ((0.70, 40, 0), (0.60, 55, 0)),
         32: ((0.80, 10, 0), (0.80, 20, 0)), 64: ((0.80, 0, 0), (0.80, 0, 0))}
 
 
-def points(data=DATA) -> list[CapacityPoint]:
+def points(data=DATA) -> list[Point]:
     out = []
     for size, pair in data.items():
         for order, (rate, ev, pre) in zip(("split", "append"), pair):
-            out.append(CapacityPoint(size, order, rate, 1000, round(rate * 1000), ev, pre))
+            out.append(Point(size, order, queries=1000, hits=round(rate * 1000), evictions=ev,
+                             preemptions=pre))
     return out
 
 
