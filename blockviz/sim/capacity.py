@@ -639,11 +639,15 @@ def hit_rate(point: dict) -> float:
 
 
 def knee(points: Iterable[dict], ceiling_point: dict, fraction: float = KNEE_FRACTION) -> int | None:
+    """:func:`knee_of` a sweep report's point dicts and its ceiling's."""
+    return knee_of([Point.of(p, "") for p in points], hit_rate(ceiling_point), fraction)
+
+
+def knee_of(points: Iterable[Point], ceiling: float, fraction: float = KNEE_FRACTION) -> int | None:
     """The knee of a hit-rate curve: the smallest pool size run whose hit rate is at least
     ``fraction`` of the ceiling's (an infinite pool's); None when no size run reaches it or the
     ceiling hits nothing (there is no knee to find)."""
-    top = hit_rate(ceiling_point)
-    if top <= 0:
+    if ceiling <= 0:
         return None
-    reached = [p["pool_blocks"] for p in points if hit_rate(p) >= fraction * top - 1e-12]
+    reached = [p.pool_blocks for p in points if p.hit_rate >= fraction * ceiling - 1e-12]
     return min(reached) if reached else None

@@ -25,12 +25,10 @@ from blockviz.render import theme
 from blockviz.render.capacity import (
     ORDERS,
     hit_rate_figure,
+    latency_figure,
     pressure_figure,
     reading,
     reading_lines,
-    trace_hit_figure,
-    trace_latency_figure,
-    trace_reading_lines,
 )
 from blockviz.scenario import ScenarioError
 from blockviz.scenario.trace import TraceError, iter_trace
@@ -41,6 +39,7 @@ from blockviz.sim.capacity import (
     Point,
     geometric_sizes,
     hit_rate,
+    points_of,
     timed_settings,
     trace_extent,
 )
@@ -720,42 +719,45 @@ def _bytes_per_token() -> int | None:
 
 def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     bpt = _bytes_per_token()
-    reports = list(s.reports)
+    points = points_of(s.reports)
+    ceiling = hit_rate(s.reports[0]["ceiling"])
     st.caption(t("capt_shown", lang, requests=f"{s.replayed:,}", name=md_escape(trace.name),
                  mode=t(f"capt_mode_{s.mode}", lang), bs=s.block_size))
     left, right = st.columns([3, 2], gap="large")
     with left:
         _heading(t("capt_hit_title", lang))
-        st.plotly_chart(trace_hit_figure(reports, lang, bpt), key="capt_hit_chart",
+        st.plotly_chart(hit_rate_figure(points, lang, ceiling=ceiling, block_size=s.block_size,
+                                        bytes_per_token=bpt), key="capt_hit_chart",
                         config={"displayModeBar": False})
         if s.mode == "timed":
             _heading(t("capt_ttft_title", lang))
-            st.plotly_chart(trace_latency_figure(reports, lang, bpt), key="capt_ttft_chart",
-                            config={"displayModeBar": False})
+            st.plotly_chart(latency_figure(points, lang, block_size=s.block_size, bytes_per_token=bpt),
+                            key="capt_ttft_chart", config={"displayModeBar": False})
     with right:
         _heading(t("cap_read_title", lang))
-        st.markdown("\n".join(f"- {md_escape(line)}" for line in trace_reading_lines(reports, lang, bpt)))
+        lines = reading_lines(reading(points, ceiling), lang, block_size=s.block_size, bytes_per_token=bpt)
+        st.markdown("\n".join(f"- {md_escape(line)}" for line in lines))
         st.caption(t("capt_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
         if s.mode == "timed":
             st.caption(t("capt_timed_model", lang, **dict(s.options)))
     with st.expander(t("cap_numbers", lang)):
-        st.dataframe([_trace_row(r, p, lang, bpt) for r in reports for p in r["points"]], hide_index=True)
+        st.dataframe([_trace_row(p, s.block_size, lang, bpt) for p in points], hide_index=True)
     _player_box(trace, s, lang)
 
 
-def _trace_row(report: dict, p: dict, lang: str, bpt: int | None) -> dict:
-    tokens = p["pool_blocks"] * report["block_size"]
-    row = {t("cap_col_pool", lang): p["pool_blocks"], t("capt_tokens", lang): tokens}
+def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None) -> dict:
+    tokens = p.pool_blocks * block_size
+    row = {t("cap_col_pool", lang): p.pool_blocks, t("capt_tokens", lang): tokens}
     if bpt:
         row["GiB"] = round(tokens * bpt / (1 << 30), 3)
-    row |= {t("cap_col_order", lang): report["free_order"],
-            t("cap_col_hit", lang): f"{100 * hit_rate(p):.1f}%",
-            t("cap_col_hits", lang): f"{p['hits']:,} / {p['queries']:,}",
-            t("cap_col_evictions", lang): p["evictions"], t("trace_tbl_rejected", lang): p["rejected"]}
-    if "ttft_p90_s" in p:
-        row |= {t("cap_col_preemptions", lang): p["preemptions"],
-                t("trace_tbl_queue", lang): f"{p['queue_delay_p50_s']:.3g} / {p['queue_delay_p90_s']:.3g}",
-                t("trace_tbl_ttft", lang): f"{p['ttft_p50_s']:.3g} / {p['ttft_p90_s']:.3g}"}
+    row |= {t("cap_col_order", lang): p.free_order, t("cap_col_hit", lang): f"{100 * p.hit_rate:.1f}%",
+            t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}",
+            t("cap_col_evictions", lang): p.evictions, t("trace_tbl_rejected", lang): p.rejected}
+    if "ttft_p90_s" in p.extra:
+        x = p.extra
+        row |= {t("cap_col_preemptions", lang): p.preemptions,
+                t("trace_tbl_queue", lang): f"{x['queue_delay_p50_s']:.3g} / {x['queue_delay_p90_s']:.3g}",
+                t("trace_tbl_ttft", lang): f"{x['ttft_p50_s']:.3g} / {x['ttft_p90_s']:.3g}"}
     return row
 
 

@@ -7,13 +7,15 @@ import random
 
 import pytest
 
-from blockviz.render.capacity import trace_hit_figure, trace_latency_figure, trace_reading_lines
+from blockviz.render.capacity import hit_rate_figure, latency_figure, reading, reading_lines
 from blockviz.scenario import Scenario
 from blockviz.scenario.trace import TraceRequest
 from blockviz.sim.capacity import (
     KNEE_FRACTION,
     geometric_sizes,
+    hit_rate,
     knee,
+    points_of,
     replay_sequence,
     replay_timed,
     trace_extent,
@@ -62,23 +64,28 @@ def _report(order: str, points: list[dict], ceil: dict, bs: int = 16) -> dict:
     return {"requests": 4, "block_size": bs, "free_order": order, "ceiling": ceil, "points": points}
 
 
+def _lines(reports: list[dict], lang: str, bytes_per_token: int | None = None) -> list[str]:
+    r = reading(points_of(reports), hit_rate(reports[0]["ceiling"]))
+    return reading_lines(r, lang, block_size=reports[0]["block_size"], bytes_per_token=bytes_per_token)
+
+
 @pytest.mark.parametrize("lang, words", [("en", "the knee is at 40 blocks = 640 tokens (0.0781 GiB)"),
                                          ("zh", "拐点在 40 块 = 640 token (0.0781 GiB)")])
 def test_the_figure_and_the_words(lang, words):
     ceil = {"queries": 100, "hits": 80}
     reports = [_report("split", [pt(10, 10), pt(40, 72), pt(80, 79)], ceil),
                _report("append", [pt(10, 5), pt(40, 60), pt(80, 75)], ceil)]
-    fig = trace_hit_figure(reports, lang, bytes_per_token=128 * 1024)
+    fig = hit_rate_figure(points_of(reports), lang, ceiling=0.8, block_size=16, bytes_per_token=128 * 1024)
     lines = [tr for tr in fig.data if tr.mode == "lines+markers"]
     assert [list(tr.x) for tr in lines] == [[160, 640, 1280]] * 2        # tokens
     assert fig.layout.xaxis.type == "log"
     assert fig.layout.xaxis.ticktext[1] == "640<br>0.0781 GiB"            # 640 * 128 KiB
     stars = [tr for tr in fig.data if tr.marker.symbol == "star"]
     assert [(list(s.x), list(s.y)) for s in stars] == [([640], [0.72]), ([1280], [0.75])]
-    text = " ".join(trace_reading_lines(reports, lang, 128 * 1024))
+    text = " ".join(_lines(reports, lang, 128 * 1024))
     assert words in text
     assert ("80.0%" in text) and ("8.0%" in text)                       # ceiling; 80 - 72 points
-    none = " ".join(trace_reading_lines([_report("split", [pt(10, 10)], ceil)], lang))
+    none = " ".join(_lines([_report("split", [pt(10, 10)], ceil)], lang))
     assert ("no capacity run reaches 90%" in none) or ("都没有达到上限的 90%" in none)
 
 
@@ -86,7 +93,7 @@ def test_the_latency_figure_has_p50_and_p90_per_order():
     t = [TraceRequest(i * 100, 600, 20, [1, 2 + i % 3], i + 1) for i in range(12)]
     reports = [_report(o, [replay_timed(t, block_size=64, pool_blocks=p, free_order=o) for p in (30, 300)],
                        {"queries": 1, "hits": 1}, 64) for o in ("split", "append")]
-    fig = trace_latency_figure(reports, "en")
+    fig = latency_figure(points_of(reports), "en", block_size=64)
     assert len(fig.data) == 4 and all(min(tr.y) > 0 for tr in fig.data)
     assert [tr.name for tr in fig.data][:2] == ["TTFT p50 · split (vLLM ≥ 0.24)",
                                                 "TTFT p90 · split (vLLM ≥ 0.24)"]
