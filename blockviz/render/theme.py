@@ -110,6 +110,12 @@ def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def heading_html(title: str, hint: str = "") -> str:
+    """A section's heading (and a quieter hint beside it), as the app's pages draw one."""
+    small = f"<small>{esc(hint)}</small>" if hint else ""
+    return f'<div class="bv"><div class="bv-h">{esc(title)}{small}</div></div>'
+
+
 CSS = """
 .bv { color: var(--bv-ink); font-size: calc(1rem * var(--bv-scale)); line-height: 1.35; }
 .bv * { box-sizing: border-box; }

@@ -333,7 +333,7 @@ def _share(outcome, lang: str) -> None:
     """The link that opens the player on this scenario, and an <iframe> for a course page."""
     ss = st.session_state
     with st.container(key="share"):
-        st.html(f'<div class="bv"><div class="bv-h">{theme.esc(t("share_title", lang))}</div></div>')
+        st.html(theme.heading_html(t("share_title", lang)))
         if outcome is None or outcome.summary is None:
             st.caption(t("share_invalid", lang))
             return

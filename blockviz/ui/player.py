@@ -229,8 +229,7 @@ def _lazy_expander(label: str, key: str):
 
 
 def _section(title: str, hint: str = "") -> None:
-    small = f"<small>{theme.esc(hint)}</small>" if hint else ""
-    st.html(f'<div class="bv"><div class="bv-h">{theme.esc(title)}{small}</div></div>')
+    st.html(theme.heading_html(title, hint))
 
 
 def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter: bool) -> None:

@@ -58,6 +58,23 @@ AUTHOR_MSG = "bv_author_msg"        # (i18n key, fields, kind) after an upload o
 AUTHOR_STEP = "bv_author_step"      # the preview's step
 AUTHOR_STOPPED = "bv_author_stopped"  # ScenarioError: the preview of the current text could not run
 AUTHOR_REFUSAL = "bv_author_refusal"  # (text digest, why) the current text's preview was refused
+# the capacity page's workload tab (ui.capacity)
+CAP_PARAMS = "bv_cap_params"        # the parameters of the plan shown (the last valid ones computed)
+CAP_PLAN_JOB = "bv_cap_plan_job"    # worker.Job computing a plan
+CAP_PLANNING = "bv_cap_planning"    # the parameters it computes
+CAP_RESULTS = "bv_cap_results"      # {parameters key: Plan}, this session's last few
+# its real-traffic tab (ui.capacity_trace)
+CAPT_TRACE = "bv_capt_trace"        # the session's trace: TraceFile, or None
+CAPT_ERROR = "bv_capt_error"        # a TraceError (or an i18n key) for the last upload / generation
+CAPT_SWEEP = "bv_capt_sweep"        # the last TraceSweep computed
+CAPT_UPLOADED = "bv_capt_uploaded"  # the file_id of the upload already taken
+CAPT_READ_JOB = "bv_capt_read_job"  # worker.Job reading (or generating) the session's trace
+CAPT_READING = "bv_capt_reading"    # the ReadTrace it runs
+CAPT_SWEEP_JOB = "bv_capt_sweep_job"  # worker.Job sweeping it
+CAPT_SWEEPING = "bv_capt_sweeping"  # (trace key, SweepTrace) it runs
+CAPT_JOB_DONE = "bv_capt_job_done"  # what the last sweep did, said above its chart
+CAPT_DIR = "bv_capt_dir"            # the session's SessionDir (its trace's folder)
+CAPT_N = "bv_capt_n"                # how many traces the session has taken
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 DEFAULT_SCENARIO = "six-blocks"

@@ -12,7 +12,7 @@ import streamlit as st
 from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import ErrorMessage
 from blockviz.render import blocks as rblocks
-from blockviz.render.theme import esc
+from blockviz.render.theme import esc, heading_html
 from blockviz.scenario import ScenarioError, load_text
 from blockviz.scenario.schema import Scenario
 from blockviz.sim.fork import (
@@ -243,9 +243,8 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
     live = [rid for rid, r in reqs.items() if r.status != "finished"]
     running = list(last.running)
     with st.container(border=True, key="fork_panel"):
-        st.html(f'<div class="bv"><div class="bv-h">{esc(t("fork_title", lang, k=fork.upto))}'
-                f'<small>{esc(t("fork_appends", lang, n=run.last))}</small></div>'
-                f'<div class="bv-small">{esc(t("fork_intro", lang))}</div></div>')
+        st.html(heading_html(t("fork_title", lang, k=fork.upto), t("fork_appends", lang, n=run.last))
+                + f'<div class="bv"><div class="bv-small">{esc(t("fork_intro", lang))}</div></div>')
         kind = st.segmented_control(t("fork_event", lang), EVENT_KINDS, key="w_fk_kind", default="arrive",
                                     required=True, format_func=lambda k: t("ev_kind_" + k, lang))
         if kind == "arrive":
@@ -404,8 +403,7 @@ def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
             return
         k = cursor + 1
         event = event_label(run.timeline.step_of(k), lang)
-        st.html(f'<div class="bv"><div class="bv-h">{esc(t("sc_title", lang, k=k, event=event))}'
-                f'</div></div>')
+        st.html(heading_html(t("sc_title", lang, k=k, event=event)))
         kind = st.segmented_control(t("sc_question", lang), selfcheck.QUESTIONS, key="w_sc_kind",
                                     required=True, format_func=lambda q: t("sc_q_" + q, lang))
         n = run.timeline.num_gpu_blocks

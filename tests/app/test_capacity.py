@@ -10,6 +10,8 @@ import pytest
 
 from blockviz.teach.workload import KINDS, default_pool_sizes, generate
 from blockviz.ui import capacity as C
+from blockviz.ui import capacity_trace as CT
+from blockviz.ui import state as session
 
 from .conftest import errors
 
@@ -77,19 +79,19 @@ def test_a_small_plan_draws_both_orders_at_the_expected_sizes(page):
     assert value == 100 and text.startswith(f"Done: {2 * len(sizes)} runs of 60 events")
     assert not errors(p)
     assert "How to read it" in p.html()
-    plan = p.state[C.RESULTS][C.params_key(params)]
+    plan = p.state[session.CAP_RESULTS][C.params_key(params)]
     assert plan.sizes == tuple(sizes) and plan.runs == 2 * len(sizes)
 
 
 def test_the_plan_is_kept_per_parameters(page):
     p = compute(open_capacity(page))
-    first = p.state[C.RESULTS][C.params_key(p.state[C.PARAMS])]
+    first = p.state[session.CAP_RESULTS][C.params_key(p.state[session.CAP_PARAMS])]
     settle(p.click("b_cap_compute"))                         # the same parameters again
     assert not progress(p)                                   # nothing computed
-    assert p.state[C.RESULTS][C.params_key(p.state[C.PARAMS])] is first
+    assert p.state[session.CAP_RESULTS][C.params_key(p.state[session.CAP_PARAMS])] is first
     assert any("computed in" in c.value for c in p.at.caption)
     compute(p, {"w_cap_seed": 7})                            # other parameters: a new plan
-    assert progress(p) and len(p.state[C.RESULTS]) == 2
+    assert progress(p) and len(p.state[session.CAP_RESULTS]) == 2
 
 
 def test_a_language_switch_redraws_without_recomputing(page):
@@ -116,15 +118,15 @@ def test_invalid_parameters_are_refused_with_a_message(page, values, message):
     p = compute(open_capacity(page), values)
     assert errors(p) == [message]
     assert not progress(p) and not p.charts()
-    assert not p.state.get(C.RESULTS)
+    assert not p.state.get(session.CAP_RESULTS)
 
 
 def test_a_refused_change_keeps_the_last_plan_on_show(page):
     p = compute(open_capacity(page))
     compute(p, {"w_cap_num_events": 0})
     assert errors(p) == ["Events: 0 is not allowed; use a whole number from 10 to 500."]
-    assert hit_chart(p)["data"][0]["x"] == list(p.state[C.RESULTS][C.params_key(p.state[C.PARAMS])]
-                                                .sizes)
+    shown = p.state[session.CAP_RESULTS][C.params_key(p.state[session.CAP_PARAMS])]
+    assert hit_chart(p)["data"][0]["x"] == list(shown.sizes)
 
 
 def test_invalid_message_in_chinese(page):
@@ -139,7 +141,7 @@ def test_every_kind_of_workload_runs(page, kind):
     compute(p, {"w_cap_num_events": 40, "w_cap_num_sizes": 2})
     assert not errors(p)
     assert len(hit_chart(p)["data"]) == 2
-    assert p.state[C.PARAMS]["kind"] == kind
+    assert p.state[session.CAP_PARAMS]["kind"] == kind
 
 
 def test_check_refuses_what_the_form_cannot_send():
@@ -158,7 +160,8 @@ def settle(p, timeout: float = 120):
     and the page has taken what they made (the browser's fragment does this every 0.5 s)."""
     import time
     deadline = time.monotonic() + timeout
-    while any(p.state.get(k) is not None for k in (C.READ_JOB, C.SWEEP_JOB, C.PLAN_JOB)):
+    jobs = (session.CAPT_READ_JOB, session.CAPT_SWEEP_JOB, session.CAP_PLAN_JOB)
+    while any(p.state.get(k) is not None for k in jobs):
         assert time.monotonic() < deadline, "a job did not end"
         time.sleep(0.2)
         p.run()
@@ -184,12 +187,12 @@ def test_the_trace_tab_generates_sweeps_and_draws_the_knee(page):
     from blockviz.scenario.trace import read_trace
     from blockviz.sim.capacity import ceiling, geometric_sizes, knee, replay_sequence, trace_extent
     p = generated_trace(open_capacity(page))
-    trace = p.state[C.TRACE]
+    trace = p.state[session.CAPT_TRACE]
     assert trace.requests == 300 and not errors(p)
     assert any("300 requests" in m.value for m in p.at.success)
     p = trace_sweep(p)
     assert not errors(p)
-    s = p.state[C.SWEEP]
+    s = p.state[session.CAPT_SWEEP]
     reqs = read_trace(trace.path)
     extent = trace_extent(reqs, block_size=64)
     sizes = geometric_sizes(extent["largest"], extent["working_set"], 4)
@@ -215,7 +218,7 @@ def test_the_trace_tab_generates_sweeps_and_draws_the_knee(page):
 def test_a_timed_trace_sweep_and_a_window_in_the_player(page):
     p = trace_sweep(generated_trace(open_capacity(page), 120), "timed", 2)
     assert not errors(p)
-    s = p.state[C.SWEEP]
+    s = p.state[session.CAPT_SWEEP]
     assert s.mode == "timed" and "ttft_p90_s" in s.reports[0]["points"][0]
     assert len(p.charts()) == 2 and "TTFT p50" in p.text()
     p.at.selectbox(key="w_capt_point").set_value(1)                   # the larger split point
@@ -236,7 +239,7 @@ def test_the_tab_starts_on_upload_and_its_reader_locates_a_bad_line(page, tmp_pa
     p = open_capacity(page)
     bad = b'{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 1}\n'
     with pytest.raises(TraceError) as e:
-        C.ReadTrace(_write(tmp_path, bad), "mine.jsonl")(lambda **progress: None)
+        CT.ReadTrace(_write(tmp_path, bad), "mine.jsonl")(lambda **progress: None)
     assert e.value.localized("en").startswith("mine.jsonl:2:1: missing field 'input_length'")
     assert "缺少字段" in e.value.localized("zh")
     assert p.at.segmented_control(key="w_capt_source").value == "upload"
@@ -249,13 +252,13 @@ def _write(tmp_path, data: bytes) -> str:
 
 
 def test_a_timed_sweep_too_large_for_the_page_is_refused(page, monkeypatch):
-    monkeypatch.setitem(C.MAX_REPLAY, "timed", 50)
+    monkeypatch.setitem(CT.MAX_REPLAY, "timed", 50)
     p = generated_trace(open_capacity(page), 120)
     p.at.number_input(key="w_capt_replay").set_value(100)
     p = trace_sweep(p, "timed", 2)
     assert errors(p) == ["100 requests is more than the page replays in timed mode (at most 50): replay "
                          "fewer here, or the whole trace with `blockviz trace capacity`."]
-    assert p.state[C.SWEEP] is None
+    assert p.state[session.CAPT_SWEEP] is None
 
 
 def test_a_sessions_trace_folder_goes_with_the_session(page):
@@ -269,10 +272,10 @@ def test_a_sessions_trace_folder_goes_with_the_session(page):
     p = generated_trace(open_capacity(page), requests=50)
     held = p.at.session_state["bv_capt_dir"]
     folder = held.path
-    assert (folder / "trace.jsonl").is_file() and Path(p.state[C.TRACE].path).parent == folder
+    assert (folder / "trace.jsonl").is_file() and Path(p.state[session.CAPT_TRACE].path).parent == folder
     p = generated_trace(p, requests=60)
     assert p.at.session_state["bv_capt_dir"] is held and [f.name for f in folder.iterdir()] == ["trace.jsonl"]
-    assert p.state[C.TRACE].requests == 60
+    assert p.state[session.CAPT_TRACE].requests == 60
     del held, p
     gc.collect()
     assert not folder.exists()

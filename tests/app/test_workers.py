@@ -17,7 +17,7 @@ import time
 import pytest
 
 from blockviz.sim.budget import Budget
-from blockviz.ui import capacity as C
+from blockviz.ui import state as session
 from blockviz.ui import worker
 
 from .conftest import errors
@@ -147,7 +147,7 @@ def _gone(pid: int, within: float = 30.0) -> bool:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_sweep_runs_in_a_worker_shows_progress_and_stops_on_stop(page, lang):
     p = _start_sweep(_trace(open_capacity(page, lang), 20_000), 20_000)
-    job = p.state[C.SWEEP_JOB]
+    job = p.state[session.CAPT_SWEEP_JOB]
     assert isinstance(job, worker.Job) and job.state.running
     deadline = time.monotonic() + 60
     while not job.state.progress.get("done"):           # it reports as it replays
@@ -162,7 +162,7 @@ def test_a_sweep_runs_in_a_worker_shows_progress_and_stops_on_stop(page, lang):
     p.click("b_stop_bv_capt_sweep_job")
     assert job.state.status == "stopped" and job.state.why == "stop"
     assert _gone(pid)
-    assert p.state[C.SWEEP_JOB] is None and p.state[C.SWEEP] is None
+    assert p.state[session.CAPT_SWEEP_JOB] is None and p.state[session.CAPT_SWEEP] is None
     said = {"en": "Stopped (multi_turn-0.jsonl: ", "zh": "已停止（multi_turn-0.jsonl："}[lang]
     assert any(said in w.value for w in p.at.warning), [w.value for w in p.at.warning]
 
@@ -171,7 +171,7 @@ def test_a_sweep_past_its_time_budget_is_stopped_and_says_where(page, monkeypatc
     p = _trace(open_capacity(page), 20_000)
     monkeypatch.setattr(worker, "JOB_BUDGET", Budget(seconds=2.0, tensor_bytes=2 << 30))   # the sweep's
     p = _start_sweep(p, 20_000)
-    pid = p.state[C.SWEEP_JOB].pid
+    pid = p.state[session.CAPT_SWEEP_JOB].pid
     settle(p)
     assert _gone(pid)
     (msg,) = errors(p)
@@ -193,8 +193,8 @@ def test_a_full_server_tells_a_sweep_it_cannot_start_yet(page, monkeypatch, lang
                       "not start.",
                 "zh": "服务器已经在运行 1 个扫描或 trace 读取，这是它的上限：你的没有开始。"}[lang]
         assert any(said in e for e in errors(p)), errors(p)
-        assert p.state[C.SWEEP_JOB] is None
+        assert p.state[session.CAPT_SWEEP_JOB] is None
     finally:
         slots.release()
     settle(_start_sweep(p, 200, sizes=2))              # a slot is free: it runs
-    assert p.state[C.SWEEP] is not None and not errors(p)
+    assert p.state[session.CAPT_SWEEP] is not None and not errors(p)

@@ -1,0 +1,437 @@
+"""The capacity page's real-traffic tab: upload or generate a Mooncake-format trace, replay it at
+several pool sizes with both free orders (``blockviz.sim.sweep``, in a worker), see the hit rate
+against capacity with the infinite pool's ceiling and each order's knee, and open a window of the
+trace in the player. State (this session only): its trace (a copy in a folder removed with the
+session), the last sweep, the jobs reading and sweeping it.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from blockviz.i18n import t
+from blockviz.i18n.errors import localize_error
+from blockviz.render.capacity import ORDERS, hit_rate_figure, latency_figure, reading, reading_lines
+from blockviz.render.theme import heading_html
+from blockviz.scenario import ScenarioError
+from blockviz.scenario.trace import TraceError, iter_trace
+from blockviz.sim.capacity import (
+    KNEE_FRACTION,
+    KV_PRESETS,
+    TIMED_DEFAULTS,
+    Point,
+    geometric_sizes,
+    hit_rate,
+    points_of,
+    timed_settings,
+    trace_extent,
+)
+from blockviz.sim.sweep import LocalExecutor, sweep
+from blockviz.teach.tracegen import (
+    PLAYER_BLOCK_TOKENS,
+    PLAYER_MAX_BLOCKS,
+    PLAYER_MAX_WINDOW,
+    PLAYER_SCALE,
+    TraceWorkload,
+    write_generated,
+)
+from blockviz.teach.workload import KINDS
+from blockviz.ui import jobs, worker
+from blockviz.ui import state as session
+from blockviz.ui.nav import go_to_player, md_escape, md_fields
+
+MAX_UPLOAD_MB = 200              # the uploader's limit (Streamlit's server.maxUploadSize is as large)
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB << 20
+MAX_GEN_REQUESTS = 20_000
+DEFAULT_REPLAY = 2_000           # requests replayed by default (the first N of a larger trace)
+# The most requests one sweep on the page replays (in a worker process, one replay after another,
+# within worker.JOB_BUDGET; the command line has no such bound): timed mode steps the scheduler.
+MAX_REPLAY = {"sequence": 100_000, "timed": 2_000}   # capt_replay_help says these
+TRACE_BLOCK_SIZES = (16, 32, 64, 128, 256, 512)
+TRACE_MODES = ("sequence", "timed")
+NO_MODEL = "-"
+TIMED_FORM = {"max_num_batched_tokens": ("capt_budget", 1, 1 << 24, 1, None),
+              "max_num_seqs": ("capt_max_seqs", 1, 1 << 16, 1, None),
+              "step_base_s": ("capt_step_base", 0.0, 60.0, 0.001, "%.4f"),
+              "step_prefill_token_s": ("capt_step_prefill", 0.0, 1.0, 0.00001, "%.6f"),
+              "step_decode_seq_s": ("capt_step_decode", 0.0, 1.0, 0.0001, "%.5f")}
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    name: str                    # what the user called it (an upload's name, or the generator's)
+    path: str                    # this session's copy on the server
+    requests: int
+    prompt_tokens: int
+    key: str                     # a new key per file taken (a sweep names the file it ran on)
+
+
+@dataclass(frozen=True)
+class TraceSweep:
+    trace_key: str
+    reports: tuple               # sweep reports, one per free order
+    mode: str
+    block_size: int
+    replayed: int
+    options: tuple
+    seconds: float
+
+
+class SessionDir:
+    """A session's folder on the server for its trace (up to MAX_UPLOAD_MB), removed with the
+    session: once its tab has been gone a little while (``worker.hold``'s watchdog, on an idle
+    server too), when Streamlit drops the session's state, or when the server exits. Kept only in
+    the session's state (the watchdog holds it weakly), so nothing else keeps it alive."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="blockviz-trace-"))
+        self._remove = weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
+
+    def release(self) -> None:
+        self._remove()
+
+
+def _session_dir() -> Path:
+    ss = st.session_state
+    d = ss.get(session.CAPT_DIR)
+    if not isinstance(d, SessionDir) or not d.path.is_dir():
+        d = ss[session.CAPT_DIR] = SessionDir()
+        worker.hold(d)
+    return d.path
+
+
+# -- the work, in a worker process (worker.Job): picklable, no Streamlit ---------------------------
+@dataclass(frozen=True)
+class ReadTrace:
+    """Read a trace through once, checking every line (a generated one is written first): its
+    size, or the first bad line's TraceError."""
+    path: str
+    name: str
+    generate: TraceWorkload | None = None
+
+    def __call__(self, report) -> dict:
+        if self.generate is not None:
+            with open(self.path, "w", encoding="utf-8") as f:
+                write_generated(self.generate, f)
+        requests = tokens = 0
+        for r in iter_trace(self.path, name=self.name):
+            requests += 1
+            tokens += r.input_length
+            report(lines=r.line)
+        return {"requests": requests, "prompt_tokens": tokens}
+
+
+@dataclass(frozen=True)
+class SweepTrace:
+    """The page's sweep of a trace: its extent, pool sizes from the largest request to its
+    working set (evenly on a log axis, never past what the trace can fill), both free orders."""
+    path: str
+    name: str
+    block_size: int
+    mode: str
+    num_sizes: int
+    limit: int
+    options: tuple
+
+    def __call__(self, report) -> dict:
+        from blockviz.sim.sweep import trace_reach
+        requests = iter_trace(self.path, name=self.name, limit=self.limit)
+        extent = trace_extent(requests, block_size=self.block_size)
+        most = trace_reach(self.path, name=self.name, block_size=self.block_size, limit=self.limit)
+        top = max(extent["largest"], min(extent["working_set"], most["most_blocks"]))
+        sizes = geometric_sizes(extent["largest"], top, self.num_sizes)
+
+        def progress(done: int, total: int) -> None:
+            report(done=done, total=total, runs=2 * len(sizes))
+        result = sweep([self.path], block_size=self.block_size, pool_blocks=sizes, free_orders=ORDERS,
+                       mode=self.mode, limit=self.limit, options=dict(self.options),
+                       executor=LocalExecutor(workers=1), progress=progress)
+        return {"reports": tuple(result.reports), "seconds": result.seconds, "runs": 2 * len(sizes)}
+
+
+def tab(lang: str) -> None:
+    ss = st.session_state
+    st.markdown(t("capt_intro", lang))
+    ss.setdefault("w_capt_source", "upload")
+    source = st.segmented_control(t("capt_source", lang), ("upload", "generate"), key="w_capt_source",
+                                  required=True, format_func=lambda s: t(f"capt_source_{s}", lang))
+    if source == "upload":
+        f = st.file_uploader(t("capt_upload", lang), type=["jsonl", "json", "txt"], key="w_capt_upload",
+                             max_upload_size=MAX_UPLOAD_MB, help=t("capt_upload_help", lang))
+        st.caption(t("capt_upload_limit", lang, mb=MAX_UPLOAD_MB))
+        if f is not None and ss.get(session.CAPT_UPLOADED) != f.file_id:
+            ss[session.CAPT_UPLOADED] = f.file_id
+            if f.size > MAX_UPLOAD_BYTES:       # its size: all the server reads of it
+                too_large = ("capt_too_large", {"mb": MAX_UPLOAD_MB})
+                ss[session.CAPT_TRACE], ss[session.CAPT_ERROR], ss[session.CAPT_SWEEP] = None, too_large, None
+            else:
+                path = _session_dir() / "trace.jsonl"
+                path.write_bytes(f.getvalue())
+                _read(ReadTrace(str(path), f.name), lang)
+    else:
+        _generate_form(lang)
+    ended = jobs.ended(session.CAPT_READ_JOB)
+    if ended is not None:
+        _took(ended, lang)
+    jobs.poll(session.CAPT_READ_JOB, lang)
+    jobs.show_message(session.CAPT_READ_JOB, lang)
+    err = ss.get(session.CAPT_ERROR)
+    if err is not None:
+        text = err.localized(lang) if isinstance(err, TraceError) else t(err[0], lang, **err[1])
+        st.error(t("capt_bad_trace", lang, msg=md_escape(text)))
+    trace: TraceFile | None = ss.get(session.CAPT_TRACE)
+    if trace is not None and not Path(trace.path).is_file():   # removed while the session was away
+        ss[session.CAPT_TRACE], ss[session.CAPT_SWEEP], trace = None, None, None
+        st.warning(t("capt_trace_gone", lang))
+    if trace is None:
+        if ss.get(session.CAPT_READ_JOB) is None:
+            st.caption(t("capt_none_yet", lang))
+        return
+    st.success(t("capt_loaded", lang, name=md_escape(trace.name), requests=f"{trace.requests:,}",
+                 tokens=f"{trace.prompt_tokens:,}"))
+    if _sweep_form(trace, lang):
+        _run_sweep(trace, lang)
+    ended = jobs.ended(session.CAPT_SWEEP_JOB)
+    if ended is not None:
+        _swept(ended, trace, lang)
+    if ss.get(session.CAPT_JOB_DONE):
+        st.progress(1.0, text=ss.pop(session.CAPT_JOB_DONE))
+    jobs.poll(session.CAPT_SWEEP_JOB, lang)
+    jobs.show_message(session.CAPT_SWEEP_JOB, lang)
+    sweep_ = ss.get(session.CAPT_SWEEP)
+    if sweep_ is not None and sweep_.trace_key == trace.key:
+        _show_sweep(trace, sweep_, lang)
+
+
+
+def _read(task: ReadTrace, lang: str) -> None:
+    """Read (or generate) the session's trace in a worker; the page shows it once read."""
+    ss = st.session_state
+    ss[session.CAPT_TRACE], ss[session.CAPT_ERROR], ss[session.CAPT_SWEEP] = None, None, None
+    stop = ss.get(session.CAPT_SWEEP_JOB)
+    if isinstance(stop, worker.Job):            # a sweep of the trace this one replaces
+        stop.stop()
+        ss[session.CAPT_SWEEP_JOB] = None
+    if jobs.start(session.CAPT_READ_JOB, task, task.name, lang):
+        ss[session.CAPT_READING] = task
+
+
+def _took(state, lang: str) -> None:
+    ss = st.session_state
+    task: ReadTrace | None = ss.pop(session.CAPT_READING, None)
+    if task is None:
+        return
+    if state.status == "done":
+        n = int(ss.get(session.CAPT_N, 0)) + 1
+        ss[session.CAPT_N] = n
+        size = state.result
+        ss[session.CAPT_TRACE] = TraceFile(task.name, task.path, size["requests"], size["prompt_tokens"],
+                              f"{task.name}#{n}")
+        ss[session.CAPT_ERROR] = None
+        return
+    if state.status == "failed" and isinstance(state.error, TraceError):
+        ss[session.CAPT_ERROR] = state.error
+        return
+    ss[jobs.message_key(session.CAPT_READ_JOB)] = jobs.stopped_message(state, lang, {"what": task.name,
+                                                 "cmd": f"blockviz trace check {task.name}"})
+
+
+def _generate_form(lang: str) -> None:
+    with st.form("capt_gen_form", border=True):
+        cols = st.columns(4)
+        with cols[0]:
+            kind = st.selectbox(t("cap_kind", lang), KINDS, key="w_capt_gen_kind",
+                                format_func=lambda k: t(f"cap_kind_{k}", lang))
+        with cols[1]:
+            n = st.number_input(t("capt_gen_requests", lang), 1, MAX_GEN_REQUESTS, 1000, step=100,
+                                key="w_capt_gen_requests")
+        with cols[2]:
+            seed = st.number_input(t("cap_seed", lang), 0, 2**31 - 1, 0, step=1, key="w_capt_gen_seed")
+        with cols[3]:
+            rate = st.number_input(t("capt_gen_rate", lang), 0.01, 10_000.0, 4.0, step=1.0,
+                                   key="w_capt_gen_rate", help=t("capt_gen_rate_help", lang))
+        if st.form_submit_button(t("capt_generate", lang), key="b_capt_generate",
+                                 icon=":material/auto_awesome:"):
+            w = TraceWorkload(kind=kind, requests=int(n), seed=int(seed), rate=float(rate))
+            _read(ReadTrace(str(_session_dir() / "trace.jsonl"), f"{kind}-{int(seed)}.jsonl", w), lang)
+
+
+def _sweep_form(trace: TraceFile, lang: str) -> bool:
+    with st.form("capt_form", border=True):
+        cols = st.columns(5)
+        with cols[0]:
+            st.selectbox(t("cap_block_size", lang), TRACE_BLOCK_SIZES, index=0, key="w_capt_block_size",
+                         help=t("capt_block_size_help", lang))
+        with cols[1]:
+            st.segmented_control(t("capt_mode", lang), TRACE_MODES, key="w_capt_mode", required=True,
+                                 default="sequence", format_func=lambda m: t(f"capt_mode_{m}", lang),
+                                 help=t("capt_mode_help", lang))
+        with cols[2]:
+            st.number_input(t("cap_num_sizes", lang), 2, 12, 8, step=1, key="w_capt_num_sizes")
+        if st.session_state.get("w_capt_replay", 0) > trace.requests:   # another trace's value
+            st.session_state["w_capt_replay"] = trace.requests
+        with cols[3]:
+            st.number_input(t("capt_replay", lang), 1, max(1, trace.requests),
+                            min(trace.requests, DEFAULT_REPLAY), step=1000, key="w_capt_replay",
+                            help=t("capt_replay_help", lang))
+        with cols[4]:
+            st.selectbox(t("capt_model", lang), (NO_MODEL, *KV_PRESETS), index=1, key="w_capt_model",
+                         format_func=lambda m: t("capt_model_none", lang) if m == NO_MODEL else m,
+                         help=t("capt_model_help", lang))
+        with st.expander(t("capt_timed_settings", lang)):
+            st.caption(t("capt_timed_help", lang))
+            tcols = st.columns(len(TIMED_FORM))
+            for col, (name, (label, lo, hi, step, fmt)) in zip(tcols, TIMED_FORM.items()):
+                with col:
+                    st.number_input(t(label, lang), lo, hi, TIMED_DEFAULTS[name], step=step, format=fmt,
+                                    key=f"w_capt_{name}")
+        return st.form_submit_button(t("cap_compute", lang), key="b_capt_compute", type="primary",
+                                     icon=":material/query_stats:")
+
+
+def _timed_options() -> dict:
+    ss = st.session_state
+    return {name: (int if isinstance(TIMED_DEFAULTS[name], int) else float)(ss[f"w_capt_{name}"])
+            for name in TIMED_FORM}
+
+
+def _run_sweep(trace: TraceFile, lang: str) -> None:
+    """Start the sweep the form asks for, in a worker (the page shows its progress)."""
+    ss = st.session_state
+    mode = ss.get("w_capt_mode") or "sequence"
+    bs = int(ss["w_capt_block_size"])
+    limit = int(ss["w_capt_replay"])
+    options = _timed_options() if mode == "timed" else {}
+    if limit > MAX_REPLAY[mode]:
+        st.error(t("capt_replay_too_many", lang, n=f"{limit:,}", mode=t(f"capt_mode_{mode}", lang),
+                   max=f"{MAX_REPLAY[mode]:,}"))
+        return
+    try:
+        timed_settings(**options)
+    except ValueError as e:
+        st.error(e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang))
+        return
+    task = SweepTrace(trace.path, trace.name, bs, mode, int(ss["w_capt_num_sizes"]), limit,
+                      tuple(options.items()))
+    if jobs.start(session.CAPT_SWEEP_JOB, task, trace.name, lang):
+        ss[session.CAPT_SWEEPING] = (trace.key, task)
+
+
+def _swept(state, trace: TraceFile, lang: str) -> None:
+    ss = st.session_state
+    key, task = ss.pop(session.CAPT_SWEEPING, (None, None))
+    if task is None or key != trace.key:
+        return
+    if state.status == "done":
+        r = state.result
+        ss[session.CAPT_SWEEP] = TraceSweep(trace.key, r["reports"], task.mode, task.block_size, task.limit,
+                                            task.options, r["seconds"])
+        ss[session.CAPT_JOB_DONE] = t("capt_done", lang, runs=r["runs"], requests=f"{task.limit:,}",
+                         s=f"{r['seconds']:.1f}")
+        return
+    cmd = (f"blockviz trace capacity {trace.name} --block-size {task.block_size} --mode {task.mode} "
+           f"--limit {task.limit} --free-order split,append --pool-blocks N1,N2,...")
+    ss[jobs.message_key(session.CAPT_SWEEP_JOB)] = jobs.stopped_message(state, lang,
+                                                                      {"what": trace.name, "cmd": cmd})
+
+
+def _bytes_per_token() -> int | None:
+    m = st.session_state.get("w_capt_model")
+    return KV_PRESETS[m].bytes_per_token if m in KV_PRESETS else None
+
+
+def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
+    bpt = _bytes_per_token()
+    points = points_of(s.reports)
+    ceiling = hit_rate(s.reports[0]["ceiling"])
+    st.caption(t("capt_shown", lang, requests=f"{s.replayed:,}", name=md_escape(trace.name),
+                 mode=t(f"capt_mode_{s.mode}", lang), bs=s.block_size))
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        st.html(heading_html(t("capt_hit_title", lang)))
+        st.plotly_chart(hit_rate_figure(points, lang, ceiling=ceiling, block_size=s.block_size,
+                                        bytes_per_token=bpt), key="capt_hit_chart",
+                        config={"displayModeBar": False})
+        if s.mode == "timed":
+            st.html(heading_html(t("capt_ttft_title", lang)))
+            st.plotly_chart(latency_figure(points, lang, block_size=s.block_size, bytes_per_token=bpt),
+                            key="capt_ttft_chart", config={"displayModeBar": False})
+    with right:
+        st.html(heading_html(t("cap_read_title", lang)))
+        lines = reading_lines(reading(points, ceiling), lang, block_size=s.block_size, bytes_per_token=bpt)
+        st.markdown("\n".join(f"- {md_escape(line)}" for line in lines))
+        st.caption(t("capt_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
+        if s.mode == "timed":
+            st.caption(t("capt_timed_model", lang, **dict(s.options)))
+    with st.expander(t("cap_numbers", lang)):
+        st.dataframe([_trace_row(p, s.block_size, lang, bpt) for p in points], hide_index=True)
+    _player_box(trace, s, lang)
+
+
+def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None) -> dict:
+    tokens = p.pool_blocks * block_size
+    row = {t("cap_col_pool", lang): p.pool_blocks, t("capt_tokens", lang): tokens}
+    if bpt:
+        row["GiB"] = round(tokens * bpt / (1 << 30), 3)
+    row |= {t("cap_col_order", lang): p.free_order, t("cap_col_hit", lang): f"{100 * p.hit_rate:.1f}%",
+            t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}",
+            t("cap_col_evictions", lang): p.evictions, t("trace_tbl_rejected", lang): p.rejected}
+    if "ttft_p90_s" in p.extra:
+        x = p.extra
+        row |= {t("cap_col_preemptions", lang): p.preemptions,
+                t("trace_tbl_queue", lang): f"{x['queue_delay_p50_s']:.3g} / {x['queue_delay_p90_s']:.3g}",
+                t("trace_tbl_ttft", lang): f"{x['ttft_p50_s']:.3g} / {x['ttft_p90_s']:.3g}"}
+    return row
+
+
+def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
+    ss = st.session_state
+    st.html(heading_html(t("capt_player_title", lang)))
+    st.caption(t("capt_player_help", lang, tokens=PLAYER_BLOCK_TOKENS, scale=PLAYER_SCALE,
+                 max_blocks=PLAYER_MAX_BLOCKS))
+    points = [(r["free_order"], p["pool_blocks"]) for r in s.reports for p in r["points"]]
+    cols = st.columns([3, 2, 2, 2])
+    with cols[0]:
+        choice = st.selectbox(t("capt_point", lang), range(len(points)), key="w_capt_point",
+                              format_func=lambda i: t("capt_point_label", lang, blocks=f"{points[i][1]:,}",
+                                                      tokens=f"{points[i][1] * s.block_size:,}",
+                                                      order=points[i][0]))
+    if ss.get("w_capt_window_first", 0) > s.replayed:
+        ss["w_capt_window_first"] = s.replayed
+    with cols[1]:
+        first = st.number_input(t("capt_window_first", lang), 1, s.replayed, 1, step=1,
+                                key="w_capt_window_first", help=t("capt_window_first_help", lang))
+    with cols[2]:
+        size = st.number_input(t("capt_window_size", lang), 1, PLAYER_MAX_WINDOW, 6, step=1,
+                               key="w_capt_window_size")
+    with cols[3]:
+        clicked = st.button(t("open_in_player", lang), key="b_capt_open_player", type="primary",
+                            icon=":material/play_arrow:")
+    if not clicked or choice is None:
+        return
+    order, pool = points[int(choice)]
+    window = {"path": trace.path, "name": trace.name, "first": int(first), "size": int(size),
+              "pool_blocks": pool, "block_size": s.block_size, "free_order": order, "mode": s.mode,
+              "options": dict(s.options)}
+    try:       # read, built and run in a worker within the preview budget, as every session's own run
+        with st.spinner(t("preview", lang) + "…"):
+            outcome = worker.user_outcome(ss, "trace", worker.Source("window", "trace-window.yaml", window))
+    except ScenarioError as e:       # the server is busy, or the run was stopped
+        st.error(localize_error(e, lang))
+        return
+    if outcome.refusal is not None:
+        st.error(t(outcome.refusal[0], lang, **{"file": "trace-window.yaml", **outcome.refusal[1]}))
+        return
+    if outcome.error is not None:    # beyond the scenario format's limits
+        st.error(t("cap_too_big", lang, **md_fields({"msg": outcome.error}, lang)))
+        return
+    run = outcome.run
+    ss[session.FORK] = None
+    session.use_user_run(ss, run)
+    go_to_player()
+

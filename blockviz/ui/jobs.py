@@ -1,0 +1,113 @@
+"""A page's worker jobs (``worker.Job``), as the capacity page's two tabs run them: start one in the
+session (stopping the one it replaces), show its progress with a Stop button while it runs, take it
+once it has ended, and say why one did not start or finish (once)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from blockviz.i18n import t
+from blockviz.i18n.errors import localize_error
+from blockviz.scenario import ScenarioError
+from blockviz.ui import worker
+from blockviz.ui.nav import md_escape
+
+
+def start(key: str, task, label: str, lang: str) -> bool:
+    """Start ``task`` as this session's job ``key`` (a job it had there is stopped); False, with
+    the session told, when the server's job slots are all taken."""
+    ss = st.session_state
+    old = ss.get(key)
+    if isinstance(old, worker.Job):
+        old.stop()
+    try:
+        job = worker.Job(task, label=label)
+    except worker.JobsBusy:
+        ss[key] = None
+        ss[message_key(key)] = ("job_busy", {"n": worker.MAX_JOBS})
+        return False
+    except ScenarioError as e:        # no worker process could be started
+        ss[key] = None
+        ss[message_key(key)] = ("job_failed", {"msg": e.localized(lang)})
+        return False
+    worker.hold(job)
+    ss[key] = job
+    ss[message_key(key)] = None
+    return True
+
+
+def poll(key: str, lang: str) -> None:
+    """While the session's job ``key`` runs: its progress and a Stop button, redrawn twice a second
+    (a fragment); the whole page reruns once it has ended."""
+    job = st.session_state.get(key)
+    if isinstance(job, worker.Job) and job.state.running:
+        st.fragment(_job_panel, run_every=0.5)(key, lang)
+
+
+def _job_panel(key: str, lang: str) -> None:
+    job = st.session_state.get(key)
+    if not isinstance(job, worker.Job) or not job.state.running:
+        st.rerun()                       # it has ended: the page shows what it made
+    s = job.state
+    p = s.progress
+    if "events" in p:                    # a plan of the toy tab
+        pct = 100 * p.get("done", 0) // max(1, p["total"])
+        st.progress(pct / 100, text=t("cap_running", lang, runs=p["runs"], events=p["events"], pct=pct))
+    elif "total" in p:
+        done, total = p.get("done", 0), max(1, p["total"])
+        rate = done / max(s.seconds, 1e-9)
+        left = t("job_left", lang, s=duration((total - done) / rate)) if rate > 0 and done else ""
+        text = t("job_sweep_progress", lang, pct=100 * done // total, done=f"{done:,}", total=f"{total:,}",
+                 runs=p.get("runs", 0), rate=f"{rate:,.0f}", s=duration(s.seconds), left=left)
+        st.progress(min(1.0, done / total), text=text)
+    else:
+        st.progress(0.0, text=t("job_reading", lang, n=f"{p.get('lines', 0):,}", s=duration(s.seconds)))
+    if st.button(t("job_stop", lang), key=f"b_stop_{key}", icon=":material/stop_circle:"):
+        job.stop("stop")
+        st.rerun()
+
+
+def duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def ended(key: str):
+    """The session's job ``key`` once it has ended (taken off the session: its result goes where
+    the page keeps it), else None."""
+    ss = st.session_state
+    job = ss.get(key)
+    if not isinstance(job, worker.Job) or job.state.running:
+        return None
+    ss[key] = None
+    return job.state
+
+
+def stopped_message(state, lang: str, what: dict) -> tuple[str, dict] | None:
+    """(i18n key, fields) for a job that did not finish."""
+    if state.status == "failed":
+        e = state.error
+        if isinstance(e, tuple):
+            return e
+        text = e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang)
+        return "capt_bad_trace", {"msg": md_escape(text)}
+    if state.status == "stopped":
+        p = state.progress
+        at = (t("job_at_sweep", lang, done=f"{p.get('done', 0):,}", total=f"{p['total']:,}") if "total" in p
+              else t("job_at_read", lang, done=f"{p.get('lines', 0):,}"))
+        return f"job_stopped_{state.why}", {"s": duration(state.seconds), "at": at,
+                                            "mb": (worker.JOB_BUDGET.tensor_bytes or 0) >> 20, **what}
+    return None
+
+
+def message_key(key: str) -> str:
+    """Where the page keeps why job ``key`` did not start or finish (said once)."""
+    return key + "_msg"
+
+
+def show_message(key: str, lang: str) -> None:
+    msg = st.session_state.pop(message_key(key), None)
+    if msg:
+        key, fields = msg
+        (st.warning if key.startswith("job_stopped_stop") else st.error)(t(key, lang, **fields))
+
+
