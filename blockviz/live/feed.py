@@ -9,6 +9,7 @@ notes and history are capped.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -63,6 +64,9 @@ class LiveFeed:
                     sess.handle(msgs)
                     if time.monotonic() - self._last_view > self.idle_stop_s:
                         break
+        except Exception as e:  # noqa: BLE001 - a bug must not pass unseen: the page shows it
+            logging.getLogger(__name__).exception("live feed %s stopped", self.spec.text)
+            self.error = f"{type(e).__name__}: {e}"
         finally:
             with self.lock:
                 sess.close()
