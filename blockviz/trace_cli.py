@@ -403,5 +403,6 @@ def cmd_check(args) -> int:
         except TraceError as e:
             return _refuse(args, e)
         print(t("trace_check_ok", args.lang, file=trace, requests=size["requests"],
-                tokens=size["prompt_tokens"], blocks=size["trace_blocks"]))
+                tokens=size["prompt_tokens"], blocks=size["trace_blocks"], bt=size["block_tokens"],
+                allowed=", ".join(map(str, size["block_sizes"]))))
     return 0

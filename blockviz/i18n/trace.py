@@ -13,9 +13,9 @@ STRINGS: dict[str, tuple[str, str]] = {
     "trace_err_length": ("{value} is not allowed: a whole number from {lo} to {hi}",
                          "{value} 不允许：应当是 {lo} 到 {hi} 之间的整数"),
     "trace_err_ids_list": ("{value} is not a list of hash ids", "{value} 不是 hash id 的列表"),
-    "trace_err_ids_count": ("{got} hash ids, but input_length {n} needs {need} (one per 512 tokens, the "
+    "trace_err_ids_count": ("{got} hash ids, but input_length {n} needs {need} (one per {bt} tokens, the "
                             "last block may be partial)",
-                            "有 {got} 个 id，但 input_length {n} 需要 {need} 个（每 512 个 token 一个，"
+                            "有 {got} 个 id，但 input_length {n} 需要 {need} 个（每 {bt} 个 token 一个，"
                             "最后一块可以不满）"),
     "trace_err_id": ("{value} is not a hash id: a whole number >= 0",
                      "{value} 不是 hash id：应当是 >= 0 的整数"),
@@ -33,6 +33,24 @@ STRINGS: dict[str, tuple[str, str]] = {
     "trace_err_read": ("cannot read the file: {e}", "无法读取文件：{e}"),
     "trace_err_empty": ("the trace has no requests (one JSON object per line)",
                         "trace 里没有任何请求（每行一个 JSON 对象）"),
+    "trace_err_block_finer": ("block size {value} is finer than this trace's {bt}-token hash blocks: "
+                              "where two prompts part inside a block cannot be told, so the hits would "
+                              "be made up. Use one of {allowed}",
+                              "块大小 {value} 比这个 trace 的 {bt}-token 哈希块更细：两个提示词在一个块"
+                              "内部从哪里开始不同是无法知道的，命中数会是编造的。请用 {allowed} 之一"),
+    "trace_err_missing_bailian": ("missing field '{name}' (a Qwen-Bailian request needs chat_id, "
+                                  "parent_chat_id, timestamp, input_length, output_length, type, turn "
+                                  "and hash_ids)",
+                                  "缺少字段 '{name}'（Qwen-Bailian 的每个请求需要 chat_id、parent_chat_id、"
+                                  "timestamp、input_length、output_length、type、turn 和 hash_ids）"),
+    "trace_err_mixed": ("a Qwen-Bailian field in a Mooncake trace (the first request has no chat_id): "
+                        "one format per file",
+                        "Mooncake trace 里出现了 Qwen-Bailian 的字段（第一个请求没有 chat_id）："
+                        "一个文件只能用一种格式"),
+    "trace_err_seconds": ("{value} is not a time: give seconds since the trace began, a number >= 0",
+                          "{value} 不是时间：请写从 trace 开始算起的秒数，一个 >= 0 的数"),
+    "trace_err_type": ("{value} is not a request type: a short text such as text, search, image or file",
+                       "{value} 不是请求类型：应当是简短的文字，例如 text、search、image 或 file"),
     "trace_err_block_size": ("block size {value} does not divide the trace's 512-token blocks "
                              "(use 1, 2, 4, ..., 512)",
                              "块大小 {value} 不能整除 trace 的 512-token 块（请用 1、2、4、……、512）"),
@@ -90,9 +108,9 @@ STRINGS: dict[str, tuple[str, str]] = {
     "trace_tbl_progress_optimal": ("optimal policy", "最优策略"),
     "trace_tbl_optimal": ("optimal", "最优策略"),
     "trace_check_ok": ("{file}: ok — {requests:,} requests, {tokens:,} prompt tokens, {blocks:,} blocks "
-                       "of 512 tokens",
+                       "of {bt} tokens; block sizes it allows: {allowed}",
                        "{file}：没有问题 —— {requests:,} 个请求，{tokens:,} 个提示词 token，{blocks:,} 个 "
-                       "512-token 块"),
+                       "{bt}-token 块；允许的块大小：{allowed}"),
     "trace_generated": ("{file}: {requests:,} requests ({kind}, seed {seed})",
                         "{file}：{requests:,} 个请求（{kind}，种子 {seed}）"),
     # the capacity page, real traffic (blockviz.ui.capacity, blockviz.render.capacity)

@@ -1,6 +1,7 @@
-"""Request traces in the Mooncake format (FAST'25): read them safely, one request at a time.
+"""Request traces: read them safely, one request at a time. Two formats, both JSON Lines, one
+request per line, in arrival order; the format is told from the first request.
 
-The format is JSON Lines, one request per line, in arrival order::
+**Mooncake** (FAST'25)::
 
     {"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, 2353]}
 
@@ -11,6 +12,30 @@ The format is JSON Lines, one request per line, in arrival order::
     them, the last block possibly partial): the trace's remapped prefix hashes, so equal ids at
     equal positions after equal ids are a reusable prefix. Whole numbers, 0 .. ``MAX_HASH_ID``.
 
+**Qwen-Bailian** (Alibaba's anonymized Bailian serving traces, ``qwen_*_blksz_16.jsonl``; format
+from the dataset's README, github.com/alibaba-edu/qwen-bailian-usagetraces-anon, and the KVCache
+characterization paper it accompanies, USENIX ATC'25 "KVCache Cache in the Wild")::
+
+    {"chat_id": 159, "parent_chat_id": 55, "timestamp": 61.114, "input_length": 521,
+     "output_length": 132, "type": "text", "turn": 2, "hash_ids": [1089, 1090, 1091, ...]}
+
+  * ``chat_id`` — a randomized request id (a whole number >= 0); ``parent_chat_id`` — the chat's
+    previous turn, -1 for a first turn; ``turn`` — the turn in its conversation (>= 1); ``type`` —
+    text, search, image or file;
+  * ``timestamp`` — seconds since the trace began (kept here in milliseconds, as Mooncake's);
+  * ``hash_ids`` — one id per **16**-token block (the file name's ``blksz_N`` gives N; 16 when it
+    says nothing): salted SipHash-2-4 of each block's tokens, remapped to sequential integers.
+    The dataset's notes add that the last, partial block's id may already include the first output
+    token (it replaced padding): only full blocks are ever cached, so replays never read it.
+
+Which block sizes a trace allows: a vLLM block must be made of whole hash blocks or split them the
+way the reference replay does. A Bailian trace allows multiples of its 16 tokens (two prompts that
+part inside a 16-token block cannot be told apart any finer); a Mooncake trace allows the sizes
+that divide 512, each 512-token block split into equal parts with derived tokens, as
+``shared/tools/vllm-diff/trace_oracle.py`` does (which assumes the prompts that share a 512-token
+id share all of it, and no more). :func:`allowed_block_sizes`; a replay asked for another size is
+refused, located at the trace's first request (:func:`iter_trace`'s ``block_size``).
+
 Other fields are ignored; blank lines are skipped. A line that breaks these rules is one located
 line, ``FILE:LINE:COL: field: message`` (:class:`TraceError`), never a traceback.
 
@@ -20,10 +45,11 @@ at once.
 
 Token ids: the trace has none, so they are derived from the hash ids exactly as the reference
 replay does (``shared/tools/vllm-diff/trace_oracle.py``): block ``j`` with hash id ``h`` holds
-tokens ``h*512 .. h*512+511``, the last block only its first ``input_length - 512*(n-1)``
-(:func:`prompt_token_ids`). Equal hash-id prefixes then give equal vLLM block hashes at any block
-size that divides 512. These ids live in a token space of their own: they only feed prefix hashes,
-are never decoded or embedded, and are not bounded by a scenario's ``VOCAB_SIZE``.
+tokens ``h*b .. h*b+b-1`` (``b`` the trace's block tokens), the last block only its first
+``input_length - b*(n-1)`` (:func:`prompt_token_ids`). Equal hash-id prefixes then give equal vLLM
+block hashes at every allowed block size. These ids live in a token space of their own: they only
+feed prefix hashes, are never decoded or embedded, and are not bounded by a scenario's
+``VOCAB_SIZE``.
 """
 from __future__ import annotations
 
@@ -31,6 +57,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from typing import IO, NamedTuple
@@ -39,6 +66,7 @@ from blockviz.i18n import t
 from blockviz.i18n.trace import trace_message
 
 TRACE_BLOCK_TOKENS = 512            # the Mooncake format's block: what one hash id covers
+BAILIAN_BLOCK_TOKENS = 16           # the Qwen-Bailian traces' (qwen_*_blksz_16.jsonl)
 MAX_TRACE_BYTES = 1 << 30           # 1 GiB; the capacity page's uploads (200 MB) are well inside
 MAX_LINE_BYTES = 1 << 20            # a request of MAX_INPUT_LENGTH tokens needs ~2,048 ids: ~20 KB
 # The core's KVCacheManager caps a request at its max_model_len (2^20 tokens): a longer prompt
@@ -46,6 +74,16 @@ MAX_LINE_BYTES = 1 << 20            # a request of MAX_INPUT_LENGTH tokens needs
 MAX_INPUT_LENGTH = 1 << 20
 MAX_HASH_ID = (1 << 53) - 1         # JSON's exact integers; token ids stay below 2^62
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+CHAT_FIELDS = ("chat_id", "parent_chat_id", "turn", "type")   # Qwen-Bailian's own
+MAX_CHAT_ID = MAX_HASH_ID
+
+
+class Chat(NamedTuple):
+    """A Qwen-Bailian request's place in its conversation."""
+    chat_id: int
+    parent_chat_id: int         # -1: the first turn
+    turn: int
+    type: str
 
 
 class TraceRequest(NamedTuple):
@@ -54,6 +92,8 @@ class TraceRequest(NamedTuple):
     output_length: int
     hash_ids: list[int]
     line: int                   # 1-based line of the file it came from
+    block_tokens: int = TRACE_BLOCK_TOKENS   # the tokens one hash id covers
+    chat: Chat | None = None    # Qwen-Bailian: the conversation
 
 
 class TraceError(ValueError):
@@ -89,24 +129,51 @@ def _trace_error(file, line, col, field, key, fields) -> TraceError:
     return TraceError(file, line, col, field, key, **fields)
 
 
-def num_trace_blocks(input_length: int) -> int:
-    return -(-input_length // TRACE_BLOCK_TOKENS)
+def num_trace_blocks(input_length: int, block_tokens: int = TRACE_BLOCK_TOKENS) -> int:
+    return -(-input_length // block_tokens)
 
 
-def check_block_size(block_size: int) -> None:
-    """A replay's block size must divide the trace's 512-token blocks (so that trace blocks
-    split into whole vLLM blocks and equal ids give equal hashes)."""
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1 \
-            or TRACE_BLOCK_TOKENS % block_size:
+def allowed_block_sizes(block_tokens: int = TRACE_BLOCK_TOKENS) -> list[int]:
+    """The block sizes (up to 512, as ``blockviz trace capacity`` takes them) a trace whose ids
+    cover ``block_tokens`` tokens can be replayed at (module docstring)."""
+    if block_tokens == TRACE_BLOCK_TOKENS:
+        return [b for b in range(1, TRACE_BLOCK_TOKENS + 1) if TRACE_BLOCK_TOKENS % b == 0]
+    return [b for b in range(block_tokens, TRACE_BLOCK_TOKENS + 1, block_tokens)
+            if TRACE_BLOCK_TOKENS % b == 0]
+
+
+def block_size_problem(block_size: int, block_tokens: int = TRACE_BLOCK_TOKENS) -> tuple | None:
+    """None if a trace of ``block_tokens``-token ids can be replayed at ``block_size``; else the
+    i18n key and fields of the reason."""
+    if block_tokens == TRACE_BLOCK_TOKENS:
+        return None if TRACE_BLOCK_TOKENS % block_size == 0 else \
+            ("trace_err_block_size", {"value": block_size})
+    if block_size % block_tokens == 0:
+        return None
+    return ("trace_err_block_finer", {"value": block_size, "bt": block_tokens,
+                                      "allowed": _list(allowed_block_sizes(block_tokens))})
+
+
+def _list(values: list[int]) -> str:
+    return ", ".join(map(str, values))
+
+
+def check_block_size(block_size: int, block_tokens: int = TRACE_BLOCK_TOKENS) -> None:
+    """ValueError unless a trace of ``block_tokens``-token ids can be replayed at ``block_size``."""
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise ValueError(t("trace_err_block_size", "en", value=block_size))
+    problem = block_size_problem(block_size, block_tokens)
+    if problem:
+        raise ValueError(trace_message(problem[0], "en", **problem[1]))
 
 
-def prompt_token_ids(input_length: int, hash_ids: Iterable[int]) -> list[int]:
+def prompt_token_ids(input_length: int, hash_ids: Iterable[int],
+                     block_tokens: int = TRACE_BLOCK_TOKENS) -> list[int]:
     """The prompt's token ids, derived from its hash ids exactly as the reference replay does."""
     tokens: list[int] = []
     for j, h in enumerate(hash_ids):
-        k = min(TRACE_BLOCK_TOKENS, input_length - j * TRACE_BLOCK_TOKENS)
-        base = h * TRACE_BLOCK_TOKENS
+        k = min(block_tokens, input_length - j * block_tokens)
+        base = h * block_tokens
         tokens.extend(range(base, base + k))
     return tokens
 
@@ -121,16 +188,23 @@ def _is_int(v) -> bool:
     return type(v) is int            # not bool, not float (1.0 is not a length)
 
 
-def _check(obj: dict, text: str, file: str, line: int) -> TraceRequest:
+def _check(obj: dict, text: str, file: str, line: int, block_tokens: int) -> TraceRequest:
+    """One request; ``block_tokens``: 512 for a Mooncake trace, else a Qwen-Bailian one's."""
     def fail(field: str, key: str, **fields) -> TraceError:
         return TraceError(file, line, _column(text, field), field, key, **fields)
 
-    for field in FIELDS:
+    bailian = block_tokens != TRACE_BLOCK_TOKENS
+    for field in FIELDS + (CHAT_FIELDS if bailian else ()):
         if field not in obj:
-            raise TraceError(file, line, 1, "", "trace_err_missing", name=field)
+            raise TraceError(file, line, 1, "", "trace_err_missing_bailian" if bailian else
+                             "trace_err_missing", name=field)
+    if not bailian and any(f in obj for f in CHAT_FIELDS):
+        f = next(f for f in CHAT_FIELDS if f in obj)
+        raise fail(f, "trace_err_mixed")
     ts = obj["timestamp"]
     if type(ts) not in (int, float) or (type(ts) is float and not math.isfinite(ts)) or ts < 0:
-        raise fail("timestamp", "trace_err_timestamp", value=_show(ts))
+        raise fail("timestamp", "trace_err_seconds" if bailian else "trace_err_timestamp",
+                   value=_show(ts))
     n = obj["input_length"]
     if not _is_int(n) or not 1 <= n <= MAX_INPUT_LENGTH:
         raise fail("input_length", "trace_err_length", value=_show(n), lo=1, hi=f"{MAX_INPUT_LENGTH:,}")
@@ -141,14 +215,37 @@ def _check(obj: dict, text: str, file: str, line: int) -> TraceRequest:
     ids = obj["hash_ids"]
     if type(ids) is not list:
         raise fail("hash_ids", "trace_err_ids_list", value=_show(ids))
-    need = num_trace_blocks(n)
+    need = num_trace_blocks(n, block_tokens)
     if len(ids) != need:
-        raise fail("hash_ids", "trace_err_ids_count", got=len(ids), n=n, need=need)
+        raise fail("hash_ids", "trace_err_ids_count", got=len(ids), n=n, need=need, bt=block_tokens)
     for i, h in enumerate(ids):
         if not _is_int(h) or not 0 <= h <= MAX_HASH_ID:
             raise TraceError(file, line, _column(text, "hash_ids"), f"hash_ids[{i}]",
                              "trace_err_id", value=_show(h))
-    return TraceRequest(ts, n, out, ids, line)
+    if not bailian:
+        return TraceRequest(ts, n, out, ids, line)
+    chat = []
+    for field, lo in (("chat_id", 0), ("parent_chat_id", -1), ("turn", 1)):
+        v = obj[field]
+        if not _is_int(v) or not lo <= v <= MAX_CHAT_ID:
+            raise fail(field, "trace_err_length", value=_show(v), lo=lo, hi=f"{MAX_CHAT_ID:,}")
+        chat.append(v)
+    kind = obj["type"]
+    if type(kind) is not str or not kind or len(kind) > 40:
+        raise fail("type", "trace_err_type", value=_show(kind))
+    return TraceRequest(ts * 1000, n, out, ids, line, block_tokens, Chat(*chat, kind))
+
+
+_BLKSZ = re.compile(r"blksz_(\d{1,3})(?!\d)")
+
+
+def trace_block_tokens(obj: dict, file: str) -> int:
+    """The tokens one hash id covers, told from the first request (and the file's name)."""
+    if not any(f in obj for f in CHAT_FIELDS):
+        return TRACE_BLOCK_TOKENS
+    m = _BLKSZ.search(os.path.basename(file))
+    size = int(m.group(1)) if m else BAILIAN_BLOCK_TOKENS
+    return size if 1 <= size <= TRACE_BLOCK_TOKENS else BAILIAN_BLOCK_TOKENS
 
 
 def _show(value) -> str:
@@ -174,7 +271,7 @@ def _lines(f: IO[bytes], file: str) -> Iterator[tuple[int, bytes]]:
         yield line, raw
 
 
-def _parse(raw: bytes, file: str, line: int) -> TraceRequest | None:
+def _decode(raw: bytes, file: str, line: int) -> tuple[dict, str] | None:
     try:
         text = raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as e:
@@ -192,14 +289,15 @@ def _parse(raw: bytes, file: str, line: int) -> TraceRequest | None:
         raise TraceError(file, line, 1, "", "trace_err_number") from None
     if not isinstance(obj, dict):
         raise TraceError(file, line, 1, "", "trace_err_object")
-    return _check(obj, text, file, line)
+    return obj, text
 
 
 def iter_trace(source: str | os.PathLike | IO[bytes] | bytes, *, name: str | None = None,
-               limit: int | None = None) -> Iterator[TraceRequest]:
+               limit: int | None = None, block_size: int | None = None) -> Iterator[TraceRequest]:
     """The trace's requests in file order, read as a stream. ``source``: a path, a binary file
     object, or the file's bytes; ``name`` is what errors call it (default: the path, or
-    ``<trace>``); ``limit``: stop after that many requests."""
+    ``<trace>``); ``limit``: stop after that many requests; ``block_size``: the replay's, refused
+    (located at the first request) when the trace does not allow it."""
     if isinstance(source, bytes | bytearray | memoryview):
         f: IO[bytes] = io.BytesIO(bytes(source))
         file, close = name or "<trace>", True
@@ -216,13 +314,22 @@ def iter_trace(source: str | os.PathLike | IO[bytes] | bytes, *, name: str | Non
         f, file, close = source, name or getattr(source, "name", None) or "<trace>", False
     try:
         count = 0
+        block_tokens = None
         for line, raw in _lines(f, file):
             if limit is not None and count >= limit:
                 return
-            req = _parse(raw, file, line)
-            if req is not None:
-                count += 1
-                yield req
+            parsed = _decode(raw, file, line)
+            if parsed is None:
+                continue
+            obj, text = parsed
+            if block_tokens is None:
+                block_tokens = trace_block_tokens(obj, file)
+                problem = block_size and block_size_problem(block_size, block_tokens)
+                if problem:
+                    raise TraceError(file, line, _column(text, "hash_ids"), "hash_ids", problem[0],
+                                     **problem[1])
+            count += 1
+            yield _check(obj, text, file, line, block_tokens)
         if count == 0:
             raise TraceError(file, None, None, "", "trace_err_empty")
     finally:
@@ -236,14 +343,18 @@ def read_trace(source, *, name: str | None = None, limit: int | None = None) -> 
 
 
 def check_trace(source, *, name: str | None = None, limit: int | None = None) -> dict:
-    """Read the whole trace once, checking every line: its size (requests, prompt tokens, trace
-    blocks). Raises the first :class:`TraceError`."""
+    """Read the whole trace once, checking every line: its size (requests, prompt tokens, hash
+    blocks), the tokens one hash id covers and the block sizes it allows. Raises the first
+    :class:`TraceError`."""
     requests = tokens = blocks = 0
+    block_tokens = TRACE_BLOCK_TOKENS
     for r in iter_trace(source, name=name, limit=limit):
         requests += 1
         tokens += r.input_length
         blocks += len(r.hash_ids)
-    return {"requests": requests, "prompt_tokens": tokens, "trace_blocks": blocks}
+        block_tokens = r.block_tokens
+    return {"requests": requests, "prompt_tokens": tokens, "trace_blocks": blocks,
+            "block_tokens": block_tokens, "block_sizes": allowed_block_sizes(block_tokens)}
 
 
 # -- writing ----------------------------------------------------------------------------------

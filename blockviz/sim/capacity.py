@@ -25,7 +25,10 @@ determined by ``(h_j, k)`` and determining it. So two requests' blocks ``i`` hav
 hashes exactly when their hash ids ``h_0..h_j`` are equal and ``k`` is too, and the replay keys a
 block by ``K_j + k`` with ``K_j = blake2b-128(K_{j-1} + h_j)``: the same equalities as vLLM's
 hashes of the derived tokens, without per-token work (the tests check it against the manager fed
-real ``Request`` objects hashing those tokens with sha256: ``exact_tokens=True``).
+real ``Request`` objects hashing those tokens with sha256: ``exact_tokens=True``). A Qwen-Bailian
+trace's ids cover 16 tokens (``TraceRequest.block_tokens``): a block of ``g`` of them is keyed by
+the last one's ``K``, which fixes the ``g * i + g`` ids before it, as vLLM's chained hash does; a
+size finer than the trace's own blocks is refused (``blockviz.scenario.trace``).
 
 **Timed mode** (:func:`replay_timed`): requests arrive at their trace timestamps and go through
 blockviz's :class:`~blockviz.core.Scheduler` (vLLM 0.33's: running requests first, the token
@@ -41,7 +44,7 @@ the :data:`POINT_FIELDS` (a mode may add fields of its own after them).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 from blockviz.core import BlockHasher, KVCacheManager, Request, RequestStatus, Scheduler
@@ -74,16 +77,39 @@ def trace_block_keys(hash_ids: Iterable[int]) -> list[bytes]:
     return keys
 
 
-def block_keys(input_length: int, hash_ids: Iterable[int], block_size: int) -> list[bytes]:
+def block_keys(input_length: int, hash_ids: Iterable[int], block_size: int,
+               block_tokens: int = TRACE_BLOCK_TOKENS) -> list[bytes]:
     """The prefix keys of the request's full blocks of ``block_size`` tokens (see the module
-    docstring: equal keys exactly where vLLM's hashes of the derived tokens are equal)."""
-    per = TRACE_BLOCK_TOKENS // block_size
+    docstring: equal keys exactly where vLLM's hashes of the derived tokens are equal).
+    ``block_tokens``: the tokens one hash id covers; a block of several of them (a Qwen-Bailian
+    trace's 16-token ids) is keyed by its last one's chain."""
     keys = trace_block_keys(hash_ids)
     full = input_length // block_size
-    if per == 1:
-        return keys[:full]
-    suffixes = _SUFFIX[:per]
+    if block_size >= block_tokens:
+        group = block_size // block_tokens
+        return keys[group - 1::group][:full]
+    suffixes = _SUFFIX[:block_tokens // block_size]
     return [k + s for k in keys for s in suffixes][:full]
+
+
+def _units(r: TraceRequest, block_size: int) -> tuple[int, list[tuple[bytes, int]]]:
+    """(blocks per unit, [(unit key, the request's full blocks in it)]): the trace's own blocks
+    when ``block_size`` divides them, else the vLLM blocks themselves."""
+    if block_size >= r.block_tokens:
+        return 1, [(k, 1) for k in block_keys(r.input_length, r.hash_ids, block_size, r.block_tokens)]
+    per = r.block_tokens // block_size
+    full_total = r.input_length // block_size
+    return per, [(k, min(per, full_total - j * per)) for j, k in enumerate(trace_block_keys(r.hash_ids))]
+
+
+def _checked(trace: Iterable[TraceRequest], block_size: int) -> Iterator[TraceRequest]:
+    """The requests, each checked against the block size its trace allows."""
+    allowed = None
+    for r in trace:
+        if r.block_tokens != allowed:
+            check_block_size(block_size, r.block_tokens)
+            allowed = r.block_tokens
+        yield r
 
 
 class SequenceRequest:
@@ -108,13 +134,13 @@ class SequenceRequest:
 def _requests(trace: Iterable[TraceRequest], block_size: int, exact_tokens: bool):
     if exact_tokens:   # the reference path: real Requests hashing the derived tokens (slow)
         hasher = BlockHasher("sha256")
-        for i, r in enumerate(trace):
-            yield Request(request_id(i + 1), prompt_token_ids(r.input_length, r.hash_ids), hasher=hasher,
-                          block_size=block_size)
+        for i, r in enumerate(_checked(trace, block_size)):
+            yield Request(request_id(i + 1), prompt_token_ids(r.input_length, r.hash_ids, r.block_tokens),
+                          hasher=hasher, block_size=block_size)
         return
-    for i, r in enumerate(trace):
+    for i, r in enumerate(_checked(trace, block_size)):
         yield SequenceRequest(request_id(i + 1), r.input_length,
-                              block_keys(r.input_length, r.hash_ids, block_size))
+                              block_keys(r.input_length, r.hash_ids, block_size, r.block_tokens))
 
 
 def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks: int,
@@ -156,19 +182,17 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
 
     Kept per trace block, not per vLLM block: ``seen[K_j]`` is the most full sub-blocks any
     request had in trace block ``j`` (a request with sub-block ``k`` full has ``0..k-1`` full
-    too), so memory is one entry per distinct 512-token prefix block whatever ``block_size``."""
+    too), so memory is one entry per distinct 512-token prefix block whatever ``block_size``
+    (per vLLM block when one holds several of the trace's blocks)."""
     check_block_size(block_size)
-    per = TRACE_BLOCK_TOKENS // block_size
     seen: dict[bytes, int] = {}
     queries = hits = since = 0
-    for r in trace:
+    for r in _checked(trace, block_size):
         n = r.input_length
         limit = (n - 1) // block_size
-        full_total = n // block_size
         hit = 0
         counting = True
-        for j, key in enumerate(trace_block_keys(r.hash_ids)):
-            full = min(per, full_total - j * per)   # this request's full sub-blocks in block j
+        for key, full in _units(r, block_size)[1]:   # full: this request's full blocks in it
             before = seen.get(key, 0)
             if counting:
                 hit += min(before, full)
@@ -380,7 +404,7 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
             progress(since)
             since = 0
 
-    incoming = enumerate(trace)
+    incoming = enumerate(_checked(trace, block_size))
     pending = next(incoming, None)
     while True:
         while pending is not None and max(pending[1].timestamp / 1000.0, last_arrival) <= now:
@@ -395,11 +419,13 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
             else:
                 max_tokens = max(1, r.output_length)
                 if exact_tokens:
-                    req = Request(request_id(i + 1), prompt_token_ids(r.input_length, r.hash_ids),
+                    req = Request(request_id(i + 1), prompt_token_ids(r.input_length, r.hash_ids,
+                                                                      r.block_tokens),
                                   hasher=hasher, block_size=block_size, max_tokens=max_tokens)
                 else:
                     req = TimedRequest(i, r.input_length,
-                                       block_keys(r.input_length, r.hash_ids, block_size), max_tokens,
+                                       block_keys(r.input_length, r.hash_ids, block_size, r.block_tokens),
+                                       max_tokens,
                                        block_size)
                 scheduler.add_request(req)
                 arrival[req.request_id] = at
@@ -604,14 +630,11 @@ def trace_extent(trace: Iterable[TraceRequest], *, block_size: int) -> dict:
     distinct full prompt blocks of the whole trace, plus the largest request: a pool that big
     never evicts a prompt block in sequence mode)."""
     check_block_size(block_size)
-    per = TRACE_BLOCK_TOKENS // block_size
     seen: dict[bytes, int] = {}
     largest = 0
-    for r in trace:
+    for r in _checked(trace, block_size):
         largest = max(largest, needed_blocks(r.input_length, r.output_length, block_size, NO_LENGTH_CAP))
-        full_total = r.input_length // block_size
-        for j, key in enumerate(trace_block_keys(r.hash_ids)):
-            full = min(per, full_total - j * per)
+        for key, full in _units(r, block_size)[1]:
             if full > seen.get(key, 0):
                 seen[key] = full
     return {"largest": largest, "working_set": sum(seen.values()) + largest}

@@ -62,7 +62,6 @@ import time
 from collections.abc import Callable, Iterable
 
 from blockviz.scenario.trace import (
-    TRACE_BLOCK_TOKENS,
     TraceRequest,
     check_block_size,
     iter_trace,
@@ -170,7 +169,8 @@ class _Pass:
 
     def __init__(self, block_size: int, free_order: str) -> None:
         self.bs = block_size
-        self.per = TRACE_BLOCK_TOKENS // block_size
+        self.bt = None                # the tokens one hash id covers (the first request's)
+        self.per = self.group = 1     # blocks per hash block / hash blocks per block
         self.append_order = free_order == "append"
         self.trie: dict[int, int] = {}   # (parent id << 53 | hash id) -> trie id
         self.last: list[int] = []     # block size 512: per trie node, the latest request with it
@@ -210,11 +210,26 @@ class _Pass:
                     lo = mid + 1
                 else:
                     hi = mid
-        return min(lo * self.per, self.F[r], self.F[y])
+        return min(lo * self.per // self.group, self.F[r], self.F[y])
 
     def node(self, r: int, i: int) -> int:
-        per = self.per
+        """Block i of request r's path, as a number (the same for every request through it)."""
+        per, group = self.per, self.group
+        if group > 1:
+            return self.tids[r][(i + 1) * group - 1]
         return self.tids[r][i // per] * per + i % per
+
+    def set_block_tokens(self, block_tokens: int) -> None:
+        """The trace's hash block (from its first request): blocks per hash block or the reverse."""
+        if self.bt is None:
+            check_block_size(self.bs, block_tokens)
+            self.bt = block_tokens
+            if self.bs <= block_tokens:
+                self.per = block_tokens // self.bs
+            else:
+                self.group = self.bs // block_tokens
+        elif block_tokens != self.bt:
+            raise ValueError(f"one trace mixes {self.bt}- and {block_tokens}-token hash blocks")
 
     # -- the canonical stack ----------------------------------------------------------------
     def w_after(self, y: int) -> int:
@@ -245,33 +260,36 @@ class _Pass:
     def _walk(self, r: int, hash_ids, F: int):
         """The request's trie ids, and its path's canonical owners: runs [y, i_lo, i_hi] of
         blocks whose latest accessor is y (the top of y's chunk); marks r as their accessor."""
-        per = self.per
+        per, group = self.per, self.group
         trie = self.trie
         tids = []
         runs: list[list[int]] = []
         parent = -1
         covered = 0
-        if per == 1:
+        if per == 1:                  # a block = `group` hash blocks: keyed by the last one's node
             last = self.last
             seen = True
-            for h in hash_ids[:F]:
+            end = group - 1
+            for j, h in enumerate(hash_ids[:F * group]):
                 key = parent << 53 | h
                 u = trie.get(key)
                 if u is None:
                     u = trie[key] = len(last)
-                    last.append(r)
-                    seen = False
-                else:
-                    if seen:
-                        y = last[u]
-                        if runs and runs[-1][0] == y:
-                            runs[-1][2] += 1
-                        else:
-                            runs.append([y, covered, covered + 1])
-                        covered += 1
-                    last[u] = r
+                    last.append(-1)
                 tids.append(u)
                 parent = u
+                if j % group != end:
+                    continue
+                y = last[u]
+                if y < 0:
+                    seen = False
+                elif seen:
+                    if runs and runs[-1][0] == y:
+                        runs[-1][2] += 1
+                    else:
+                        runs.append([y, covered, covered + 1])
+                    covered += 1
+                last[u] = r
             return tids, runs, covered
         stair = self.stair
         seen = True
@@ -313,6 +331,8 @@ class _Pass:
         F, B = n // bs, -(-n // bs)
         p = B - F
         self.lengths.append((B, n, F))
+        if req.block_tokens != self.bt:
+            self.set_block_tokens(req.block_tokens)
         tids, runs, covered = self._walk(r, req.hash_ids, F)
         self.tids.append(tids)
         self.F.append(F)
@@ -767,7 +787,8 @@ def curve_sweep(traces, *, block_size: int, pool_blocks, free_orders=("split",),
     reports = []
     for trace in map(str, traces):
         for order in free_orders:
-            curve = curve_sequence(iter_trace(trace, limit=limit), block_size=block_size,
+            curve = curve_sequence(iter_trace(trace, limit=limit, block_size=block_size),
+                                   block_size=block_size,
                                    free_order=order, progress=progress and advance)
             reports.append({"requests": curve.requests, "block_size": block_size, "free_order": order,
                             "ceiling": curve.ceiling(), "points": [curve.point(p) for p in pool_blocks],

@@ -43,9 +43,10 @@ def _paths(trace: Sequence[TraceRequest], block_size: int) -> list[tuple[int, in
     """(n, B, L, keys of the full blocks) per request."""
     out = []
     for r in trace:
+        check_block_size(block_size, r.block_tokens)
         n = r.input_length
         out.append((n, -(-n // block_size), (n - 1) // block_size,
-                    block_keys(n, r.hash_ids, block_size)))
+                    block_keys(n, r.hash_ids, block_size, r.block_tokens)))
     return out
 
 
@@ -157,7 +158,8 @@ def add_optimal(reports: list[dict], traces: Sequence[str], *, block_size: int,
         progress(done[0], total)
 
     for trace, mine, pools in plans:
-        best = optimal_hits(iter_trace(trace, limit=limit), block_size=block_size, pool_blocks=pools,
+        best = optimal_hits(iter_trace(trace, limit=limit, block_size=block_size),
+                            block_size=block_size, pool_blocks=pools,
                             progress=progress and advance)
         for rep in mine:
             for p in rep["points"]:

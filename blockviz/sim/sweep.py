@@ -230,7 +230,7 @@ def trace_reach(source, *, block_size: int, limit: int | None = None, name: str 
     its requests, and the most blocks of ``block_size`` it could ever hold — every request's
     prompt and output at once, in any mode."""
     requests = most = 0
-    for r in iter_trace(source, name=name, limit=limit):
+    for r in iter_trace(source, name=name, limit=limit, block_size=block_size):
         requests += 1
         most += -(-(r.input_length + r.output_length) // block_size)
     return {"requests": requests, "most_blocks": most}

@@ -24,7 +24,9 @@ def test_a_trace_reads_request_by_request(tmp_path):
     assert [(r.input_length, r.hash_ids, r.line) for r in reqs] == [
         (512, [0], 1), (1024, [0, 1], 2), (13, [7], 3)]
     assert T.read_trace(path, limit=2)[-1].line == 2
-    assert T.check_trace(path) == {"requests": 3, "prompt_tokens": 1549, "trace_blocks": 4}
+    assert T.check_trace(path) == {"requests": 3, "prompt_tokens": 1549, "trace_blocks": 4,
+                                   "block_tokens": 512,
+                                   "block_sizes": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]}
 
 
 def test_other_fields_are_ignored_and_floats_are_times():
