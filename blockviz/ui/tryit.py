@@ -13,7 +13,7 @@ from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import ErrorMessage
 from blockviz.render import blocks as rblocks
 from blockviz.render.theme import esc, heading_html
-from blockviz.scenario import ScenarioError, load_text
+from blockviz.scenario import ScenarioError
 from blockviz.scenario.schema import Scenario
 from blockviz.sim.fork import (
     arrive_event,
@@ -65,10 +65,9 @@ class Fork:
 
 
 def _run_fork(fork: Fork) -> data.PlayerRun:
-    """Load the fork's YAML (the same text a download gives) and run it; ScenarioError if the
-    file is not valid or an event is not allowed."""
-    loaded = load_text(fork.text(), FORK_FILE)
-    run = worker.make_user_run(st.session_state, "fork", loaded, fork.text())
+    """Load the fork's YAML (the same text a download gives) and run it, in a worker (the text holds
+    what the session typed); ScenarioError if it is not valid or an event is not allowed."""
+    run = worker.make_user_run(st.session_state, "fork", fork.text(), FORK_FILE)
     if run.timeline.error is not None:
         raise run.timeline.error
     if run.stopped is not None:

@@ -469,26 +469,26 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False,
         _slots.release()
 
 
-def run_in_worker(key: str, loaded, text: str, budget: Budget):
-    """The PlayerRun of ``text`` (a scenario the server itself built, loaded as ``loaded``) run in
-    a worker within ``budget``; ScenarioError when it does not load, is refused, the server is
-    busy or the worker had to be stopped."""
+def run_text(key: str, text: str, file: str, budget: Budget):
+    """The PlayerRun of ``text`` (named ``file`` in messages) run in a worker within ``budget``;
+    ScenarioError when it does not load, is refused, the server is busy or the worker had to be
+    stopped."""
     from blockviz.ui import data
-    outcome = run_source(key, Source("text", loaded.file, text), budget, max_steps=data.PREVIEW_MAX_STEPS)
+    outcome = run_source(key, Source("text", file, text), budget, max_steps=data.PREVIEW_MAX_STEPS)
     if outcome.error is not None:
         raise outcome.error
     if outcome.refusal is not None:
         from blockviz.i18n import t
         k, fields = outcome.refusal
-        raise ScenarioError(loaded.file, None, None, "", t(k, "en", file=loaded.file, **fields))
+        raise ScenarioError(file, None, None, "", t(k, "en", file=file, **fields))
     return outcome.run
 
 
-def make_user_run(state, kind: str, loaded, text: str):
-    """Run a scenario the server built (a fork, a trace's window: ``text``, loaded as ``loaded``)
-    in a worker process within the preview budget (``ui.data.PREVIEW_BUDGET``)."""
+def make_user_run(state, kind: str, text: str, file: str):
+    """Run a session's scenario text (a fork: ``text``, named ``file``) in a worker process within
+    the preview budget (``ui.data.PREVIEW_BUDGET``)."""
     from blockviz.ui import data
-    return run_in_worker(session.user_run_key(state, kind), loaded, text, data.PREVIEW_BUDGET)
+    return run_text(session.user_run_key(state, kind), text, file, data.PREVIEW_BUDGET)
 
 
 def user_outcome(state, kind: str, source: Source, *, share: bool = False) -> Outcome:

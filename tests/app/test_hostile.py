@@ -114,12 +114,12 @@ def test_a_worker_over_its_memory_cap_is_stopped_with_a_located_message(monkeypa
     leaves no room for the KV store the budget itself allows, so the process runs out of memory
     (torch cannot allocate) — it is stopped, and the session told so, at the step it was in."""
     from blockviz.i18n.errors import knows
-    from blockviz.scenario import ScenarioError, load_text
+    from blockviz.scenario import ScenarioError
     budget = Budget(tensor_bytes=256 << 20, seconds=60)
     monkeypatch.setattr(worker, "MEMORY_MARGIN", -(256 << 20) + (8 << 20))
     text = HOSTILE.replace("num_blocks: 900", "num_blocks: 8000")
     with pytest.raises(ScenarioError) as e:
-        worker.run_in_worker("user:test:1", load_text(text, "m.yaml"), text, budget)
+        worker.run_text("user:test:1", text, "m.yaml", budget)
     # where the cap bites depends on what the process had mapped when it started: the store
     # (a located config error) or a later step (the step's line)
     where = (e.value.path, e.value.line)
@@ -133,5 +133,5 @@ def test_a_worker_over_its_memory_cap_is_stopped_with_a_located_message(monkeypa
     assert knows(e.value.message)
     # the server goes on: the next preview runs
     small = SMALL
-    run = worker.run_in_worker("user:test:3", load_text(small, "s.yaml"), small, Budget(seconds=60))
+    run = worker.run_text("user:test:3", small, "s.yaml", Budget(seconds=60))
     assert run.last == 3 and run.timeline.error is None
