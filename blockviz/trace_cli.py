@@ -232,8 +232,11 @@ class ProgressBar:
     def _line(self, done: int, total: int, frac: float, now: float) -> str:
         filled = int(frac * self.width)
         bar = "#" * filled + "-" * (self.width - filled)
+        elapsed = now - self.start
+        rate = done / elapsed if elapsed > 0 else 0.0
+        left = f", ~{(total - done) / rate:,.0f} s left" if rate > 0 and done < total else ""
         return (f"{self.label} [{bar}] {frac:4.0%} {done:,}/{total:,} {self.unit} "
-                f"{now - self.start:.1f} s")
+                f"{elapsed:.1f} s ({rate:,.0f}/s{left})")
 
 
 # -- commands ---------------------------------------------------------------------------------

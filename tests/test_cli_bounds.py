@@ -68,6 +68,20 @@ def test_a_hostile_option_is_one_located_line_and_exit_2(args, words):
     refused(cli(*args), *words)
 
 
+@pytest.mark.parametrize("args, option", [
+    (["live", "tcp://127.0.0.1:1", "--dp-ranks", "100000"], "--dp-ranks"),
+    (["live", "tcp://127.0.0.1:1", "--until-idle", "nan"], "--until-idle"),
+    (["live", "tcp://127.0.0.1:1", "--replay-timeout", "inf"], "--replay-timeout"),
+    (["live", "tcp://127.0.0.1:1", "--max-message-bytes", "99999999999999"], "--max-message-bytes"),
+    (["live", "tcp://127.0.0.1:1", "--max-hashes", "1000000000000"], "--max-hashes"),
+    (["publish", "six-blocks", "--hold-s", "1e300"], "--hold-s"),
+])
+def test_the_live_commands_bound_their_options(args, option):
+    out = cli(*args)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"argument {option}:" in out.stderr and "at most" in out.stderr, out.stderr
+
+
 def test_trace_capacity_refuses_a_pool_the_trace_can_never_fill(small_trace):
     out = cli("trace", "capacity", str(small_trace), "--pool-blocks", "2147483648", timeout=60)
     refused(out, "--pool-blocks 2,147,483,648", "can never use more than", "20 requests")

@@ -17,33 +17,36 @@ import sys
 EXIT_INPUT = 2
 
 
-def _positive(kind):
+def _positive(kind, hi):
+    """A number above 0 and at most ``hi`` (every option is bounded; NaN and infinity are not
+    numbers here)."""
     def parse(text: str):
         try:
             v = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if v <= 0:
-            raise argparse.ArgumentTypeError(f"{text} must be > 0")
+        if not 0 < v <= hi:
+            most = f"{hi:,}" if isinstance(hi, int) else f"{hi:,g}"
+            raise argparse.ArgumentTypeError(f"{text} must be > 0 and at most {most}")
         return v
     return parse
 
 
-def _non_negative(text: str) -> float:
+def _non_negative(text: str, hi: float = 86_400.0) -> float:
     try:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a number >= 0")
+    if not 0 <= v <= hi:
+        raise argparse.ArgumentTypeError(f"{text} must be a number >= 0 and at most {hi:,g}")
     return v
 
 
 def _limits(p: argparse.ArgumentParser) -> None:
     from blockviz.live.reducer import MAX_HASHES, MAX_TOKENS_PER_HASH
-    p.add_argument("--max-hashes", type=_positive(int), default=None, metavar="N",
+    p.add_argument("--max-hashes", type=_positive(int, 1 << 27), default=None, metavar="N",
                    help=f"cached hashes kept per rank at most (default {MAX_HASHES:,})")
-    p.add_argument("--max-tokens-per-hash", type=_positive(int), default=None, metavar="N",
+    p.add_argument("--max-tokens-per-hash", type=_positive(int, 1 << 20), default=None, metavar="N",
                    help=f"token ids kept per hash at most (default {MAX_TOKENS_PER_HASH:,})")
 
 
@@ -247,20 +250,20 @@ def add_parser(sub) -> None:
     lv.add_argument("--bind", action="store_true",
                     help="bind the SUB socket (when vLLM connects its PUB: an endpoint without *)")
     lv.add_argument("--topic", default="", help="KVEventsConfig.topic (default empty: all)")
-    lv.add_argument("--dp-ranks", type=_positive(int), default=1, metavar="N",
+    lv.add_argument("--dp-ranks", type=_positive(int, 1024), default=1, metavar="N",
                     help="data-parallel ranks: rank r on the endpoint's port + r (default 1)")
     lv.add_argument("--replay", default=None, metavar="ENDPOINT",
                     help="the replay ROUTER (KVEventsConfig.replay_endpoint): asked from seq 0 at "
                          "start and for every gap")
     lv.add_argument("--record", default=None, metavar="FILE",
                     help="write every message received (vllm-kv-events-capture/1)")
-    lv.add_argument("--until-idle", type=_positive(float), default=None, metavar="S",
+    lv.add_argument("--until-idle", type=_positive(float, 86_400.0), default=None, metavar="S",
                     help="stop after S seconds without a message (counted from the start too)")
-    lv.add_argument("--max-batches", type=_positive(int), default=None, metavar="N",
+    lv.add_argument("--max-batches", type=_positive(int, 1 << 62), default=None, metavar="N",
                     help="stop after N batches")
-    lv.add_argument("--replay-timeout", type=_positive(float), default=5.0, metavar="S",
+    lv.add_argument("--replay-timeout", type=_positive(float, 3_600.0), default=5.0, metavar="S",
                     help="give up a replay that is quiet for S seconds (default 5)")
-    lv.add_argument("--max-message-bytes", type=_positive(int), default=64 << 20, metavar="N",
+    lv.add_argument("--max-message-bytes", type=_positive(int, 1 << 30), default=64 << 20, metavar="N",
                     help="refuse frames over N bytes (default 64 MiB)")
     lv.add_argument("--json", action="store_true", help="print the final state as JSON")
     lv.add_argument("--lang", choices=["en", "zh"], default="en")
@@ -286,7 +289,7 @@ def add_parser(sub) -> None:
                     help="wait before the first step so subscribers can subscribe (default 1)")
     pb.add_argument("--hold-s", type=_non_negative, default=2.0, metavar="S",
                     help="keep answering replay requests after the last batch (default 2)")
-    pb.add_argument("--buffer-steps", type=_positive(int), default=10_000, metavar="N",
+    pb.add_argument("--buffer-steps", type=_positive(int, 1 << 24), default=10_000, metavar="N",
                     help="KVEventsConfig.buffer_steps: batches kept for replay (default 10000)")
     pb.add_argument("--no-payloads", action="store_true",
                     help="skip the KV tensors (as blockviz json --no-payloads: outputs the scenario "

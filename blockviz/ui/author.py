@@ -75,6 +75,7 @@ def _on_upload() -> None:
     if f is None:
         return
     name = f.name
+    worker.watch(ss)                     # its bytes (in Streamlit's memory) go with the session
     if f.size > MAX_FILE_BYTES:          # refused before a byte of it is read
         ss[session.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": ErrorMessage(
             f"the file is {f.size:,} bytes; the limit is {MAX_FILE_BYTES:,}")}, "error")

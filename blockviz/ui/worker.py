@@ -733,3 +733,21 @@ _watchdog = _Watchdog()
 def hold(thing) -> None:
     """Release ``thing`` (it has ``release()``) when the session running this script ends."""
     _watchdog.hold(session_id(), thing)
+
+
+class _Watched:
+    """Nothing to release but the session's uploads (the watchdog frees Streamlit's copy)."""
+
+    def release(self) -> None:
+        pass
+
+
+def watch(state) -> None:
+    """Have the session running this script watched, so that its uploads (Streamlit keeps their
+    bytes in memory) are freed once it ends, even when it holds nothing else."""
+    if not isinstance(state.get(WATCHED), _Watched):
+        state[WATCHED] = _Watched()
+        hold(state[WATCHED])
+
+
+WATCHED = "bv_watched"

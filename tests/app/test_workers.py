@@ -57,6 +57,7 @@ def test_the_server_process_parses_no_user_text(page, monkeypatch):
                                                   "application/x-yaml"))
     p.run()
     assert "id: mine" in p.editor_text()
+    assert isinstance(p.state[worker.WATCHED], worker._Watched)    # its bytes go with the session
     code = p.state["bv_author_checked"][2].share
     linked = page({"s": code, "step": "2"})
     assert linked.state["bv_user_run"].scenario.id == "mine" and not errors(linked)
@@ -198,3 +199,50 @@ def test_a_full_server_tells_a_sweep_it_cannot_start_yet(page, monkeypatch, lang
         slots.release()
     settle(_start_sweep(p, 200, sizes=2))              # a slot is free: it runs
     assert p.state[session.CAPT_SWEEP] is not None and not errors(p)
+
+
+def test_the_watchdog_releases_what_a_session_held_once_its_tab_has_been_gone_a_while(monkeypatch):
+    """Gone: not an active session of the runtime (its websocket closed). A reconnect in time
+    keeps everything; past ENDED_AFTER_S its things are released and its uploads freed."""
+    import streamlit.runtime
+    released, freed = [], []
+
+    class Thing:
+        def release(self):
+            released.append(self)
+
+    class Uploads:
+        def remove_session_files(self, sid):
+            freed.append(sid)
+
+    class Runtime:
+        active = {"a", "b"}
+        uploaded_file_mgr = Uploads()
+
+        @classmethod
+        def exists(cls):
+            return True
+
+        @classmethod
+        def instance(cls):
+            return cls
+
+        @classmethod
+        def is_active_session(cls, sid):
+            return sid in cls.active
+    monkeypatch.setattr(streamlit.runtime, "Runtime", Runtime)
+    w = worker._Watchdog()
+    monkeypatch.setattr(w, "start", lambda: None)
+    a1, a2, b = Thing(), Thing(), Thing()
+    for sid, thing in (("a", a1), ("a", a2), ("b", b)):
+        w.hold(sid, thing)
+    assert w.check(now=0) == []
+    Runtime.active = {"b"}                                  # a's tab closed
+    assert w.check(now=100) == [] and w.check(now=100 + worker.ENDED_AFTER_S - 1) == []
+    Runtime.active = {"a", "b"}                             # ... and came back in time
+    assert w.check(now=200) == []
+    Runtime.active = {"b"}
+    assert w.check(now=300) == []
+    assert w.check(now=300 + worker.ENDED_AFTER_S) == ["a"]
+    assert set(map(id, released)) == {id(a1), id(a2)} and freed == ["a"]
+    assert w.check(now=1000) == [] and "a" not in w.held and "b" in w.held
