@@ -17,10 +17,10 @@ def test_there_are_lessons():
     assert "six-blocks" in ids and len(ids) >= 9
 
 
-def test_the_readme_table_lists_every_lesson_with_its_point():
+def test_the_docs_table_lists_every_lesson_with_its_point():
     import re
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "scenarios.md").read_text(encoding="utf-8")
     table = readme.split("Built-in lessons (`scenarios/`):", 1)[1].split("\n\n", 2)[1]
     listed = {}
     for row in table.splitlines()[2:]:
