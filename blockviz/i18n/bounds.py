@@ -38,6 +38,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "job_left": (" · about {s} left", " · 约剩 {s}"),
     "job_at_sweep": ("{done} of {total} requests replayed", "已回放 {done} / {total} 个请求"),
     "job_at_read": ("{done} lines read", "已读 {done} 行"),
+    "job_at_measuring": ("while measuring the trace, before the replays", "在测量 trace 时，回放还没开始"),
     "job_stopped_stop": ("Stopped ({what}: {at}).", "已停止（{what}：{at}）。"),
     "job_stopped_time": ("Stopped after {s}, the page's limit for one job ({what}: {at}). The command "
                          "line has no such limit: `{cmd}`",

@@ -140,6 +140,7 @@ class SweepTrace:
 
     def __call__(self, report) -> dict:
         from blockviz.sim.sweep import trace_reach
+        report(force=True, phase="measuring")
         requests = iter_trace(self.path, name=self.name, limit=self.limit)
         extent = trace_extent(requests, block_size=self.block_size)
         most = trace_reach(self.path, name=self.name, block_size=self.block_size, limit=self.limit)

@@ -59,6 +59,8 @@ def _job_panel(key: str, lang: str) -> None:
         text = t("job_sweep_progress", lang, pct=100 * done // total, done=f"{done:,}", total=f"{total:,}",
                  runs=p.get("runs", 0), rate=f"{rate:,.0f}", s=duration(s.seconds), left=left)
         st.progress(min(1.0, done / total), text=text)
+    elif p.get("phase") == "measuring":  # a sweep, before its replays
+        st.progress(0.0, text=f"{t('capt_sizing', lang)} {duration(s.seconds)}")
     else:
         st.progress(0.0, text=t("job_reading", lang, n=f"{p.get('lines', 0):,}", s=duration(s.seconds)))
     if st.button(t("job_stop", lang), key=f"b_stop_{key}", icon=":material/stop_circle:"):
@@ -92,8 +94,12 @@ def stopped_message(state, lang: str, what: dict) -> tuple[str, dict] | None:
         return "capt_bad_trace", {"msg": md_escape(text)}
     if state.status == "stopped":
         p = state.progress
-        at = (t("job_at_sweep", lang, done=f"{p.get('done', 0):,}", total=f"{p['total']:,}") if "total" in p
-              else t("job_at_read", lang, done=f"{p.get('lines', 0):,}"))
+        if "total" in p:
+            at = t("job_at_sweep", lang, done=f"{p.get('done', 0):,}", total=f"{p['total']:,}")
+        elif p.get("phase") == "measuring":
+            at = t("job_at_measuring", lang)
+        else:
+            at = t("job_at_read", lang, done=f"{p.get('lines', 0):,}")
         return f"job_stopped_{state.why}", {"s": duration(state.seconds), "at": at,
                                             "mb": (worker.JOB_BUDGET.tensor_bytes or 0) >> 20, **what}
     return None

@@ -37,6 +37,7 @@ OPEN = "bv_open_"           # + an expander's key: it is open (its content runs)
 MEMO = "bv_memo"            # {run key: {kind: {args: value}}}, least recently drawn first
 SESSION_ID = "bv_uid"       # this session's id, in its runs' keys
 RUNS_MADE = "bv_runs"       # how many runs this session has made
+WATCHED = "bv_watched"      # worker._Watched: the session's uploads are freed when it ends
 # self-check and try it yourself (ui.tryit)
 SC_RESULT = "bv_sc_result"     # {"at": (run key, step, kind), "answer": tuple}
 SC_ANSWER = "bv_sc_answer"     # {"run", "step", "ids", "kind"}: the revealed answer, on the board

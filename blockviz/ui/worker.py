@@ -745,9 +745,6 @@ class _Watched:
 def watch(state) -> None:
     """Have the session running this script watched, so that its uploads (Streamlit keeps their
     bytes in memory) are freed once it ends, even when it holds nothing else."""
-    if not isinstance(state.get(WATCHED), _Watched):
-        state[WATCHED] = _Watched()
-        hold(state[WATCHED])
-
-
-WATCHED = "bv_watched"
+    if not isinstance(state.get(session.WATCHED), _Watched):
+        state[session.WATCHED] = _Watched()
+        hold(state[session.WATCHED])
