@@ -86,7 +86,7 @@ def test_quick_run_writes_a_report(tmp_path):
     assert f"report written to {out}" in proc.stdout
     report = json.loads(out.read_text())
     assert set(report["benchmarks"]) == {"core", "scale", "tensors", "tier", "board", "capacity",
-                                         "json_stream", "sched", "load", "figures", "live"}
+                                         "json_stream", "sched", "load", "figures", "live", "curve"}
     core = report["benchmarks"]["core"]
     assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
     scale = report["benchmarks"]["scale"]
@@ -192,3 +192,19 @@ def test_live_benchmark_checks_its_stream_and_reports_both_budgets():
     assert [c["hashes"] for c in result["page"]][0] < result["page"][-1]["hashes"]
     assert [b["unit"] for b in result["budgets"]] == ["events/s", "s"]
     assert "events/s" in live.render(result)
+
+
+def test_curve_benchmark_checks_the_curve_against_the_replay_and_reports_its_budgets():
+    """``bench curve --quick``: the one pass and one replay side by side at both block sizes (the run
+    raises if the curve's point differs from the replay's), peak memory for half and all of the
+    trace, a trace with retries; three budgets, no timing asserted."""
+    from bench import curve
+    result = curve.run(1, True, lambda msg: None)
+    for key in ("bs512", "bs16", "retries"):
+        r = result[key]
+        assert r["point"]["requests"] > 0 and r["ratio"] > 0 and r["change_points"] > 1
+    assert result["retries"]["requests"] > result["requests"]
+    assert all(m["whole_bytes"] > m["half_bytes"] > 0 for m in result["memory"].values())
+    assert [b["unit"] for b in result["budgets"]] == ["x", "x", "x"]
+    assert [b["limit"] for b in result["budgets"]] == [1.0, 2.0, 2.2]
+    assert "the whole curve" in curve.render(result)
