@@ -2,7 +2,7 @@
 peak RSS is its own. Pinned to one CPU; prints one JSON line.
 
 Measures: generating and validating the scenario, ``blockviz.sim.runner.run`` to the end with a full
-timeline (wall and CPU time), peak RSS, and ``Timeline.snapshot(i)`` at random steps never asked
+timeline (wall and CPU time), peak RSS, and ``Timeline.step(i)`` at random steps never asked
 for before (each jump from a cold start, apart from what the timeline keeps itself).
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ def measure(params: dict) -> dict:
     jumps, jumps_cpu = [], []
     for i in indices:
         t, c = time.perf_counter(), time.process_time()
-        timeline.snapshot(i)
+        timeline.step(i)
         jumps.append(time.perf_counter() - t)
         jumps_cpu.append(time.process_time() - c)
     stats = engine.manager.prefix_cache_stats

@@ -47,7 +47,7 @@ def test_within_the_budget_nothing_changes():
                                              seconds=60))
     _, free = run(loaded(steps), budget=None)
     assert tl.error is None and len(tl) == len(free) == 3
-    assert tl.snapshot(2).requests["A"].token_ids == free.snapshot(2).requests["A"].token_ids
+    assert tl.step(2).requests["A"].token_ids == free.step(2).requests["A"].token_ids
 
 
 def test_tokens_stop_the_step_that_passes_them_at_its_line():

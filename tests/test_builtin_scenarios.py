@@ -59,7 +59,7 @@ def test_lessons_use_only_what_vllm_s_scheduler_does(path, run_file):
     engine, tl = run_file(path, payloads=False)
     for i, step in enumerate(engine.scenario.steps, 1):
         assert step.kind not in ("decode", "preempt") and not step.teaching_only, f"step {i}"
-        snap = tl.snapshot(i)
+        snap = tl.step(i)
         assert not snap.teaching_only and not any(es.teaching_only for es in snap.engine_steps)
 
 
@@ -69,7 +69,7 @@ def test_scenario_is_deterministic(path, run_file):
     _, a = run_file(path)
     _, b = run_file(path)
     for i in range(len(a)):
-        sa, sb = a.snapshot(i), b.snapshot(i)
+        sa, sb = a.step(i), b.step(i)
         assert sa.free_queue == sb.free_queue and sa.block_hash == sb.block_hash
         assert {r: v.token_ids for r, v in sa.requests.items()} == \
                {r: v.token_ids for r, v in sb.requests.items()}
@@ -89,7 +89,7 @@ def test_later_steps_never_change_earlier_ones(path):
     short = full.scenario.model_copy(update={"steps": full.scenario.steps[:cut]})
     _, part = run(LoadedScenario(short, str(path), full.marks))
     for i in range(len(part)):
-        a, b = whole.snapshot(i), part.snapshot(i)
+        a, b = whole.step(i), part.step(i)
         assert {r: v.token_ids for r, v in a.requests.items()} == \
                {r: v.token_ids for r, v in b.requests.items()}, f"step {i}"
         assert a.block_hash == b.block_hash and a.free_queue == b.free_queue

@@ -40,7 +40,7 @@ def test_a_fork_of_every_builtin_replays_to_the_same_states(path):
         _, b = run(forked)
         assert len(b) == k + 1
         for i in range(k + 1):
-            assert state(full.snapshot(i)) == state(b.snapshot(i)), (k, i)
+            assert state(full.step(i)) == state(b.step(i)), (k, i)
 
 
 def test_a_fork_replays_with_or_without_pinned_outputs(root):
@@ -51,13 +51,13 @@ def test_a_fork_replays_with_or_without_pinned_outputs(root):
     _, full = run(loaded)
     bare = load_text(F.fork_text(loaded.scenario, 2, F.fork_steps(loaded.scenario, 2)))
     _, b = run(bare)
-    assert state(b.snapshot(2)) == state(full.snapshot(2))
+    assert state(b.step(2)) == state(full.step(2))
     outputs = F.observed_outputs(loaded.scenario, full, 2)
     assert outputs and all(outputs.values())
     pinned = F.fork_steps(loaded.scenario, 2, full)
     assert [d["arrive"]["output"] for d in pinned] == [list(v) for _, v in sorted(outputs.items())]
     _, c = run(load_text(F.fork_text(loaded.scenario, 2, pinned)))
-    assert state(c.snapshot(2)) == state(full.snapshot(2))
+    assert state(c.step(2)) == state(full.step(2))
 
 
 def test_outputs_after_a_rewind_belong_to_the_request_s_new_life(root):
@@ -206,5 +206,5 @@ def test_new_words_in_added_events_leave_the_forked_steps_as_they_were(root):
     forked = load_text(F.fork(loaded.scenario, 3, full, extra))
     _, b = run(forked)
     for i in range(4):
-        assert state(b.snapshot(i)) == state(full.snapshot(i)), i
-    assert b.vocab.word(b.snapshot(4).requests["Z"].token_ids[0]) == "zebra"
+        assert state(b.step(i)) == state(full.step(i)), i
+    assert b.vocab.word(b.step(4).requests["Z"].token_ids[0]) == "zebra"

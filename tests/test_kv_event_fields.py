@@ -121,6 +121,6 @@ def test_events_equal_vllms_published_events(name):
         text = text.replace("\nconfig:", "\ntitle: t\nconfig:", 1)
     engine, timeline = run(load_text(text))   # (the tiny model samples what vLLM was fed)
     ours = [{k: v for k, v in e.items() if v is not None}
-            for i in range(len(timeline)) for e in timeline.snapshot(i).kv_events]
+            for i in range(len(timeline)) for e in timeline.step(i).kv_events]
     theirs = [{k: v for k, v in e.items() if v is not None} for e in _published(name)]
     assert ours == theirs

@@ -9,7 +9,7 @@ import pytest
 from blockviz.scenario import load_text
 from blockviz.scenario.schema import Scenario
 from blockviz.sim.engine import Engine, EngineError
-from blockviz.sim.timeline import Timeline, diff
+from blockviz.sim.timeline import Timeline
 
 
 def live_state(engine: Engine) -> dict:
@@ -100,7 +100,7 @@ def test_every_step_materializes_to_the_live_state(seed, threshold):
     order = list(range(len(tl)))
     rng.shuffle(order)
     for i in order:
-        assert snap_state(tl.snapshot(i)) == states[i], f"step {i}"
+        assert snap_state(tl.step(i)) == states[i], f"step {i}"
 
 
 def test_keyframes_are_sparse_but_exist():
@@ -114,39 +114,39 @@ def test_keyframes_are_sparse_but_exist():
 def test_frames_replay_an_event_op_by_op(run_file, root):
     _, tl = run_file(root / "scenarios" / "six-blocks.yaml", payloads=False)
     frames = tl.frames(4)  # B finishes: free_blocks([4, 2, 1])
-    kinds = [f.kind for f in frames]
+    kinds = [f.op.kind for f in frames]
     assert kinds[:3] == ["free", "free_head", "free_tail"]
     assert frames[0].free_queue == (3, 5, 6)            # ref counts dropped, nothing queued yet
     assert frames[0].ref_cnt[1:] == (0, 0, 0, 0, 0, 0)
     assert frames[1].free_queue == (4, 3, 5, 6)         # unhashed 4 to the head
     assert frames[2].free_queue == (4, 3, 5, 6, 2, 1)   # hashed 2, 1 to the tail
-    assert frames[-1].free_queue == tl.snapshot(4).free_queue
+    assert frames[-1].free_queue == tl.step(4).free_queue
 
 
 def test_diff_names_what_changed(run_file, root):
     _, tl = run_file(root / "scenarios" / "six-blocks.yaml", payloads=False)
-    d = diff(tl.snapshot(3), tl.snapshot(4))
-    assert d.changed_blocks == {1, 2, 4}
-    assert d.queue_added == {1, 2, 4} and not d.queue_removed
-    assert d.changed_requests == {"B"} and not d.hashes_added and not d.hashes_removed
-    d8 = diff(tl.snapshot(7), tl.snapshot(8))
-    assert d8.changed_blocks == {1, 2, 3, 4, 5, 6}
+    d = tl.step(4).changes
+    assert d.blocks == {1, 2, 4}
+    assert d.to_head | d.to_tail == {1, 2, 4}
+    assert d.requests == {"B"} and not d.hashes_added and not d.hashes_removed
+    d8 = tl.step(8).changes
+    assert d8.blocks == {1, 2, 3, 4, 5, 6}
     assert len(d8.hashes_removed) == 2 and len(d8.hashes_added) == 6
 
 
 def test_snapshots_are_immutable(run_file, root):
     _, tl = run_file(root / "scenarios" / "six-blocks.yaml", payloads=False)
-    s = tl.snapshot(2)
+    s = tl.step(2)
     with pytest.raises(AttributeError):
         s.free_queue = ()
     assert isinstance(s.free_queue, tuple) and isinstance(s.ref_cnt, tuple)
-    assert tl.snapshot(2) is s or tl.snapshot(2) == s
+    assert tl.step(2) is s or tl.step(2) == s
 
 
 def test_out_of_range_step():
     tl, _ = record_with_live(load_text("id: t\ntitle: t\nconfig: {model: null}\n").scenario)
     with pytest.raises(IndexError):
-        tl.snapshot(1)
+        tl.step(1)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -164,7 +164,7 @@ def test_frames_are_the_same_in_any_access_order(seed):
         for k in order:
             assert frames[k] == forward[k], (i, k)
         if forward:
-            s = tl.snapshot(i)
+            s = tl.step(i)
             assert forward[-1].free_queue == s.free_queue and forward[-1].ref_cnt == s.ref_cnt
             assert frames[-1] == forward[-1]
 
@@ -185,14 +185,14 @@ steps:
   - arrive: {id: C, prompt: [7, 8]}
 """
     tl, states = record_with_live(load_text(text).scenario)
-    names = [list(tl.snapshot(i).requests) for i in range(len(tl))]
+    names = [list(tl.step(i).requests) for i in range(len(tl))]
     assert names == [[], ["A"], ["A"], ["A", "B"], ["A", "B"], ["A"], ["A", "C"]]
-    m = tl.snapshot(4).requests
+    m = tl.step(4).requests
     assert len(m) == 2 and "B" in m and "C" not in m and m.get("C") is None
-    assert m["A"].status == "finished" and tl.snapshot(5).requests["A"].status == "running"
+    assert m["A"].status == "finished" and tl.step(5).requests["A"].status == "running"
     assert dict(m.items()) == {rid: m[rid] for rid in ("A", "B")}
     for i, live in enumerate(states):
-        assert snap_state(tl.snapshot(i))["requests"] == live["requests"]
+        assert snap_state(tl.step(i))["requests"] == live["requests"]
 
 
 def test_serving_steps_never_grows_the_timeline():
@@ -202,7 +202,66 @@ def test_serving_steps_never_grows_the_timeline():
     tl, live = record_with_live(Scenario.model_validate(random_scenario(rng, 60)), threshold=0)
     held = (len(tl._explicit), len(tl._log.records), len(tl._reg.views), tl.num_keyframes)
     for i in [rng.randrange(len(tl)) for _ in range(200)]:
-        assert snap_state(tl.snapshot(i)) == live[i]
+        assert snap_state(tl.step(i)) == live[i]
         list(tl.frames(i))
     assert (len(tl._explicit), len(tl._log.records), len(tl._reg.views),
             tl.num_keyframes) == held
+
+
+def _held(step) -> list[int]:
+    """Per block, how many requests' block tables list it."""
+    n = [0] * len(step.ref_cnt)
+    for v in step.requests.values():
+        for b in v.block_ids:
+            n[b] += 1
+    return n
+
+
+def _check_frames_agree(tl) -> int:
+    seen = 0
+    for i in range(1, len(tl)):
+        for f in tl.frames(i):
+            held = _held(f)
+            assert list(f.ref_cnt[1:]) == held[1:], (i, f.frame, f.op.kind, f.ref_cnt, held)
+            seen += 1
+    return seen
+
+
+@pytest.mark.parametrize("name", ["six-blocks", "preempt-resume", "external-tier", "async-load",
+                                  "async-lag", "chunked-prefill", "eviction-order"])
+def test_every_op_frame_holds_exactly_the_blocks_its_ref_counts_count(name, run_file, root):
+    """Stepping into an event, the request panel shows the same moment as the blocks: at every op
+    frame each block's ref count is the number of block tables that list it (the requests
+    follow from the ops, and the last frame is the engine's own state, ``check`` verifies)."""
+    _, tl = run_file(root / "scenarios" / f"{name}.yaml", payloads=False)
+    assert _check_frames_agree(tl) > 10
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_op_frames_of_random_runs_agree_with_their_ref_counts(seed):
+    rng = random.Random(100 + seed)
+    data = random_scenario(rng, 40)
+    if seed % 2:
+        data["config"]["scheduler"] = {"async_scheduling": True}
+    engine = Engine(Scenario.model_validate(data), payloads=False)
+    tl = Timeline(engine, check=True)      # check: each event's ops end where the engine did
+    for step in engine.scenario.steps:
+        try:
+            result = engine.apply(step)
+        except EngineError:
+            break
+        tl.record(engine, step, result)
+    _check_frames_agree(tl)
+
+
+def test_stepping_into_an_arrival_shows_the_request_waiting_until_it_is_admitted(run_file, root):
+    _, tl = run_file(root / "scenarios" / "six-blocks.yaml", payloads=False)
+    frames = tl.frames(1)
+    kinds = [f.op.kind for f in frames]
+    a = [frames[k].requests["A"] for k in range(len(frames))]
+    assert (a[0].status, a[0].block_ids, a[0].num_computed_tokens) == ("waiting", (), 0)
+    admit = kinds.index("admit")
+    assert all(v.status == "waiting" for v in a[:admit]) and a[admit].status == "running"
+    assert a[kinds.index("popleft")].block_ids == (1, 2, 3)
+    assert (a[-1].num_tokens, a[-1].num_computed_tokens) == (11, 10)   # the sample: 10 of 11
+    assert a[-1] == tl.step(1).requests["A"]

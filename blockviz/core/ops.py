@@ -8,6 +8,21 @@ dispatch on ``kind`` (or ``isinstance``); nothing outside this module reads a fi
 
 Conventions: ``request_id`` names the request an op is about; ``block_ids`` (several blocks) or
 ``block_id`` (one) the blocks it concerns; hashes are vLLM's ``BlockHash`` bytes.
+
+Besides its fields, each record declares the two things the timeline needs to remember and replay
+it, so that adding a kind of op touches this file and nothing else of the recording:
+
+* ``effect``: what the op does to the observable state (the pool's ref counts, free queue, hashes,
+  hash table and block tokens; the requests' status, block tables and token counts), as the verb of
+  that state it performs and the fields it passes, in order (``blockviz.sim.mirror`` implements
+  the verbs). ``None``: it changes nothing observers see (a lookup's decision, a check, a copy).
+* ``packed``: how a field packs into the timeline's int log (``blockviz.sim.oplog``) where its
+  type does not say. By type: ``int`` one int, ``bool`` 0 or 1, ``tuple[int, ...]`` its length
+  then its items, ``bytes`` an index into the log's hash list, and a ``request_id`` the request's
+  identity. The derived forms store nothing but a length and read the value back from the
+  request: ``Tokens``, ``Hashes``, ``ParentHash``; ``Choice`` packs one of a few strings. A record
+  with a field no rule covers (a float, a free string), or whose derived field does not hold, is
+  kept as it is.
 """
 from __future__ import annotations
 
@@ -28,12 +43,36 @@ class OpList(list):
     on_op = list.append
 
 
+class Tokens(NamedTuple):
+    """Packed form: the request's token ids from field ``start`` on (their count is packed). An
+    effect receives them as three arguments: (token source, start, count)."""
+    start: str
+
+
+class Hashes(NamedTuple):
+    """Packed form: the request's block hashes from field ``start`` on, one per item of field
+    ``like``."""
+    start: str
+    like: str
+
+
+class ParentHash(NamedTuple):
+    """Packed form: the request's block hash just before field ``start`` (None at 0)."""
+    start: str
+
+
+class Choice(NamedTuple):
+    """Packed form: one of ``values``."""
+    values: tuple[str, ...]
+
+
 # -- the block pool (vllm/v1/core/block_pool.py) --------------------------------------------------
 class Popleft(NamedTuple):
     """``get_new_blocks`` took these blocks from the head of the free queue (ref_cnt = 1)."""
     block_ids: tuple[int, ...]
     kind = "popleft"
     fn = "BlockPool.get_new_blocks"
+    effect = ("take", "block_ids")
 
 
 class Evict(NamedTuple):
@@ -42,6 +81,7 @@ class Evict(NamedTuple):
     block_hash: bytes
     kind = "evict"
     fn = "BlockPool._maybe_evict_cached_block"
+    effect = ("evict", "block_id", "block_hash")
 
 
 class Touch(NamedTuple):
@@ -50,6 +90,7 @@ class Touch(NamedTuple):
     removed_from_queue: tuple[int, ...]
     kind = "touch"
     fn = "BlockPool.touch"
+    effect = ("touch", "block_ids", "removed_from_queue")
 
 
 class Cache(NamedTuple):
@@ -62,6 +103,9 @@ class Cache(NamedTuple):
     parent_hash: bytes | None
     kind = "cache"
     fn = "BlockPool.cache_full_blocks"
+    effect = ("cache", "request_id", "block_ids", "hashes")
+    packed = {"hashes": Hashes("first_block_index", like="block_ids"),
+              "parent_hash": ParentHash("first_block_index")}
 
 
 class Free(NamedTuple):
@@ -69,6 +113,7 @@ class Free(NamedTuple):
     block_ids: tuple[int, ...]
     kind = "free"
     fn = "BlockPool.free_blocks"
+    effect = ("free", "block_ids")
 
 
 class FreeHead(NamedTuple):
@@ -76,6 +121,7 @@ class FreeHead(NamedTuple):
     block_ids: tuple[int, ...]
     kind = "free_head"
     fn = "BlockPool.free_blocks"
+    effect = ("to_head", "block_ids")
 
 
 class FreeTail(NamedTuple):
@@ -83,6 +129,7 @@ class FreeTail(NamedTuple):
     block_ids: tuple[int, ...]
     kind = "free_tail"
     fn = "BlockPool.free_blocks"
+    effect = ("to_tail", "block_ids")
 
 
 class Reset(NamedTuple):
@@ -90,6 +137,7 @@ class Reset(NamedTuple):
     ok: bool
     kind = "reset"
     fn = "BlockPool.reset_prefix_cache"
+    effect = ("reset", "ok")
 
 
 # -- the KV cache manager (vllm/v1/core/kv_cache_manager.py) --------------------------------------
@@ -101,6 +149,7 @@ class Lookup(NamedTuple):
     num_block_hashes: int
     kind = "lookup"
     fn = "KVCacheManager.get_computed_blocks"
+    effect = ("lookup", "request_id")
 
 
 class AllocFailed(NamedTuple):
@@ -112,6 +161,7 @@ class AllocFailed(NamedTuple):
     full_sequence: bool = False
     kind = "alloc_failed"
     fn = "KVCacheManager.allocate_slots"
+    effect = None
 
 
 # -- the scheduler (vllm/v1/core/sched/scheduler.py) ----------------------------------------------
@@ -119,6 +169,7 @@ class Arrive(NamedTuple):
     request_id: str
     kind = "arrive"
     fn = "Scheduler.add_request"
+    effect = ("arrive", "request_id")
 
 
 class Admit(NamedTuple):
@@ -129,6 +180,7 @@ class Admit(NamedTuple):
     num_new_tokens: int
     kind = "admit"
     fn = "Scheduler.schedule"
+    effect = ("admit", "request_id", "local_hit_tokens", "external_hit_tokens", "num_new_tokens")
 
 
 class Schedule(NamedTuple):
@@ -139,12 +191,14 @@ class Schedule(NamedTuple):
     decode: bool = True
     kind = "schedule"
     fn = "Scheduler.schedule"
+    effect = ("schedule", "request_id", "num_new_tokens")
 
 
 class Preempt(NamedTuple):
     request_id: str
     kind = "preempt"
     fn = "Scheduler._preempt_request"
+    effect = ("preempt", "request_id")
 
 
 class Sample(NamedTuple):
@@ -152,6 +206,7 @@ class Sample(NamedTuple):
     token_id: int
     kind = "sample"
     fn = "Scheduler.update_from_output"
+    effect = ("sample", "request_id")
 
 
 class Finish(NamedTuple):
@@ -161,6 +216,8 @@ class Finish(NamedTuple):
     reason: str = "abort"
     kind = "finish"
     fn = "Scheduler.finish_requests"
+    effect = ("finish", "request_id", "reason")
+    packed = {"reason": Choice(("abort", "length"))}
 
 
 # -- the worker and the engine ---------------------------------------------------------------------
@@ -174,6 +231,8 @@ class Write(NamedTuple):
     position: int = 0
     kind = "write"
     fn = "GPUModelRunner.execute_model"
+    effect = ("write", "block_id", "offset", "token_ids")
+    packed = {"token_ids": Tokens("position")}
 
 
 class Verify(NamedTuple):
@@ -185,12 +244,14 @@ class Verify(NamedTuple):
     device: str
     kind = "verify"
     fn = "(blockviz) cache hit vs recomputation"
+    effect = None
 
 
 class Rewind(NamedTuple):
     checkpoint: str
     kind = "rewind"
     fn = "(blockviz) rewind"
+    effect = ("replace",)        # the whole state is the checkpoint's
 
 
 class Restart(NamedTuple):
@@ -198,6 +259,7 @@ class Restart(NamedTuple):
     none_hash: bytes
     kind = "restart"
     fn = "(blockviz) a new engine process"
+    effect = ("replace",)        # a fresh pool, every request gone
 
 
 # -- the external tier (KV connector) --------------------------------------------------------------
@@ -208,6 +270,7 @@ class Load(NamedTuple):
     token_ids: tuple[int, ...]
     kind = "load"
     fn = "OffloadingConnectorScheduler.update_state_after_alloc"
+    effect = ("load", "block_id", "token_ids")
 
 
 class Save(NamedTuple):
@@ -217,6 +280,7 @@ class Save(NamedTuple):
     block_hash: bytes
     kind = "save"
     fn = "OffloadingConnectorScheduler.build_connector_meta"
+    effect = None
 
 
 class Drop(NamedTuple):
@@ -224,6 +288,7 @@ class Drop(NamedTuple):
     block_hash: bytes
     kind = "drop"
     fn = "CPUOffloadingManager.prepare_store"
+    effect = None
 
 
 RECORDS: tuple[type, ...] = (

@@ -1,7 +1,7 @@
 """The GPU blocks panel: one card per block (a big pool is drawn by the board's dense view).
 
-``state`` is anything with ``ref_cnt``, ``block_hash``, ``block_tokens`` and ``free_queue`` — a
-timeline Snapshot (one event) or a Frame (one op inside it).
+``state`` is anything with ``ref_cnt``, ``block_hash``, ``block_tokens`` and ``free_queue``:
+a Step (after one event, or after one op inside it: blockviz.sim.step).
 """
 from __future__ import annotations
 

@@ -269,7 +269,7 @@ function create(parent, component) {
     setHtml(part.legend, legend);
     put(part.queue, show.q);
     put(part.table, show.t);
-    put(part.reqs, rec.r);
+    put(part.reqs, show.r);               // an op frame carries its own requests
     if (part.extBox.hidden !== !d().external) part.extBox.hidden = !d().external;
     if (d().external) put(part.ext, rec.x);
     const ans = d().answer;                // a self-check answer, outlined at its step

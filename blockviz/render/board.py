@@ -19,7 +19,7 @@ from blockviz.render import step as rstep
 from blockviz.render.blocks import heatmap_legend_html, legend_html, next_marks
 from blockviz.render.markers import KINDS
 from blockviz.render.theme import BLOCK_KINDS, MARKER_COLOURS, block_kind, css_rules
-from blockviz.render.view import step_view
+from blockviz.sim.step import Step
 from blockviz.teach.labels import HashLabels
 
 CARD_LIMIT = 32            # blocks drawn as cards; more: the dense view
@@ -104,9 +104,9 @@ class Pool:
 
 def _record(p: rstep.Panels, pool: Pool, frame: bool = False) -> dict:
     """A step's panels (a frame's: only those that change op by op), as pool indices."""
-    rec = {"h": p.header, "q": p.queue, "t": p.table}
+    rec = {"h": p.header, "q": p.queue, "t": p.table, "r": p.requests}
     if not frame:
-        rec.update(n=p.note, d=p.did, r=p.requests)
+        rec.update(n=p.note, d=p.did)
         if p.external:
             rec["x"] = p.external
     if p.blocks is not None:
@@ -116,9 +116,9 @@ def _record(p: rstep.Panels, pool: Pool, frame: bool = False) -> dict:
     return {k: pool(v) for k, v in rec.items()}
 
 
-def _dense(state, changed: frozenset[int]) -> dict:
+def _dense(state: Step) -> dict:
     """A dense step: a letter per block (its kind), the free queue in order as letters, marks."""
-    ref, hashes = state.ref_cnt, state.block_hash
+    ref, hashes, changed = state.ref_cnt, state.block_hash, state.changes.blocks
     cells = "".join(KIND_CODES[block_kind(i, ref[i], hashes[i])] for i in range(len(ref)))
     queue = "".join(cells[b] for b in state.free_queue)
     head, evict = next_marks(state)
@@ -153,19 +153,14 @@ def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: 
                              tolerance=run.tolerance)
         out, fr = [], []
         for i in range(lo, hi + 1):
-            out.append(_record(rstep.build_panels(tl, i, None, lang, labels=run.labels, info=info,
-                                                  compact=dense), pool))
+            out.append(_record(rstep.build_panels(tl, tl.step(i), lang, labels=run.labels,
+                                                  info=info, compact=dense), pool))
             if frames:
-                seq = tl.frames(i)
-                fr.append([_record(rstep.build_panels(tl, i, k, lang, labels=run.labels, info=info,
-                                                      frames=seq), pool, frame=True)
-                           for k in range(len(seq))])
+                fr.append([_record(rstep.build_panels(tl, f, lang, labels=run.labels, info=info),
+                                   pool, frame=True)
+                           for f in tl.frames(i)])
         steps[lang], op_frames[lang] = out, fr
-    dense_steps = []
-    if dense:
-        for i in range(lo, hi + 1):
-            v = step_view(tl, i)
-            dense_steps.append(_dense(v.state, v.changed))
+    dense_steps = [_dense(tl.step(i)) for i in range(lo, hi + 1)] if dense else []
     ui = {lang: {k: t(k, lang) for k in UI_KEYS} for lang in langs}
     events = {lang: [event_label(tl.step_of(i), lang) for i in range(lo, hi + 1)] for lang in langs}
     legend = {lang: (heatmap_legend_html(lang, tl.num_gpu_blocks) if dense

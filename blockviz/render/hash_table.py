@@ -4,7 +4,7 @@ blocks — the map does not de-duplicate) flagged, hashes added in this step hig
 evicted in this step struck through."""
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 from blockviz.i18n import t
 from blockviz.render.theme import esc
@@ -12,29 +12,6 @@ from blockviz.teach.labels import HashLabels
 
 MAX_ROWS = 60
 MAX_INDENT = 6    # a 100-block chain stays readable: deeper levels share the last indent
-
-
-Table = tuple[tuple[bytes, tuple[int, ...]], ...]
-
-
-def table_from_state(block_hash: Sequence[bytes | None],
-                     order: Sequence[tuple[bytes, Sequence[int]]] = ()) -> Table:
-    """The map as the blocks' hashes imply it (every hashed block is in the map, and only those),
-    in the order of ``order`` (an earlier table: insertion order, duplicates first-inserted first);
-    entries not in ``order`` follow by block id."""
-    groups: dict[bytes, list[int]] = {}
-    for i, h in enumerate(block_hash):
-        if h is not None:
-            groups.setdefault(h, []).append(i)
-    out = []
-    for h, ids in order:
-        now = groups.pop(h, None)
-        if now is None:
-            continue
-        known = [b for b in ids if b in now]
-        out.append((h, tuple(known + [b for b in now if b not in known])))
-    out += [(h, tuple(ids)) for h, ids in groups.items()]
-    return tuple(out)
 
 
 def _tree(table, labels: HashLabels) -> list[tuple[int, bytes, tuple[int, ...]]]:

@@ -17,18 +17,6 @@ HEAD_CELLS = 48   # cells drawn from the head of a long queue ...
 TAIL_CELLS = 12   # ... and from its tail, with a count of the rest between them
 
 
-def moved_to_ends(ops: Sequence[tuple]) -> tuple[frozenset[int], frozenset[int]]:
-    """(block ids prepended to the head, block ids appended to the tail) by these ops."""
-    head: set[int] = set()
-    tail: set[int] = set()
-    for op in ops:
-        if op.kind == "free_head":
-            head.update(op.block_ids)
-        elif op.kind == "free_tail":
-            tail.update(op.block_ids)
-    return frozenset(head), frozenset(tail)
-
-
 def _cell(b: int, state, labels: HashLabels, to_head: Collection[int], to_tail: Collection[int],
           lang: str, victim: bool, evict: bool = False) -> str:
     h = state.block_hash[b]

@@ -3,22 +3,13 @@
 and its computed vs pending tokens."""
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 from blockviz.i18n import t
 from blockviz.render.theme import esc
 
 MAX_TABLE_CELLS = 40
 MAX_REQUESTS = 40
-
-
-def popped_blocks(ops: Sequence[tuple]) -> frozenset[int]:
-    """Blocks get_new_blocks handed out in these ops."""
-    out: set[int] = set()
-    for op in ops:
-        if op.kind == "popleft":
-            out.update(op.block_ids)
-    return frozenset(out)
 
 
 def ordered_requests(snapshot) -> list:

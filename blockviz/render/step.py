@@ -1,11 +1,11 @@
 """One step's panels, built once for every view that shows a step: the board in the player, the
-Author preview, the offline HTML export and the PNG. Pure: a timeline in, escaped HTML out.
+Author preview, the offline HTML export and the PNG. Pure: a Step in, escaped HTML out.
 
-A step is the state after one event, or (stepping into an event) after one op inside it.
+A step is the state after one event, or (stepping into an event) after one op inside it: then
+every panel, the request panel included, shows the moment right after that op.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from blockviz.i18n import event_label, t
@@ -19,13 +19,14 @@ from blockviz.render.pseudocode import ops_list_html, pseudocode_html
 from blockviz.render.queue import queue_html
 from blockviz.render.requests import requests_html
 from blockviz.render.theme import esc
-from blockviz.render.view import step_view
+from blockviz.sim.step import Step
 from blockviz.teach.labels import HashLabels
 from blockviz.teach.narrate import describe_op
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Panels:
+    """Every panel of one step, as escaped HTML (what render hands the board)."""
     header: str
     note: str                     # the author's note (and the run's error at the last step)
     did: str                      # what the engine did (its schedule, then one sentence per op)
@@ -50,14 +51,14 @@ class RunInfo:
     tolerance: float = 0.0
 
 
-def holders(snapshot, state=None) -> dict[int, tuple[str, ...]]:
+def holders(step: Step) -> dict[int, tuple[str, ...]]:
     """block id -> the requests whose block table holds it (finished ones hold nothing)."""
     out: dict[int, list[str]] = {}
-    for r in snapshot.requests.values():
+    for r in step.requests.values():
         if r.status == "finished":
             continue
         for b in r.block_ids:
-            if b and (state is None or state.ref_cnt[b] > 0):
+            if b and step.ref_cnt[b] > 0:
                 out.setdefault(b, []).append(r.request_id)
     return {b: tuple(ids) for b, ids in out.items()}
 
@@ -66,48 +67,52 @@ def holders(snapshot, state=None) -> dict[int, tuple[str, ...]]:
 COMPACT = {"rows": 24, "requests": 16, "cells": 16, "head": 24, "tail": 6, "did": 24}
 
 
-def build_panels(timeline, index: int, frame: int | None, lang: str, *, labels: HashLabels,
-                 info: RunInfo = RunInfo(), frames: Sequence | None = None,
+def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunInfo = RunInfo(),
                  compact: bool = False) -> Panels:
-    """Every panel of step ``index`` (or of op ``frame`` inside it), in ``lang``; ``compact``:
-    the long panels cut shorter (``COMPACT``) and no cards, as the board draws a big pool."""
+    """Every panel of step ``s`` (an event's, or an op frame's) of ``timeline``, in ``lang``;
+    ``compact``: the long panels cut shorter (``COMPACT``) and no cards, as the board draws a big
+    pool."""
     last = len(timeline) - 1
     vocab, bs = timeline.vocab, timeline.block_size
-    v = step_view(timeline, index, frame, frames)
-    s = v.snapshot
-    header = step_header_html(index, last, event_label(s.step, lang), lang,
-                              None if frame is None else (v.frame or 0, v.num_frames),
+    c = s.changes
+    header = step_header_html(s.index, last, event_label(s.event, lang), lang,
+                              None if s.frame is None else (s.frame, s.num_frames),
                               title=info.title)
     note = s.note.get(lang) if s.note is not None else None
-    error = error_text(timeline.error, lang) if timeline.error is not None and index == last else None
-    big = compact or rblocks.use_heatmap(len(v.state.ref_cnt))   # compact: the board's dense view
+    error = (error_text(timeline.error, lang) if timeline.error is not None and s.index == last
+             else None)
+    big = compact or rblocks.use_heatmap(s.num_gpu_blocks)   # compact: the board's dense view
     blocks = None if big else rblocks.blocks_html(
-        v.state, labels=labels, vocab=vocab, block_size=bs, lang=lang, changed=v.changed,
-        legend=False, prev_ref=v.prev_ref_cnt, held_by=holders(s, v.state))
-    legend = (rblocks.heatmap_legend_html(lang, len(v.state.ref_cnt)) if big
+        s, labels=labels, vocab=vocab, block_size=bs, lang=lang, changed=c.blocks, legend=False,
+        prev_ref=c.prev_ref_cnt, held_by=holders(s))
+    legend = (rblocks.heatmap_legend_html(lang, s.num_gpu_blocks) if big
               else f'<div class="bv">{rblocks.legend_html(lang)}</div>')
     cut = ({"head_cells": COMPACT["head"], "tail_cells": COMPACT["tail"]} if compact else {})
-    queue = queue_html(v.state, labels=labels, lang=lang, to_head=v.to_head, to_tail=v.to_tail, **cut)
-    table = hash_table_html(v.table, labels=labels, state=v.state, lang=lang, added=v.hashes_added,
-                            removed=v.hashes_removed, **({"max_rows": COMPACT["rows"]} if compact else {}))
-    reqs = requests_html(s, lang=lang, fresh=v.fresh, changed=v.changed_requests,
+    queue = queue_html(s, labels=labels, lang=lang, to_head=c.to_head, to_tail=c.to_tail, **cut)
+    table = hash_table_html(s.hash_table, labels=labels, state=s, lang=lang,
+                            added=c.hashes_added, removed=c.hashes_removed,
+                            **({"max_rows": COMPACT["rows"]} if compact else {}))
+    reqs = requests_html(s, lang=lang, fresh=c.fresh, changed=c.requests,
                          **({"max_requests": COMPACT["requests"], "max_cells": COMPACT["cells"]}
                             if compact else {}))
     code = ops = op = ""
-    if frame is not None:
-        if v.op is not None:
+    if s.frame is not None:
+        if s.op is not None:
             op = (f'<div class="bv"><div class="bv-op">'
-                  f'{esc(clip(describe_op(v.op, lang, labels, vocab, bs)))}</div></div>')
-            code = pseudocode_html(v.op, lang=lang, free_order=info.free_order, vllm_function=v.op.fn)
-            ops = ops_list_html(s.ops, v.frame or 0, lang)
+                  f'{esc(clip(describe_op(s.op, lang, labels, vocab, bs)))}</div></div>')
+            code = pseudocode_html(s.op, lang=lang, free_order=info.free_order,
+                                   vllm_function=s.op.fn)
+            ops = ops_list_html(s.ops, s.frame, lang)
         else:
             op = f'<div class="bv"><div class="bv-op">{esc(t("no_ops", lang))}</div></div>'
-    on_gpu = {h for h, _ in v.table}
+    on_gpu = {h for h, _ in s.hash_table}
     ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang, on_gpu=on_gpu,
-                         tier=getattr(s, "tier", None))
+                         tier=s.tier)
            if s.external is not None else "")
     written = tuple(sorted({o.block_id for o in s.ops if o.kind in ("write", "load")}))
-    did = engine_did_html(s, lang, labels, vocab, bs, **({"max_items": COMPACT["did"]} if compact else {}))
-    return Panels(header, note_html(note, lang, error=error), did,
-                  blocks, legend, queue, table, reqs, op, code, ops, ext,
-                  verify_html(s.ops, lang, info.tolerance), written)
+    did = engine_did_html(s, lang, labels, vocab, bs,
+                          **({"max_items": COMPACT["did"]} if compact else {}))
+    return Panels(header=header, note=note_html(note, lang, error=error), did=did, blocks=blocks,
+                  blocks_legend=legend, queue=queue, table=table, requests=reqs, op=op,
+                  pseudocode=code, ops_list=ops, external=ext,
+                  verify=verify_html(s.ops, lang, info.tolerance), written=written)

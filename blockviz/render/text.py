@@ -6,7 +6,8 @@ import unicodedata
 
 from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import error_text, printable
-from blockviz.sim.timeline import Snapshot, Timeline, diff
+from blockviz.sim.step import Step
+from blockviz.sim.timeline import Timeline
 from blockviz.teach.labels import HashLabels, token_text
 from blockviz.teach.narrate import narrate_ops, schedule_lines
 
@@ -67,7 +68,7 @@ class _Style:
         return "".join(codes) + text + _RESET if self.color and codes else text
 
 
-def render_blocks(s: Snapshot, labels: HashLabels, vocab, changed: frozenset[int],
+def render_blocks(s: Step, labels: HashLabels, vocab, changed: frozenset[int],
                   style: _Style, lang: str) -> list[str]:
     cells = []
     for i in range(s.num_gpu_blocks):
@@ -102,19 +103,17 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
     style = _Style(bool(color))
     labels = labels or HashLabels.for_timeline(timeline)
     vocab = timeline.vocab
-    s = timeline.snapshot(index)
-    prev = timeline.snapshot(index - 1) if index > 0 else s
-    d = diff(prev, s)
+    s = timeline.step(index)
     n = len(timeline) - 1
     # Everything the scenario's author wrote (notes, ids, checkpoint names, words) goes through
     # printable(): a note must not be able to drive the terminal it is shown on.
-    head = f"── {t('step_k_of_n', lang, k=index, n=n)} · {printable(event_label(s.step, lang))} "
+    head = f"── {t('step_k_of_n', lang, k=index, n=n)} · {printable(event_label(s.event, lang))} "
     out = [style(head + "─" * max(4, 78 - len(head)), _BOLD)]
     if s.teaching_only:
         out.append(style(f"[{t('teaching_only', lang)}] {t('teaching_only_why', lang)}", _YELLOW))
     if s.note is not None:
         out.append(wrap(printable(s.note.get(lang))))
-    block_lines = render_blocks(s, labels, vocab, d.changed_blocks, style, lang)
+    block_lines = render_blocks(s, labels, vocab, s.changes.blocks, style, lang)
     out.append(_label(t('gpu_blocks', lang)) + block_lines[0])
     out += [" " * 18 + bl for bl in block_lines[1:]]
     if s.free_queue:

@@ -6,11 +6,11 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 
 from blockviz.core.ops import op_to_dict
-from blockviz.sim.timeline import Snapshot, Timeline
+from blockviz.sim.step import Step
+from blockviz.sim.timeline import Timeline
 
 
-def config_dict(timeline_engine) -> dict:
-    engine = timeline_engine
+def config_dict(engine) -> dict:
     cfg = engine.config.model_dump(mode="json")
     hasher = engine.state.hasher
     cfg.update(num_gpu_blocks=engine.num_gpu_blocks,
@@ -21,18 +21,18 @@ def config_dict(timeline_engine) -> dict:
     return cfg
 
 
-def snapshot_dict(s: Snapshot, frames: Iterable | None) -> dict:
-    """One step of the contract. ``frames`` (the step's Frames, or None to leave them out) come
-    out as a list."""
-    return _snapshot_dict(s, frames, lazy=False)
+def step_dict(s: Step, frames: Iterable | None) -> dict:
+    """One step of the contract. ``frames`` (the step's op frames, or None to leave them out)
+    come out as a list."""
+    return _step_dict(s, frames, lazy=False)
 
 
-def _snapshot_dict(s: Snapshot, frames: Iterable | None, lazy: bool) -> dict:
+def _step_dict(s: Step, frames: Iterable | None, lazy: bool) -> dict:
     blocks = [{"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i],
                "hash": h.hex() if h is not None else None, "token_ids": list(s.block_tokens[i])}
               for i, h in enumerate(s.block_hash)]
     note = s.note
-    event = s.event
+    event = None if s.event is None else s.event.event_dict()
     if s.teaching_only:
         event = {**event, "teaching_only": True}
     d = {
@@ -65,7 +65,7 @@ def _snapshot_dict(s: Snapshot, frames: Iterable | None, lazy: bool) -> dict:
     return d
 
 
-def frame_dict(f) -> dict:
+def frame_dict(f: Step) -> dict:
     return {**op_to_dict(f.op), "free_queue": list(f.free_queue), "ref_cnt": list(f.ref_cnt)}
 
 
@@ -73,7 +73,7 @@ def timeline_dict(scenario_id: str, engine, timeline: Timeline, *, frames: bool 
     return {
         "scenario": scenario_id,
         "config": config_dict(engine),
-        "steps": [snapshot_dict(timeline.snapshot(i), timeline.frames(i) if frames else None)
+        "steps": [step_dict(timeline.step(i), timeline.frames(i) if frames else None)
                   for i in range(len(timeline))],
     }
 
@@ -141,7 +141,7 @@ def write_timeline(write: Callable[[str], object], scenario_id: str, engine, tim
                    on_step: Callable[[int], None] | None = None) -> None:
     """The contract document, as ``json.dump(timeline_dict(...))`` writes it, byte for byte, but
     one step (and one frame) at a time: memory stays that of one step, whatever their number."""
-    steps = (_snapshot_dict(timeline.snapshot(i), timeline.frames(i) if frames else None, lazy=True)
+    steps = (_step_dict(timeline.step(i), timeline.frames(i) if frames else None, lazy=True)
              for i in range(len(timeline)))
     doc = {"scenario": scenario_id, "config": config_dict(engine), "steps": Lazy(steps)}
     write_json(write, doc, indent, on_item=on_step)

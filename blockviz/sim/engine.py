@@ -31,10 +31,12 @@ from blockviz.core import (
 )
 from blockviz.core.ops import Load, OpList, OpSink, Restart, Rewind, Verify, Write
 from blockviz.core.scheduler import SchedulerConfig
-from blockviz.scenario.schema import ArriveSpec, Scenario, Step
+from blockviz.scenario.schema import ArriveSpec, Scenario
+from blockviz.scenario.schema import Step as Event
 from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
 from blockviz.sim.budget import Budget, BudgetExceeded, Meter
-from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats
+from blockviz.sim.step import Step
+from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats, TierView
 
 
 class EngineError(Exception):
@@ -219,7 +221,7 @@ class Engine:
             self.connector.sink = self.sink
 
     # -- events ---------------------------------------------------------------------------
-    def apply(self, step: Step) -> StepResult:
+    def apply(self, step: Event) -> StepResult:
         """Run one scenario step. Raises EngineError if the state does not allow it."""
         if self.ops is not None:
             self.ops.clear()   # the step's ops go to its result; the engine keeps none of them
@@ -426,12 +428,16 @@ class Engine:
     def _record_step(self, out: SchedulerOutput | None, update) -> None:
         finished, applied = update if update is not None else ((), ())
         scheduled = () if out is None else tuple(
-            ScheduledView(s.request.request_id, s.num_new_tokens, s.decode, s.admitted,
-                          s.resumed, s.local_hit_tokens, s.external_hit_tokens, s.samples)
+            ScheduledView(request_id=s.request.request_id, num_tokens=s.num_new_tokens,
+                          decode=s.decode, admitted=s.admitted, resumed=s.resumed,
+                          local_hit_tokens=s.local_hit_tokens,
+                          external_hit_tokens=s.external_hit_tokens, samples=s.samples)
             for s in out.scheduled)
         self._engine_steps.append(EngineStepView(
-            scheduled, tuple(out.preempted) if out else (), tuple(finished), tuple(applied),
-            self.scheduler_config.max_num_batched_tokens, bool(out and out.teaching_only)))
+            scheduled=scheduled, preempted=tuple(out.preempted) if out else (),
+            finished=tuple(finished), sampled=tuple(applied),
+            token_budget=self.scheduler_config.max_num_batched_tokens,
+            teaching_only=bool(out and out.teaching_only)))
 
     def known_tokens(self, req: Request) -> list[int]:
         """The tokens the worker knows: the request's, then those sampled but not yet applied."""
@@ -537,9 +543,10 @@ class Engine:
     def request_status(self, rid: str) -> RequestStatus:
         return self.scheduler.requests[rid].status
 
-    def capture(self, rids: Iterable[str] | None = None, *, pool: bool = False) -> Capture:
-        """Everything observers show, in one call: views of the requests ``rids`` (None: every
-        request, in arrival order), the queues, the stats, and with ``pool`` the pool's state."""
+    def capture(self, rids: Iterable[str] | None = None, *, pool: bool = False) -> Step:
+        """What observers show of the engine now, in one call: views of the requests ``rids``
+        (None: every request, in arrival order), the queues, the stats, the tier, and with
+        ``pool`` the pool (its block token lists are the engine's own: copy what you keep)."""
         sched = self.scheduler
         reqs = sched.requests
         tables = self.manager.req_to_blocks
@@ -550,85 +557,52 @@ class Engine:
             blocks = tables.get(rid)
             i = info[rid]
             views[rid] = RequestView(
-                rid, r.status.value, r.num_prompt_tokens, r.num_tokens, r.num_computed_tokens,
-                r.num_preemptions, i.local_hit_blocks, i.external_hit_blocks, r.max_tokens,
-                r.lora.name if r.lora else None, r.cache_salt, r.finish_reason,
-                r.num_output_placeholders, r.all_token_ids, blocks,
-                len(blocks) if blocks is not None else 0, r.block_hashes)
+                request_id=rid, status=r.status.value, num_prompt_tokens=r.num_prompt_tokens,
+                num_tokens=r.num_tokens, num_computed_tokens=r.num_computed_tokens,
+                num_preemptions=r.num_preemptions, local_hit_blocks=i.local_hit_blocks,
+                external_hit_blocks=i.external_hit_blocks, max_tokens=r.max_tokens,
+                lora=r.lora.name if r.lora else None, cache_salt=r.cache_salt,
+                finish_reason=r.finish_reason, num_output_placeholders=r.num_output_placeholders,
+                all_token_ids=r.all_token_ids, table=blocks,
+                num_blocks=len(blocks) if blocks is not None else 0, block_hashes=r.block_hashes)
         c = self.connector
         external = tier = None
         if c is not None:
             contents = c.contents()
             external = tuple((h, c.tokens.get(h, ())) for h, *_ in contents)
-            tier = TierView(tuple(contents), c.capacity, tuple(
-                (j.job_id, "store" if j.is_store else "load", j.req_id)
-                for j in sorted(c.jobs.values(), key=lambda j: j.job_id)),
-                tuple(r.request_id for r in sched.all_waiting
-                      if r.status is RequestStatus.WAITING_FOR_REMOTE_KVS))
-        return Capture(views, tuple(r.request_id for r in sched.all_waiting),
-                       tuple(r.request_id for r in sched.running), self._stats(),
-                       self.state.hasher.none_hash, external,
-                       self._capture_pool() if pool else None, tier)
+            tier = TierView(
+                contents=tuple(contents), capacity=c.capacity,
+                jobs_in_flight=tuple((j.job_id, "store" if j.is_store else "load", j.req_id)
+                                     for j in sorted(c.jobs.values(), key=lambda j: j.job_id)),
+                waiting_for_remote_kvs=tuple(
+                    r.request_id for r in sched.all_waiting
+                    if r.status is RequestStatus.WAITING_FOR_REMOTE_KVS))
+        p = self.pool
+        return Step(
+            index=-1, requests=views, waiting=tuple(r.request_id for r in sched.all_waiting),
+            running=tuple(r.request_id for r in sched.running), stats=self._stats(),
+            none_hash=self.state.hasher.none_hash, external=external, tier=tier,
+            **({} if not pool else dict(
+                ref_cnt=tuple(map(attrgetter("ref_cnt"), p.blocks)),
+                block_hash=tuple(map(attrgetter("block_hash"), p.blocks)),
+                free_queue=tuple(b.block_id for b in p.free_block_queue),
+                hash_table=tuple((h, tuple(ids))
+                                 for h, ids in p.cached_block_hash_to_block.items()),
+                block_tokens=self.state.block_tokens)))
 
     def _stats(self) -> Stats:
         pool = self.pool
         s = self.manager.prefix_cache_stats
         c = self.scheduler.connector_prefix_cache_stats
-        return Stats(pool.get_num_free_blocks(), round(pool.get_usage(), 6), s.total_queries,
-                     s.total_hits, c.total_queries, c.total_hits, self.scheduler.num_preemptions,
-                     pool.num_evictions, len(pool.cached_block_hash_to_block), s.requests,
-                     s.queries, s.hits, s.preempted_requests, s.preempted_queries,
-                     s.preempted_hits, s.reset, c.requests, c.preempted_requests,
-                     c.preempted_queries, c.preempted_hits, c.hits_by_source.get("host", 0))
-
-    def _capture_pool(self) -> PoolCapture:
-        pool = self.pool
-        return PoolCapture(
-            ref_cnt=tuple(map(attrgetter("ref_cnt"), pool.blocks)),
-            block_hash=tuple(map(attrgetter("block_hash"), pool.blocks)),
-            free_queue=tuple(b.block_id for b in pool.free_block_queue),
-            hash_table=tuple((h, tuple(ids)) for h, ids in pool.cached_block_hash_to_block.items()),
-            block_tokens=self.state.block_tokens)
-
-
-@dataclass(frozen=True)
-class PoolCapture:
-    ref_cnt: tuple[int, ...]
-    block_hash: tuple[bytes | None, ...]
-    free_queue: tuple[int, ...]
-    hash_table: tuple[tuple[bytes, tuple[int, ...]], ...]
-    block_tokens: list[list[int]]   # live lists: copy what you keep
-
-
-@dataclass(frozen=True)
-class Capture:
-    requests: dict[str, RequestView]
-    waiting: tuple[str, ...]
-    running: tuple[str, ...]
-    stats: Stats
-    none_hash: bytes
-    external: tuple[tuple[bytes, tuple[int, ...]], ...] | None
-    pool: PoolCapture | None = None
-    tier: TierView | None = None
-
-
-@dataclass(frozen=True)
-class TierView:
-    """The connector's state after a step: every chunk the tier holds as (hash, state, chunk id,
-    ref_cnt) — the evictable ones in eviction order (first evicted first), then those a load
-    pins ("loading") or still being stored ("storing") —, its capacity, the jobs in flight
-    (job id, "load"/"store", request) and the requests in WAITING_FOR_REMOTE_KVS."""
-    contents: tuple[tuple[bytes, str, int, int], ...]
-    capacity: int
-    jobs_in_flight: tuple[tuple[int, str, str], ...]
-    waiting_for_remote_kvs: tuple[str, ...]
-    steps: tuple = ()   # set by the timeline: this event's engine steps (connector.TierStep)
-
-    def to_dict(self) -> dict:
-        return {"capacity": self.capacity,
-                "contents": [{"hash": h.hex(), "state": status, "chunk": cid, "ref_cnt": ref}
-                             for h, status, cid, ref in self.contents],
-                "jobs_in_flight": [{"job": j, "kind": k, "request": r}
-                                   for j, k, r in self.jobs_in_flight],
-                "waiting_for_remote_kvs": list(self.waiting_for_remote_kvs),
-                "engine_steps": [s.to_dict() for s in self.steps]}
+        return Stats(
+            num_free_blocks=pool.get_num_free_blocks(), usage=round(pool.get_usage(), 6),
+            prefix_cache_queries=s.total_queries, prefix_cache_hits=s.total_hits,
+            external_queries=c.total_queries, external_hits=c.total_hits,
+            preemptions=self.scheduler.num_preemptions, evictions=pool.num_evictions,
+            num_cached_blocks=len(pool.cached_block_hash_to_block), requests=s.requests,
+            queries=s.queries, hits=s.hits, preempted_requests=s.preempted_requests,
+            preempted_queries=s.preempted_queries, preempted_hits=s.preempted_hits, reset=s.reset,
+            external_requests=c.requests, external_preempted_requests=c.preempted_requests,
+            external_preempted_queries=c.preempted_queries,
+            external_preempted_hits=c.preempted_hits,
+            external_hits_host=c.hits_by_source.get("host", 0))

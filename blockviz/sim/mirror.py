@@ -1,9 +1,13 @@
-"""A mutable copy of the observable pool state that op records replay onto, O(1) per block.
+"""A mutable copy of the observable pool state, onto which the timeline replays op records.
 
-The timeline keeps one up to date as it records (its keyframes are compact copies of it) and
-builds one from the nearest keyframe to serve a step. Ops are applied packed (``apply_packed``,
-see sim.oplog) or as records (``apply_record``, for the kinds kept as they are); both go through
-the same primitives below, so there is one definition of what each op does to the state.
+Why a mirror: the timeline does not keep the pool after every step (a 16,384-block pool is ~100
+KB a copy; 100,000 steps of it would not fit). It keeps a *keyframe* now and then (a compact copy
+of this state) and the packed ops between keyframes; a step is served by copying the nearest
+keyframe into a mirror and replaying the ops since (``sim.oplog``), O(1) per block per op. The
+ops say what happened, so the mirror decides nothing: it implements the verbs that the op
+records' ``effect`` declarations name (``take``, ``touch``, ``cache``, ``evict``, ``free``,
+``to_head``, ``to_tail``, ``reset``, ``write``, ``load``) and nothing else. :class:`FrameState`
+adds the request verbs, for the op frames of one event.
 
 Block tokens are kept by provenance rather than as tuples: block b holds ``tsrc[b]``'s tokens
 ``tstart[b] .. tstart[b] + tlen[b]``, where a source ``s >= 0`` is request identity s's token list
@@ -14,16 +18,21 @@ integer stores, and a keyframe three integer arrays.
 The mirror the timeline records with appends new explicit tuples to the timeline's shared list
 (keyframes refer to them); a mirror built to serve a step keeps its own in ``local`` (sources
 from ``-LOCAL`` down), so serving steps never grows what the timeline holds.
+
+    keyframe k ──copy──> Mirror ──replay the ops of steps k+1 .. i──> the pool after step i
 """
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
+from blockviz.core import ops as O
 from blockviz.sim import oplog as L
+from blockviz.sim.views import RequestView
 
 
 @dataclass(frozen=True)
@@ -53,9 +62,6 @@ def _links(values) -> array:
     except OverflowError:
         return array("i", values)
 
-
-_CODES = (L.WRITE, L.SAMPLE, L.SCHEDULE, L.POPLEFT, L.FREE, L.FREE_HEAD, L.FREE_TAIL, L.TOUCH, L.CACHE,
-          L.EVICT, L.RESET, L.LOOKUP, L.ADMIT, L.FINISH, L.GENERIC)
 
 LOCAL = 1 << 30   # sources -LOCAL - k: the k-th tuple of a serving mirror's own list
 
@@ -177,7 +183,76 @@ class Mirror:
             b = nxt[b]
         return tuple(out)
 
-    # -- the primitives ---------------------------------------------------------------------
+    # -- the verbs (core.ops effects) ---------------------------------------------------------
+    def take(self, ids) -> None:
+        for b in ids:
+            self._unlink(b)
+            self.ref[b] = 1
+
+    def touch(self, ids, removed_from_queue) -> None:
+        for b in removed_from_queue:
+            self._unlink(b)
+        ref = self.ref
+        for b in ids:
+            ref[b] += 1
+
+    def cache(self, request_id: str, ids, hashes) -> None:
+        table, hash_ = self.table, self.hash
+        for b, h in zip(ids, hashes):
+            hash_[b] = h
+            pair = table.get(h)
+            if pair is None:
+                table[h] = (h, (b,))
+            elif b not in pair[1]:
+                table[h] = (h, pair[1] + (b,))
+
+    def evict(self, b: int, h: bytes) -> None:
+        # BlockHashToBlockMap's order: evicting a block pops its hash, which goes back last if
+        # other blocks still carry it.
+        table = self.table
+        pair = table.get(h)
+        if pair is not None and b in pair[1]:
+            del table[h]
+            rest = tuple(i for i in pair[1] if i != b)
+            if rest:
+                table[h] = (h, rest)
+        self.hash[b] = None
+
+    def free(self, ids) -> None:
+        ref = self.ref
+        for b in ids:
+            ref[b] -= 1
+
+    def to_head(self, ids) -> None:
+        self._insert_after(self.n, ids)
+
+    def to_tail(self, ids) -> None:
+        self._insert_after(self.prv[self.n + 1], ids)
+
+    def reset(self, ok: bool) -> None:
+        if ok:
+            self.table.clear()
+            self.hash = [None] * self.n
+
+    def write(self, b: int, offset: int, src: int, start: int, k: int) -> None:
+        """Slots offset.. of block b now hold ``k`` tokens of source ``src`` from ``start``."""
+        if offset == 0 or (self.tsrc[b] == src and self.tstart[b] + offset == start
+                           and self.tlen[b] >= offset):
+            if offset == 0:
+                self.tsrc[b], self.tstart[b] = src, start
+            self.tlen[b] = offset + k
+            return
+        content = self.tokens_of(b)[:offset] + tuple(self._source(src)[start:start + k])
+        self.tsrc[b], self.tstart[b], self.tlen[b] = self._explicit(content), 0, len(content)
+
+    def load(self, b: int, token_ids) -> None:
+        token_ids = tuple(token_ids)
+        self.tsrc[b], self.tstart[b], self.tlen[b] = self._explicit(token_ids), 0, len(token_ids)
+
+    def token_source(self, toks: tuple) -> int:
+        return self._explicit(toks)
+
+    # -- the queue's links --------------------------------------------------------------------
     def _unlink(self, b: int) -> None:
         nxt, prv = self.nxt, self.prv
         p, q = prv[b], nxt[b]
@@ -193,152 +268,244 @@ class Mirror:
             prev = b
         nxt[prev], prv[end] = end, prev
 
-    def _cache(self, ids, hashes) -> None:
-        table, hash_ = self.table, self.hash
-        for b, h in zip(ids, hashes):
-            hash_[b] = h
-            pair = table.get(h)
-            if pair is None:
-                table[h] = (h, (b,))
-            elif b not in pair[1]:
-                table[h] = (h, pair[1] + (b,))
+    # -- applying -------------------------------------------------------------------------------
+    def replay(self, a, p: int = 0, n: int | None = None, limit: int = -1) -> int:
+        """Apply the packed records of ``a[p:n]`` (at most ``limit`` of them); the position after
+        the last one applied."""
+        return L.CODEC.replayer(type(self))(self, a, p, n, limit)
 
-    def _evict(self, b: int, h: bytes) -> None:
-        # BlockHashToBlockMap's order: evicting a block pops its hash, which goes back last if
-        # other blocks still carry it.
-        table = self.table
-        pair = table.get(h)
-        if pair is not None and b in pair[1]:
-            del table[h]
-            rest = tuple(i for i in pair[1] if i != b)
-            if rest:
-                table[h] = (h, rest)
-        self.hash[b] = None
+    def apply(self, op) -> None:
+        """Apply one op record (a kind the log keeps as it is)."""
+        L.apply(self, op)
 
-    def _write(self, b: int, offset: int, src: int, start: int, k: int) -> None:
-        """Slots offset.. of block b now hold ``k`` tokens of source ``src`` from ``start``."""
-        if offset == 0 or (self.tsrc[b] == src and self.tstart[b] + offset == start
-                           and self.tlen[b] >= offset):
-            if offset == 0:
-                self.tsrc[b], self.tstart[b] = src, start
-            self.tlen[b] = offset + k
+
+class _Req:
+    """A request's state that ops change, followed op by op (see FrameState)."""
+    __slots__ = ("base", "status", "num_tokens", "num_computed_tokens", "num_preemptions",
+                 "local_hit_blocks", "external_hit_blocks", "finish_reason",
+                 "num_output_placeholders", "blocks", "looked_up")
+    _CHANGING = __slots__[1:-2]
+
+    def __init__(self, v: RequestView, **fresh) -> None:
+        self.base = v
+        for name in self._CHANGING:
+            setattr(self, name, fresh.get(name, getattr(v, name)))
+        self.blocks = list(fresh.get("blocks", v.block_ids))
+        self.looked_up = False
+
+    def view(self) -> RequestView:
+        return dataclasses.replace(
+            self.base, **{name: getattr(self, name) for name in self._CHANGING},
+            table=tuple(self.blocks), num_blocks=len(self.blocks))
+
+
+class _Overlay(Mapping):
+    """The requests before an event, with those its ops changed so far over them."""
+
+    def __init__(self, before: Mapping[str, RequestView], over: dict[str, RequestView],
+                 arrived: list[str]) -> None:
+        self._before, self._over, self._arrived = before, over, arrived
+
+    def __getitem__(self, rid: str) -> RequestView:
+        v = self._over.get(rid)
+        return self._before[rid] if v is None else v
+
+    def __iter__(self):
+        yield from self._before
+        yield from self._arrived
+
+    def __len__(self) -> int:
+        return len(self._before) + len(self._arrived)
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self._over or rid in self._before
+
+
+class FrameState(Mirror):
+    """A mirror that follows the requests too: the state of an op frame, where the blocks and the
+    request panel must show the same moment.
+
+    The engine's requests are recorded once per event; inside one they follow from the ops, so
+    the request verbs below are the requests' half of the ops' effects, and a frame's block
+    tables always hold exactly the blocks its ref counts count. Blocks that ``get_new_blocks``
+    hands out or ``touch`` takes go into the table of the request being allocated (the next op
+    that names a request names it: ``allocate_slots`` extends its table right after); a
+    ``free`` empties the table it is the reverse of, and a request being finished is finished
+    from its free on (vLLM marks it before freeing; a preempted one after); ``admit`` and
+    ``schedule`` count the scheduled tokens as computed (vLLM's ``_update_after_schedule``). A
+    request is copied from the event's starting requests when an op first touches it. The
+    timeline's ``check`` verifies, at every event, that following its ops from the requests
+    before it ends where the engine did.
+
+    ``ahead`` (the event's records) and ``at`` (the index of the record being applied) are set
+    by whoever replays, for the two verbs that look at what comes next."""
+
+    __slots__ = ("before", "reqs", "views", "dirty", "arrived", "arrivals", "pending",
+                 "block_size", "async_scheduling", "waiting", "running", "ahead", "at")
+
+    @classmethod
+    def start(cls, m: Mirror, before: Mapping[str, RequestView],
+              arrivals: Mapping[str, RequestView], waiting: Sequence[str],
+              running: Sequence[str], block_size: int, async_scheduling: bool) -> FrameState:
+        """From ``m`` (not changed) and the requests ``before`` the event; ``arrivals``: the views
+        of the requests the event touched (an arriving one's fixed fields come from there)."""
+        f = cls(m.reg, m.log, m.explicit)
+        f.n, f.local = m.n, list(m.local or ())
+        for name in ("ref", "hash", "tsrc", "tstart", "tlen", "nxt", "prv"):
+            setattr(f, name, list(getattr(m, name)))
+        f.table = dict(m.table)
+        f.before, f.arrivals = before, arrivals
+        f.reqs, f.views, f.dirty, f.arrived, f.pending = {}, {}, set(), [], []
+        f.block_size, f.async_scheduling = block_size, async_scheduling
+        f.waiting, f.running = list(waiting), list(running)
+        f.ahead, f.at = (), -1
+        return f
+
+    def requests(self) -> Mapping[str, RequestView]:
+        """The requests as they are now (a mapping of its own: later ops do not change it)."""
+        for rid in self.dirty:
+            self.views[rid] = self.reqs[rid].view()
+        self.dirty.clear()
+        return _Overlay(self.before, dict(self.views), list(self.arrived))
+
+    def _get(self, rid: str) -> _Req | None:
+        r = self.reqs.get(rid)
+        if r is None and rid in self.before:
+            r = self.reqs[rid] = _Req(self.before[rid])
+        if r is not None:
+            self.dirty.add(rid)
+        return r
+
+    def _assign(self, rid: str) -> _Req | None:
+        r = self._get(rid)
+        if r is not None and self.pending:
+            r.blocks += self.pending
+            self.pending = []
+        return r
+
+    def _next(self):
+        """The next record (after the one being applied) that names a request, or None."""
+        ahead = self.ahead
+        for j in range(self.at + 1, len(ahead)):
+            if O.op_request(ahead[j]) is not None:
+                return ahead[j]
+        return None
+
+    # -- the pool's verbs that move blocks into and out of block tables ----------------------
+    def take(self, ids) -> None:
+        super().take(ids)
+        self._allocated(ids)
+
+    def touch(self, ids, removed_from_queue) -> None:
+        super().touch(ids, removed_from_queue)
+        self._allocated(ids)
+
+    def _allocated(self, ids) -> None:
+        self.pending += ids
+        op = self._next()
+        if op is not None:
+            self._assign(op.request_id)
+
+    def cache(self, request_id: str, ids, hashes) -> None:
+        super().cache(request_id, ids, hashes)
+        r = self._assign(request_id)
+        if r is not None and r.status == "waiting_for_remote_kvs":
+            # its load is done: vLLM caches the loaded blocks now and puts it back in line
+            # (_update_waiting_for_remote_kv; a whole-prompt hit recomputes its last token)
+            r.status = "preempted" if r.num_preemptions else "waiting"
+            r.num_computed_tokens = min(r.num_computed_tokens, r.num_tokens - 1)
+
+    def free(self, ids) -> None:
+        super().free(ids)
+        ids = list(ids)
+        if not ids:
             return
-        self._write_tokens(b, offset, tuple(self._source(src)[start:start + k]))
+        # the table freed is a live request's (queued, or touched in this event); a request
+        # whose async load outlived its abort is freed later, when the load is done
+        for rids in ((*self.running, *self.waiting, *self.reqs), self.before):
+            for rid in rids:
+                r = self.reqs.get(rid)
+                blocks = r.blocks if r is not None else self.before[rid].block_ids
+                if blocks and blocks[-1] == ids[0] and [b for b in reversed(blocks) if b] == ids:
+                    self._get(rid).blocks = []
+                    op = self._next()
+                    if op is not None and op.kind == "finish" and op.request_id == rid:
+                        self.finish(rid, op.reason)
+                    return
 
-    def _write_tokens(self, b: int, offset: int, toks: tuple) -> None:
-        content = self.tokens_of(b)[:offset] + tuple(toks)
-        self.tsrc[b], self.tstart[b], self.tlen[b] = self._explicit(content), 0, len(content)
+    # -- the requests' verbs ------------------------------------------------------------------
+    def arrive(self, request_id: str) -> None:
+        view = self.arrivals[request_id]
+        self.reqs[request_id] = _Req(view, status="waiting", num_tokens=view.num_prompt_tokens,
+                                     num_computed_tokens=0, num_preemptions=0, local_hit_blocks=0,
+                                     external_hit_blocks=0, finish_reason=None,
+                                     num_output_placeholders=0, blocks=())
+        self.dirty.add(request_id)
+        self.arrived.append(request_id)
+        self.waiting.append(request_id)
 
-    def _reset(self) -> None:
-        self.table.clear()
-        self.hash = [None] * self.n
+    def lookup(self, request_id: str) -> None:
+        r = self._get(request_id)
+        if r is not None:
+            r.looked_up = True
 
-    # -- applying ---------------------------------------------------------------------------
-    def apply_packed(self, a, p: int = 0, n: int | None = None, limit: int = -1) -> int:
-        """Apply the packed records of ``a[p:n]`` (at most ``limit`` of them, if given); the
-        position after the last one applied. One loop, kept flat: it is what serving a step
-        spends its time in."""
-        n = len(a) if n is None else n
-        ref, reg, log = self.ref, self.reg, self.log
-        unlink, insert_after = self._unlink, self._insert_after
-        head, tail = self.n, self.n + 1
-        write, cache, evict = self._write, self._cache, self._evict
-        hashes_of, evicted = reg.hashes, log.hashes
-        (WRITE, SAMPLE, SCHEDULE, POPLEFT, FREE, FREE_HEAD, FREE_TAIL, TOUCH, CACHE, EVICT, RESET,
-         LOOKUP, ADMIT, FINISH, GENERIC) = _CODES
-        while p < n and limit != 0:
-            limit -= 1
-            code = a[p]
-            if code == WRITE:
-                write(a[p + 2], a[p + 3], a[p + 1], a[p + 4], a[p + 5])
-                p += 6
-            elif code == SAMPLE:
-                p += 3
-            elif code == SCHEDULE:
-                p += 4
-            elif code == POPLEFT:
-                k = a[p + 1]
-                for b in a[p + 2:p + 2 + k]:
-                    unlink(b)
-                    ref[b] = 1
-                p += 2 + k
-            elif code == FREE:
-                k = a[p + 1]
-                for b in a[p + 2:p + 2 + k]:
-                    ref[b] -= 1
-                p += 2 + k
-            elif code == FREE_HEAD:
-                k = a[p + 1]
-                insert_after(head, a[p + 2:p + 2 + k])
-                p += 2 + k
-            elif code == FREE_TAIL:
-                k = a[p + 1]
-                insert_after(self.prv[tail], a[p + 2:p + 2 + k])
-                p += 2 + k
-            elif code == TOUCH:
-                k = a[p + 1]
-                m = a[p + 2 + k]
-                for b in a[p + 3 + k:p + 3 + k + m]:
-                    unlink(b)
-                for b in a[p + 2:p + 2 + k]:
-                    ref[b] += 1
-                p += 3 + k + m
-            elif code == CACHE:
-                i, first, k = a[p + 1], a[p + 2], a[p + 3]
-                cache(a[p + 4:p + 4 + k], hashes_of(i)[first:first + k])
-                p += 4 + k
-            elif code == EVICT:
-                evict(a[p + 1], evicted[a[p + 2] << 16 | a[p + 3]])
-                p += 4
-            elif code == RESET:
-                if a[p + 1]:
-                    self._reset()
-                p += 2
-            elif code == LOOKUP:
-                p += 5 + a[p + 2]
-            elif code == ADMIT:
-                p += 5
-            elif code == FINISH:
-                p += 3
-            elif code == GENERIC:
-                self.apply_record(log.records[a[p + 1]])
-                p += 2
-            else:                                      # arrive, preempt
-                p += 2
-        return p
+    def admit(self, request_id: str, local: int, external: int, num_new: int) -> None:
+        r = self._assign(request_id)
+        if r is None:
+            return
+        if r.looked_up:
+            bs = self.block_size
+            r.local_hit_blocks = local // bs
+            r.external_hit_blocks = -(-(local + external) // bs) - local // bs if external else 0
+            computed = local + external
+        else:                           # its async load is done (see cache)
+            computed = min(r.num_computed_tokens, r.num_tokens - 1)
+        r.looked_up = False
+        if num_new == 0 and external:   # an async load: parked until the worker reports it
+            r.status, r.num_computed_tokens = "waiting_for_remote_kvs", computed
+            return
+        r.status = "running"
+        self._scheduled(r, computed, num_new)
+        if request_id in self.waiting:
+            self.waiting.remove(request_id)
+        self.running.append(request_id)
 
-    def apply_record(self, op) -> None:
-        """Apply one op record (the kinds the log keeps as they are, or any, for frames)."""
-        kind = op.kind
-        if kind == "popleft":
-            for b in op.block_ids:
-                self._unlink(b)
-                self.ref[b] = 1
-        elif kind == "evict":
-            self._evict(op.block_id, op.block_hash)
-        elif kind == "touch":
-            for b in op.removed_from_queue:
-                self._unlink(b)
-            for b in op.block_ids:
-                self.ref[b] += 1
-        elif kind == "cache":
-            self._cache(op.block_ids, op.hashes)
-        elif kind == "free":
-            for b in op.block_ids:
-                self.ref[b] -= 1
-        elif kind == "free_head":
-            self._insert_after(self.n, op.block_ids)
-        elif kind == "free_tail":
-            self._insert_after(self.prv[self.n + 1], op.block_ids)
-        elif kind == "reset":
-            if op.ok:
-                self._reset()
-        elif kind == "write":
-            self._write_tokens(op.block_id, op.offset, op.token_ids)
-        elif kind == "load":
-            b = op.block_id
-            self.tsrc[b], self.tstart[b], self.tlen[b] = (self._explicit(tuple(op.token_ids)), 0,
-                                                          len(op.token_ids))
+    def schedule(self, request_id: str, num_new: int) -> None:
+        r = self._assign(request_id)
+        if r is not None:
+            self._scheduled(r, r.num_computed_tokens, num_new)
+
+    def _scheduled(self, r: _Req, computed: int, num_new: int) -> None:
+        # vLLM's _update_after_schedule: the scheduled tokens count as computed; with async
+        # scheduling a step that samples leaves a placeholder for its output
+        samples = computed + num_new >= r.num_tokens + r.num_output_placeholders
+        r.num_computed_tokens = computed + num_new
+        if samples and self.async_scheduling:
+            r.num_output_placeholders += 1
+
+    def sample(self, request_id: str) -> None:
+        r = self._get(request_id)
+        if r is not None:
+            r.num_tokens += 1
+            if r.num_output_placeholders:
+                r.num_output_placeholders -= 1
+
+    def preempt(self, request_id: str) -> None:
+        r = self._get(request_id)
+        if r is not None:
+            r.status, r.num_computed_tokens, r.num_output_placeholders = "preempted", 0, 0
+            r.num_preemptions += 1
+            if request_id in self.running:
+                self.running.remove(request_id)
+            self.waiting.insert(0, request_id)
+
+    def finish(self, request_id: str, reason: str) -> None:
+        r = self._get(request_id)
+        if r is not None:
+            r.status, r.finish_reason = "finished", reason
+            for queue in (self.waiting, self.running):
+                if request_id in queue:
+                    queue.remove(request_id)
 
 
 class BlockTokens(Sequence):

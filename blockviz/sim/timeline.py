@@ -1,18 +1,34 @@
-"""The timeline: an immutable snapshot after every event, op-level frames inside each event,
-random access, and the diff between two snapshots.
+"""The timeline: a run, recorded as it happens, from which any step — or any op inside one — is
+served as a :class:`~blockviz.sim.step.Step`, in any order.
 
-Memory grows with what changed, and compactly: for every step the timeline keeps its op records
-packed into one integer array (sim.oplog), a packed version of each request the step touched, its
-engine steps and stats in columns, and the KV events. A *keyframe* — a compact copy of the pool
-state (sim.mirror) — is kept at the start, after every rewind or restart, and whenever the changes
-since the last one add up to a few pools' worth. Any step is served by replaying the packed ops
-since the nearest keyframe (or since a step served just before, when that is nearer) onto a mirror
-of the pool; the ops say what happened, so the mirror decides nothing.
+Why it is built like this: a run of 100,000 events over 16,384 blocks must fit in a few hundred
+MB, and a jump to any step must take milliseconds. So the timeline keeps what *changed*, compactly,
+in columns of ints, and rebuilds a step on demand:
 
-Requests are served lazily: each request identity keeps its own list of versions, and a step's
-``requests`` mapping finds, for each request that had arrived by then, its latest version — no
-request table is ever copied. The recording mirror is checked against the engine after every step
-when ``check`` is on (the runner's ``check=True``, which every built-in lesson's test uses).
+    step:    0      1     2     3  ...  k      k+1  ...  i
+    ops:            ■■    ■■■   ■       ■■     ■■        ■■■     packed ints (sim.oplog)
+    pool:    K0                         Kk                       keyframes (sim.mirror)
+    serving step i: copy the nearest keyframe Kk, replay the ops of k+1 .. i onto it
+
+A keyframe (a compact copy of the pool) is kept at the start, after every rewind or restart, and
+whenever the ops since the last one add up to a few pools' worth. A step served just before, when
+nearer than the keyframe, is replayed from instead. The ops say what happened, so replaying
+decides nothing.
+
+Requests are kept as versions: each request identity has its own list of rows (the fields that
+change, as ints; the token and block lists are the engine's, shared), and a step's ``requests``
+mapping finds, for each request that had arrived by then, its latest version, when asked — no
+request table is ever copied. The engine steps, stats, queues and KV events of each step are
+columns too. Inside an event, an op frame's pool is replayed op by op, and its requests follow
+from the ops (``sim.mirror.FrameState``).
+
+With ``check`` on (the runner's ``check=True``, which every built-in lesson's test uses), the
+recording mirror is checked against the engine after every step, and so is following an event's
+ops from the requests before it.
+
+What reading does to the timeline: serving a step keeps it (and its mirror) in a small cache of
+recent steps, and ``frames`` keeps a few recent frames; neither ever grows what the recording
+holds.
 """
 from __future__ import annotations
 
@@ -23,68 +39,23 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from blockviz.core import ops as O
 from blockviz.sim import oplog as L
-from blockviz.sim.mirror import BlockTokens, Keyframe, Mirror
+from blockviz.sim.mirror import FrameState, Keyframe, Mirror
+from blockviz.sim.step import Step
 from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats
 
 if TYPE_CHECKING:
-    from blockviz.scenario.schema import Step, Text
+    from blockviz.scenario.schema import Step as Event
     from blockviz.sim.engine import Engine, StepResult
 
 # Events after which the engine state is not the previous state plus ops: keyframe them.
 FULL_STATE_EVENTS = frozenset({"rewind", "restart"})
 # Ops that name a request: the requests a step touched.
-REQUEST_OPS = frozenset({"arrive", "admit", "schedule", "sample", "finish", "preempt", "lookup",
-                         "cache", "write", "load", "alloc_failed", "save"})
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    index: int
-    step: Step | None
-    ref_cnt: tuple[int, ...]
-    block_hash: tuple[bytes | None, ...]
-    block_tokens: tuple[tuple[int, ...], ...]
-    free_queue: tuple[int, ...]
-    hash_table: tuple[tuple[bytes, tuple[int, ...]], ...]
-    requests: Mapping[str, RequestView]
-    waiting: tuple[str, ...]
-    running: tuple[str, ...]
-    kv_events: tuple[dict, ...]
-    stats: Stats
-    ops: tuple  # op records (blockviz.core.ops)
-    reset_ok: bool | None = None
-    none_hash: bytes = b""
-    # the external tier, least recently used first: (hash, token ids)
-    external: tuple[tuple[bytes, tuple[int, ...]], ...] | None = None
-    # the vLLM engine steps the event ran (schedule -> execute -> update), in order
-    engine_steps: tuple[EngineStepView, ...] = ()
-    # with a connector: the tier's state and what it did in this event (sim.engine.TierView)
-    tier: Any = None
-    # the event is a form vLLM's scheduler has no equivalent for (a teaching device)
-    teaching_only: bool = False
-    start_note: Text | None = None
-    # the mirror this snapshot was frozen from (a later step can be replayed from a copy of it)
-    _mirror: Any = field(default=None, repr=False, compare=False)
-
-    @property
-    def num_gpu_blocks(self) -> int:
-        return len(self.ref_cnt)
-
-    @property
-    def event(self) -> dict | None:
-        return None if self.step is None else self.step.event_dict()
-
-    @property
-    def note(self) -> Text | None:
-        return self.start_note if self.step is None else self.step.note
-
-    @property
-    def next_victim(self) -> int | None:
-        """The block the next allocation takes: the head of the free queue."""
-        return self.free_queue[0] if self.free_queue else None
+REQUEST_OPS = frozenset(r.kind for r in O.RECORDS if "request_id" in r._fields)
 
 
 # -- requests, by versions ---------------------------------------------------------------------
@@ -196,8 +167,10 @@ def _unpack_engine_steps(a, rid, budget: int) -> tuple[EngineStepView, ...]:
         sched = []
         for _ in range(n):
             i, k, bits, local, ext = a[p:p + 5]
-            sched.append(ScheduledView(rid(i), k, bool(bits & _DECODE), bool(bits & _ADMITTED),
-                                       bool(bits & _RESUMED), local, ext, bool(bits & _SAMPLES)))
+            sched.append(ScheduledView(
+                request_id=rid(i), num_tokens=k, decode=bool(bits & _DECODE),
+                admitted=bool(bits & _ADMITTED), resumed=bool(bits & _RESUMED),
+                local_hit_tokens=local, external_hit_tokens=ext, samples=bool(bits & _SAMPLES)))
             p += 5
         lists = []
         for _ in range(2):
@@ -207,8 +180,9 @@ def _unpack_engine_steps(a, rid, budget: int) -> tuple[EngineStepView, ...]:
         k = a[p]
         sampled = tuple((rid(a[p + 1 + 2 * j]), a[p + 2 + 2 * j]) for j in range(k))
         p += 1 + 2 * k
-        out.append(EngineStepView(tuple(sched), lists[0], lists[1], sampled, budget,
-                                  bool(teaching)))
+        out.append(EngineStepView(scheduled=tuple(sched), preempted=lists[0], finished=lists[1],
+                                  sampled=sampled, token_budget=budget,
+                                  teaching_only=bool(teaching)))
     return tuple(out)
 
 
@@ -220,7 +194,8 @@ def _op_cost(op) -> int:
 
 
 class Timeline:
-    """Records an engine's run and serves any step's snapshot."""
+    """Records an engine's run (``record``, once per event) and serves any point of it
+    (``step``, ``frames``)."""
 
     def __init__(self, engine: Engine, *, cache_size: int = 8, check: bool = False) -> None:
         self.num_gpu_blocks = engine.num_gpu_blocks
@@ -231,6 +206,7 @@ class Timeline:
         self.error_step: int | None = None
         self.payload_device: str | None = engine.kv.device_name if engine.kv is not None else None
         self._budget = engine.scheduler_config.max_num_batched_tokens
+        self._async = engine.scheduler_config.async_scheduling
         self._start_note = engine.scenario.start_note
         self._reg = L.Registry()
         self._log = L.OpLog(self._reg)
@@ -270,8 +246,8 @@ class Timeline:
         # pools' worth, so keyframes stay a fraction of what the steps hold.
         self._threshold = max(4096, 2 * self.num_gpu_blocks)
         self._live: Mirror | None = None
-        # serving: recent snapshots, and the mirror of the last one served
-        self._cache: OrderedDict[int, Snapshot] = OrderedDict()
+        # serving: recent steps (each with the mirror it was read from)
+        self._cache: OrderedDict[int, Step] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.RLock()
         # block id -> [(step, PayloadSummary)] in step order: the block's K/V from that step on
@@ -281,8 +257,16 @@ class Timeline:
     def __len__(self) -> int:
         return len(self._steps)
 
+    def __getstate__(self) -> dict:
+        """A pickled timeline (an app worker's run) carries the recording, not the steps it
+        served lately."""
+        state = dict(self.__dict__)
+        state["_cache"] = OrderedDict()
+        return state
+
     # -- recording ------------------------------------------------------------------------
-    def record(self, engine: Engine, step: Step | None, result: StepResult | None) -> None:
+    def record(self, engine: Engine, step: Event | None, result: StepResult | None) -> None:
+        """Record the engine's state after ``step`` (None: the start), and what it did."""
         ops = tuple(result.ops) if result else ()
         index = len(self._steps)
         full = step is None or step.kind in FULL_STATE_EVENTS
@@ -301,7 +285,9 @@ class Timeline:
             dirty = list(seen)
         cap = engine.capture(dirty, pool=full)
         ident = {rid: self._reg.identity(v) for rid, v in cap.requests.items()}
+        first_hash = len(self._log.hashes)
         packed = self._log.pack(ops, ident)
+        before = None if full or not self.check else (self._step(index - 1), cap.requests)
 
         # requests
         if full:
@@ -319,12 +305,11 @@ class Timeline:
 
         # the pool
         if full:
-            pool = cap.pool
-            self._live = Mirror.from_state(self._reg, self._log, self._explicit, pool.ref_cnt,
-                                           pool.block_hash, pool.block_tokens, pool.free_queue,
-                                           pool.hash_table)
+            self._live = Mirror.from_state(self._reg, self._log, self._explicit, cap.ref_cnt,
+                                           cap.block_hash, cap.block_tokens, cap.free_queue,
+                                           cap.hash_table)
         else:
-            self._live.apply_packed(packed)
+            self._live.replay(packed)
         if self.check:
             self._check_live(engine)
 
@@ -332,7 +317,8 @@ class Timeline:
         self._steps.append(step)
         self._ops.append_run(packed)
         self._num_ops.append(len(ops))
-        self._events.append_run(self._evlog.pack(result.events, ops, ident) if result else ())
+        self._events.append_run(self._evlog.pack(result.events, ops, ident, first_hash)
+                                if result else ())
         self._engine_steps.append_run(_pack_engine_steps(engine_steps, ident))
         order, pos = epoch.order, epoch.by_rid
         queues = [len(cap.waiting), *(order[pos[r]] for r in cap.waiting),
@@ -371,16 +357,18 @@ class Timeline:
             self._keyframes[index] = self._live.keyframe()
             self._keyframe_ids.append(index)
             self._since_keyframe = 0
+        if before is not None:
+            self._check_frames(index, *before)
 
     def _add_version(self, i: int, index: int, v: RequestView) -> None:
         if i == len(self._vrows):
             self._vrows.append(array("H"))
         blocks = -1
-        if v._blocks is not None:
-            blocks = self._blist_index.get(id(v._blocks))
+        if v.table is not None:
+            blocks = self._blist_index.get(id(v.table))
             if blocks is None:
-                blocks = self._blist_index[id(v._blocks)] = len(self._blists)
-                self._blists.append(v._blocks)
+                blocks = self._blist_index[id(v.table)] = len(self._blists)
+                self._blists.append(v.table)
         try:
             self._vrows[i].append(len(self._vrecord))
         except OverflowError:
@@ -393,18 +381,30 @@ class Timeline:
         self._vdata = L.grow(self._vdata, (
             self._status.code(v.status), v.num_tokens, v.num_computed_tokens, v.num_preemptions,
             v.local_hit_blocks, v.external_hit_blocks, v.num_output_placeholders,
-            self._finish.code(v.finish_reason) + 1, blocks + 1, v._num_blocks))
+            self._finish.code(v.finish_reason) + 1, blocks + 1, v.num_blocks))
 
     def _check_live(self, engine: Engine) -> None:
         """The recording mirror against the engine (``check``): a replay that drifted from what
         the engine did would show a false state."""
-        pool = engine.capture((), pool=True).pool
+        pool = engine.capture((), pool=True)
         m = self._live
         assert tuple(m.ref) == pool.ref_cnt, "mirror: ref counts drifted"
         assert tuple(m.hash) == pool.block_hash, "mirror: hashes drifted"
         assert m.queue() == pool.free_queue, "mirror: free queue drifted"
         assert tuple(m.table.values()) == pool.hash_table, "mirror: hash table drifted"
         assert m.block_tokens() == tuple(map(tuple, pool.block_tokens)), "mirror: tokens drifted"
+
+    def _check_frames(self, index: int, before: Step, touched: Mapping[str, RequestView]) -> None:
+        """Following event ``index``'s ops from the requests before it (what its op frames show)
+        ends where the engine did (``check``)."""
+        if not self.step_num_ops(index):
+            return
+        last = self.frames(index)[-1]
+        for rid, v in touched.items():
+            got = last.requests.get(rid)
+            assert got is not None and _row(got) == _row(v), (
+                f"step {index}: following the ops, {rid} ends as {got and _row(got)}, "
+                f"not {_row(v)}")
 
     # -- requests -------------------------------------------------------------------------
     def _epoch_at(self, index: int) -> _Epoch:
@@ -414,43 +414,55 @@ class Timeline:
         rows = self._vrows[i]
         k = rows[bisect.bisect_right(rows, index, key=self._vrecord.__getitem__) - 1]
         row = self._vdata[k * _W:(k + 1) * _W]
-        base = self._reg.views[i]
-        return RequestView(
-            base.request_id, self._status.name(row[0]), base.num_prompt_tokens, row[1], row[2],
-            row[3], row[4], row[5], base.max_tokens, base.lora, base.cache_salt,
-            self._finish.name(row[7] - 1), row[6], base._tokens,
-            None if row[8] == 0 else self._blists[row[8] - 1], row[9], base._hashes)
+        return dataclasses.replace(
+            self._reg.views[i], status=self._status.name(row[0]), num_tokens=row[1],
+            num_computed_tokens=row[2], num_preemptions=row[3], local_hit_blocks=row[4],
+            external_hit_blocks=row[5], num_output_placeholders=row[6],
+            finish_reason=self._finish.name(row[7] - 1),
+            table=None if row[8] == 0 else self._blists[row[8] - 1], num_blocks=row[9])
 
     # -- access ---------------------------------------------------------------------------
-    def snapshot(self, index: int) -> Snapshot:
+    def step(self, index: int, frame: int | None = None) -> Step:
+        """The state after event ``index``, or (``frame`` k) after its op k (clamped to the
+        event's ops; an event without ops has one frame: the event itself)."""
         if not 0 <= index < len(self._steps):
             raise IndexError(f"step {index} is outside 0..{len(self._steps) - 1}")
+        if frame is not None:
+            frames = self.frames(index)
+            if frames:
+                return frames[max(0, min(frame, len(frames) - 1))]
+            s = self._step(index)
+            return dataclasses.replace(s, frame=0, before=partial(self._step, index))
+        return self._step(index)
+
+    def _step(self, index: int) -> Step:
         with self._lock:  # built-in timelines (and this cache) are shared by every session
             hit = self._cache.get(index)
             if hit is not None:
                 self._cache.move_to_end(index)
                 return hit
-            snap = self._freeze(index, self._mirror_at(index))
-            self._cache[index] = snap
+            s = self._serve(index, self._mirror_from(index))
+            self._cache[index] = s
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-            return snap
+            return s
 
     def _mirror_at(self, index: int) -> Mirror:
-        """A fresh mirror of the pool after step ``index``: from the nearest keyframe, or from a
-        snapshot served before if one lies between it and ``index``."""
+        """A fresh mirror of the pool after step ``index``."""
         with self._lock:
             return self._mirror_from(index)
 
     def _mirror_from(self, index: int) -> Mirror:
+        """From the nearest keyframe, or from a step served before if one lies between it and
+        ``index``."""
         k = self._keyframe_ids[bisect.bisect_right(self._keyframe_ids, index) - 1]
         base = max((i for i in self._cache if k <= i <= index), default=k)
         if base > k or (base == k and k in self._cache):
-            m = self._cache[base]._mirror.copy()
+            m = self._cache[base].mirror.copy()
         else:
             m = Mirror.from_keyframe(self._reg, self._log, self._explicit, self._keyframes[k])
         data, starts = self._ops.data, self._ops.starts
-        m.apply_packed(data, starts[base + 1], starts[index + 1])
+        m.replay(data, starts[base + 1], starts[index + 1])
         return m
 
     def _queues_at(self, index: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -458,29 +470,30 @@ class Timeline:
         rid = self._reg.rid
         return tuple(map(rid, q[1:1 + q[0]])), tuple(map(rid, q[1 + q[0]:]))
 
-    def _freeze(self, index: int, m: Mirror) -> Snapshot:
+    def _serve(self, index: int, m: Mirror) -> Step:
         waiting, running = self._queues_at(index)
-        return Snapshot(
-            index=index, step=self._steps[index], ref_cnt=tuple(m.ref), block_hash=tuple(m.hash),
+        return Step(
+            index=index, num_frames=self._num_ops[index], event=self._steps[index],
+            start_note=self._start_note if index == 0 else None,
+            ref_cnt=tuple(m.ref), block_hash=tuple(m.hash),
             block_tokens=m.block_tokens(frozen=True), free_queue=m.queue(),
             hash_table=tuple(m.table.values()), requests=RequestsAt(self, index),
-            waiting=waiting, running=running,
+            waiting=waiting, running=running, ops=self.step_ops(index),
             kv_events=tuple(e if isinstance(e, dict) else e.to_dict()
                             for e in self._evlog.unpack(self._events.data,
                                                         *self._events.run(index))),
-            stats=self.step_stats(index), ops=self.step_ops(index),
-            reset_ok=self._reset_ok.get(index), none_hash=self._none_hash[index],
-            external=self._external[index], engine_steps=self.step_engine_steps(index),
-            tier=self._tier[index],
+            engine_steps=self.step_engine_steps(index), stats=self.step_stats(index),
+            tier=self._tier[index], external=self._external[index],
+            none_hash=self._none_hash[index], reset_ok=self._reset_ok.get(index),
             teaching_only=index in self._teaching,
-            start_note=self._start_note if index == 0 else None, _mirror=m)
+            before=partial(self._step, index - 1) if index > 0 else None, mirror=m)
 
-    def __getitem__(self, index: int) -> Snapshot:
-        return self.snapshot(index)
+    def __getitem__(self, index: int) -> Step:
+        return self.step(index)
 
-    def __iter__(self) -> Iterator[Snapshot]:
+    def __iter__(self) -> Iterator[Step]:
         for i in range(len(self)):
-            yield self.snapshot(i)
+            yield self.step(i)
 
     def payload(self, block_id: int, index: int):
         """The PayloadSummary of ``block_id``'s K/V as of step ``index`` (None if never written or
@@ -491,7 +504,7 @@ class Timeline:
         k = bisect.bisect_right(history, index, key=lambda e: e[0]) - 1
         return history[k][1] if k >= 0 else None
 
-    def step_of(self, index: int) -> Step | None:
+    def step_of(self, index: int) -> Event | None:
         return self._steps[index]
 
     def step_ops(self, index: int) -> tuple:
@@ -516,10 +529,19 @@ class Timeline:
         return _unpack_engine_steps(self._engine_steps.values(index), self._reg.rid, self._budget)
 
     def frames(self, index: int) -> Frames:
-        """The op-level frames inside step ``index``: the state after each op. A lazy sequence:
-        a frame is replayed when it is asked for, so a step of thousands of ops over a big pool
-        costs only the frames actually looked at."""
+        """The op frames inside event ``index``: a Step after each op. A lazy sequence: a frame
+        is replayed when it is asked for, so an event of thousands of ops over a big pool costs
+        only the frames looked at."""
         return Frames(self, index)
+
+    def _frame_start(self, index: int, after: bool = False) -> FrameState:
+        """The state op frames of event ``index`` start from: after the event before it (or,
+        ``after``, after this one: what a rewind or a restart leaves)."""
+        at = index if after else index - 1
+        waiting, running = self._queues_at(at)
+        return FrameState.start(self._mirror_at(at), RequestsAt(self, at),
+                                self.step_requests(index), waiting, running, self.block_size,
+                                self._async)
 
     @property
     def num_keyframes(self) -> int:
@@ -527,19 +549,20 @@ class Timeline:
 
 
 class Frames(Sequence):
-    """The frames of one step, replayed on demand from the previous step's state (forward from
+    """The op frames of one event, replayed on demand from the state before it (forward from
     the last frame built; a few recent frames are kept). Thread-safe: built-in timelines are
     shared by every session of a server."""
 
     def __init__(self, timeline: Timeline, index: int) -> None:
         self._tl, self._index = timeline, index
+        self._event = timeline._step(index)
         self._packed = timeline._ops.data
         start, end = timeline._ops.run(index) if index > 0 else (0, 0)
         self._records = list(timeline._log.walk(self._packed, start, end))  # [(position, record)]
-        self._mirror: Mirror | None = None
-        self._at = -1                      # the mirror is the state after op self._at
-        self._recent: OrderedDict[int, Frame] = OrderedDict()
-        self._lock = threading.Lock()
+        self._state: FrameState | None = None
+        self._at = -1                      # the state is the one after op self._at
+        self._recent: OrderedDict[int, Step] = OrderedDict()
+        self._lock = threading.RLock()
 
     def __len__(self) -> int:
         return len(self._records)
@@ -560,66 +583,30 @@ class Frames(Sequence):
                     self._recent.popitem(last=False)
             return frame
 
-    def _build(self, k: int) -> Frame:
+    def _build(self, k: int) -> Step:
         tl = self._tl
-        if self._mirror is None or k < self._at:
-            self._mirror = tl._mirror_at(self._index - 1)
+        if self._state is None or k < self._at:
+            self._state = tl._frame_start(self._index)
+            self._state.ahead = [op for _, op in self._records]
             self._at = -1
         while self._at < k:
             self._at += 1
             pos, op = self._records[self._at]
             if op.kind in FULL_STATE_EVENTS:   # rewind/restart: the whole state is replaced
-                self._mirror = tl._mirror_at(self._index)
+                self._state = tl._frame_start(self._index, after=True)
             else:
-                self._mirror.apply_packed(self._packed, pos, limit=1)
-        m = self._mirror
-        return Frame(self._records[k][1], m.queue(), tuple(m.ref), tuple(m.hash), m.block_tokens())
+                self._state.at = self._at
+                self._state.replay(self._packed, pos, limit=1)
+        f, event = self._state, self._event
+        return dataclasses.replace(
+            event, frame=k, op=self._records[k][1], ref_cnt=tuple(f.ref),
+            block_hash=tuple(f.hash), block_tokens=f.block_tokens(), free_queue=f.queue(),
+            hash_table=tuple(f.table.values()), requests=f.requests(),
+            waiting=tuple(f.waiting), running=tuple(f.running),
+            before=partial(self.__getitem__, k - 1) if k > 0 else event.before, mirror=None)
 
 
-@dataclass(frozen=True)
-class Frame:
-    op: Any  # an op record (blockviz.core.ops)
-    free_queue: tuple[int, ...]
-    ref_cnt: tuple[int, ...]
-    block_hash: tuple[bytes | None, ...]
-    block_tokens: tuple[tuple[int, ...], ...]
-
-    @property
-    def kind(self) -> str:
-        return self.op.kind
-
-
-@dataclass(frozen=True)
-class Diff:
-    changed_blocks: frozenset[int]
-    queue_added: frozenset[int]
-    queue_removed: frozenset[int]
-    hashes_added: frozenset[bytes]
-    hashes_removed: frozenset[bytes]
-    changed_requests: frozenset[str]
-
-
-def changed_blocks(a, b) -> frozenset[int]:
-    """Blocks whose ref count, hash or tokens differ from ``a`` to ``b`` (snapshots or frames)."""
-    ta, tb = a.block_tokens, b.block_tokens
-    same = ta.same if isinstance(ta, BlockTokens) else (lambda i, other: ta[i] == other[i])
-    return frozenset(i for i in range(len(b.ref_cnt))
-                     if a.ref_cnt[i] != b.ref_cnt[i] or a.block_hash[i] != b.block_hash[i]
-                     or not same(i, tb))
-
-
-def diff(a: Snapshot, b: Snapshot) -> Diff:
-    """What differs from ``a`` to ``b`` (any two snapshots of one timeline)."""
-    changed = changed_blocks(a, b)
-    qa, qb = set(a.free_queue), set(b.free_queue)
-    ha, hb = {h for h, _ in a.hash_table}, {h for h, _ in b.hash_table}
-    reqs = frozenset(rid for rid in set(a.requests) | set(b.requests)
-                     if _req_key(a.requests.get(rid)) != _req_key(b.requests.get(rid)))
-    return Diff(changed, frozenset(qb - qa), frozenset(qa - qb), frozenset(hb - ha),
-                frozenset(ha - hb), reqs)
-
-
-def _req_key(v: RequestView | None) -> Any:
-    if v is None:
-        return None
-    return (v.status, v.block_ids, v.num_tokens, v.num_computed_tokens)
+def _row(v: RequestView) -> tuple:
+    """What an op frame's request view shows of a request."""
+    return (v.status, v.block_ids, v.num_tokens, v.num_computed_tokens, v.num_preemptions,
+            v.local_hit_blocks, v.external_hit_blocks, v.finish_reason, v.num_output_placeholders)

@@ -1,41 +1,50 @@
-"""What observers see of the engine: immutable views that :meth:`Engine.capture` builds and the
-timeline stores (requests, stats, the engine steps an event ran). Nothing here reaches into the
-engine; the engine fills these in."""
+"""What observers see of the engine: immutable views, built by name, that :meth:`Engine.capture`
+fills in and the timeline stores (requests, stats, the engine steps an event ran, the CPU tier).
+Nothing here reaches into the engine."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RequestView:
+    """A request as it was after a step (or an op inside one).
+
+    The token list, the block table and the block hashes are the engine's own lists, shared, not
+    copied: they only ever grow past what a view shows (a rewind gives the engine new lists), so
+    this version's are their first ``num_tokens`` / ``num_blocks`` items and a timeline keeps
+    thousands of versions at the cost of a few ints each. ``all_token_ids`` is also the request's
+    identity for the timeline (one list per request object)."""
     request_id: str
     status: str
     num_prompt_tokens: int
     num_tokens: int
     num_computed_tokens: int
-    num_preemptions: int
-    local_hit_blocks: int
-    external_hit_blocks: int
-    max_tokens: int | None
-    lora: str | None
-    cache_salt: str | None
+    num_preemptions: int = 0
+    local_hit_blocks: int = 0
+    external_hit_blocks: int = 0
+    max_tokens: int | None = None
+    lora: str | None = None
+    cache_salt: str | None = None
     finish_reason: str | None = None
     num_output_placeholders: int = 0   # async scheduling: outputs scheduled, not yet applied
-    # append-only lists shared with the engine (never mutated past the recorded lengths)
-    _tokens: list = field(default_factory=list, repr=False, compare=False)
-    _blocks: list | None = field(default=None, repr=False, compare=False)
-    _num_blocks: int = 0
-    _hashes: list | None = field(default=None, repr=False, compare=False)  # block hashes, shared
+    all_token_ids: list = field(default_factory=list, repr=False, compare=False)
+    # the block table: the engine's KVCacheBlock list (or, for a view an op frame derived, the
+    # block ids); None once the request holds none
+    table: Sequence | None = field(default=None, repr=False, compare=False)
+    num_blocks: int = 0
+    block_hashes: list | None = field(default=None, repr=False, compare=False)
 
     @property
     def token_ids(self) -> tuple[int, ...]:
-        return tuple(self._tokens[:self.num_tokens])
+        return tuple(self.all_token_ids[:self.num_tokens])
 
     @property
     def block_ids(self) -> tuple[int, ...]:
-        if self._blocks is None:
+        if self.table is None:
             return ()
-        return tuple(b.block_id for b in self._blocks[:self._num_blocks])
+        return tuple(b if type(b) is int else b.block_id for b in self.table[:self.num_blocks])
 
     def to_dict(self) -> dict:
         return {"status": self.status, "block_table": list(self.block_ids),
@@ -48,20 +57,20 @@ class RequestView:
                 "num_output_placeholders": self.num_output_placeholders}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Stats:
     """Cumulative counters after a step. ``requests/queries/hits`` and ``preempted_*`` are vLLM's
     ``PrefixCacheStats`` split (vLLM's hit rate is ``hits / queries``); ``prefix_cache_*`` are the
     totals of both (the contract's first fields)."""
     num_free_blocks: int
     usage: float
-    prefix_cache_queries: int
-    prefix_cache_hits: int
-    external_queries: int
-    external_hits: int
-    preemptions: int
-    evictions: int
-    num_cached_blocks: int
+    prefix_cache_queries: int = 0
+    prefix_cache_hits: int = 0
+    external_queries: int = 0
+    external_hits: int = 0
+    preemptions: int = 0
+    evictions: int = 0
+    num_cached_blocks: int = 0
     requests: int = 0
     queries: int = 0
     hits: int = 0
@@ -89,7 +98,7 @@ class Stats:
         return self.hits / self.queries if self.queries else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScheduledView:
     """One request in one engine step."""
     request_id: str
@@ -102,7 +111,7 @@ class ScheduledView:
     samples: bool = False         # the step samples a token for it (its prefill is complete)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EngineStepView:
     """One vLLM engine step (schedule -> execute -> update) inside an event."""
     scheduled: tuple[ScheduledView, ...]
@@ -130,3 +139,25 @@ class EngineStepView:
         if self.teaching_only:
             d["teaching_only"] = True
         return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class TierView:
+    """The connector's state after a step: every chunk the tier holds as (hash, state, chunk id,
+    ref_cnt) — the evictable ones in eviction order (first evicted first), then those a load
+    pins ("loading") or still being stored ("storing") —, its capacity, the jobs in flight
+    (job id, "load"/"store", request) and the requests in WAITING_FOR_REMOTE_KVS."""
+    contents: tuple[tuple[bytes, str, int, int], ...]
+    capacity: int
+    jobs_in_flight: tuple[tuple[int, str, str], ...]
+    waiting_for_remote_kvs: tuple[str, ...]
+    steps: tuple = ()   # set by the timeline: this event's engine steps (offload.TierStep)
+
+    def to_dict(self) -> dict:
+        return {"capacity": self.capacity,
+                "contents": [{"hash": h.hex(), "state": state, "chunk": cid, "ref_cnt": ref}
+                             for h, state, cid, ref in self.contents],
+                "jobs_in_flight": [{"job": j, "kind": k, "request": r}
+                                   for j, k, r in self.jobs_in_flight],
+                "waiting_for_remote_kvs": list(self.waiting_for_remote_kvs),
+                "engine_steps": [s.to_dict() for s in self.steps]}

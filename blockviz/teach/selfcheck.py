@@ -72,7 +72,7 @@ def hit_blocks(ops: Iterable[tuple]) -> tuple[int, ...]:
 
 
 def expected(timeline, index: int, kind: str) -> tuple[int, ...]:
-    s = timeline.snapshot(index)
+    s = timeline.step(index)
     if kind == "queue":
         return tuple(s.free_queue)
     if kind == "hits":

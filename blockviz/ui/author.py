@@ -112,7 +112,7 @@ def _names() -> tuple[list[str], list[str], list[str]]:
         return [], [], []
     run = good[1]
     ids, cps = authoring.scenario_names(run.scenario)
-    last = run.timeline.snapshot(run.last)
+    last = run.timeline.step(run.last)
     live = [rid for rid, r in last.requests.items() if r.status != "finished"]
     return ids, cps, live
 

@@ -25,7 +25,7 @@ def _payload(run: PlayerRun, block: int, index: int, layer: int, head: int, kv: 
     summary = run.timeline.payload(block, index)
     if summary is None:
         return None
-    tokens = run.timeline.snapshot(index).block_tokens[block]
+    tokens = run.timeline.step(index).block_tokens[block]
     fig = payload_figure(summary, layer=layer, head=head, kv=kv, tokens=tokens,
                          vocab=run.timeline.vocab, lang=lang)
     return frozen(fig), payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)

@@ -153,7 +153,7 @@ def _body(run: data.PlayerRun) -> None:
     box = _lazy_expander(t("kv_events", lang), "x_events")
     with box:
         if box.open:
-            events = run.timeline.snapshot(cursor).kv_events
+            events = run.timeline.step(cursor).kv_events
             st.caption(t("kv_events_at", lang, k=cursor, n=len(events)))
             if events:
                 st.json(list(events), expanded=True)

@@ -236,7 +236,7 @@ def _part_text(part: dict) -> str:
 
 def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
     ss = st.session_state
-    last = run.timeline.snapshot(run.last)
+    last = run.timeline.step(run.last)
     reqs = last.requests
     everyone = list(reqs)
     live = [rid for rid, r in reqs.items() if r.status != "finished"]

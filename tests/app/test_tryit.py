@@ -66,7 +66,7 @@ def test_fork_two_events_download_and_replay_to_the_same_state(page):
     app_run = p.state["bv_user_run"].timeline
 
     def app_tokens(rid):
-        r = app_run.snapshot(len(app_run) - 1).requests[rid]
+        r = app_run.step(len(app_run) - 1).requests[rid]
         return r.token_ids[r.num_prompt_tokens:]
     assert loaded.scenario.config == original.config
     assert [s.kind for s in loaded.scenario.steps[:4]] == [s.kind for s in original.steps[:4]]
@@ -81,10 +81,10 @@ def test_fork_two_events_download_and_replay_to_the_same_state(page):
     app = p.state["bv_user_run"].timeline
     assert len(timeline) == len(app) == 7
     for i in range(len(app)):
-        assert state_of(timeline.snapshot(i)) == state_of(app.snapshot(i)), i
+        assert state_of(timeline.step(i)) == state_of(app.step(i)), i
     # and the shared prefix is the original's state at step 4
     _, orig = run(load(SIX))
-    assert state_of(timeline.snapshot(4)) == state_of(orig.snapshot(4))
+    assert state_of(timeline.step(4)) == state_of(orig.step(4))
 
 
 def test_a_refused_event_keeps_the_fork_and_says_why(page):

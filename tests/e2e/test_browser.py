@@ -229,6 +229,65 @@ def test_screenshot_step_into(browser, server, screenshots):
     page.close()
 
 
+FRAME_STATE = """(root) => {
+  const cards = {}, reqs = [];
+  for (const c of root.querySelectorAll('[data-bv="blocks"] .bv-card[data-block]')) {
+    const id = Number(c.getAttribute('data-block'));
+    if (!id) continue;                                      // the null block
+    const counts = c.querySelectorAll('.bv-ref b');         // "1→2": the last is the count now
+    const held = c.querySelector('.bv-held');
+    cards[id] = {ref: Number(counts[counts.length - 1].textContent),
+                 held: held ? held.textContent.split(' ').filter(Boolean).sort() : []};
+  }
+  for (const r of root.querySelectorAll('[data-bv="requests"] .bv-req[data-request]')) {
+    const st = [...r.querySelector('.bv-st').classList].find((c) => c.startsWith('bv-st-'));
+    const ids = [...r.querySelectorAll('.bv-bt [data-block]')].map((e) => e.getAttribute('data-block'));
+    reqs.push({id: r.getAttribute('data-request'), status: st.slice(6), blocks: ids.map(Number)});
+  }
+  return {step: root.getAttribute('data-bv-step'), frame: root.getAttribute('data-bv-frame'), cards, reqs};
+}"""
+
+
+def test_every_op_frame_shows_requests_that_agree_with_the_blocks(browser, server):
+    """Stepping into every event of six-blocks, op by op: at each frame the request panel's block
+    tables hold exactly the blocks the cards count (a card's ref_cnt is the number of tables
+    listing it, and the requests a card names are the unfinished ones listing it), a running
+    request holds blocks and a finished one none. At op 1 of step 1, A has only arrived: waiting,
+    no blocks, nothing computed, while every card shows ref_cnt 0."""
+    page = open_page(browser, server, "scenario=six-blocks&step=1&op=1&lang=en")
+    board = page.locator(BOARD)
+    expect(board).to_have_attribute("data-bv-frame", "0")
+    first = board.evaluate(FRAME_STATE)
+    assert all(c["ref"] == 0 for c in first["cards"].values())
+    assert [(r["id"], r["status"], r["blocks"]) for r in first["reqs"]] == [("A", "waiting", [])]
+    assert "0 of 10 tokens computed" in page.locator(f'{BOARD} [data-request="A"]').inner_text()
+    seen, at = [], None
+    while True:
+        state = board.evaluate(FRAME_STATE)
+        where = (state["step"], state["frame"])
+        if where == at:                                   # the last op of the last step
+            break
+        at = where
+        seen.append(where)
+        for b, card in state["cards"].items():
+            tables = [r for r in state["reqs"] if int(b) in r["blocks"]]
+            assert card["ref"] == len(tables), (where, b, card, state["reqs"])
+            assert card["held"] == sorted(r["id"] for r in tables if r["status"] != "finished"), \
+                (where, b, card)
+        for r in state["reqs"]:
+            assert r["status"] != "running" or r["blocks"], (where, r)
+            assert r["status"] != "finished" or not r["blocks"], (where, r)
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("() => true")
+        for _ in range(50):                                # the next frame, or the end
+            if (board.get_attribute("data-bv-step"), board.get_attribute("data-bv-frame")) != at:
+                break
+            page.wait_for_timeout(40)
+    assert seen[-1][0] == "8" and len(seen) >= 45          # every op of steps 1..8
+    assert page.locator(NO_ERROR).count() == 0
+    page.close()
+
+
 def test_payload_and_metrics_open_in_the_browser(browser, server, screenshots):
     page = open_page(browser, server, "scenario=six-blocks&step=2&lang=en", 1920, 1080)
     page.locator(".st-key-x_payload summary").click()

@@ -314,13 +314,13 @@ def test_json_writes_the_first_step_before_making_the_next(monkeypatch):
     from blockviz.sim.timeline import Timeline
     written: list[int] = []
     asked: list[tuple[int, int]] = []
-    real = Timeline.snapshot
+    real = Timeline.step
 
-    def snapshot(self, i):
+    def step(self, i, frame=None):
         asked.append((i, len(written)))
-        return real(self, i)
+        return real(self, i, frame)
 
-    monkeypatch.setattr(Timeline, "snapshot", snapshot)
+    monkeypatch.setattr(Timeline, "step", step)
     original = contract.write_json
 
     def write_json(write, value, indent=None, on_item=None):
@@ -338,14 +338,14 @@ def test_json_writes_the_first_step_before_making_the_next(monkeypatch):
 
 def test_running_out_of_memory_while_writing_json_is_a_located_error(monkeypatch):
     from blockviz.sim import contract
-    real = contract._snapshot_dict
+    real = contract._step_dict
 
     def failing(s, frames, lazy):
         if s.index == 3:
             raise MemoryError
         return real(s, frames, lazy)
 
-    monkeypatch.setattr(contract, "_snapshot_dict", failing)
+    monkeypatch.setattr(contract, "_step_dict", failing)
     path = ROOT / "scenarios" / "six-blocks.yaml"
     rc, _, err = _streamed("json", str(path), "--no-payloads")
     assert rc == 2 and "Traceback" not in err

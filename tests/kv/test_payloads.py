@@ -127,7 +127,7 @@ def test_eviction_overwrites_the_payload(run_file, root):
     before, after = tl.payload(1, 7), tl.payload(1, 8)     # rewound state, then D takes block 1
     assert before.fingerprint != after.fingerprint
     assert tl.payload(1, 4).fingerprint == before.fingerprint  # block 1 kept A's prefix until D
-    assert tl.snapshot(8).block_tokens[1] != tl.snapshot(7).block_tokens[1]
+    assert tl.step(8).block_tokens[1] != tl.step(7).block_tokens[1]
 
 
 def test_rewind_restores_payloads(run_file, root):

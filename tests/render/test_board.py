@@ -11,7 +11,6 @@ import pytest
 from blockviz.render import board as B
 from blockviz.render.blocks import blocks_html, next_marks
 from blockviz.render.step import build_panels, holders
-from blockviz.render.view import step_view
 from blockviz.scenario import load
 from blockviz.scenario.load import load_text
 from blockviz.sim.runner import run
@@ -36,7 +35,7 @@ def test_every_step_in_both_languages_from_the_one_step_renderer(six_run):
     d = B.board_data(six_run, langs=["en", "zh"])
     assert (d["n"], d["lo"], d["hi"]) == (9, 0, 8) and d["langs"] == ["en", "zh"]
     for k in range(9):
-        p = build_panels(six_run.timeline, k, None, "zh", labels=six_run.labels,
+        p = build_panels(six_run.timeline, six_run.timeline.step(k), "zh", labels=six_run.labels,
                          info=B.rstep.RunInfo(title=six_run.titles["zh"]))
         assert panel(d, "zh", k, "q") == p.queue and panel(d, "zh", k, "b") == p.blocks
         assert panel(d, "zh", k, "t") == p.table and panel(d, "zh", k, "d") == p.did
@@ -53,7 +52,8 @@ def test_frames_ship_only_when_asked_and_walk_the_ops(six_run):
     third = frames[1][2]
     assert "free_block_queue.popleft_n(n)" in d["strings"][third["pc"]]
     assert 'data-queue="4 5 6"' in d["strings"][third["q"]]
-    assert "n" not in third and "r" not in third                   # step-level panels are not repeated
+    assert "n" not in third                                        # the note is the step's
+    assert "r" in third                                            # the requests are the op's own
 
 
 def test_timeline_marks_and_events(six_run):
@@ -95,22 +95,22 @@ def test_a_big_pool_is_dense_with_a_cell_per_block():
 
 def test_next_allocation_and_next_cached_prefix_are_told_apart(six_run):
     tl, labels = six_run.timeline, six_run.labels
-    s4 = step_view(tl, 4).state
+    s4 = tl.step(4)
     assert next_marks(s4) == (4, 2)            # 4 is taken next; H2's block 2 is evicted first
     html = blocks_html(s4, labels=labels, lang="en")
     card2 = re.search(r'<div class="[^"]*" data-block="2">.*?</div></div>', html).group(0)
     assert "bv-evict-next" in card2 and "evicts next" in card2
     card4 = re.search(r'<div class="[^"]*" data-block="4">', html).group(0)
     assert "bv-victim" in card4 and "bv-evict-next" not in card4
-    s8 = step_view(tl, 8).state
+    s8 = tl.step(8)
     assert next_marks(s8) == (None, None)      # an empty queue: nothing to take, nothing to evict
 
 
 def test_cards_show_ref_count_changes_and_holders(six_run):
     tl, labels = six_run.timeline, six_run.labels
-    v = step_view(tl, 2)                       # B arrives and hits A's blocks 1 and 2
-    assert holders(v.snapshot, v.state)[1] == ("A", "B")
-    html = build_panels(tl, 2, None, "en", labels=labels).blocks
+    v = tl.step(2)                             # B arrives and hits A's blocks 1 and 2
+    assert holders(v)[1] == ("A", "B")
+    html = build_panels(tl, v, "en", labels=labels).blocks
     card1 = re.search(r'data-block="1">(.*?)</div></div>', html, flags=re.S).group(1)
     assert '<s class="bv-was">1</s>→<b class="bv-now">2</b>' in card1 and "A B" in card1
     card5 = re.search(r'data-block="5">(.*?)</div></div>', html, flags=re.S).group(1)

@@ -30,7 +30,6 @@ from blockviz.render.payload import payload_figure, verify_html
 from blockviz.render.pseudocode import PSEUDOCODE, op_line, pseudocode_html
 from blockviz.render.queue import queue_html
 from blockviz.render.requests import requests_html
-from blockviz.render.view import step_view
 from blockviz.teach.labels import HashLabels
 from blockviz.teach.narrate import narrate_ops
 
@@ -49,11 +48,12 @@ def test_one_step_at_4096_blocks_renders_fast(big):
     best = float("inf")
     for i in (len(big) - 3, len(big) - 2):
         t0 = time.perf_counter()
-        v = step_view(big, i)
-        queue_html(v.state, labels=labels, to_head=v.to_head, to_tail=v.to_tail)
-        hash_table_html(v.table, labels=labels, state=v.state, added=v.hashes_added,
-                        removed=v.hashes_removed)
-        requests_html(v.snapshot, fresh=v.fresh, changed=v.changed_requests)
+        v = big.step(i)
+        c = v.changes
+        queue_html(v, labels=labels, to_head=c.to_head, to_tail=c.to_tail)
+        hash_table_html(v.hash_table, labels=labels, state=v, added=c.hashes_added,
+                        removed=c.hashes_removed)
+        requests_html(v, fresh=c.fresh, changed=c.requests)
         did_html(narrate_ops(v.ops, "en", labels, big.vocab, big.block_size), "en")
         best = min(best, time.perf_counter() - t0)
     print(f"\none uncached step at 4,096 blocks: {best * 1000:.0f} ms")
@@ -108,7 +108,7 @@ def test_free_blocks_pseudocode_differs_by_vllm_version():
 def test_payload_heatmap_is_the_real_tensor_slice(six):
     summary = six.payload(1, 1)
     assert summary is not None
-    fig = payload_figure(summary, layer=1, head=0, kv=1, tokens=six.snapshot(1).block_tokens[1])
+    fig = payload_figure(summary, layer=1, head=0, kv=1, tokens=six.step(1).block_tokens[1])
     z = fig.data[0].z
     want = summary.data[1, 1, :, 0, :]
     assert len(z) == want.shape[0] and len(z[0]) == want.shape[1]
@@ -178,15 +178,14 @@ def _every_panel(tl, lang):
     out = []
     for i in range(len(tl)):
         for frame in [None] + list(range(len(tl.step_ops(i)))):
-            v = step_view(tl, i, frame)
-            s = v.snapshot
-            out.append(step_header_html(i, len(tl) - 1, event_label(s.step, lang), lang, title=tl_title))
+            v = s = tl.step(i, frame)
+            out.append(step_header_html(i, len(tl) - 1, event_label(s.event, lang), lang, title=tl_title))
             out.append(note_html(s.note.get(lang) if s.note else None, lang, error="<script>e</script>")
                        + did_html(narrate_ops(s.ops, lang, labels, tl.vocab, tl.block_size), lang))
-            out.append(rblocks.blocks_html(v.state, labels=labels, vocab=tl.vocab, lang=lang,
-                                           block_size=tl.block_size, changed=v.changed))
-            out.append(queue_html(v.state, labels=labels, lang=lang))
-            out.append(hash_table_html(v.table, labels=labels, state=v.state, lang=lang))
+            out.append(rblocks.blocks_html(v, labels=labels, vocab=tl.vocab, lang=lang,
+                                           block_size=tl.block_size, changed=v.changes.blocks))
+            out.append(queue_html(v, labels=labels, lang=lang))
+            out.append(hash_table_html(v.hash_table, labels=labels, state=v, lang=lang))
             out.append(requests_html(s, lang=lang))
             if v.op is not None:
                 out.append(pseudocode_html(v.op, lang=lang))

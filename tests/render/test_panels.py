@@ -9,13 +9,13 @@ import pytest
 
 from blockviz.core.ops import FreeHead, FreeTail
 from blockviz.render.blocks import blocks_html, legend_html
-from blockviz.render.hash_table import hash_table_html, table_from_state
+from blockviz.render.hash_table import hash_table_html
 from blockviz.render.markers import step_kinds
 from blockviz.render.narration import did_html, note_html, step_header_html
-from blockviz.render.queue import moved_to_ends, queue_html
+from blockviz.render.queue import queue_html
 from blockviz.render.requests import requests_html
 from blockviz.render.theme import css, esc
-from blockviz.render.view import step_view
+from blockviz.sim.step import moved_to_ends
 from blockviz.teach.labels import HashLabels
 
 
@@ -40,14 +40,15 @@ def classes_by_block(markup: str, cls: str) -> dict[int, set[str]]:
 
 
 def blocks_at(tl, labels, i):
-    v = step_view(tl, i)
-    return blocks_html(v.state, labels=labels, vocab=tl.vocab, block_size=tl.block_size,
-                       changed=v.changed)
+    v = tl.step(i)
+    return blocks_html(v, labels=labels, vocab=tl.vocab, block_size=tl.block_size,
+                       changed=v.changes.blocks)
 
 
 def queue_at(tl, labels, i, lang="en"):
-    v = step_view(tl, i)
-    return queue_html(v.state, labels=labels, lang=lang, to_head=v.to_head, to_tail=v.to_tail)
+    v = tl.step(i)
+    return queue_html(v, labels=labels, lang=lang, to_head=v.changes.to_head,
+                      to_tail=v.changes.to_tail)
 
 
 # -- free queue ----------------------------------------------------------------------------
@@ -77,7 +78,7 @@ def test_queue_marks_nothing_in_a_step_that_frees_nothing(six, six_labels):
 
 def test_long_queue_is_cut_with_a_count(big):
     labels = HashLabels.for_timeline(big)
-    s = big.snapshot(0)
+    s = big.step(0)
     html = queue_html(s, labels=labels, head_cells=10, tail_cells=5)
     order = [int(a["data-block"]) for a in Elements(html).with_class("bv-q")]
     assert order == list(range(1, 11)) + list(range(4091, 4096))
@@ -85,7 +86,7 @@ def test_long_queue_is_cut_with_a_count(big):
 
 
 def test_empty_queue_says_so(six, six_labels):
-    s = six.snapshot(8)        # D took every block
+    s = six.step(8)        # D took every block
     assert s.free_queue == ()
     assert "(empty)" in queue_html(s, labels=six_labels)
 
@@ -131,8 +132,8 @@ def test_legend_names_every_colour_in_both_languages():
 
 # -- hash table ----------------------------------------------------------------------------
 def test_hash_table_shows_the_chain_parent_to_child(six, six_labels):
-    v = step_view(six, 1)
-    html = hash_table_html(v.table, labels=six_labels, state=v.state, added=v.hashes_added)
+    v = six.step(1)
+    html = hash_table_html(v.hash_table, labels=six_labels, state=v, added=v.changes.hashes_added)
     rows = Elements(html).items
     hashes = [a["data-hash"] for tag, a in rows if tag == "tr" and "data-hash" in a]
     assert hashes == ["H1", "H2"]
@@ -142,44 +143,38 @@ def test_hash_table_shows_the_chain_parent_to_child(six, six_labels):
 
 
 def test_hash_table_strikes_the_hashes_evicted_in_this_step(six, six_labels):
-    v = step_view(six, 8)
-    html = hash_table_html(v.table, labels=six_labels, state=v.state, added=v.hashes_added,
-                           removed=v.hashes_removed)
+    v = six.step(8)
+    html = hash_table_html(v.hash_table, labels=six_labels, state=v, added=v.changes.hashes_added,
+                           removed=v.changes.hashes_removed)
     gone = [a["data-hash"] for a in Elements(html).with_class("bv-row-gone")]
     assert gone == ["H1", "H2"]
-    assert len(v.table) == 6
+    assert len(v.hash_table) == 6
 
 
 def test_duplicates_are_visible(dup):
     labels = HashLabels.for_timeline(dup)
-    v = step_view(dup, 2)
-    html = hash_table_html(v.table, labels=labels, state=v.state)
+    v = dup.step(2)
+    html = hash_table_html(v.hash_table, labels=labels, state=v)
     row = html[html.index('data-hash="H2"'):]
     row = row[:row.index("</tr>")]
     assert "duplicate ×2" in row
     assert row.count('class="bv-b bv-local"') == 2
-    assert [ids for h, ids in v.table if labels(h) == "H2"] == [(2, 4)]
+    assert [ids for h, ids in v.hash_table if labels(h) == "H2"] == [(2, 4)]
 
 
 def test_long_chains_do_not_indent_off_the_page(big):
     labels = HashLabels.for_timeline(big)
-    v = step_view(big, 1)                     # S: a chain of 128 hashes
-    html = hash_table_html(v.table, labels=labels, state=v.state)
+    v = big.step(1)                           # S: a chain of 128 hashes
+    html = hash_table_html(v.hash_table, labels=labels, state=v)
     indents = [len(m) for m in re.findall(r'<span class="bv-tree">([^<]*)</span>', html)]
     assert max(indents) <= 3 * 6 + 4 and len(indents) == 60    # first 60 rows, then a count
     assert "68 more" in html
 
 
-def test_table_from_state_keeps_insertion_order_and_first_inserted_duplicate():
-    a, b, c = b"a", b"b", b"c"
-    hashes = (None, b, a, c, a)
-    assert table_from_state(hashes, [(a, (4, 2)), (b, (1,))]) == ((a, (4, 2)), (b, (1,)), (c, (3,)))
-
-
 # -- requests --------------------------------------------------------------------------------
 def test_request_block_table_marks_hits_new_blocks_and_pending_tokens(six):
-    v = step_view(six, 2)
-    html = requests_html(v.snapshot, fresh=v.fresh, changed=v.changed_requests)
+    v = six.step(2)
+    html = requests_html(v, fresh=v.changes.fresh, changed=v.changes.requests)
     b_row = html[html.index('data-request="B"'):]
     cells = [(a.get("class"), a.get("title")) for a in Elements(b_row).with_class("bv-b")][:3]
     assert cells[0] == ("bv-b bv-local", "local hit") and cells[1] == ("bv-b bv-local", "local hit")
@@ -189,40 +184,41 @@ def test_request_block_table_marks_hits_new_blocks_and_pending_tokens(six):
 
 
 def test_finished_requests_have_no_blocks(six):
-    html = requests_html(six.snapshot(4))
+    html = requests_html(six.step(4))
     assert html.count("bv-st-finished") == 2 and html.count("no blocks") == 2
 
 
 def test_no_requests_yet(six):
-    assert "No requests yet." in requests_html(six.snapshot(0))
+    assert "No requests yet." in requests_html(six.step(0))
 
 
 # -- frames (step into) ----------------------------------------------------------------------
 def test_frames_show_the_state_after_each_op(six):
     frames = six.frames(1)
-    kinds = [f.kind for f in frames]
+    kinds = [f.op.kind for f in frames]
     j_pop, j_cache = kinds.index("popleft"), kinds.index("cache")
-    v = step_view(six, 1, j_pop, frames)
-    assert v.op.kind == "popleft" and v.changed == {1, 2, 3}
-    assert v.state.ref_cnt[1:4] == (1, 1, 1) and v.state.free_queue == (4, 5, 6)
-    assert v.table == () and v.fresh == {1, 2, 3}
-    v = step_view(six, 1, j_cache, frames)
-    assert len(v.table) == 2 and len(v.hashes_added) == 2 and v.changed == {1, 2}
+    v = frames[j_pop]
+    assert v.op.kind == "popleft" and v.changes.blocks == {1, 2, 3}
+    assert v.ref_cnt[1:4] == (1, 1, 1) and v.free_queue == (4, 5, 6)
+    assert v.hash_table == () and v.changes.fresh == {1, 2, 3}
+    v = frames[j_cache]
+    assert len(v.hash_table) == 2 and len(v.changes.hashes_added) == 2
+    assert v.changes.blocks == {1, 2}
     # before the forward pass: allocated and hashed, but no tokens written yet
-    assert v.state.block_tokens[3] == ()
+    assert v.block_tokens[3] == ()
 
 
 def test_frames_of_free_mark_head_and_tail_separately(six):
     frames = six.frames(4)
-    kinds = [f.kind for f in frames]
-    v = step_view(six, 4, kinds.index("free_head"), frames)
-    assert v.to_head == {4} and not v.to_tail and v.state.free_queue[0] == 4
-    v = step_view(six, 4, kinds.index("free_tail"), frames)
-    assert v.to_tail == {2, 1} and v.state.free_queue == (4, 3, 5, 6, 2, 1)
+    kinds = [f.op.kind for f in frames]
+    v = frames[kinds.index("free_head")]
+    assert v.changes.to_head == {4} and not v.changes.to_tail and v.free_queue[0] == 4
+    v = frames[kinds.index("free_tail")]
+    assert v.changes.to_tail == {2, 1} and v.free_queue == (4, 3, 5, 6, 2, 1)
 
 
 def test_step_without_ops_has_no_frames(six):
-    v = step_view(six, 0, 0)
+    v = six.step(0, 0)
     assert v.num_frames == 0 and v.op is None
 
 
@@ -297,7 +293,7 @@ def test_a_teaching_only_step_is_badged_in_the_player_and_the_export():
         # only A was scheduled: B, running too, got nothing in that step
         assert _sched_items(badged)[0].startswith("A")
         assert "B" not in _sched_items(badged)[0]
-        assert words in build_panels(tl, 3, None, lang, labels=labels).did   # every view's panel
+        assert words in build_panels(tl, tl.step(3), lang, labels=labels).did   # every view's panel
 
 
 @pytest.mark.parametrize("lang, more", [("en", "… 76 more"), ("zh", "… 还有 76 个")])
@@ -318,8 +314,8 @@ def test_the_dense_board_cuts_the_engine_list(big):
     from blockviz.render.step import COMPACT, build_panels
     labels = HashLabels.for_timeline(big)
     step = max(range(len(big)), key=lambda i: len(big.step_ops(i)))
-    full = build_panels(big, step, None, "en", labels=labels)
-    cut = build_panels(big, step, None, "en", labels=labels, compact=True)
+    full = build_panels(big, big.step(step), "en", labels=labels)
+    cut = build_panels(big, big.step(step), "en", labels=labels, compact=True)
     def sentences(html):                # the list of what the engine did (not the schedule)
         return html.split('class="bv-did"', 1)[1].count("<li")
     n = sentences(full.did)

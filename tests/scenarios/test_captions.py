@@ -142,7 +142,7 @@ def test_a_caption_names_only_hashes_its_step_shows(name):
     labels = HashLabels.for_timeline(tl)
 
     def shown(i: int) -> set[str]:
-        s = tl.snapshot(i)
+        s = tl.step(i)
         hashes = {h for h in s.block_hash if h is not None} | {h for h, _ in s.hash_table}
         hashes |= {h for h, _ in (s.external or ())}
         return {labels(h) for h in hashes}

@@ -3,7 +3,7 @@ every op) and asserts the facts its narration teaches, step by step, so a note c
 the run it describes.
 
 Step numbers below are the lesson's steps, 1-based, as ``python -m blockviz play`` shows them;
-``tl.snapshot(i)`` is the state after step i.
+``tl.step(i)`` is the state after step i.
 """
 from __future__ import annotations
 
@@ -56,11 +56,11 @@ def variant(name: str, old: str, new: str):
 
 
 def tier_ops(name: str, i: int, kind: str) -> list[dict]:
-    return [d for d in map(op_to_dict, unchecked(name).snapshot(i).ops) if d["op"] == kind]
+    return [d for d in map(op_to_dict, unchecked(name).step(i).ops) if d["op"] == kind]
 
 
 def snap(name: str, i: int):
-    return lesson(name)[1].snapshot(i)
+    return lesson(name)[1].step(i)
 
 
 def ops(name: str, i: int, kind: str | None = None) -> list[dict]:
@@ -527,7 +527,7 @@ def test_async_load_delays_the_first_token_sync_does_not():
     assert (req(n, 6, "L").local_hit_blocks, req(n, 6, "L").external_hit_blocks) == (2, 2)
     assert (req(n, 9, "L").local_hit_blocks, req(n, 9, "L").external_hit_blocks) == (2, 2)
     assert [snap(n, 9).block_hash[b] for b in l_blocks[2:]] == list(
-        lesson(n)[1].snapshot(1).block_hash[3:5])
+        lesson(n)[1].step(1).block_hash[3:5])
     # S's decode filled block 7 (cached on the GPU) but only prompt blocks reach the tier
     assert len(snap(n, 9).tier.contents) == 4
 
@@ -611,9 +611,9 @@ def test_with_chunking_off_the_first_too_long_prompt_blocks_everyone_behind_it()
     assert frees == [("free_head", [10]), ("free_tail", [5, 4, 3])]
     # the note's "with chunking on": C takes a 5-token chunk in D's step, D still waits
     on = variant(n, "enable_chunked_prefill: false", "enable_chunked_prefill: true")
-    es = on.snapshot(4).engine_steps[0]
+    es = on.step(4).engine_steps[0]
     assert [(s.request_id, s.num_tokens) for s in es.scheduled] == [("A", 1), ("B", 10), ("C", 5)]
-    assert on.snapshot(4).waiting == ("D",)
+    assert on.step(4).waiting == ("D",)
 
 
 # -- async-lag ---------------------------------------------------------------------------------
@@ -646,10 +646,10 @@ def test_async_scheduling_applies_outputs_and_caches_one_step_late():
         assert r.num_computed_tokens == r.num_tokens and r.num_output_placeholders == 1
     # the note's synchronous scheduler: block 2 cached in step 2, before B's lookup: 8 hit
     sync = variant(n, "scheduler: {async_scheduling: true}", "scheduler: {async_scheduling: false}")
-    a = sync.snapshot(1).requests["A"]
+    a = sync.step(1).requests["A"]
     assert (a.num_tokens, a.num_computed_tokens) == (8, 7)
-    assert sync.snapshot(2).requests["B"].block_ids == (1, 2, 3)
-    assert sync.snapshot(2).stats.hits == 8 and snap(n, 2).stats.hits == 4
+    assert sync.step(2).requests["B"].block_ids == (1, 2, 3)
+    assert sync.step(2).stats.hits == 8 and snap(n, 2).stats.hits == 4
 
 
 # -- seats-and-length --------------------------------------------------------------------------
@@ -835,8 +835,8 @@ def test_chunked_prefill_names_the_check_and_what_its_absence_costs():
 def test_external_tier_events_name_their_medium():
     """1.12: vLLM's GPU events say medium GPU, the tier's say CPU; the tier's events here do."""
     n = "external-tier"
-    from blockviz.sim.contract import snapshot_dict
+    from blockviz.sim.contract import step_dict
     media = [e["medium"] for i in range(len(lesson(n)[1]))
-             for e in snapshot_dict(snap(n, i), None).get("tier_events", ())]
+             for e in step_dict(snap(n, i), None).get("tier_events", ())]
     assert len(media) == 12 and set(media) == {"CPU"}     # 9 stores, 3 drops
     assert "medium: GPU for the" in note(n, 8) or "GPU for the block pool" in note(n, 8)
