@@ -5,8 +5,6 @@ missing browser is a failure."""
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,30 +15,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-
-
-def _unavailable(reason: str):
-    if os.environ.get("BLOCKVIZ_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"browser tests are required here (BLOCKVIZ_REQUIRE_BROWSER=1): {reason}")
-    pytest.skip(reason)
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def chromium_path() -> str:
-    path = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
-    if not path:
-        _unavailable("no chromium at /usr/bin/chromium (apt-get install chromium fonts-noto-cjk)")
-    return path
 
 
 @contextlib.contextmanager
@@ -85,18 +66,6 @@ def server():
     """``blockviz app`` on a free port; yields the base URL; terminated at the end."""
     with app_server() as url:
         yield url
-
-
-@pytest.fixture(scope="session")
-def browser(chromium_path):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as e:  # pragma: no cover - requirements-dev installs it
-        _unavailable(f"playwright is not installed: {e}")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="session")

@@ -221,23 +221,6 @@ def installed_server(venv, tmp_path_factory):
             proc.wait()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium (Debian's), as the browser tests drive it; skipped without one unless
-    BLOCKVIZ_REQUIRE_BROWSER=1 (CI), where that is a failure."""
-    path = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
-    if not path:
-        if os.environ.get("BLOCKVIZ_REQUIRE_BROWSER") == "1":
-            pytest.fail("no chromium, and browser tests are required here")
-        pytest.skip("no chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=path, args=["--headless", "--no-sandbox", "--disable-gpu",
-                                                          "--no-first-run"])
-        yield b
-        b.close()
-
-
 def _no_error_box(page) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0
     alerts = " ".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
