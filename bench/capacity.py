@@ -90,7 +90,7 @@ def breakdown_ours(trace, block_size: int, pool_blocks: int) -> dict[str, float]
         t0 = clock()
         req = SequenceRequest(f"r{i}", r.input_length, block_keys(r.input_length, r.hash_ids, block_size))
         t1 = clock()
-        blocks, num_hit = manager.get_computed_blocks(req)
+        blocks, num_hit = manager.get_computed_blocks(req)[:2]
         if manager.allocate_slots(req, req.num_tokens - num_hit, num_hit, blocks) is not None:
             manager.free(req)
         calls += clock() - t1

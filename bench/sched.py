@@ -76,7 +76,7 @@ class Ours:
 
     def state(self) -> tuple:
         return (self.last.num_scheduled_tokens,
-                {rid: self.mgr.get_block_ids(rid) for rid in self.ids},
+                {rid: self.mgr.get_block_ids(rid)[0] for rid in self.ids},
                 self.mgr.block_pool.get_num_free_blocks())
 
 

@@ -52,25 +52,27 @@ def record_trace(scenario: Scenario) -> Trace:
     free_blocks, get_cached_block = pool.free_blocks, pool.get_cached_block
     take_events, reset_prefix_cache = pool.take_events, pool.reset_prefix_cache
 
-    def t_get_new_blocks(n):
-        blocks = get_new_blocks(n)
+    # (keyword arguments: the op record's group, for a one-group scenario always 0)
+    def t_get_new_blocks(n, **kw):
+        blocks = get_new_blocks(n, **kw)
         log(("get_new_blocks", n, tuple(b.block_id for b in blocks)))
         return blocks
 
-    def t_touch(blocks):
+    def t_touch(blocks, **kw):
         log(("touch", tuple(b.block_id for b in blocks)))
-        return touch(blocks)
+        return touch(blocks, **kw)
 
-    def t_cache_full_blocks(request, blocks, num_cached, num_full, block_size):
-        # Both implementations read blocks[num_cached:num_full] only.
+    def t_cache_full_blocks(request, blocks, num_cached, num_full, block_size, *group_and_mask):
+        # Both implementations read blocks[num_cached:num_full] only (one group: no mask).
         log(("cache_full_blocks", request.request_id, tuple(b.block_id for b in blocks[:num_full]),
              num_cached, num_full, block_size))
-        return cache_full_blocks(request, blocks, num_cached, num_full, block_size)
+        return cache_full_blocks(request, blocks, num_cached, num_full, block_size,
+                                 *group_and_mask)
 
-    def t_free_blocks(ordered_blocks):
+    def t_free_blocks(ordered_blocks, **kw):
         ordered = list(ordered_blocks)
         log(("free_blocks", tuple(b.block_id for b in ordered)))
-        return free_blocks(ordered)
+        return free_blocks(ordered, **kw)
 
     def t_get_cached_block(block_hash):
         block = get_cached_block(block_hash)

@@ -20,7 +20,7 @@ def live_state(engine: Engine) -> dict:
         "tokens": tuple(tuple(t) for t in engine.state.block_tokens),
         "queue": tuple(b.block_id for b in pool.free_block_queue),
         "table": tuple((h, tuple(ids)) for h, ids in pool.cached_block_hash_to_block.items()),
-        "requests": [(rid, r.status.value, tuple(engine.manager.get_block_ids(rid)),
+        "requests": [(rid, r.status.value, tuple(engine.manager.get_block_ids(rid)[0]),
                       r.num_tokens, r.num_computed_tokens, tuple(r.all_token_ids))
                      for rid, r in engine.scheduler.requests.items()],       # in order
         "waiting": tuple(r.request_id for r in engine.scheduler.waiting),

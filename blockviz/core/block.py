@@ -14,8 +14,9 @@ class KVCacheBlock:
         self.block_id = block_id
         # Number of live block tables that hold this block; 0 means it sits in the free queue.
         self.ref_cnt = 0
-        # The block's prefix hash (vLLM's BlockHash bytes, without a group id); set once when the
-        # block is full and cached, cleared when the block is evicted.
+        # The key the block is cached under (BlockPool.key: vLLM's BlockHash bytes, plus the
+        # 4-byte group id when the pool serves several KV-cache groups); set once when the block
+        # is full and cached, cleared when the block is evicted.
         self.block_hash: bytes | None = None
         # Links of the free queue; both None exactly when the block is not queued.
         self.prev_free_block: KVCacheBlock | None = None

@@ -10,7 +10,11 @@ hash map. Its contract, which the tests check at pointer level:
   * ``free_blocks`` gets a table *reversed*; blocks whose count reaches 0 go back to the queue and
     keep their hash. Free order ``split`` (vLLM >= 0.24): unhashed blocks to the head, hashed blocks
     to the tail. ``append`` (vLLM <= 0.23, "classic"): all to the tail;
-  * the map does not de-duplicate: two blocks may carry one hash; lookups return the first inserted.
+  * the map does not de-duplicate: two blocks may carry one hash; lookups return the first inserted;
+  * with several KV-cache groups (hybrid models) one pool serves every group: a block is cached
+    under vLLM's ``BlockHashWithGroupId``, its hash with the 4-byte big-endian group id appended
+    (``key``); with one group the key is the bare hash (vLLM appends group 0, which changes
+    nothing one can observe), so a one-group pool's keys are its request hashes.
 
 Every mutation can be reported as an op record to ``sink`` (an ``OpSink``, or None to switch
 recording off): the timeline replays them and the UI highlights them. The records (``Popleft``, ``Evict``,
@@ -107,10 +111,16 @@ class BlockHashToBlockMap:
         return len(self._cache)
 
 
+def make_block_hash_with_group_id(block_hash: bytes, group_id: int) -> bytes:
+    """vLLM's ``make_block_hash_with_group_id`` (kv_cache_utils.py:60-69)."""
+    return block_hash + group_id.to_bytes(4, "big", signed=False)
+
+
 class BlockPool:
     def __init__(self, num_gpu_blocks: int, enable_caching: bool = True, *,
                  free_order: str = "split", enable_kv_cache_events: bool = True,
-                 sink: OpSink | None = None) -> None:
+                 sink: OpSink | None = None, num_kv_cache_groups: int = 1,
+                 kv_cache_event_metadata: tuple = (("full_attention", None),)) -> None:
         if num_gpu_blocks < 1:
             raise ValueError("num_gpu_blocks must be at least 1 (block 0 is the null block)")
         if free_order not in FREE_ORDERS:
@@ -127,6 +137,23 @@ class BlockPool:
         self.kv_event_queue: list[KVCacheEvent] = []
         self.sink = sink
         self.num_evictions = 0  # blocks whose hash left the map at reuse (a metric, not vLLM state)
+        # keys carry the group id (several groups) or are the bare hash (one group)
+        self.group_keys = num_kv_cache_groups > 1
+        # per group: (kv_cache_spec_kind, kv_cache_spec_sliding_window) of its BlockStored events
+        # (vLLM's KVCacheManager.kv_cache_event_metadata, kv_cache_manager.py:211-217)
+        self.kv_cache_event_metadata = kv_cache_event_metadata
+
+    # -- keys (vLLM's BlockHashWithGroupId) -----------------------------------------------
+    def key(self, block_hash: bytes, group_id: int) -> bytes:
+        """The map key of ``block_hash`` cached in group ``group_id``."""
+        return make_block_hash_with_group_id(block_hash, group_id) if self.group_keys \
+            else block_hash
+
+    def split_key(self, key: bytes) -> tuple[bytes, int]:
+        """(``BlockHash``, group id) of a map key (vLLM's ``get_block_hash``, ``get_group_id``)."""
+        if self.group_keys:
+            return key[:-4], int.from_bytes(key[-4:], "big", signed=False)
+        return key, 0
 
     def __deepcopy__(self, memo: dict) -> BlockPool:
         """A copy with the same queue order and map order. Blocks are copied here, unlinked, and
@@ -153,9 +180,24 @@ class BlockPool:
         return new
 
     # -- lookups --------------------------------------------------------------------------
-    def get_cached_block(self, block_hash: bytes) -> KVCacheBlock | None:
-        """The first block cached under ``block_hash``, free or not, or None. No side effect."""
-        return self.cached_block_hash_to_block.get_one_block(block_hash)
+    def get_cached_block(self, block_hash: bytes,
+                         kv_cache_group_ids: Sequence[int] | None = None):
+        """The first block cached under ``block_hash``, free or not, or None. No side effect.
+        With ``kv_cache_group_ids`` (vLLM's form, bp:202-228): the first block of each of those
+        groups, or None if any group misses."""
+        get = self.cached_block_hash_to_block.get_one_block
+        if kv_cache_group_ids is None:
+            return get(block_hash)
+        if not self.group_keys:
+            block = get(block_hash)
+            return None if block is None else [block]
+        out = []
+        for gid in kv_cache_group_ids:
+            block = get(make_block_hash_with_group_id(block_hash, gid))
+            if block is None:
+                return None
+            out.append(block)
+        return out
 
     def get_num_free_blocks(self) -> int:
         return self.free_block_queue.num_free_blocks
@@ -169,8 +211,9 @@ class BlockPool:
         return not block.is_null and block.ref_cnt == 1 and block.block_hash is None
 
     # -- allocation -----------------------------------------------------------------------
-    def get_new_blocks(self, num_blocks: int) -> list[KVCacheBlock]:
-        """Pop ``num_blocks`` from the head; evict any that still carry a hash; ref_cnt = 1."""
+    def get_new_blocks(self, num_blocks: int, *, group: int = 0) -> list[KVCacheBlock]:
+        """Pop ``num_blocks`` from the head; evict any that still carry a hash; ref_cnt = 1.
+        (``group``: the table they are for, named in the op record only.)"""
         if num_blocks > self.get_num_free_blocks():
             raise ValueError(f"Cannot get {num_blocks} free blocks from the pool")
         blocks = self.free_block_queue.popleft_n(num_blocks)
@@ -180,7 +223,7 @@ class BlockPool:
             block.ref_cnt = 1
             evict = evict or block.block_hash is not None
         if self.sink is not None:
-            self.sink.on_op(Popleft(tuple(b.block_id for b in blocks)))
+            self.sink.on_op(Popleft(tuple(b.block_id for b in blocks), group))
         if evict:  # lazy eviction: a reused block's old hash leaves the map only now
             for block in blocks:
                 if block.block_hash is not None:
@@ -197,13 +240,14 @@ class BlockPool:
         if popped is None:
             return False
         self.num_evictions += 1
+        bare, group = self.split_key(block_hash)
         if self.sink is not None:
-            self.sink.on_op(Evict(block.block_id, block_hash))
+            self.sink.on_op(Evict(block.block_id, block_hash, group))
         if self.enable_kv_cache_events:
-            self.kv_event_queue.append(BlockRemoved((hash_to_event_int(block_hash),)))
+            self.kv_event_queue.append(BlockRemoved((hash_to_event_int(bare),), group_idx=group))
         return True
 
-    def touch(self, blocks: Sequence[KVCacheBlock]) -> None:
+    def touch(self, blocks: Sequence[KVCacheBlock], *, group: int = 0) -> None:
         """A prefix-cache hit: a free block (ref_cnt 0) leaves the queue, keeping its hash."""
         removed: list[int] = []
         remove = self.free_block_queue.remove
@@ -216,44 +260,59 @@ class BlockPool:
             block.ref_cnt += 1
         if self.sink is not None:
             self.sink.on_op(Touch(tuple(b.block_id for b in blocks if not b.is_null),
-                                 tuple(removed)))
+                                 tuple(removed), group))
 
     def cache_full_blocks(self, request: Request, blocks: Sequence[KVCacheBlock],
-                          num_cached_blocks: int, num_full_blocks: int, block_size: int) -> None:
-        """Register ``blocks[num_cached_blocks:num_full_blocks]`` under the request's hashes."""
+                          num_cached_blocks: int, num_full_blocks: int, block_size: int,
+                          kv_cache_group_id: int = 0,
+                          block_mask: Sequence[bool] | None = None) -> None:
+        """Register ``blocks[num_cached_blocks:num_full_blocks]`` under the request's hashes, in
+        group ``kv_cache_group_id``; null blocks, and blocks whose ``block_mask`` entry (aligned
+        with that range) is False, are skipped (bp:230-356)."""
         if num_cached_blocks >= num_full_blocks:
             return
         block_hashes = request.block_hashes
         insert = self.cached_block_hash_to_block.insert
+        key = self.key
         cached_ids: list[int] = []
-        cached_hashes: list[bytes] = []
+        cached_hashes: list[bytes] = []   # the request's hashes of the blocks cached
+        cached_keys: list[bytes] = []
+        indices: list[int] = []
         for i in range(num_cached_blocks, num_full_blocks):
             block = blocks[i]
-            if block.is_null:
+            if block.is_null or (block_mask is not None
+                                 and not block_mask[i - num_cached_blocks]):
                 continue
             assert block.block_hash is None, f"block {block.block_id} is already cached"
             block_hash = block_hashes[i]
-            block.block_hash = block_hash
-            insert(block_hash, block)
+            k = key(block_hash, kv_cache_group_id)
+            block.block_hash = k
+            insert(k, block)
             cached_ids.append(block.block_id)
             cached_hashes.append(block_hash)
+            cached_keys.append(k)
+            indices.append(i)
         if self.sink is not None:
             parent = block_hashes[num_cached_blocks - 1] if num_cached_blocks > 0 else None
-            self.sink.on_op(Cache(request.request_id, tuple(cached_ids), tuple(cached_hashes),
-                                 num_cached_blocks, parent))
+            self.sink.on_op(Cache(request.request_id, tuple(cached_ids), tuple(cached_keys),
+                                 num_cached_blocks, parent, kv_cache_group_id))
         if self.enable_kv_cache_events:
             self.kv_event_queue.append(self._block_stored_event(
-                request, cached_hashes, num_cached_blocks, num_full_blocks, block_size))
+                request, cached_hashes, indices, num_cached_blocks, num_full_blocks, block_size,
+                kv_cache_group_id))
 
-    def _block_stored_event(self, request: Request, hashes: list[bytes], num_cached_blocks: int,
-                            num_full_blocks: int, block_size: int) -> BlockStored:
+    def _block_stored_event(self, request: Request, hashes: list[bytes], indices: list[int],
+                            num_cached_blocks: int, num_full_blocks: int, block_size: int,
+                            group: int) -> BlockStored:
+        """One BlockStored per call: the hashes of the blocks stored (none, when a mask kept
+        none), the tokens of the whole range, the parent before the range (bp:307-356)."""
         parent = (hash_to_event_int(request.block_hashes[num_cached_blocks - 1])
                   if num_cached_blocks > 0 else None)
         start, end = num_cached_blocks * block_size, num_full_blocks * block_size
         extra = tuple(to_event_extra_keys(generate_block_hash_extra_keys(
-            request, i * block_size, (i + 1) * block_size))
-            for i in range(num_cached_blocks, num_full_blocks))
+            request, i * block_size, (i + 1) * block_size)) for i in indices)
         lora = request.lora
+        kind, window = self.kv_cache_event_metadata[group]
         return BlockStored(
             block_hashes=tuple(hash_to_event_int(h) for h in hashes),
             parent_block_hash=parent,
@@ -261,10 +320,11 @@ class BlockPool:
             block_size=block_size,
             lora_id=lora.lora_int_id if lora else None,
             lora_name=lora.name if lora else None,
-            extra_keys=extra or None)
+            extra_keys=extra or None,
+            group_idx=group, kv_cache_spec_kind=kind, kv_cache_spec_sliding_window=window)
 
     # -- release --------------------------------------------------------------------------
-    def free_blocks(self, ordered_blocks: Iterable[KVCacheBlock]) -> None:
+    def free_blocks(self, ordered_blocks: Iterable[KVCacheBlock], *, group: int = 0) -> None:
         """Drop one reference from each block, in the given order (first = evicted first)."""
         to_head: list[KVCacheBlock] = []
         to_tail: list[KVCacheBlock] = []
@@ -285,11 +345,11 @@ class BlockPool:
         self.free_block_queue.prepend_n(to_head)
         self.free_block_queue.append_n(to_tail)
         if self.sink is not None:
-            self.sink.on_op(Free(tuple(freed_ids)))
+            self.sink.on_op(Free(tuple(freed_ids), group))
             if to_head:
-                self.sink.on_op(FreeHead(tuple(b.block_id for b in to_head)))
+                self.sink.on_op(FreeHead(tuple(b.block_id for b in to_head), group))
             if to_tail:
-                self.sink.on_op(FreeTail(tuple(b.block_id for b in to_tail)))
+                self.sink.on_op(FreeTail(tuple(b.block_id for b in to_tail), group))
 
     def evict_blocks(self, block_ids: Iterable[int]) -> None:
         """Drop these blocks' hashes from the prefix cache; held blocks stay held."""

@@ -2,7 +2,7 @@
 
   1. the queue holds exactly the non-null blocks with ref_cnt == 0, and its counter agrees;
   2. forward and backward links agree, blocks outside the queue have no links;
-  3. each ref_cnt equals the number of live block tables holding the block;
+  3. each ref_cnt equals the number of live block tables holding the block (every group's);
   4. every hashed block is in the map under its hash, and the map holds nothing else;
   5. the null block is never queued, hashed or counted.
 """
@@ -76,8 +76,8 @@ def check_invariants(pool: BlockPool, manager: KVCacheManager | None = None) -> 
         if b.block_id not in queued and (b.prev_free_block or b.next_free_block):
             _fail(f"block {b.block_id} is not queued but has free-queue links")
     if manager is not None:
-        held = Counter(b.block_id for table in manager.req_to_blocks.values() for b in table
-                       if not b.is_null)
+        held = Counter(b.block_id for m in manager.single_type_managers   # every group's
+                       for table in m.req_to_blocks.values() for b in table if not b.is_null)
         for b in pool.blocks:
             if not b.is_null and b.ref_cnt != held[b.block_id]:
                 _fail(f"block {b.block_id}: ref_cnt={b.ref_cnt} but {held[b.block_id]} "

@@ -1,17 +1,21 @@
-"""KVCacheManager — mirrors vllm/v1/core/kv_cache_manager.py together with the single-group path
-it takes through kv_cache_coordinator.py (``UnitaryKVCacheCoordinator``) and
-single_type_kv_cache_manager.py (``FullAttentionManager``) in vLLM 0.33.
+"""KVCacheManager — mirrors vllm/v1/core/kv_cache_manager.py (vLLM 0.33, ``kvm``) over its
+coordinator (blockviz.core.kv_cache_coordinator): one shared block pool, one single-type manager
+(block tables) per KV-cache group. Without ``kv_cache_groups``, one full-attention group.
+Hash block size = block size in every group. The contract:
 
-One full-attention KV cache group, hash block size = block size. The contract:
-
-  * ``get_computed_blocks`` — the longest run of cached blocks from the start of the request, capped
-    at ``num_tokens - 1`` tokens (the last token's logits must be computed). Nothing is touched yet.
-  * ``allocate_slots`` — first a capacity check that counts the blocks still needed *plus the hit
-    blocks that sit in the free queue* (touching them takes them out of it); if short, return None
-    and change nothing. Otherwise touch the hits, append them to the table, take new blocks from the
-    head of the free queue, and cache every block that is full as of
-    ``min(computed + new tokens, num_tokens)`` — at scheduling time, before the forward pass.
-  * ``free`` — hand the table to ``BlockPool.free_blocks`` reversed, so tail blocks are evicted first.
+  * ``get_computed_blocks`` — the longest hit, capped at ``num_tokens - 1`` tokens (the last
+    token's logits must be computed), one list of blocks per group, reconciled across groups;
+    and the shared-prefix boundary (kvm:262-325). Nothing is touched yet.
+  * ``allocate_slots`` (kvm:380-627) — with ``full_sequence_must_fit`` first the admission gate
+    (the whole sequence, each group capped by its admission cap); then every group's
+    out-of-window blocks become the null block; then a capacity check that counts the blocks
+    still needed *plus the hit blocks that sit in the free queue* (touching them takes them out
+    of it); if short, return None and change nothing more. Otherwise touch the hits, append
+    them to the tables, take new blocks from the head of the free queue group by group, and
+    cache every block that is full as of ``min(computed + new tokens, num_tokens)`` — at
+    scheduling time, before the forward pass.
+  * ``free`` — each group's table handed to ``BlockPool.free_blocks`` reversed (group 0 first),
+    so tail blocks are evicted first.
 """
 from __future__ import annotations
 
@@ -19,13 +23,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from blockviz.core.block import KVCacheBlock
-from blockviz.core.block_pool import BlockPool
+from blockviz.core.kv_cache_coordinator import get_kv_cache_coordinator
+from blockviz.core.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheSpec, cdiv
 from blockviz.core.ops import AllocFailed, Lookup, OpSink
 from blockviz.core.request import Request
 
+__all__ = ["KVCacheBlocks", "KVCacheManager", "PrefixCacheStats", "cdiv"]
 
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+# vLLM's KVCacheBlocks.blocks: one list of blocks per KV-cache group
+KVCacheBlocks = tuple
 
 
 @dataclass
@@ -72,16 +78,29 @@ class PrefixCacheStats:
 class KVCacheManager:
     def __init__(self, num_gpu_blocks: int, block_size: int, *, enable_caching: bool = True,
                  free_order: str = "split", enable_kv_cache_events: bool = True,
-                 sink: OpSink | None = None, max_model_len: int = 1 << 20) -> None:
+                 sink: OpSink | None = None, max_model_len: int = 1 << 20,
+                 kv_cache_groups: Sequence[KVCacheSpec] | None = None,
+                 prefix_cache_retention_interval: int | None = 0,
+                 max_in_flight_tokens: int | None = None) -> None:
         self.block_size = block_size
         self.max_model_len = max_model_len
         self.enable_caching = enable_caching
-        self.block_pool = BlockPool(num_gpu_blocks, enable_caching, free_order=free_order,
-                                    enable_kv_cache_events=enable_kv_cache_events, sink=sink)
-        # request id -> its block table (vLLM's req_to_blocks of the one group)
-        self.req_to_blocks: dict[str, list[KVCacheBlock]] = {}
-        # request id -> how many of its blocks are cached; only for requests holding blocks
-        self.num_cached_block: dict[str, int] = {}
+        specs = tuple(kv_cache_groups) if kv_cache_groups else (FullAttentionSpec(block_size),)
+        self.kv_cache_config = KVCacheConfig(num_gpu_blocks, specs, prefix_cache_retention_interval)
+        # kvm:172-173: unset, the admission cap falls back to max_model_len (no cap)
+        self.coordinator = get_kv_cache_coordinator(
+            self.kv_cache_config, max_model_len,
+            max_model_len if max_in_flight_tokens is None else max_in_flight_tokens,
+            enable_caching, enable_kv_cache_events, free_order=free_order, sink=sink)
+        self.block_pool = self.coordinator.block_pool
+        self.num_kv_cache_groups = len(specs)
+        managers = self.coordinator.single_type_managers
+        # group 0's tables and cached counts (the one group's, without kv_cache_groups)
+        self.req_to_blocks: dict[str, list[KVCacheBlock]] = managers[0].req_to_blocks
+        self.num_cached_block: dict[str, int] = managers[0].num_cached_block
+        self.empty_kv_cache_blocks: KVCacheBlocks = tuple([] for _ in specs)
+        # one full-attention group: nothing leaves a window, lookups are one list
+        self._one_full_group = len(specs) == 1 and isinstance(specs[0], FullAttentionSpec)
         self.prefix_cache_stats = PrefixCacheStats()
 
     @property
@@ -92,44 +111,53 @@ class KVCacheManager:
     def usage(self) -> float:
         return self.block_pool.get_usage()
 
-    def get_computed_blocks(self, request: Request) -> tuple[list[KVCacheBlock], int]:
-        """(hit blocks, hit tokens): walk the request's hashes left to right, stop at the first miss."""
+    @property
+    def single_type_managers(self):
+        return self.coordinator.single_type_managers
+
+    def get_computed_blocks(self, request: Request) -> tuple[KVCacheBlocks, int, int]:
+        """(hit blocks per group, hit tokens, shared-prefix boundary): the hit reconciled
+        across the groups; the boundary (0: none) is where a group's longer hit ends when
+        another group stopped it short (kvm:262-325)."""
         if not self.enable_caching:
-            return [], 0
+            return self.empty_kv_cache_blocks, 0, 0
         max_cache_hit_length = request.num_tokens - 1
-        get = self.block_pool.get_cached_block
-        hits: list[KVCacheBlock] = []
-        for block_hash in request.block_hashes[:max_cache_hit_length // self.block_size]:
-            block = get(block_hash)
-            if block is None:
-                break
-            hits.append(block)
+        blocks, num_tokens, num_uncached = self.coordinator.find_longest_cache_hit(
+            request.block_hashes, max_cache_hit_length)
+        boundary = num_tokens + num_uncached if num_uncached else 0
         sink = self.block_pool.sink
         if sink is not None:
-            sink.on_op(Lookup(request.request_id, tuple(b.block_id for b in hits),
-                              max_cache_hit_length, len(request.block_hashes)))
-        return hits, len(hits) * self.block_size
+            if self._one_full_group:
+                sink.on_op(Lookup(request.request_id, tuple(b.block_id for b in blocks[0]),
+                                  max_cache_hit_length, len(request.block_hashes)))
+            else:
+                sink.on_op(Lookup(
+                    request.request_id,
+                    tuple(b.block_id for g in blocks for b in g if not b.is_null),
+                    max_cache_hit_length, len(request.block_hashes), num_tokens, boundary))
+        if not any(blocks):
+            blocks = self.empty_kv_cache_blocks
+        return blocks, num_tokens, boundary
 
     def get_num_blocks_to_allocate(self, request: Request, num_tokens: int,
-                                   new_computed_blocks: Sequence[KVCacheBlock]) -> int:
-        """Free-queue blocks the allocation would consume: new blocks + hits that are free now."""
-        num_required = cdiv(num_tokens, self.block_size)
-        num_held = len(self.req_to_blocks.get(request.request_id, ()))
-        if request.request_id in self.num_cached_block:
-            # A running request: no new hits, only growth.
-            return max(num_required - num_held, 0)
-        num_new = max(num_required - (len(new_computed_blocks) + num_held), 0)
-        num_evictable = sum(1 for b in new_computed_blocks if b.ref_cnt == 0 and not b.is_null)
-        return num_new + num_evictable
+                                   new_computed_blocks: KVCacheBlocks,
+                                   total_computed_tokens: int = 0,
+                                   apply_admission_cap: bool = False) -> int:
+        """Free-queue blocks the allocation would consume, over every group: new blocks + hits
+        that are free now."""
+        return self.coordinator.get_num_blocks_to_allocate(
+            request.request_id, num_tokens, new_computed_blocks or self.empty_kv_cache_blocks,
+            total_computed_tokens, apply_admission_cap)
 
     def allocate_slots(self, request: Request, num_new_tokens: int,
                        num_new_computed_tokens: int = 0,
-                       new_computed_blocks: Sequence[KVCacheBlock] = (),
+                       new_computed_blocks: KVCacheBlocks | None = None,
                        num_external_computed_tokens: int = 0, *,
                        delay_cache_blocks: bool = False,
                        full_sequence_must_fit: bool = False,
-                       reserved_blocks: int = 0) -> list[KVCacheBlock] | None:
-        """Give the request slots for ``num_new_tokens`` more tokens; None (and no change) if short.
+                       reserved_blocks: int = 0) -> KVCacheBlocks | None:
+        """Give the request slots for ``num_new_tokens`` more tokens: the new blocks, one list
+        per group; None (and no change but out-of-window frees) if short.
 
         ``full_sequence_must_fit`` (the scheduler's admission gate): first check that the *whole*
         sequence would fit, not only this chunk. ``delay_cache_blocks``: allocate but cache
@@ -140,12 +168,16 @@ class KVCacheManager:
                              "computed tokens to adopt")
         rid = request.request_id
         pool = self.block_pool
+        coord = self.coordinator
+        hits = new_computed_blocks if new_computed_blocks and any(new_computed_blocks) \
+            else self.empty_kv_cache_blocks
         num_local_computed = request.num_computed_tokens + num_new_computed_tokens
         total_computed = min(num_local_computed + num_external_computed_tokens,
                              self.max_model_len)
         if full_sequence_must_fit:
             full = min(request.num_tokens, self.max_model_len)
-            needed = self.get_num_blocks_to_allocate(request, full, new_computed_blocks)
+            needed = coord.get_num_blocks_to_allocate(rid, full, hits, total_computed,
+                                                      apply_admission_cap=True)
             if needed > pool.get_num_free_blocks():
                 if pool.sink is not None:
                     pool.sink.on_op(AllocFailed(rid, needed, pool.get_num_free_blocks(),
@@ -153,60 +185,40 @@ class KVCacheManager:
                 return None
         num_tokens_need_slot = min(total_computed + num_new_tokens, self.max_model_len)
 
-        needed = self.get_num_blocks_to_allocate(request, num_tokens_need_slot, new_computed_blocks)
+        # kvm:564-568: free what left the window first, on the processed-token basis
+        if not self._one_full_group:
+            coord.remove_skipped_blocks(rid, max(0, total_computed - request.num_in_flight_tokens))
+
+        needed = coord.get_num_blocks_to_allocate(
+            rid, num_tokens_need_slot, hits, num_local_computed + num_external_computed_tokens)
         if needed > pool.get_num_free_blocks() - reserved_blocks:
             if pool.sink is not None:
                 pool.sink.on_op(AllocFailed(rid, needed, pool.get_num_free_blocks()))
             return None
 
-        if (new_computed_blocks or num_external_computed_tokens > 0) \
-                and rid not in self.num_cached_block:
-            self._add_computed_blocks(request, new_computed_blocks, total_computed,
-                                      num_external_computed_tokens)
-
-        req_blocks = self.req_to_blocks.setdefault(rid, [])
-        num_new_blocks = cdiv(num_tokens_need_slot, self.block_size) - len(req_blocks)
-        new_blocks = pool.get_new_blocks(num_new_blocks) if num_new_blocks > 0 else []
-        req_blocks.extend(new_blocks)
+        if hits is not self.empty_kv_cache_blocks or num_external_computed_tokens > 0:
+            coord.allocate_new_computed_blocks(rid, hits, num_local_computed,
+                                               num_external_computed_tokens)
+        new_blocks = coord.allocate_new_blocks(rid, num_tokens_need_slot)
 
         if self.enable_caching and not delay_cache_blocks:
-            self.cache_blocks(request, min(total_computed + num_new_tokens, request.num_tokens))
+            coord.cache_blocks(request, min(total_computed + num_new_tokens, request.num_tokens))
         return new_blocks
-
-    def _add_computed_blocks(self, request: Request, hits: Sequence[KVCacheBlock],
-                             total_computed: int, num_external: int) -> None:
-        """Touch the local hits and put them in the new table; then fresh blocks for the tokens
-        the external tier supplies (touch first, so those allocations cannot evict the hits)."""
-        req_blocks = self.req_to_blocks.setdefault(request.request_id, [])
-        assert not req_blocks, "a request with blocks gets no new prefix hits"
-        if self.enable_caching:
-            self.block_pool.touch(hits)
-        req_blocks.extend(hits)
-        self.num_cached_block[request.request_id] = len(req_blocks)
-        if num_external > 0:
-            n = max(0, cdiv(total_computed, self.block_size) - len(req_blocks))
-            req_blocks.extend(self.block_pool.get_new_blocks(n))
 
     def cache_blocks(self, request: Request, num_tokens: int) -> None:
         """Cache the request's blocks that are full as of ``num_tokens`` (and have hashes)."""
-        rid = request.request_id
-        num_cached = self.num_cached_block.get(rid, 0)
-        num_hashed_tokens = len(request.block_hashes) * self.block_size
-        num_full = min(num_tokens, num_hashed_tokens) // self.block_size
-        if num_cached >= num_full:
-            return
-        self.block_pool.cache_full_blocks(request, self.req_to_blocks[rid], num_cached, num_full,
-                                          self.block_size)
-        self.num_cached_block[rid] = num_full
+        if self.enable_caching:
+            self.coordinator.cache_blocks(request, num_tokens)
 
     def free(self, request: Request) -> None:
-        """Release the request's table, reversed: its tail blocks become the first to evict."""
-        blocks = self.req_to_blocks.pop(request.request_id, [])
-        self.num_cached_block.pop(request.request_id, None)
-        self.block_pool.free_blocks(reversed(blocks))
+        """Release the request's tables, group 0 first, each reversed: its tail blocks become
+        the first to evict."""
+        self.coordinator.free(request.request_id)
 
-    def get_block_ids(self, request_id: str) -> list[int]:
-        return [b.block_id for b in self.req_to_blocks.get(request_id, ())]
+    def get_block_ids(self, request_id: str) -> tuple[list[int], ...]:
+        """One list of block ids per group, the null block as 0 (kvm:736-738)."""
+        return tuple([b.block_id for b in blocks]
+                     for blocks in self.coordinator.get_blocks(request_id))
 
     def record_prefix_cache_stats(self, request: Request, num_hits: int) -> None:
         """At admission, for a request that looked the cache up (vLLM: only with caching on)."""
@@ -215,7 +227,7 @@ class KVCacheManager:
                                            preempted=request.num_preemptions > 0)
 
     def reset_prefix_cache(self) -> bool:
-        if not self.block_pool.reset_prefix_cache():
+        if not self.coordinator.reset_prefix_cache():
             return False
         self.prefix_cache_stats.reset = True
         return True

@@ -7,7 +7,11 @@ dispatch on ``kind`` (or ``isinstance``); nothing outside this module reads a fi
 (``tests/meta/test_op_fields.py`` keeps it so).
 
 Conventions: ``request_id`` names the request an op is about; ``block_ids`` (several blocks) or
-``block_id`` (one) the blocks it concerns; hashes are vLLM's ``BlockHash`` bytes.
+``block_id`` (one) the blocks it concerns; hashes are the pool's keys (``BlockPool.key``: vLLM's
+``BlockHash`` bytes, with the 4-byte group id appended when the pool serves several KV-cache
+groups); ``group`` is the KV-cache group an op is about (hybrid models; 0 with one group).
+Fields in ``HYBRID_FIELDS`` are written to the JSON only when they differ from their default, so
+a one-group run's frames are what they always were.
 
 Besides its fields, each record declares the two things the timeline needs to remember and replay
 it, so that adding a kind of op touches this file and nothing else of the recording:
@@ -68,17 +72,21 @@ class Choice(NamedTuple):
 
 # -- the block pool (vllm/v1/core/block_pool.py) --------------------------------------------------
 class Popleft(NamedTuple):
-    """``get_new_blocks`` took these blocks from the head of the free queue (ref_cnt = 1)."""
+    """``get_new_blocks`` took these blocks from the head of the free queue (ref_cnt = 1), for
+    the table of KV-cache group ``group``."""
     block_ids: tuple[int, ...]
+    group: int = 0
     kind = "popleft"
     fn = "BlockPool.get_new_blocks"
-    effect = ("take", "block_ids")
+    effect = ("take", "block_ids", "group")
 
 
 class Evict(NamedTuple):
-    """A reused block's old hash left the hash table (lazy eviction)."""
+    """A reused block's old hash left the hash table (lazy eviction); ``group``: the group it
+    was cached under."""
     block_id: int
     block_hash: bytes
+    group: int = 0
     kind = "evict"
     fn = "BlockPool._maybe_evict_cached_block"
     effect = ("evict", "block_id", "block_hash")
@@ -88,19 +96,22 @@ class Touch(NamedTuple):
     """A prefix-cache hit: ref_cnt + 1 on each block; the free ones left the queue."""
     block_ids: tuple[int, ...]
     removed_from_queue: tuple[int, ...]
+    group: int = 0
     kind = "touch"
     fn = "BlockPool.touch"
-    effect = ("touch", "block_ids", "removed_from_queue")
+    effect = ("touch", "block_ids", "removed_from_queue", "group")
 
 
 class Cache(NamedTuple):
     """``cache_full_blocks`` gave these blocks the request's hashes, from block index
-    ``first_block_index`` on (``parent_hash``: the hash before them, None at the start)."""
+    ``first_block_index`` on (``parent_hash``: the hash before them, None at the start), in
+    group ``group``'s table; with a mask (a sliding window's), only the blocks it kept."""
     request_id: str
     block_ids: tuple[int, ...]
     hashes: tuple[bytes, ...]
     first_block_index: int
     parent_hash: bytes | None
+    group: int = 0
     kind = "cache"
     fn = "BlockPool.cache_full_blocks"
     effect = ("cache", "request_id", "block_ids", "hashes")
@@ -109,16 +120,18 @@ class Cache(NamedTuple):
 
 
 class Free(NamedTuple):
-    """``free_blocks``: ref_cnt - 1 on each block, in this order."""
+    """``free_blocks``: ref_cnt - 1 on each block, in this order (of group ``group``'s table)."""
     block_ids: tuple[int, ...]
+    group: int = 0
     kind = "free"
     fn = "BlockPool.free_blocks"
-    effect = ("free", "block_ids")
+    effect = ("free", "block_ids", "group")
 
 
 class FreeHead(NamedTuple):
     """Blocks that reached ref_cnt 0 with no hash went to the head (split order)."""
     block_ids: tuple[int, ...]
+    group: int = 0
     kind = "free_head"
     fn = "BlockPool.free_blocks"
     effect = ("to_head", "block_ids")
@@ -127,6 +140,7 @@ class FreeHead(NamedTuple):
 class FreeTail(NamedTuple):
     """Blocks that reached ref_cnt 0 went to the tail (with a hash; every one in append order)."""
     block_ids: tuple[int, ...]
+    group: int = 0
     kind = "free_tail"
     fn = "BlockPool.free_blocks"
     effect = ("to_tail", "block_ids")
@@ -142,11 +156,16 @@ class Reset(NamedTuple):
 
 # -- the KV cache manager (vllm/v1/core/kv_cache_manager.py) --------------------------------------
 class Lookup(NamedTuple):
-    """``get_computed_blocks``: the hit blocks, the hit limit in tokens, the hashes the request has."""
+    """``get_computed_blocks``: the hit blocks, the hit limit in tokens, the hashes the request has.
+    Hybrid models: ``block_ids`` are every group's hit blocks (null blocks left out),
+    ``num_hit_tokens`` the hit reconciled across the groups, ``shared_prefix_boundary`` vLLM's
+    (0: none)."""
     request_id: str
     block_ids: tuple[int, ...]
     hit_tokens_limit: int
     num_block_hashes: int
+    num_hit_tokens: int = 0
+    shared_prefix_boundary: int = 0
     kind = "lookup"
     fn = "KVCacheManager.get_computed_blocks"
     effect = ("lookup", "request_id")
@@ -162,6 +181,21 @@ class AllocFailed(NamedTuple):
     kind = "alloc_failed"
     fn = "KVCacheManager.allocate_slots"
     effect = None
+
+
+class RemoveSkipped(NamedTuple):
+    """``remove_skipped_blocks``: these blocks of group ``group``'s table left the attention
+    window (a sliding window, a past chunk): slots ``block_indices`` now hold the null block, and
+    the blocks are freed next, highest index first. With no ``block_ids``: a hit's new table
+    starts with these slots padded with the null block (its skipped part)."""
+    request_id: str
+    block_ids: tuple[int, ...]
+    block_indices: tuple[int, ...]
+    group: int = 0
+    kind = "remove_skipped"
+    fn = "SingleTypeKVCacheManager.remove_skipped_blocks"
+    # (the pool's part is the free that follows; the request's, a slot of its table now null)
+    effect = ("remove_skipped", "request_id", "block_indices", "group")
 
 
 # -- the scheduler (vllm/v1/core/sched/scheduler.py) ----------------------------------------------
@@ -229,6 +263,7 @@ class Write(NamedTuple):
     offset: int
     token_ids: tuple[int, ...]
     position: int = 0
+    group: int = 0
     kind = "write"
     fn = "GPUModelRunner.execute_model"
     effect = ("write", "block_id", "offset", "token_ids")
@@ -293,7 +328,8 @@ class Drop(NamedTuple):
 
 RECORDS: tuple[type, ...] = (
     Arrive, Lookup, AllocFailed, Touch, Popleft, Evict, Cache, Admit, Schedule, Preempt, Free,
-    FreeHead, FreeTail, Reset, Write, Load, Save, Sample, Finish, Rewind, Restart, Drop, Verify)
+    FreeHead, FreeTail, Reset, Write, Load, Save, Sample, Finish, Rewind, Restart, Drop, Verify,
+    RemoveSkipped)
 BY_KIND: dict[str, type] = {r.kind: r for r in RECORDS}
 
 # op kind -> the vLLM 0.33 function it happens in
@@ -305,6 +341,10 @@ POOL_OPS = frozenset({"popleft", "evict", "touch", "cache", "free", "free_head",
 
 # JSON names of fields whose record name differs (the JSON contract's names are fixed)
 _JSON_NAME = {"block_hash": "hash"}
+# fields of hybrid models (several KV-cache groups): written only when not their default
+HYBRID_FIELDS = frozenset({"group", "num_hit_tokens", "shared_prefix_boundary"})
+
+
 _COMMON = ("request_id", "block_ids", "block_id")
 
 
@@ -337,7 +377,8 @@ def op_to_dict(op: Any) -> dict:
     rid = op_request(op)
     if rid is not None:
         d["request"] = rid
+    defaults = op._field_defaults
     for name, value in zip(op._fields, op, strict=True):
-        if name not in _COMMON:
+        if name not in _COMMON and (name not in HYBRID_FIELDS or value != defaults[name]):
             d[_JSON_NAME.get(name, name)] = _jsonable(value)
     return d

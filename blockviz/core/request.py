@@ -56,6 +56,9 @@ class Request:
         self.drop_stale_output = False
         # True while the request is scheduled as a non-final prefill chunk (it samples nothing).
         self.is_prefill_chunk = False
+        # Hybrid models: where a shared prefix ends that a sliding-window group has not cached
+        # yet (0: none), set at each lookup; its blocks are cached even under sparse retention.
+        self.shared_prefix_boundary = 0
         self._hasher = hasher
         self._block_size = block_size
         self.block_hashes: list[bytes] = []

@@ -248,7 +248,7 @@ class Scheduler:
         self._inflight_prefills.pop(request.request_id, None)
         if self.connector is not None:
             delay, _ = self.connector.request_finished(
-                request, self.kv_cache_manager.get_block_ids(request.request_id))
+                request, self.kv_cache_manager.get_block_ids(request.request_id)[0])
             delay_free = delay_free or delay
         if delay_free:
             self._free_after_recv.add(request.request_id)
@@ -346,7 +346,8 @@ class Scheduler:
             out.scheduled.append(ScheduledRequest(request, request.num_computed_tokens, num_new,
                                                   decode=decode,
                                                   new_block_ids=tuple(b.block_id
-                                                                      for b in new_blocks)))
+                                                                      for g in new_blocks
+                                                                      for b in g)))
             self._op(Schedule(request.request_id, num_new, decode))
             budget -= num_new
             i += 1
@@ -381,10 +382,10 @@ class Scheduler:
                 skip(queue)
                 continue
             looked_up = request.num_computed_tokens == 0
-            hits, num_local, num_external, load_async = [], 0, 0, False
+            hits, num_local, num_external, load_async = mgr.empty_kv_cache_blocks, 0, 0, False
             conn_queries = 0
             if looked_up:
-                hits, num_local = mgr.get_computed_blocks(request)
+                hits, num_local, request.shared_prefix_boundary = mgr.get_computed_blocks(request)
                 if conn is not None:
                     # the local hit is block-aligned already (hash block size = block size)
                     ext, load_async = conn.get_num_new_matched_tokens(request, num_local)
@@ -416,7 +417,7 @@ class Scheduler:
             rid = request.request_id
             preempted_before = request.num_preemptions > 0
             if conn is not None:
-                conn.update_state_after_alloc(request, mgr.get_block_ids(rid), num_external)
+                conn.update_state_after_alloc(request, mgr.get_block_ids(rid)[0], num_external)
                 if conn_queries:
                     self.connector_prefix_cache_stats.record(
                         conn_queries, num_external, preempted_before,
@@ -425,16 +426,16 @@ class Scheduler:
             if looked_up:
                 mgr.record_prefix_cache_stats(request, num_local)
             table = mgr.req_to_blocks[rid]
-            n_local_blocks = len(hits)
+            n_local_blocks = len(hits[0])
             n_ext_blocks = -(-num_computed // mgr.block_size) - n_local_blocks if num_external else 0
             item = ScheduledRequest(
                 request, num_computed, num_new, admitted=True,
                 resumed=request.status is RequestStatus.PREEMPTED,
                 local_hit_tokens=num_local, external_hit_tokens=num_external,
-                hit_block_ids=tuple(b.block_id for b in hits),
+                hit_block_ids=tuple(b.block_id for b in hits[0]),
                 external_block_ids=tuple(b.block_id for b in
                                          table[n_local_blocks:n_local_blocks + n_ext_blocks]),
-                new_block_ids=tuple(b.block_id for b in new_blocks),
+                new_block_ids=tuple(b.block_id for g in new_blocks for b in g),
                 table_block_ids=tuple(b.block_id for b in table), looked_up=looked_up)
             self._op(Admit(rid, num_local, num_external, num_new))
             if load_async:

@@ -194,6 +194,25 @@ _rule(r"a connector with async_scheduling is not modelled: blockviz runs vLLM's 
       r"with the synchronous Scheduler only \(set async_scheduling: false, or drop the connector\)",
       "connector 与 async_scheduling 不能同时使用：blockviz 只在同步 Scheduler 下运行 vLLM 的 "
       "OffloadingConnector（请把 async_scheduling 设为 false，或去掉 connector）")
+_rule(r"a connector with kv_cache_groups is not modelled: blockviz runs vLLM's OffloadingConnector "
+      r"for one full-attention group only \(drop kv_cache_groups, or the connector\)",
+      "connector 与 kv_cache_groups 不能同时使用：blockviz 只为单个全注意力组运行 vLLM 的 "
+      "OffloadingConnector（请去掉 kv_cache_groups，或去掉 connector）")
+# -- config.kv_cache_groups and prefix_cache_retention_interval (hybrid models) -----------------
+_rule(r"a (?P<t>\w+) group has no field '(?P<f>\w+)'", "{t} 类型的组没有字段 '{f}'")
+_rule(r"a (?P<t>\w+) group needs `(?P<f>\w+):` \(tokens, at least 1\)",
+      "{t} 类型的组必须写出 `{f}:`（token 数，至少为 1）")
+_rule(r"prefix_cache_retention_interval \((?P<v>\d+)\) needs a sliding_window KV-cache group: vLLM "
+      r"rejects a positive interval without one \(set it to 0\)",
+      "prefix_cache_retention_interval（{v}）需要至少一个 sliding_window 类型的 KV 缓存组："
+      "没有这样的组时 vLLM 会拒绝正数的间隔（请设为 0）")
+_rule(r"prefix_cache_retention_interval \((?P<v>\d+)\) must be a multiple of block_size "
+      r"\((?P<bs>\d+)\): vLLM rejects it",
+      "prefix_cache_retention_interval（{v}）必须是 block_size（{bs}）的整数倍：否则 vLLM 会拒绝")
+_rule(r"model\.num_layers \((?P<n>\d+)\) must equal the number of kv_cache_groups \((?P<g>\d+)\): "
+      r"the tiny model has one attention layer per group \(leave num_layers out\)",
+      "model.num_layers（{n}）必须等于 kv_cache_groups 的组数（{g}）：这个小模型每个组只有一层注意力"
+      "（不写 num_layers 即可）")
 _rule(r"the KV store would need (?P<g>[\d.]+) GiB \(limit (?P<lim>[\d.]+) GiB\): use fewer blocks, "
       r"a smaller block_size or model, or set model: null to run without payloads",
       "KV 存储需要 {g} GiB（上限 {lim} GiB）：请减少块数、减小 block_size 或模型，"

@@ -66,10 +66,24 @@ def forward_bytes(num_new: int, num_keys: int, num_heads: int, head_dim: int,
             + chunk * 3 * 8 + rows * num_keys + num_keys * 8 + num_candidates * d * 8)
 
 
+def window_start(kind: str, size: int | None, pos: torch.Tensor) -> torch.Tensor | None:
+    """The first key position each query position attends to, for a local attention kind (None:
+    every earlier position): a sliding window of W tokens starts at ``p - W + 1``, a chunk of C
+    tokens at ``floor(p / C) * C`` (vLLM's SlidingWindowSpec, ChunkedLocalAttentionSpec)."""
+    if kind == "sliding_window":
+        return pos - (size - 1)
+    if kind == "chunked_local_attention":
+        return torch.div(pos, size, rounding_mode="floor") * size
+    return None
+
+
 class TinyModel:
     def __init__(self, num_layers: int, num_kv_heads: int, head_dim: int, seed: int,
-                 device: torch.device) -> None:
+                 device: torch.device, attention: tuple | None = None) -> None:
+        """``attention``: per layer, (kind, W or C) — hybrid models give layer i the attention
+        of KV-cache group i; None: full attention in every layer."""
         self.num_layers, self.num_heads, self.head_dim = num_layers, num_kv_heads, head_dim
+        self.attention = attention or (("full_attention", None),) * num_layers
         self.d_model = d = num_kv_heads * head_dim
         self.device = device
         self.tick = None     # called between chunks of work (the run's budget; may raise)
@@ -101,7 +115,7 @@ class TinyModel:
         return ((x @ wq).view(T, H, D), (x @ wk).view(T, H, D), (x @ wv).view(T, H, D))
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-               q_pos: torch.Tensor) -> torch.Tensor:
+               q_pos: torch.Tensor, layer: int = 0) -> torch.Tensor:
         """Causal attention of queries at ``q_pos`` over keys at positions 0..len(k)-1.
         q: [T, H, D], k, v: [S, H, D] -> [T, H*D].
 
@@ -110,7 +124,9 @@ class TinyModel:
         ``ATTN_CHUNK_ELEMENTS`` (or [1, ATTN_ROWS, S]): memory is linear in the sequence, where
         [H, T, S] at once is quadratic (a 12,000-token prompt asked for gigabytes). Every chunk
         is aligned to ATTN_ROWS and whole, so a position's result does not depend on where the
-        pass started: a cache hit reproduces recomputation bit for bit.
+        pass started: a cache hit reproduces recomputation bit for bit. A local layer (a sliding
+        window, a chunk) masks the keys before its window too: what those slots hold (the null
+        block, a reused block) weighs exactly 0.
         ``tick`` (the run's budget) is called between chunks."""
         T, H, D = q.shape
         S = k.shape[0]
@@ -131,7 +147,12 @@ class TinyModel:
             else:                                   # a partial chunk: padded with zero rows
                 qc = q.new_zeros(c1 - c0, H, D)
                 qc[lo - c0:hi - c0] = q[lo - first:hi - first]
-            future = keys[None, :] > torch.arange(c0, c1, device=q.device)[:, None]  # [c, S]
+            rows = torch.arange(c0, c1, device=q.device)
+            future = keys[None, :] > rows[:, None]                                   # [c, S]
+            kind, size = self.attention[layer]
+            first_key = window_start(kind, size, rows)
+            if first_key is not None:
+                future |= keys[None, :] < first_key[:, None]
             for h0 in range(0, H, heads):
                 h1 = min(H, h0 + heads)
                 if self.tick is not None:
@@ -153,19 +174,22 @@ class TinyModel:
 
     # -- the two paths that must agree ---------------------------------------------------
     def forward_paged(self, store: PagedKVStore, tokens: torch.Tensor, start: int,
-                      block_table: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                      block_table) -> tuple[torch.Tensor, torch.Tensor]:
         """Compute tokens at positions start.. (K/V of 0..start-1 are in the cache): write their
-        K/V into their slots, attend through the block table. Returns (last hidden [d],
-        last-layer attention output of the new tokens [T, H*D])."""
+        K/V into their slots, attend through the block table (one tensor, or one per layer: a
+        hybrid model's layer reads its group's table). Returns (last hidden [d], last-layer
+        attention output of the new tokens [T, H*D])."""
         T = tokens.shape[0]
         pos = torch.arange(start, start + T, device=self.device)
         x = self.embed(tokens, pos)
         attn = x
+        per_layer = isinstance(block_table, list | tuple)
         for layer in range(self.num_layers):
+            table = block_table[layer] if per_layer else block_table
             q, k, v = self.qkv(layer, x)
-            store.write_range(layer, block_table, start, k, v)                   # paged write
-            k_all, v_all = store.gather_prefix(layer, block_table, start + T)     # paged read
-            attn = self.attend(q, k_all, v_all, pos)
+            store.write_range(layer, table, start, k, v)                         # paged write
+            k_all, v_all = store.gather_prefix(layer, table, start + T)           # paged read
+            attn = self.attend(q, k_all, v_all, pos, layer)
             x = self.residual(layer, x, attn)
         return x[-1], attn
 
@@ -181,7 +205,7 @@ class TinyModel:
         for layer in range(self.num_layers):
             q, k, v = self.qkv(layer, x)
             k, v = k.to(store_dtype), v.to(store_dtype)
-            attn = self.attend(q, k, v, pos)
+            attn = self.attend(q, k, v, pos, layer)
             x = self.residual(layer, x, attn)
         return attn[first_new:]
 

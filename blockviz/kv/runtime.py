@@ -54,14 +54,18 @@ def tolerance(device: str) -> float:
 class KVRuntime:
     def __init__(self, num_gpu_blocks: int, block_size: int, *, num_layers: int = 2,
                  num_kv_heads: int = 2, head_dim: int = 8, dtype: str = "float32",
-                 device: str = "auto", seed: int = 0, verify_hits: bool = True) -> None:
+                 device: str = "auto", seed: int = 0, verify_hits: bool = True,
+                 attention: tuple | None = None) -> None:
         self.device = resolve_device(device)
         if self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = False
         self.block_size = block_size
         self.store = PagedKVStore(num_gpu_blocks, block_size, num_layers, num_kv_heads,
                                   head_dim, DTYPES[dtype], self.device)
-        self.model = TinyModel(num_layers, num_kv_heads, head_dim, seed, self.device)
+        self.model = TinyModel(num_layers, num_kv_heads, head_dim, seed, self.device, attention)
+        # hybrid models: layer i reads KV-cache group i's tables; else every layer group 0's
+        self.layer_groups = (tuple(range(num_layers)) if attention is not None
+                             else (0,) * num_layers)
         self._candidates: dict[tuple[int, ...], torch.Tensor] = {}
         self.verify_hits = verify_hits
         # The run's budget (sim.budget.Meter) or None: told of every forward pass before it runs
@@ -100,15 +104,19 @@ class KVRuntime:
                 known_tokens: dict[str, list[int]]) -> tuple[dict[str, int], list[HitCheck]]:
         """One forward pass over every scheduled request (positions ``start .. start + n`` of
         ``known_tokens[request id]``): request id -> argmax token among its ``candidates`` for
-        every request that samples, and a HitCheck for every admission that reused cached K/V."""
+        every request that samples, and a HitCheck for every admission that reused cached K/V.
+        ``tables``: per KV-cache group, request id -> block table."""
         out: dict[str, int] = {}
         checks: list[HitCheck] = []
         with torch.no_grad():
             for item in scheduled:
                 rid = item.request.request_id
                 end = item.start + item.num_new_tokens
-                table = torch.as_tensor([b.block_id for b in tables[rid]],
-                                        dtype=torch.long, device=self.device)
+                per_group = [torch.as_tensor([b.block_id for b in group[rid]],
+                                             dtype=torch.long, device=self.device)
+                             for group in tables]
+                table = (per_group[0] if len(per_group) == 1
+                         else [per_group[g] for g in self.layer_groups])
                 if self.guard is not None:
                     cands = len(candidates[rid]) if item.samples else 0
                     self.guard.need(self._pass_bytes(item.num_new_tokens, end, cands),

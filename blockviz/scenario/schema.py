@@ -16,6 +16,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -149,6 +150,34 @@ class ConnectorConfig(_Model):
 
 
 
+MAX_KV_CACHE_GROUPS = 8
+# a KV-cache group's type -> the field that sizes its attention (None: full attention)
+GROUP_SIZE_FIELD = {"full_attention": None, "sliding_window": "sliding_window",
+                    "chunked_local_attention": "attention_chunk_size"}
+
+
+class KVCacheGroup(_Model):
+    """One KV-cache group of a hybrid model (vLLM's ``KVCacheGroupSpec``): its attention type and,
+    for a local type, the tokens a token attends to."""
+    type: Literal["full_attention", "sliding_window", "chunked_local_attention"]
+    sliding_window: Annotated[StrictInt, Field(
+        ge=1, le=MAX_MODEL_LEN, description="sliding_window only: W, a token attends to itself and "
+                                            "the W - 1 tokens before it")] | None = None
+    attention_chunk_size: Annotated[StrictInt, Field(
+        ge=1, le=MAX_MODEL_LEN, description="chunked_local_attention only: C, a token attends to "
+                                            "the tokens of its C-token chunk")] | None = None
+
+    @model_validator(mode="after")
+    def _one_size(self) -> KVCacheGroup:
+        need = GROUP_SIZE_FIELD[self.type]
+        for name in ("sliding_window", "attention_chunk_size"):
+            if name != need and getattr(self, name) is not None:
+                raise ValueError(f"a {self.type} group has no field {name!r}")
+        if need is not None and getattr(self, need) is None:
+            raise ValueError(f"a {self.type} group needs `{need}:` (tokens, at least 1)")
+        return self
+
+
 class SchedulerSpec(_Model):
     """vLLM 0.33's scheduler settings (vLLM's names and defaults; vLLM's own checks apply)."""
     max_num_batched_tokens: Annotated[StrictInt, Field(
@@ -190,6 +219,48 @@ class Config(_Model):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     connector: ConnectorConfig | None = None
     scheduler: SchedulerSpec = SchedulerSpec()
+    kv_cache_groups: Annotated[list[KVCacheGroup], Field(
+        min_length=1, max_length=MAX_KV_CACHE_GROUPS,
+        description="hybrid models: one KV-cache group per attention type, sharing one block pool "
+                    "(group ids 0, 1, ... in list order); absent: one full-attention group")
+    ] | None = None
+    prefix_cache_retention_interval: Annotated[StrictInt, Field(
+        ge=0, le=MAX_MODEL_LEN,
+        description="vLLM's CacheConfig.prefix_cache_retention_interval: 0 (default) caches only "
+                    "the sliding-window blocks a later hit can use; N (a multiple of block_size) "
+                    "also the tail of every N-token segment; null caches every full block")
+    ] | None = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_layer_per_group(cls, data: Any) -> Any:
+        """With kv_cache_groups the tiny model has one attention layer per group (layer i
+        attends as group i does): its num_layers defaults to the number of groups."""
+        if isinstance(data, dict) and isinstance(data.get("kv_cache_groups"), list) \
+                and data["kv_cache_groups"]:
+            model = data.get("model", {})
+            if isinstance(model, dict) and "num_layers" not in model:
+                data = {**data, "model": {**model, "num_layers": len(data["kv_cache_groups"])}}
+        return data
+
+    @field_validator("prefix_cache_retention_interval")
+    @classmethod
+    def _retention(cls, v: int | None, info: ValidationInfo) -> int | None:
+        """What vLLM's coordinator refuses (kv_cache_coordinator.py:33-62)."""
+        if v is None or "kv_cache_groups" not in info.data:
+            return v
+        groups = info.data["kv_cache_groups"] or ()
+        if not any(g.type == "sliding_window" for g in groups):
+            if v:
+                raise ValueError(f"prefix_cache_retention_interval ({v}) needs a sliding_window "
+                                 f"KV-cache group: vLLM rejects a positive interval without one "
+                                 f"(set it to 0)")
+            return v
+        bs = info.data.get("block_size")
+        if bs and v % bs:
+            raise ValueError(f"prefix_cache_retention_interval ({v}) must be a multiple of "
+                             f"block_size ({bs}): vLLM rejects it")
+        return v
 
     @field_validator("hash_seed", mode="before")
     @classmethod
@@ -216,6 +287,15 @@ class Config(_Model):
             raise ValueError("a connector with async_scheduling is not modelled: blockviz runs "
                              "vLLM's OffloadingConnector with the synchronous Scheduler only "
                              "(set async_scheduling: false, or drop the connector)")
+        if self.kv_cache_groups is not None and self.model is not None \
+                and self.model.num_layers != len(self.kv_cache_groups):
+            raise ValueError(f"model.num_layers ({self.model.num_layers}) must equal the number "
+                             f"of kv_cache_groups ({len(self.kv_cache_groups)}): the tiny model has "
+                             f"one attention layer per group (leave num_layers out)")
+        if self.connector is not None and self.kv_cache_groups is not None:
+            raise ValueError("a connector with kv_cache_groups is not modelled: blockviz runs "
+                             "vLLM's OffloadingConnector for one full-attention group only "
+                             "(drop kv_cache_groups, or the connector)")
         return self
 
 

@@ -157,7 +157,7 @@ def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_bloc
     queries = hits = admitted = rejected = 0
     since = 0
     for req in _requests(trace, block_size, exact_tokens):
-        blocks, num_hit = get_computed_blocks(req)
+        blocks, num_hit, _ = get_computed_blocks(req)
         n = req.num_tokens
         if allocate_slots(req, n - num_hit, num_hit, blocks) is None:
             rejected += 1
@@ -271,7 +271,8 @@ class TimedRequest:
     __slots__ = ("request_id", "num_tokens", "num_prompt_tokens", "block_hashes", "max_tokens",
                  "status", "finish_reason", "num_computed_tokens", "num_preemptions",
                  "num_output_placeholders", "num_in_flight_tokens", "num_stale_output_tokens",
-                 "drop_stale_output", "is_prefill_chunk", "_block_size", "_tag")
+                 "drop_stale_output", "is_prefill_chunk", "shared_prefix_boundary", "_block_size",
+                 "_tag")
     lora = None
     cache_salt = None
     mm_items = ()
@@ -287,6 +288,7 @@ class TimedRequest:
         self.num_computed_tokens = self.num_preemptions = 0
         self.num_output_placeholders = self.num_in_flight_tokens = self.num_stale_output_tokens = 0
         self.drop_stale_output = self.is_prefill_chunk = False
+        self.shared_prefix_boundary = 0   # (hybrid models only; a trace has one group)
         self._block_size = block_size
         self._tag = _OUT_TAG + index.to_bytes(8, "little")
 

@@ -12,6 +12,11 @@ from blockviz.sim.timeline import Timeline
 
 def config_dict(engine) -> dict:
     cfg = engine.config.model_dump(mode="json")
+    if cfg["kv_cache_groups"] is None:   # one full-attention group: the config as it always was
+        del cfg["kv_cache_groups"], cfg["prefix_cache_retention_interval"]
+    else:                                # each group with its own fields only
+        cfg["kv_cache_groups"] = [{k: v for k, v in g.items() if v is not None}
+                                  for g in cfg["kv_cache_groups"]]
     hasher = engine.state.hasher
     cfg.update(num_gpu_blocks=engine.num_gpu_blocks,
                none_hash=hasher.none_hash.hex(), none_hash_seed_rule=hasher.seed_rule,
@@ -21,16 +26,59 @@ def config_dict(engine) -> dict:
     return cfg
 
 
-def step_dict(s: Step, frames: Iterable | None) -> dict:
+def kv_cache_dict(engine) -> dict | None:
+    """The top-level ``kv_cache`` object with kv_cache_groups (as the oracle prints it)."""
+    if engine.config.kv_cache_groups is None:
+        return None
+    mgr = engine.manager
+    coord = mgr.coordinator
+    return {"coordinator": type(coord).__name__,
+            "managers": [type(m).__name__ for m in coord.single_type_managers],
+            "scheduler_block_size": engine.block_size, "hash_block_size": engine.block_size,
+            "cache_hit_alignment_tokens": engine.block_size,
+            "prefix_cache_retention_interval": coord.retention_interval,
+            "max_in_flight_tokens": (2 if engine.scheduler_config.async_scheduling else 1)
+            * engine.scheduler_config.max_num_batched_tokens,
+            "max_admission_blocks_per_request": [m.max_admission_blocks_per_request
+                                                 for m in coord.single_type_managers],
+            "attention_groups": [{"spec": type(g.spec).__name__, "group_ids": list(g.group_ids)}
+                                 for g in getattr(coord, "attention_groups", ())],
+            "use_eagle": False, "num_gpu_blocks": engine.num_gpu_blocks}
+
+
+def step_dict(s: Step, frames: Iterable | None, groups: int = 0) -> dict:
     """One step of the contract. ``frames`` (the step's op frames, or None to leave them out)
-    come out as a list."""
-    return _step_dict(s, frames, lazy=False)
+    come out as a list. ``groups``: how many kv_cache_groups the config gives (0: none)."""
+    return _step_dict(s, frames, lazy=False, groups=groups)
 
 
-def _step_dict(s: Step, frames: Iterable | None, lazy: bool) -> dict:
-    blocks = [{"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i],
-               "hash": h.hex() if h is not None else None, "token_ids": list(s.block_tokens[i])}
-              for i, h in enumerate(s.block_hash)]
+def _split(key: bytes | None, groups: int) -> tuple[str | None, int | None]:
+    """(hash hex, group id) of a pool key: with two or more groups a key is the hash with the
+    4-byte group id appended (vLLM's BlockHashWithGroupId)."""
+    if key is None:
+        return None, None
+    if groups > 1:
+        return key[:-4].hex(), int.from_bytes(key[-4:], "big")
+    return key.hex(), 0
+
+
+def _step_dict(s: Step, frames: Iterable | None, lazy: bool, groups: int = 0) -> dict:
+    if not groups:
+        blocks = [{"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i],
+                   "hash": h.hex() if h is not None else None,
+                   "token_ids": list(s.block_tokens[i])}
+                  for i, h in enumerate(s.block_hash)]
+        hash_table = {h.hex(): list(ids) for h, ids in s.hash_table}
+    else:
+        blocks = []
+        for i, key in enumerate(s.block_hash):
+            h, g = _split(key, groups)
+            blocks.append({"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i], "hash": h,
+                           "token_ids": list(s.block_tokens[i]), "group": g})
+        hash_table = {}
+        for key, ids in s.hash_table:
+            h, g = _split(key, groups)
+            hash_table[f"{h}#{g}" if groups > 1 else h] = list(ids)
     note = s.note
     event = None if s.event is None else s.event.event_dict()
     if s.teaching_only:
@@ -41,7 +89,7 @@ def _step_dict(s: Step, frames: Iterable | None, lazy: bool) -> dict:
         "note": None if note is None else {"en": note.get("en"), "zh": note.get("zh")},
         "blocks": blocks,
         "free_queue": list(s.free_queue),
-        "hash_table": {h.hex(): list(ids) for h, ids in s.hash_table},
+        "hash_table": hash_table,
         "requests": {rid: v.to_dict() for rid, v in s.requests.items()},
         "waiting": list(s.waiting),
         "running": list(s.running),
@@ -70,12 +118,17 @@ def frame_dict(f: Step) -> dict:
 
 
 def timeline_dict(scenario_id: str, engine, timeline: Timeline, *, frames: bool = True) -> dict:
-    return {
+    groups = len(engine.config.kv_cache_groups or ())
+    doc = {
         "scenario": scenario_id,
         "config": config_dict(engine),
-        "steps": [step_dict(timeline.step(i), timeline.frames(i) if frames else None)
+        "steps": [step_dict(timeline.step(i), timeline.frames(i) if frames else None, groups)
                   for i in range(len(timeline))],
     }
+    kv_cache = kv_cache_dict(engine)
+    if kv_cache is not None:
+        doc["kv_cache"] = kv_cache
+    return doc
 
 
 # -- writing it, one step at a time -------------------------------------------------------------
@@ -141,7 +194,12 @@ def write_timeline(write: Callable[[str], object], scenario_id: str, engine, tim
                    on_step: Callable[[int], None] | None = None) -> None:
     """The contract document, as ``json.dump(timeline_dict(...))`` writes it, byte for byte, but
     one step (and one frame) at a time: memory stays that of one step, whatever their number."""
-    steps = (_step_dict(timeline.step(i), timeline.frames(i) if frames else None, lazy=True)
+    groups = len(engine.config.kv_cache_groups or ())
+    steps = (_step_dict(timeline.step(i), timeline.frames(i) if frames else None, lazy=True,
+                        groups=groups)
              for i in range(len(timeline)))
     doc = {"scenario": scenario_id, "config": config_dict(engine), "steps": Lazy(steps)}
+    kv_cache = kv_cache_dict(engine)
+    if kv_cache is not None:
+        doc["kv_cache"] = kv_cache
     write_json(write, doc, indent, on_item=on_step)

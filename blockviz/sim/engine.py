@@ -29,6 +29,7 @@ from blockviz.core import (
     SchedulerError,
     SchedulerOutput,
 )
+from blockviz.core.kv_cache_interface import specs_from_groups
 from blockviz.core.ops import Load, OpList, OpSink, Restart, Rewind, Verify, Write
 from blockviz.core.scheduler import SchedulerConfig
 from blockviz.scenario.schema import ArriveSpec, Scenario
@@ -36,7 +37,7 @@ from blockviz.scenario.schema import Step as Event
 from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
 from blockviz.sim.budget import Budget, BudgetExceeded, Meter
 from blockviz.sim.step import Step
-from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats, TierView
+from blockviz.sim.views import BlockTables, EngineStepView, RequestView, ScheduledView, Stats, TierView
 
 
 class EngineError(Exception):
@@ -142,6 +143,7 @@ class Engine:
         self.checkpoints: dict[str, EngineState] = {}
         self.payload_history = payload_history
         self._written: set[int] = set()  # blocks whose K/V the current step wrote
+        self._tables_seen: dict[str, BlockTables] = {}   # hybrid: each request's last tables
         self._engine_steps: list[EngineStepView] = []
         self._update_marks: list[int] = []
         self.scheduler_config = SchedulerConfig(**cfg.scheduler.model_dump())
@@ -153,7 +155,8 @@ class Engine:
         if payloads and cfg.model is not None:
             from blockviz.kv.runtime import KVRuntime  # torch is imported only when payloads are on
             kv = KVRuntime(self.num_gpu_blocks, cfg.block_size, **cfg.model.model_dump(),
-                           device=device or cfg.device, seed=cfg.seed)
+                           device=device or cfg.device, seed=cfg.seed,
+                           attention=self._layer_attention())
         connector = None
         if cfg.connector is not None:
             from blockviz.sim.offload.scheduler import OffloadingConnector
@@ -172,9 +175,30 @@ class Engine:
 
     def _new_manager(self) -> KVCacheManager:
         cfg = self.config
-        return KVCacheManager(self.num_gpu_blocks, cfg.block_size,
-                              enable_caching=cfg.enable_caching, free_order=cfg.free_order,
-                              sink=self.sink, max_model_len=self.scheduler_config.max_model_len)
+        sc = self.scheduler_config
+        return KVCacheManager(
+            self.num_gpu_blocks, cfg.block_size, enable_caching=cfg.enable_caching,
+            free_order=cfg.free_order, sink=self.sink, max_model_len=sc.max_model_len,
+            kv_cache_groups=self.kv_cache_specs,
+            prefix_cache_retention_interval=(cfg.prefix_cache_retention_interval
+                                             if self.kv_cache_specs else 0),
+            # vLLM's VllmConfig.max_in_flight_tokens: a batch per concurrent step
+            max_in_flight_tokens=(2 if sc.async_scheduling else 1) * sc.max_num_batched_tokens)
+
+    @property
+    def kv_cache_specs(self):
+        """The KV-cache groups' specs (hybrid models), or None: one full-attention group."""
+        groups = self.config.kv_cache_groups
+        return None if groups is None else specs_from_groups(self.block_size, groups)
+
+    def _layer_attention(self) -> tuple | None:
+        """Per layer of the tiny model, what it attends to: with kv_cache_groups layer i is
+        group i's ((kind, W or C)); None: full attention in every layer."""
+        specs = self.kv_cache_specs
+        if specs is None:
+            return None
+        return tuple((s.kind, getattr(s, "sliding_window", None)
+                      or getattr(s, "attention_chunk_size", None)) for s in specs)
 
     def _new_hasher(self, generation: int) -> BlockHasher:
         # The xxhash variants draw NONE_HASH's seed at random per process (vLLM: os.urandom);
@@ -448,7 +472,7 @@ class Engine:
         """The forward pass: load external hits, write K/V of every scheduled token into its slot
         (block_table[pos // block_size], pos % block_size), and sample one token for every
         request whose prefill is complete (a partial chunk samples none)."""
-        tables = self.manager.req_to_blocks
+        groups = [m.req_to_blocks for m in self.manager.single_type_managers]
         bs = self.block_size
         tokens = {s.request.request_id: self.known_tokens(s.request) for s in out.scheduled}
         meta = out.kv_connector_metadata
@@ -466,25 +490,27 @@ class Engine:
             worker.save_kv(meta, True, out.finished_req_ids)
         for item in out.scheduled:
             req = item.request
-            table = tables[req.request_id]
             known = tokens[req.request_id]
-            pos, end = item.start, item.start + item.num_new_tokens
-            while pos < end:
-                block = table[pos // bs]
-                offset = pos % bs
-                upto = min(end, (pos // bs + 1) * bs)
-                toks = known[pos:upto]
-                held = self.state.block_tokens[block.block_id]
-                del held[offset:]
-                held.extend(toks)
-                self._written.add(block.block_id)
-                self._op(Write(req.request_id, block.block_id, offset, tuple(toks), pos))
-                pos = upto
+            for group, tables in enumerate(groups):   # every group's layers write their K/V
+                table = tables[req.request_id]
+                pos, end = item.start, item.start + item.num_new_tokens
+                while pos < end:
+                    block = table[pos // bs]
+                    offset = pos % bs
+                    upto = min(end, (pos // bs + 1) * bs)
+                    toks = known[pos:upto]
+                    held = self.state.block_tokens[block.block_id]
+                    del held[offset:]
+                    held.extend(toks)
+                    self._written.add(block.block_id)
+                    self._op(Write(req.request_id, block.block_id, offset, tuple(toks), pos,
+                                   group))
+                    pos = upto
         model_tokens: dict[str, int] = {}
         info = self.state.info
         if self.kv is not None and out.scheduled:
             model_tokens, checks = self.kv.execute(
-                out.scheduled, tables,
+                out.scheduled, groups,
                 {s.request.request_id: info[s.request.request_id].candidates for s in out.scheduled},
                 tokens)
             for c in checks:
@@ -551,10 +577,11 @@ class Engine:
         reqs = sched.requests
         tables = self.manager.req_to_blocks
         info = self.state.info
+        hybrid = self.config.kv_cache_groups is not None
         views = {}
         for rid in (reqs if rids is None else rids):
             r: Request = reqs[rid]
-            blocks = tables.get(rid)
+            blocks = tables.get(rid) if not hybrid else self._block_tables(r)
             i = info[rid]
             views[rid] = RequestView(
                 request_id=rid, status=r.status.value, num_prompt_tokens=r.num_prompt_tokens,
@@ -564,7 +591,8 @@ class Engine:
                 lora=r.lora.name if r.lora else None, cache_salt=r.cache_salt,
                 finish_reason=r.finish_reason, num_output_placeholders=r.num_output_placeholders,
                 all_token_ids=r.all_token_ids, table=blocks,
-                num_blocks=len(blocks) if blocks is not None else 0, block_hashes=r.block_hashes)
+                num_blocks=((len(blocks) if not hybrid else len(blocks.tables[0]))
+                            if blocks is not None else 0), block_hashes=r.block_hashes)
         c = self.connector
         external = tier = None
         if c is not None:
@@ -589,6 +617,19 @@ class Engine:
                 hash_table=tuple((h, tuple(ids))
                                  for h, ids in p.cached_block_hash_to_block.items()),
                 block_tokens=self.state.block_tokens)))
+
+    def _block_tables(self, r: Request) -> BlockTables:
+        """A hybrid model's tables of ``r`` now (the last copy again when nothing changed)."""
+        managers = self.manager.single_type_managers
+        rid = r.request_id
+        bt = BlockTables(
+            tuple(tuple(b.block_id for b in m.req_to_blocks.get(rid) or ()) for m in managers),
+            tuple(m.num_cached_block.get(rid, 0) for m in managers), r.shared_prefix_boundary)
+        last = self._tables_seen.get(rid)
+        if last == bt:
+            return last
+        self._tables_seen[rid] = bt
+        return bt
 
     def _stats(self) -> Stats:
         pool = self.pool

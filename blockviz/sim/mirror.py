@@ -184,12 +184,12 @@ class Mirror:
         return tuple(out)
 
     # -- the verbs (core.ops effects) ---------------------------------------------------------
-    def take(self, ids) -> None:
+    def take(self, ids, group: int = 0) -> None:
         for b in ids:
             self._unlink(b)
             self.ref[b] = 1
 
-    def touch(self, ids, removed_from_queue) -> None:
+    def touch(self, ids, removed_from_queue, group: int = 0) -> None:
         for b in removed_from_queue:
             self._unlink(b)
         ref = self.ref
@@ -218,7 +218,7 @@ class Mirror:
                 table[h] = (h, rest)
         self.hash[b] = None
 
-    def free(self, ids) -> None:
+    def free(self, ids, group: int = 0) -> None:
         ref = self.ref
         for b in ids:
             ref[b] -= 1
@@ -392,13 +392,27 @@ class FrameState(Mirror):
         return None
 
     # -- the pool's verbs that move blocks into and out of block tables ----------------------
-    def take(self, ids) -> None:
+    # (a hybrid model's requests show group 0's table: the other groups' blocks move in the
+    # pool only)
+    def take(self, ids, group: int = 0) -> None:
         super().take(ids)
-        self._allocated(ids)
+        if not group:
+            self._allocated(ids)
 
-    def touch(self, ids, removed_from_queue) -> None:
+    def touch(self, ids, removed_from_queue, group: int = 0) -> None:
         super().touch(ids, removed_from_queue)
-        self._allocated(ids)
+        if not group:
+            self._allocated(ids)
+
+    def remove_skipped(self, request_id: str, indices, group: int = 0) -> None:
+        """Slots of a table that left the attention window hold the null block (0)."""
+        r = self._get(request_id) if not group else None
+        if r is not None:
+            for i in indices:
+                if i < len(r.blocks):
+                    r.blocks[i] = 0
+                else:                       # a hit's padding: the table starts with nulls
+                    r.blocks.append(0)
 
     def _allocated(self, ids) -> None:
         self.pending += ids
@@ -415,10 +429,10 @@ class FrameState(Mirror):
             r.status = "preempted" if r.num_preemptions else "waiting"
             r.num_computed_tokens = min(r.num_computed_tokens, r.num_tokens - 1)
 
-    def free(self, ids) -> None:
+    def free(self, ids, group: int = 0) -> None:
         super().free(ids)
         ids = list(ids)
-        if not ids:
+        if not ids or group:
             return
         # the table freed is a live request's (queued, or touched in this event); a request
         # whose async load outlived its abort is freed later, when the load is done

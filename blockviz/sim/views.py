@@ -7,6 +7,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True)
+class BlockTables:
+    """A hybrid model's request tables as of one step (config.kv_cache_groups): block ids per
+    group (the null block as 0), how many blocks each group has cached, and vLLM's
+    ``shared_prefix_boundary``. A copy, not the live lists: a sliding window puts the null block
+    into a table in place."""
+    tables: tuple[tuple[int, ...], ...]
+    num_cached: tuple[int, ...]
+    shared_prefix_boundary: int = 0
+
+
 @dataclass(frozen=True, kw_only=True)
 class RequestView:
     """A request as it was after a step (or an op inside one).
@@ -31,7 +42,7 @@ class RequestView:
     num_output_placeholders: int = 0   # async scheduling: outputs scheduled, not yet applied
     all_token_ids: list = field(default_factory=list, repr=False, compare=False)
     # the block table: the engine's KVCacheBlock list (or, for a view an op frame derived, the
-    # block ids); None once the request holds none
+    # block ids); None once the request holds none. With kv_cache_groups: the step's BlockTables
     table: Sequence | None = field(default=None, repr=False, compare=False)
     num_blocks: int = 0
     block_hashes: list | None = field(default=None, repr=False, compare=False)
@@ -42,9 +53,17 @@ class RequestView:
 
     @property
     def block_ids(self) -> tuple[int, ...]:
+        """The block table (group 0's, with kv_cache_groups)."""
         if self.table is None:
             return ()
+        if isinstance(self.table, BlockTables):
+            return self.table.tables[0]
         return tuple(b if type(b) is int else b.block_id for b in self.table[:self.num_blocks])
+
+    @property
+    def block_tables(self) -> BlockTables | None:
+        """With kv_cache_groups: every group's table (None without)."""
+        return self.table if isinstance(self.table, BlockTables) else None
 
     def to_dict(self) -> dict:
         return {"status": self.status, "block_table": list(self.block_ids),
@@ -54,7 +73,17 @@ class RequestView:
                 "external_hit_blocks": self.external_hit_blocks, "max_tokens": self.max_tokens,
                 "lora": self.lora, "cache_salt": self.cache_salt,
                 "finish_reason": self.finish_reason,
-                "num_output_placeholders": self.num_output_placeholders}
+                "num_output_placeholders": self.num_output_placeholders,
+                **self._hybrid_dict()}
+
+    def _hybrid_dict(self) -> dict:
+        """The contract's additions with kv_cache_groups (scenario-format.md)."""
+        bt = self.block_tables
+        if bt is None:
+            return {}
+        return {"block_tables": [list(t) for t in bt.tables],
+                "num_cached_blocks_per_group": list(bt.num_cached),
+                "shared_prefix_boundary": bt.shared_prefix_boundary}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,7 @@ def state(make_req):
     mgr = KVCacheManager(7, 4)
     for rid, tokens in (("A", range(1, 11)), ("Z", range(201, 209))):
         r = make_req(rid, tokens)
-        hits, n = mgr.get_computed_blocks(r)
+        hits, n, _ = mgr.get_computed_blocks(r)
         assert mgr.allocate_slots(r, r.num_tokens - n, n, hits) is not None
     mgr.free(make_req("Z", range(201, 209)))
     pool = mgr.block_pool

@@ -2,9 +2,10 @@
 (shared/design/vllm-semantics.md, "BlockPool" and "KVCacheManager and scheduler").
 
 Unless a test says otherwise it drives the manager the way vLLM's scheduler does for a waiting
-request: ``get_computed_blocks(req)`` -> (hits, n), then ``allocate_slots(req, num_tokens - n, n,
-hits)``, then ``req.num_computed_tokens = num_tokens`` (the scheduler's _update_after_schedule);
-a decode is ``allocate_slots(req, 1)`` for the one pending token; "finished" is ``free(req)``.
+request: ``get_computed_blocks(req)`` -> (hits per group, n, boundary), then
+``allocate_slots(req, num_tokens - n, n, hits)``, then ``req.num_computed_tokens = num_tokens``
+(the scheduler's _update_after_schedule); a decode is ``allocate_slots(req, 1)`` for the one
+pending token; "finished" is ``free(req)``.
 """
 from __future__ import annotations
 
@@ -28,11 +29,12 @@ H1, H2 = doc_chain(list(range(1, 9)))
 
 
 def admit(mgr, req):
-    hits, num_hit = mgr.get_computed_blocks(req)
+    """(hit block ids, new blocks) of the one group, or new None when it did not fit."""
+    hits, num_hit, _ = mgr.get_computed_blocks(req)
     new = mgr.allocate_slots(req, req.num_tokens - num_hit, num_hit, hits)
     if new is not None:
         req.num_computed_tokens = req.num_tokens
-    return [b.block_id for b in hits], new
+    return [b.block_id for b in hits[0]], None if new is None else new[0]
 
 
 def after_b_finished(make_req, free_order="split"):
@@ -58,15 +60,15 @@ def test_hit_limit_is_num_tokens_minus_one(make_req, num_tokens, hit_blocks):
     whole blocks: 8 cached tokens give a request of exactly those 8 tokens only block 1."""
     mgr = after_b_finished(make_req)
     prompt = (list(range(1, 9)) + [50, 51])[:num_tokens]
-    hits, n = mgr.get_computed_blocks(make_req("R", prompt))
-    assert [b.block_id for b in hits] == hit_blocks and n == 4 * len(hit_blocks)
+    hits, n, _ = mgr.get_computed_blocks(make_req("R", prompt))
+    assert [b.block_id for b in hits[0]] == hit_blocks and n == 4 * len(hit_blocks)
 
 
 def test_get_computed_blocks_touches_nothing(make_req):
     mgr = after_b_finished(make_req)
     before = snapshot(mgr)
-    hits, n = mgr.get_computed_blocks(make_req("R", list(range(1, 11))))
-    assert n == 8 and [b.ref_cnt for b in hits] == [0, 0]
+    hits, n, _ = mgr.get_computed_blocks(make_req("R", list(range(1, 11))))
+    assert n == 8 and [b.ref_cnt for b in hits[0]] == [0, 0]
     assert snapshot(mgr) == before
 
 
@@ -77,7 +79,7 @@ def test_lookup_stops_at_the_first_miss(make_req):
     mgr.block_pool.evict_blocks([1])
     assert events(mgr.block_pool) == [("BlockRemoved", (DOC_H1_INT,))]
     assert mgr.block_pool.get_cached_block(H2) is mgr.block_pool.blocks[2]
-    assert mgr.get_computed_blocks(make_req("R", list(range(1, 11)))) == ([], 0)
+    assert mgr.get_computed_blocks(make_req("R", list(range(1, 11)))) == (([],), 0, 0)
 
 
 def test_caching_disabled_never_hits_or_hashes(make_req):
@@ -86,7 +88,7 @@ def test_caching_disabled_never_hits_or_hashes(make_req):
     admit(mgr, a)
     assert hash_map(mgr.block_pool) == [] and events(mgr.block_pool) == []
     assert all(b.block_hash is None for b in mgr.block_pool.blocks)
-    assert mgr.get_computed_blocks(make_req("B", list(range(1, 11)))) == ([], 0)
+    assert mgr.get_computed_blocks(make_req("B", list(range(1, 11)))) == (([],), 0, 0)
 
 
 @pytest.mark.parametrize("free_order, queue", [("split", [3, 2, 1, 4, 5, 6]),
@@ -121,7 +123,7 @@ def test_exact_cached_prompt_recomputes_its_last_block_as_a_duplicate(make_req):
     check_invariants(pool, mgr)
 
     # A longer request now hits block 2 (first inserted), not the duplicate 4.
-    assert [b.block_id for b in mgr.get_computed_blocks(make_req("F", list(range(1, 10))))[0]] \
+    assert [b.block_id for b in mgr.get_computed_blocks(make_req("F", list(range(1, 10))))[0][0]] \
         == [1, 2]
 
     # E finishes (table reversed: 4 then 1, both hashed -> tail). Fresh requests then take the head
@@ -174,16 +176,16 @@ def test_capacity_check_counts_hits_that_sit_in_the_free_queue(make_req):
     assert free_ids(pool) == [5, 6, 2, 1]
 
     g = make_req("G", list(range(1, 9)) + list(range(600, 612)))     # 20 tokens = 5 blocks
-    hits, n = mgr.get_computed_blocks(g)
-    assert [b.block_id for b in hits] == [1, 2] and n == 8
+    hits, n, _ = mgr.get_computed_blocks(g)
+    assert [b.block_id for b in hits[0]] == [1, 2] and n == 8
     before = snapshot(mgr, [g])
     assert mgr.allocate_slots(g, g.num_tokens - n, n, hits) is None
     assert snapshot(mgr, [g]) == before
 
     g2 = make_req("G2", list(range(1, 9)) + list(range(600, 608)))   # 16 tokens = 4 blocks
-    hits, n = mgr.get_computed_blocks(g2)
+    hits, n, _ = mgr.get_computed_blocks(g2)
     new = mgr.allocate_slots(g2, g2.num_tokens - n, n, hits)
-    assert [b.block_id for b in new] == [5, 6]
+    assert [b.block_id for b in new[0]] == [5, 6]
     assert tables(mgr)["G2"] == [1, 2, 5, 6] and free_ids(pool) == []
     check_invariants(pool, mgr)
 
@@ -217,12 +219,12 @@ def test_blocks_are_cached_inside_allocate_slots(make_req):
     mgr = KVCacheManager(7, 4)
     pool = mgr.block_pool
     a = make_req("A", list(range(1, 11)))
-    assert [b.block_id for b in mgr.allocate_slots(a, 5)] == [1, 2]
+    assert [b.block_id for b in mgr.allocate_slots(a, 5)[0]] == [1, 2]
     assert a.num_computed_tokens == 0                                 # nothing computed yet
     assert hash_map(pool) == [(H1, [1])]
     assert events(pool) == [("BlockStored", (DOC_H1_INT,), None, (1, 2, 3, 4), 4)]
     a.num_computed_tokens = 5
-    assert [b.block_id for b in mgr.allocate_slots(a, 5)] == [3]
+    assert [b.block_id for b in mgr.allocate_slots(a, 5)[0]] == [3]
     assert hash_map(pool) == [(H1, [1]), (H2, [2])]
     assert events(pool) == [("BlockStored", (DOC_H2_INT,), DOC_H1_INT, (5, 6, 7, 8), 4)]
     check_invariants(pool, mgr)
@@ -241,12 +243,12 @@ def test_a_decode_that_fills_a_block_caches_it_on_the_next_allocate_slots(make_r
     r.append_output_token_ids(8)
     assert r.block_hashes == [H1, H2]
     assert pool.get_cached_block(H2) is None
-    assert mgr.allocate_slots(r, 1) == []                             # 8 slots fit in 2 blocks
+    assert mgr.allocate_slots(r, 1) == ([],)                           # 8 slots fit in 2 blocks
     assert hash_map(pool) == [(H1, [1]), (H2, [2])]
     assert events(pool) == [("BlockStored", (DOC_H2_INT,), DOC_H1_INT, (5, 6, 7, 8), 4)]
     r.num_computed_tokens = 8
     r.append_output_token_ids(9)
-    assert [b.block_id for b in mgr.allocate_slots(r, 1)] == [3]      # slot 9 needs block 3
+    assert [b.block_id for b in mgr.allocate_slots(r, 1)[0]] == [3]      # slot 9 needs block 3
     assert events(pool) == []
     check_invariants(pool, mgr)
 
@@ -267,10 +269,10 @@ def test_free_passes_the_table_reversed(make_req, monkeypatch, free_order, queue
     passed = []
     real_free_blocks = pool.free_blocks
 
-    def spy(ordered_blocks):
+    def spy(ordered_blocks, **kw):
         ordered_blocks = list(ordered_blocks)
         passed.append([b.block_id for b in ordered_blocks])
-        real_free_blocks(ordered_blocks)
+        real_free_blocks(ordered_blocks, **kw)
 
     monkeypatch.setattr(pool, "free_blocks", spy)
     mgr.free(a)
@@ -313,7 +315,7 @@ def test_reset_prefix_cache_clears_every_hash_and_keeps_the_queue(make_req, free
     assert free_ids(pool) == queue
     assert hash_map(pool) == [] and all(b.block_hash is None for b in pool.blocks)
     assert events(pool) == [("AllBlocksCleared",)]
-    assert mgr.get_computed_blocks(make_req("B", list(range(1, 11)))) == ([], 0)
+    assert mgr.get_computed_blocks(make_req("B", list(range(1, 11)))) == (([],), 0, 0)
     check_invariants(pool, mgr)
 
 

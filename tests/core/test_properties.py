@@ -65,12 +65,14 @@ class CheckedManager(KVCacheManager):
 
     def get_computed_blocks(self, request):
         before = snapshot(self)
-        hits, n = super().get_computed_blocks(request)
+        blocks, n, boundary = super().get_computed_blocks(request)
         assert snapshot(self) == before, "get_computed_blocks changed state"
+        assert len(blocks) == 1 and boundary == 0, "one group: one list, no shared boundary"
+        hits = blocks[0]
         bs, pool = self.block_size, self.block_pool
         if not self.enable_caching:
             assert (hits, n) == ([], 0)
-            return hits, n
+            return blocks, n, boundary
         assert n == len(hits) * bs and n <= request.num_tokens - 1
         mapped = dict(hash_map(pool))
         for blk, h in zip(hits, request.block_hashes):
@@ -78,14 +80,16 @@ class CheckedManager(KVCacheManager):
         limit_blocks = (request.num_tokens - 1) // bs
         if len(hits) < min(limit_blocks, len(request.block_hashes)):
             assert request.block_hashes[len(hits)] not in mapped, "hit is not maximal"
-        return hits, n
+        return blocks, n, boundary
 
     def allocate_slots(self, request, num_new_tokens, num_new_computed_tokens=0,
-                       new_computed_blocks=(), num_external_computed_tokens=0, *,
+                       new_computed_blocks=None, num_external_computed_tokens=0, *,
                        full_sequence_must_fit=False, delay_cache_blocks=False,
                        reserved_blocks=0):
         # without a connector the scheduler never delays caching nor reserves blocks
         assert not delay_cache_blocks and reserved_blocks == 0
+        blocks_in = new_computed_blocks
+        new_computed_blocks = new_computed_blocks[0] if new_computed_blocks else []
         pool, bs, rid = self.block_pool, self.block_size, request.request_id
         before = snapshot(self, [request])
         queue = free_ids(pool)
@@ -103,14 +107,15 @@ class CheckedManager(KVCacheManager):
                 event("refused: the chunk fits, the whole sequence does not")
             needed = max(needed, needed_full)
 
-        new = super().allocate_slots(request, num_new_tokens, num_new_computed_tokens,
-                                     new_computed_blocks, num_external_computed_tokens,
-                                     full_sequence_must_fit=full_sequence_must_fit)
-        if new is None:
+        result = super().allocate_slots(request, num_new_tokens, num_new_computed_tokens,
+                                        blocks_in, num_external_computed_tokens,
+                                        full_sequence_must_fit=full_sequence_must_fit)
+        if result is None:
             event("allocate_slots refused")
             assert needed > len(queue), "allocate_slots refused although the blocks fit"
             assert snapshot(self, [request]) == before, "a refused allocate_slots changed state"
-            return new
+            return result
+        (new,) = result
         assert needed <= len(queue), "allocate_slots succeeded although short of blocks"
         hit_ids = {b.block_id for b in new_computed_blocks}
         new_ids = [b.block_id for b in new]
@@ -144,7 +149,7 @@ class CheckedManager(KVCacheManager):
                 assert stored == []
         else:
             assert emitted == [] and all(b.block_hash is None for b in table)
-        return new
+        return result
 
     def free(self, request):
         pool = self.block_pool

@@ -233,10 +233,10 @@ class Pair:
         """Admit the head of the waiting queue; ``external`` tokens after the local hit come
         from a KV connector (fresh blocks, cached like computed ones)."""
         ours, theirs = self.reqs[self.waiting[0]]
-        hits, n = self.ours.get_computed_blocks(ours)
+        hits, n, _ = self.ours.get_computed_blocks(ours)
         result = self.theirs.get_computed_blocks(theirs)
         their_hits, their_n = result[0], result[1]
-        assert [b.block_id for b in hits] == ids(their_hits) and n == their_n
+        assert [b.block_id for b in hits[0]] == ids(their_hits) and n == their_n
         ext = max(0, min(external, ours.num_tokens - 1 - n))
         new = self.ours.allocate_slots(ours, ours.num_tokens - n - ext, n, hits, ext)
         their_new = self.theirs.allocate_slots(theirs, theirs.num_tokens - n - ext, n, their_hits,
@@ -305,7 +305,7 @@ class Pair:
         assert (new is None) == (their_new is None)
         note("allocate_slots: None" if new is None else "allocate_slots: blocks")
         if new is not None:
-            assert [b.block_id for b in new] == ids(their_new)
+            assert [b.block_id for b in new[0]] == ids(their_new)
 
     def compare(self):
         pool, tpool = self.ours.block_pool, self.theirs.block_pool

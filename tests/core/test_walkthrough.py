@@ -16,7 +16,8 @@ Each row is checked in both free orders:
 
 Two drivers produce the rows:
   * ``manager``: the calls vLLM's scheduler makes for a waiting request, by hand —
-    ``get_computed_blocks(req)`` -> (hits, n); ``allocate_slots(req, num_tokens - n, n, hits)``;
+    ``get_computed_blocks(req)`` -> (hits per group, n, boundary);
+    ``allocate_slots(req, num_tokens - n, n, hits)``;
     then ``num_computed_tokens = num_tokens`` (``_update_after_schedule``) and one sampled token
     appended (a prefill samples one token); "finished" is ``KVCacheManager.free(req)``.
   * ``scheduler``: the same through ``blockviz.core.Scheduler`` (``add_request``, one engine
@@ -86,13 +87,13 @@ class ManagerDriver:
         self.mgr = mgr
 
     def admit(self, req):
-        hits, num_hit = self.mgr.get_computed_blocks(req)
+        hits, num_hit, _ = self.mgr.get_computed_blocks(req)
         new = self.mgr.allocate_slots(req, req.num_tokens - num_hit, num_hit, hits)
         assert new is not None
         req.num_computed_tokens = req.num_tokens   # the scheduler's _update_after_schedule
         req.status = RequestStatus.RUNNING
         req.append_output_token_ids(SAMPLED)       # the prefill samples one token
-        return [b.block_id for b in hits]
+        return [b.block_id for b in hits[0]]
 
     def finish(self, req):
         self.mgr.free(req)
@@ -176,9 +177,9 @@ def test_walkthrough_then_c(free_order, driver_name, make_req, monkeypatch):
     seen = []
     real_get_new_blocks = pool.get_new_blocks
 
-    def spy(n):
+    def spy(n, **kw):
         seen.append((n, free_ids(pool), ref_cnts(pool)[:2]))
-        return real_get_new_blocks(n)
+        return real_get_new_blocks(n, **kw)
 
     monkeypatch.setattr(pool, "get_new_blocks", spy)
     c = make_req("C", C_TOKENS)

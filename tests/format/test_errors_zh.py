@@ -92,6 +92,24 @@ CASES = {
                                         "max_model_len: 32}"),
     "prompt fills max_model_len": H + "config: {num_blocks: 6, block_size: 4, model: null, "
                                   "scheduler: {max_model_len: 3}}\nsteps:\n" + A,
+    # config.kv_cache_groups and prefix_cache_retention_interval: what vLLM refuses (hybrid)
+    "no KV-cache group": cfg("kv_cache_groups: []"),
+    "unknown group type": cfg("kv_cache_groups: [{type: mamba}]"),
+    "sliding window below 1": cfg("kv_cache_groups: [{type: sliding_window, sliding_window: 0}]"),
+    "a window without its size": cfg("kv_cache_groups: [{type: sliding_window}]"),
+    "a group with another's field": cfg("kv_cache_groups: [{type: full_attention, "
+                                        "attention_chunk_size: 4}]"),
+    "retention not a multiple": cfg("kv_cache_groups: [{type: sliding_window, sliding_window: 8}], "
+                                    "prefix_cache_retention_interval: 6"),
+    "retention without a window": cfg("kv_cache_groups: [{type: full_attention}], "
+                                      "prefix_cache_retention_interval: 8"),
+    "retention without groups": cfg("prefix_cache_retention_interval: 4"),
+    "negative retention": cfg("kv_cache_groups: [{type: sliding_window, sliding_window: 8}], "
+                              "prefix_cache_retention_interval: -4"),
+    "a layer per group": H + "config: {num_blocks: 6, block_size: 4, model: {num_layers: 3}, "
+                         "kv_cache_groups: [{type: full_attention}]}\nsteps: [admit]\n",
+    "connector with groups": cfg("connector: {num_blocks: 4}, "
+                                 "kv_cache_groups: [{type: full_attention}]"),
 }
 
 

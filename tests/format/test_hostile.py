@@ -340,10 +340,10 @@ def test_running_out_of_memory_while_writing_json_is_a_located_error(monkeypatch
     from blockviz.sim import contract
     real = contract._step_dict
 
-    def failing(s, frames, lazy):
+    def failing(s, frames, lazy, **kw):
         if s.index == 3:
             raise MemoryError
-        return real(s, frames, lazy)
+        return real(s, frames, lazy, **kw)
 
     monkeypatch.setattr(contract, "_step_dict", failing)
     path = ROOT / "scenarios" / "six-blocks.yaml"

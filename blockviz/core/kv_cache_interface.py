@@ -1,0 +1,95 @@
+"""KV-cache specs — the part of vllm/v1/kv_cache_interface.py (vLLM 0.33) that decides how a
+KV-cache group's blocks are managed: its attention kind, its block size and, for the local kinds,
+the window or chunk that bounds what a token attends to.
+
+A model has one KV-cache group per kind of attention layer (``KVCacheConfig.kv_cache_groups``):
+every group draws on one shared block pool, each keeps its own block table per request. Group
+``i`` of a scenario is vLLM's ``KVCacheGroupSpec([f"layer{i}"], spec)``; every spec has the
+scenario's block size (vLLM then has scheduler block size = hash block size = block size).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class KVCacheSpec:
+    block_size: int
+    # vLLM's KVCacheSpecKind value: what KV events publish as kv_cache_spec_kind
+    kind: ClassVar[str] = "unknown"
+
+    def max_admission_blocks_per_request(self, max_in_flight_tokens: int,
+                                         max_model_len: int) -> int | None:
+        """The per-request cap of the admission gate (None: no cap)."""
+        return None
+
+
+@dataclass(frozen=True)
+class FullAttentionSpec(KVCacheSpec):
+    kind: ClassVar[str] = "full_attention"
+
+
+@dataclass(frozen=True)
+class SlidingWindowSpec(KVCacheSpec):
+    """A token attends to the ``sliding_window - 1`` tokens before it and itself."""
+    sliding_window: int = 1
+    kind: ClassVar[str] = "sliding_window"
+
+    def max_admission_blocks_per_request(self, max_in_flight_tokens: int,
+                                         max_model_len: int) -> int:
+        # kv_cache_interface.py:918-944: the last W - 1 computed tokens plus those in flight
+        # (frees happen on the processed-token basis), +1 as the window may start mid-block
+        num_tokens = min(self.sliding_window - 1 + max_in_flight_tokens, max_model_len)
+        return cdiv(num_tokens, self.block_size) + 1
+
+
+@dataclass(frozen=True)
+class ChunkedLocalAttentionSpec(KVCacheSpec):
+    """A token attends to the tokens of its own ``attention_chunk_size``-token chunk."""
+    attention_chunk_size: int = 1
+    kind: ClassVar[str] = "chunked_local_attention"
+
+    def max_admission_blocks_per_request(self, max_in_flight_tokens: int,
+                                         max_model_len: int) -> int:
+        # kv_cache_interface.py:864-881: one chunk plus the tokens in flight
+        num_tokens = min(self.attention_chunk_size + max_in_flight_tokens, max_model_len)
+        return cdiv(num_tokens, self.block_size)
+
+
+def get_kv_cache_spec_sliding_window(spec: KVCacheSpec) -> int | None:
+    """What KV events publish as ``kv_cache_spec_sliding_window``: W for a sliding window."""
+    return spec.sliding_window if isinstance(spec, SlidingWindowSpec) else None
+
+
+@dataclass(frozen=True)
+class KVCacheConfig:
+    """vLLM's ``KVCacheConfig``: the pool's size (null block included), one spec per group, and
+    ``CacheConfig.prefix_cache_retention_interval`` (0: vLLM 0.33's default, sparse
+    sliding-window caching; None: dense; N > 0: also the tail of every N-token segment)."""
+    num_blocks: int
+    kv_cache_groups: tuple[KVCacheSpec, ...]
+    prefix_cache_retention_interval: int | None = 0
+
+
+def spec_from_group(block_size: int, group: object) -> KVCacheSpec:
+    """The spec of a scenario's ``kv_cache_groups`` item (an object with ``type`` and, for the
+    local kinds, ``sliding_window`` / ``attention_chunk_size``)."""
+    kind = group.type
+    if kind == "full_attention":
+        return FullAttentionSpec(block_size)
+    if kind == "sliding_window":
+        return SlidingWindowSpec(block_size, sliding_window=group.sliding_window)
+    if kind == "chunked_local_attention":
+        return ChunkedLocalAttentionSpec(
+            block_size, attention_chunk_size=group.attention_chunk_size)
+    raise ValueError(f"unknown KV-cache group type {kind!r}")
+
+
+def specs_from_groups(block_size: int, groups: Sequence[object]) -> tuple[KVCacheSpec, ...]:
+    return tuple(spec_from_group(block_size, g) for g in groups)
