@@ -11,6 +11,13 @@ The workload (:func:`prompts`): 256 requests, block size 16, the default budget
   * **decode 256**: the 256 then run; 16 consecutive decode steps (one token each, so each
     request fills a block and takes a new one exactly once), reported per step.
 
+Both cases run twice: on one full-attention group, and on a **1:1 hybrid model** (issue 29; two
+KV-cache groups in one pool, gpt-oss's order: a sliding window of :data:`WINDOW` tokens, then full
+attention; vLLM 0.33's retention interval 0) — vLLM's side through its real
+``HybridKVCacheCoordinator``, its configs built as run-hybrid builds them. The window is short
+enough that the decode steps free blocks out of it into the null block, so both sides do a
+sliding window's work.
+
 One engine step is ``schedule()`` then ``update_from_output()`` with one sampled token per request
 (built beforehand), and for blockviz ``take_events()`` (vLLM's ``update_from_output`` takes and
 publishes the KV events itself). blockviz runs with op recording off and on (the player's engine
@@ -18,12 +25,13 @@ records); vLLM's real ``Scheduler`` (:mod:`bench.vllm_sched`, as ``run-sched`` l
 with ``log_stats`` on (what blockviz computes: prefix-cache stats) and off. Every side is first
 run once with every step checked against blockviz: the same tokens scheduled per request, the
 same block tables, the same free-block count. They take turns within each repeat; medians are
-compared. Budget: blockviz / vLLM at most 1.0, against the faster vLLM variant, for each case
-and each recording mode. Without vLLM's source the vLLM side is skipped with the reason.
+compared. Budget: blockviz / vLLM at most 1.0, against the faster vLLM variant, for each case,
+each model and each recording mode. Without vLLM's source the vLLM side is skipped with the reason.
 """
 from __future__ import annotations
 
 from blockviz.core import BlockHasher, KVCacheManager, Request, Scheduler
+from blockviz.core.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
 from blockviz.core.ops import OpList
 from blockviz.core.scheduler import SchedulerConfig
 
@@ -37,6 +45,9 @@ DECODE_STEPS = 16
 QUICK_REQUESTS = 32
 TARGET_RATIO = 1.0
 SAMPLED = 7            # the token every step samples
+WINDOW = 32            # the hybrid model's sliding window, tokens
+# model -> its KV-cache groups' sliding windows (None: full attention), in group order
+MODELS = {"": (None,), "hybrid 1:1": (WINDOW, None)}
 
 
 class Mismatch(AssertionError):
@@ -54,12 +65,18 @@ def prompts(n: int) -> list[list[int]]:
 
 
 class Ours:
-    def __init__(self, recording: bool) -> None:
-        self.recording = recording
+    def __init__(self, recording: bool, model: str = "") -> None:
+        self.recording, self.model = recording, model
         self.name = f"blockviz (recording {'on' if recording else 'off'})"
 
     def setup(self, toks: list[list[int]]) -> None:
-        self.mgr = KVCacheManager(POOL_BLOCKS + 1, BLOCK_SIZE, sink=OpList() if self.recording else None)
+        windows = MODELS[self.model]
+        groups = None if windows == (None,) else [
+            FullAttentionSpec(BLOCK_SIZE) if w is None
+            else SlidingWindowSpec(BLOCK_SIZE, sliding_window=w) for w in windows]
+        self.mgr = KVCacheManager(POOL_BLOCKS + 1, BLOCK_SIZE,
+                                  sink=OpList() if self.recording else None,
+                                  kv_cache_groups=groups, max_in_flight_tokens=8192)
         self.sched = Scheduler(self.mgr, config=SchedulerConfig())
         hasher = BlockHasher("sha256")
         self.ids = [f"r{i}" for i in range(len(toks))]
@@ -76,19 +93,20 @@ class Ours:
 
     def state(self) -> tuple:
         return (self.last.num_scheduled_tokens,
-                {rid: self.mgr.get_block_ids(rid)[0] for rid in self.ids},
+                {rid: self.mgr.get_block_ids(rid) for rid in self.ids},
                 self.mgr.block_pool.get_num_free_blocks())
 
 
 class Vllm:
-    def __init__(self, v, log_stats: bool) -> None:
-        self.v, self.log_stats = v, log_stats
+    def __init__(self, v, log_stats: bool, model: str = "") -> None:
+        self.v, self.log_stats, self.model = v, log_stats, model
         self.name = f"vLLM (log_stats {'on' if log_stats else 'off'})"
 
     def setup(self, toks: list[list[int]]) -> None:
         v = self.v
         config, kv_cache_config = vllm_sched.vllm_config(v, num_gpu_blocks=POOL_BLOCKS + 1,
-                                                         block_size=BLOCK_SIZE)
+                                                         block_size=BLOCK_SIZE,
+                                                         sliding_windows=MODELS[self.model])
         fn = v.hashing.get_hash_fn_by_name("sha256")
         v.kv_cache_utils.init_none_hash(fn)
         hasher = v.kv_cache_utils.get_request_block_hasher(BLOCK_SIZE, fn, 0)
@@ -114,8 +132,8 @@ class Vllm:
     def state(self) -> tuple:
         mgr = self.sched.kv_cache_manager
         return (dict(self.last.num_scheduled_tokens),
-                {rid: list(mgr.get_block_ids(rid)[0]) if rid in self.sched.requests else []
-                 for rid in self.ids},
+                {rid: tuple(map(list, mgr.get_block_ids(rid))) if rid in self.sched.requests
+                 else ([],) * len(MODELS[self.model]) for rid in self.ids},
                 mgr.block_pool.get_num_free_blocks())
 
 
@@ -141,17 +159,35 @@ def check_same(impls: list, toks: list[list[int]]) -> None:
 
 
 def run(repeat: int, quick: bool, say) -> dict:
-    impls: list = [Ours(False), Ours(True)]
     try:
         with vllm_sched.loaded() as v:
             vllm_info = {"version": v.version, "src": v.src}
-            return _measure(impls + [Vllm(v, True), Vllm(v, False)], vllm_info, repeat, quick, say)
+            return _measure_models(lambda m: [Ours(False, m), Ours(True, m), Vllm(v, True, m),
+                                              Vllm(v, False, m)], vllm_info, repeat, quick, say)
     except VllmUnavailable as e:
         say(f"  vLLM side skipped: {e}")
-        return _measure(impls, {"skipped": str(e)}, repeat, quick, say)
+        return _measure_models(lambda m: [Ours(False, m), Ours(True, m)], {"skipped": str(e)},
+                               repeat, quick, say)
 
 
-def _measure(impls: list, vllm_info: dict, repeat: int, quick: bool, say) -> dict:
+def _measure_models(impls_of, vllm_info: dict, repeat: int, quick: bool, say) -> dict:
+    """Every model's cases, one report: the one-group model's first."""
+    result = None
+    for model in MODELS:
+        if model:
+            say(f"  {model}: a sliding window of {WINDOW} tokens, then full attention")
+        r = _measure(impls_of(model), vllm_info, repeat, quick, say, model)
+        if result is None:
+            result = r
+        else:
+            result["cases"] += r["cases"]
+            result.setdefault("budgets", []).extend(r.get("budgets", []))
+    result["workload"]["models"] = {m or "full attention": list(w) for m, w in MODELS.items()}
+    return result
+
+
+def _measure(impls: list, vllm_info: dict, repeat: int, quick: bool, say,
+             model: str = "") -> dict:
     n = QUICK_REQUESTS if quick else NUM_REQUESTS
     toks = prompts(n)
     check_same(impls, toks)
@@ -177,8 +213,8 @@ def _measure(impls: list, vllm_info: dict, repeat: int, quick: bool, say) -> dic
     for case in ("admit", "decode"):
         med = {nm: median(ts) for nm, ts in times[case].items()}
         med_cpu = {nm: median(ts) for nm, ts in cpu[case].items()}
-        c = {"case": f"{case} {n}", "median_s": med, "median_cpu_s": med_cpu,
-             "runs_s": times[case]}
+        c = {"case": f"{case} {n}" + (f" {model}" if model else ""), "median_s": med,
+             "median_cpu_s": med_cpu, "runs_s": times[case]}
         vllm_names = [nm for nm in names if nm.startswith("vLLM")]
         if vllm_names:
             fastest = min(vllm_names, key=med.get)

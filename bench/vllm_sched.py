@@ -176,11 +176,14 @@ def loaded(src: str | Path | None = None):
 
 def vllm_config(v, *, num_gpu_blocks: int, block_size: int, max_num_batched_tokens: int = 8192,
                 max_num_seqs: int = 256, max_model_len: int = 1 << 20,
-                enable_chunked_prefill: bool = True, long_prefill_token_threshold: int = 0):
+                enable_chunked_prefill: bool = True, long_prefill_token_threshold: int = 0,
+                sliding_windows: tuple[int | None, ...] = (None,)):
     """A ``VllmConfig`` look-alike with the attributes ``Scheduler`` and ``KVCacheManager`` read,
-    at vLLM 0.33's defaults (config/scheduler.py, cache.py, ...) for one full-attention group
-    without LoRA, speculative decoding, connectors or multimodal inputs; and its ``KVCacheConfig``
-    (real classes)."""
+    at vLLM 0.33's defaults (config/scheduler.py, cache.py, ...) for a model without LoRA,
+    speculative decoding, connectors or multimodal inputs; and its ``KVCacheConfig`` (real
+    classes): one KV-cache group per entry of ``sliding_windows`` (None: full attention, W: a
+    sliding window of W tokens), as run-hybrid builds them (group i holds "layer{i}"; several
+    groups: retention interval 0, vLLM 0.33's CacheConfig default, hash block size = block size)."""
     scheduler_config = NS(
         max_num_seqs=max_num_seqs, max_num_active_seqs=None,
         max_num_batched_tokens=max_num_batched_tokens, max_num_scheduled_tokens=None,
@@ -213,9 +216,20 @@ def vllm_config(v, *, num_gpu_blocks: int, block_size: int, max_num_batched_toke
         num_lookahead_tokens=0, num_prefill_lookahead_tokens=0, num_hash_lookahead_tokens=0,
         diffusion_config=None)
     kvi = v.kv_cache_interface
-    spec = kvi.FullAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=8, dtype="float16")
-    kv_cache_config = kvi.KVCacheConfig(num_blocks=num_gpu_blocks, kv_cache_tensors=[],
-                                        kv_cache_groups=[kvi.KVCacheGroupSpec(["layer0"], spec)])
+    common = dict(block_size=block_size, num_kv_heads=1, head_size=8, dtype="float16")
+    specs = [kvi.FullAttentionSpec(**common) if w is None
+             else kvi.SlidingWindowSpec(sliding_window=w, **common) for w in sliding_windows]
+    groups = [kvi.KVCacheGroupSpec([f"layer{i}"], spec) for i, spec in enumerate(specs)]
+    if len(groups) == 1:
+        kv_cache_config = kvi.KVCacheConfig(num_blocks=num_gpu_blocks, kv_cache_tensors=[],
+                                            kv_cache_groups=groups)
+    else:
+        config.cache_config.prefix_cache_retention_interval = 0
+        kv_cache_config = kvi.KVCacheConfig(num_blocks=num_gpu_blocks, kv_cache_tensors=[],
+                                            kv_cache_groups=groups,
+                                            prefix_cache_retention_interval=0)
+        kv_cache_config.hash_block_size = block_size
+        kv_cache_config.cache_hit_alignment_tokens = block_size
     return config, kv_cache_config
 
 

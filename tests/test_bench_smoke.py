@@ -94,7 +94,8 @@ def test_quick_run_writes_a_report(tmp_path):
     stream = report["benchmarks"]["json_stream"]
     assert stream["side_by_side"]["eager"]["bytes"] == stream["side_by_side"]["stream"]["bytes"] > 0
     sched = report["benchmarks"]["sched"]
-    assert [c["case"] for c in sched["cases"]] == ["admit 32", "decode 32"]
+    assert [c["case"] for c in sched["cases"]] == ["admit 32", "decode 32", "admit 32 hybrid 1:1",
+                                                   "decode 32 hybrid 1:1"]
     load = report["benchmarks"]["load"]
     assert load["steps"] >= load["sessions"] and load["ratio"] > 0 and load["cpu_per_step_during_s"] > 0
     for b in report["budgets"]:
@@ -143,11 +144,15 @@ def test_sched_sides_take_the_same_steps():
 
     with pytest.raises(S.Mismatch, match="step 1: .* differs from"):
         S.check_same([S.Ours(False), Reversed(False)], toks)
+    hybrid = [S.Ours(False, "hybrid 1:1"), S.Ours(True, "hybrid 1:1")]
     try:
         with vllm_sched.loaded() as v:
             S.check_same(impls + [S.Vllm(v, True), S.Vllm(v, False)], toks)
+            S.check_same(hybrid + [S.Vllm(v, True, "hybrid 1:1"), S.Vllm(v, False, "hybrid 1:1")],
+                         toks)
     except vllm_sched.VllmUnavailable as e:
         S.check_same(impls, toks)
+        S.check_same(hybrid, toks)
         pytest.skip(f"vLLM side: {e}")
     assert not any(k == "vllm" or k.startswith("vllm.") for k in sys.modules)
 
