@@ -43,6 +43,10 @@ STRINGS: dict[str, tuple[str, str]] = {
                                   "and hash_ids)",
                                   "缺少字段 '{name}'（Qwen-Bailian 的每个请求需要 chat_id、parent_chat_id、"
                                   "timestamp、input_length、output_length、type、turn 和 hash_ids）"),
+    "trace_err_blksz": ("the file's name says blksz_{value}, but a Qwen-Bailian hash block must be a "
+                        "size that divides 512 (16 in the published traces): rename the file",
+                        "文件名写的是 blksz_{value}，但 Qwen-Bailian 的哈希块大小必须能整除 512"
+                        "（公开的 trace 是 16）：请给文件改名"),
     "trace_err_mixed": ("a Qwen-Bailian field in a Mooncake trace (the first request has no chat_id): "
                         "one format per file",
                         "Mooncake trace 里出现了 Qwen-Bailian 的字段（第一个请求没有 chat_id）："

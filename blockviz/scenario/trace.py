@@ -245,7 +245,9 @@ def trace_block_tokens(obj: dict, file: str) -> int:
         return TRACE_BLOCK_TOKENS
     m = _BLKSZ.search(os.path.basename(file))
     size = int(m.group(1)) if m else BAILIAN_BLOCK_TOKENS
-    return size if 1 <= size <= TRACE_BLOCK_TOKENS else BAILIAN_BLOCK_TOKENS
+    if not 1 <= size <= TRACE_BLOCK_TOKENS or TRACE_BLOCK_TOKENS % size:
+        raise TraceError(file, None, None, "", "trace_err_blksz", value=size)
+    return size
 
 
 def _show(value) -> str:

@@ -29,31 +29,35 @@ block is free before each request.
    v_i cached}``. One cached key is not touched: ``v_{F-1}`` when ``n`` is a multiple of ``bs``
    (``L = F - 1``). vLLM then caches a second block with that hash; the old one stays where it was
    (a **duplicate**), lookups return the first inserted, so the next touch of the key moves the
-   oldest copy and leaves the newest behind. The old copy stays in the queue at the sizes where
-   its depth after the request, ``depth(v_{F-1}) + 1``, is within ``N - q``.
+   oldest copy in the queue and leaves the newest where it was. The old copy can be kept as an item
+   at *every* size: where ``v_{F-1}`` was not cached, or the copy is pushed out at once, it sits
+   below ``N - q``, where nothing is cached again (2), so it changes nothing there.
 4. **Truncation.** By 2, sizes up to ``T`` whose stacks agree to depth ``T`` (and on ``q``) behave
    alike from then on.
 5. **One pass.** The *canonical* stack is ``S_N`` with no request rejected and no duplicate; it is
    the same at every size, and a key's depth in it is its stack distance (kept per run of blocks
    one earlier request left, with a Fenwick tree over requests). The sizes are partitioned into
    intervals that share one state: ``C`` the canonical stack; ``D`` the canonical stack plus
-   duplicates, each at a fixed place (above the remaining blocks of the request that held the
-   key) and in the queue at every size of the interval; ``E`` an explicit stack, cut at the
-   interval's top size (4). A request splits an interval where it acts differently: at ``B``
-   (below it is rejected: ``E`` keeps the stack before it), where a duplicate starts to persist
-   (3), and where a duplicate has been evicted (its depth passed ``N - q``; the thresholds rise
-   with depth, so each part keeps a prefix of the duplicates). ``E`` becomes ``C`` again once the
-   distinct blocks accessed since its last rejected request fill it; equal neighbours merge.
-   Within an interval, hits are ``#{i < L: depth(v_i) <= N - q}``: ramps in ``N``, kept as slope
-   changes, so the step function comes out whole.
+   duplicates, each at a fixed place (above the remaining blocks of the request that held it) and
+   from a *threshold* size on; ``E`` an explicit stack, cut at the interval's top size (4). A
+   rejection splits an interval at ``B`` (below it, ``E`` keeps the stack before the request). A
+   touch of a key with duplicates moves, at each size, the oldest copy in the queue there (a copy
+   at depth ``d`` is in it at ``N >= d + q``, counting the duplicates above it that are there):
+   the copy taken at the sizes from ``t`` on, the newest copy stays in its place at those sizes
+   only, so it gets threshold ``t``, and a copy taken at some sizes keeps a threshold where an older
+   one is taken instead. Those sizes are one range from a first size on unless two thresholds
+   above a copy coincide; that is checked, and then the interval splits instead. A threshold a
+   copy's depth has passed is dropped; ``E`` becomes ``C`` again once the distinct blocks
+   accessed since its last rejected request fill it; equal neighbours merge. Within an interval,
+   hits are ``#{i < L: depth(v_i) <= N - q}``: ramps in ``N`` (cut where a threshold above changes
+   the depth), kept as slope changes, so the step function comes out whole.
 6. **Evictions** by conservation: each block a request caches (``F - h``) is evicted later or is
    still cached at the end: ``evictions = sum(F - h) - (hashed blocks in the queue at the end)``.
 
 Cost: per request, a walk over its trace blocks, a few Fenwick-tree steps per run of blocks (not
 per block, so block size 16 costs about what 512 does), and a few steps per ``D``/``E`` interval
 above its ``B``. Memory: the trace's distinct 512-token prefixes and a few numbers per request.
-Duplicates are the expensive case: a prompt repeated many times with a length that is a multiple
-of ``bs`` leaves copies that persist at large sizes, one interval per distinct number of copies.
+Duplicates cost more: every touch of a key with copies looks at its copies.
 """
 from __future__ import annotations
 
@@ -83,8 +87,10 @@ class _Iv:
         # request this interval rejected (its stack agrees with the canonical one to the depth of
         # the distinct blocks accessed since).
         self.segs, self.T, self.plast, self.Z = segs, T, plast, Z
-        # D, E: duplicates (request y, block i, key, stamp) top first: a second block of the key
-        # at block i of y's path, above y's remaining chunk; live: key -> stamp of its newest copy
+        # D, E: duplicates (request y, block i, key, stamp, threshold) top first: a second block
+        # of the key at block i of y's path, above y's remaining chunk, in the queue at the sizes
+        # from the threshold on (0: every size; E's are 0); live: key -> stamp of the copy the
+        # canonical stack holds (stamps order the copies as vLLM's map does: first inserted first)
         self.dead = dead
         self.live = live
         self.new = True
@@ -122,6 +128,25 @@ class _Fenwick:
         i = len(self.tree)
         self.tree.append(value + self.prefix(i - 1) - self.prefix(i - (i & -i)))
         self.total += value
+
+
+_META: dict[int, tuple] = {}
+
+
+def _meta(dead: tuple) -> tuple:
+    """Per duplicates tuple, computed once: (keys for bisect: -request, top first; the thresholds
+    above 0, sorted; key -> indices of its copies)."""
+    got = _META.get(id(dead))
+    if got is not None and got[0] is dead:
+        return got[1]
+    by_node: dict[int, list[int]] = {}
+    for k, x in enumerate(dead):
+        by_node.setdefault(x[2], []).append(k)
+    meta = ([-x[0] for x in dead], sorted({x[4] for x in dead if x[4]}), by_node)
+    if len(_META) > 4096:
+        _META.clear()
+    _META[id(dead)] = (dead, meta)
+    return meta
 
 
 def _sort_dead(dead) -> tuple:
@@ -266,6 +291,35 @@ class _Pass:
         runs: list[list[int]] = []
         parent = -1
         covered = 0
+        if per == 1 and group == 1:   # one hash block, one block: its trie node
+            last = self.last
+            get = trie.get
+            add = tids.append
+            ids = hash_ids[:F]
+            y0 = start = -1
+            for h in ids:             # the path's blocks seen before: runs by their last accessor
+                key = parent << 53 | h
+                u = get(key)
+                if u is None:
+                    break
+                y = last[u]
+                if y != y0:
+                    if y0 >= 0:
+                        runs.append([y0, start, covered])
+                    y0, start = y, covered
+                covered += 1
+                last[u] = r
+                add(u)
+                parent = u
+            if y0 >= 0:
+                runs.append([y0, start, covered])
+            n = len(last)
+            for h in ids[covered:]:   # new blocks: new trie nodes
+                trie[parent << 53 | h] = parent = n
+                add(n)
+                n += 1
+            last.extend([r] * (F - covered))
+            return tids, runs, covered
         if per == 1:                  # a block = `group` hash blocks: keyed by the last one's node
             last = self.last
             seen = True
@@ -358,9 +412,11 @@ class _Pass:
                         e.Z = r
                         out.append(e)
                 else:
-                    segs, dead = _cut(self.canon_top(top, r - 1), iv.dead, top)
-                    out.append(_Iv(lo, top, _E, segs, top, 0 if self.append_order else self.p_prev,
-                                   dead, _keep_live(iv.live, dead), r))
+                    top_segs = self.canon_top(top, r - 1)
+                    for a, b, dead in _by_threshold(iv.dead, lo, top):
+                        segs, dead = _cut(top_segs, dead, top)
+                        out.append(_Iv(a, b, _E, segs, top, 0 if self.append_order else self.p_prev,
+                                       dead, _keep_live(iv.live, dead), r))
                 if top == hi:
                     continue
                 lo = B
@@ -410,27 +466,95 @@ class _Pass:
 
     def _collect(self, iv: _Iv) -> _Iv:
         """Drop the duplicates that are out of the queue at every size of the interval (deeper
-        than hi - q): they never come back."""
-        if iv.hi is None:
-            return iv
+        than hi - q): they never come back. A threshold below which the copy would be out of the
+        queue anyway is dropped (it becomes 0)."""
         q = 0 if self.append_order else (iv.plast if iv.kind == _E else self.p_prev)
         if iv.kind == _E:
+            if iv.hi is None:
+                return iv
             depth = _e_dead_depths(iv.segs, iv.dead)
+            keep = tuple(x for x, d in zip(iv.dead, depth) if d + q <= iv.hi)
         else:
-            memo = self.memo
-            depth = []
-            for k, x in enumerate(iv.dead):
-                wa = memo.get(x[0])
-                if wa is None:
-                    wa = memo[x[0]] = self.w_after(x[0])
-                depth.append(wa + k + 1)
-        keep = tuple(x for x, d in zip(iv.dead, depth) if d + q <= iv.hi)
-        if len(keep) < len(iv.dead):
+            keep = _graduate_and_drop(self, iv.dead, iv.hi, q)
+            if keep is iv.dead:
+                return iv
+        if keep != iv.dead:
             iv.dead = keep
             iv.live = _keep_live(iv.live, keep)
             if iv.kind == _D and not keep:
                 iv.kind = _C
         return iv
+
+
+def _graduate_and_drop(ps: _Pass, dead: tuple, hi: int | None, q: int) -> tuple:
+    """``_collect`` on the canonical stack. A copy's depth + q is at least ``low`` = items above
+    its request's chunk + 1 + the copies above it with threshold 0 + q, which grows with its place:
+    so the copies deeper than hi - q at every size are a tail of the list (found from the end), and
+    only the copies with a threshold need looking at for the rest."""
+    memo = ps.memo
+
+    def w(y: int) -> int:
+        wa = memo.get(y)
+        if wa is None:
+            wa = memo[y] = ps.w_after(y)
+        return wa
+
+    taus = _meta(dead)[1]
+    if not taus and hi is None:
+        return dead
+    above0 = []           # copies with threshold 0 above each one
+    n0 = 0
+    for x in dead:
+        above0.append(n0)
+        if not x[4]:
+            n0 += 1
+    end = len(dead)
+    if hi is not None:
+        while end and max(w(dead[end - 1][0]) + 1 + above0[end - 1] + q, dead[end - 1][4]) > hi:
+            end -= 1
+    out = list(dead[:end])
+    changed = end < len(dead)
+    if taus:
+        for k, x in enumerate(out):
+            if x[4] and w(x[0]) + 1 + above0[k] + q >= x[4]:
+                out[k] = x[:4] + (0,)
+                changed = True
+    return tuple(out) if changed else dead
+
+
+def _by_threshold(dead, lo: int, hi: int | None) -> list[tuple]:
+    """Split sizes lo..hi where a duplicate's threshold falls: (a, b, the duplicates in the queue
+    at every size of a..b, thresholds 0)."""
+    taus = _meta(dead)[1] if dead else ()
+    if not taus:
+        return [(lo, hi, dead)]
+    cuts = [t for t in taus if t > lo and (hi is None or t <= hi)]
+    if not cuts:
+        return [(lo, hi, tuple(x if not x[4] else x[:4] + (0,) for x in dead if x[4] <= lo))]
+    bounds = [lo] + cuts
+    out = []
+    for j, a in enumerate(bounds):
+        b = bounds[j + 1] - 1 if j + 1 < len(bounds) else hi
+        out.append((a, b, tuple(x if not x[4] else x[:4] + (0,) for x in dead if x[4] <= a)))
+    return out
+
+
+def _first_size(base: int, above: list[int], start: int, hi: int | None):
+    """The first size N >= start (up to hi) at which a copy is in the queue: N >= base + (copies
+    above it with threshold <= N); None if none; False if the sizes where it is are not every size
+    from there on (at a threshold shared by two copies above it, it may drop out again)."""
+    n = start
+    while True:
+        need = base + bisect.bisect_right(above, n)
+        if need <= n:
+            break
+        n = need
+        if hi is not None and n > hi:
+            return None
+    for t in above:
+        if t > n and (hi is None or t <= hi) and base + bisect.bisect_right(above, t) > t:
+            return False
+    return n
 
 
 def _e_dead_depths(segs, dead) -> list[int]:
@@ -465,26 +589,36 @@ def _same(a: _Iv, b: _Iv) -> bool:
 
 class _Request:
     """One request's pass over the intervals that admit it."""
-    __slots__ = ("ps", "r", "F", "p", "B", "L", "eligible", "canon", "cps")
+    __slots__ = ("ps", "r", "F", "p", "B", "L", "eligible", "canon", "cps", "path", "grown")
 
     def __init__(self, ps: _Pass, r, F, p, B, L, eligible, canon) -> None:
         self.ps, self.r, self.F, self.p, self.B, self.L = ps, r, F, p, B, L
         self.eligible = eligible      # n a multiple of bs, v_{F-1} seen: maybe a duplicate
         self.canon = canon
         self.cps: dict[int, int] = {}
+        self.path: set[int] | None = None
+        self.grown: dict = {}         # duplicates tuple -> it with this request's new copy
 
     def accept(self, iv: _Iv, lo: int, hi: int | None, out: list[_Iv]) -> None:
         ps = self.ps
         if iv.kind == _E:
             runs = self.e_runs(iv.segs, iv.dead)
             q = 0 if ps.append_order else iv.plast
+            self.ramp(lo, hi, q, runs)
+        elif not iv.dead:
+            q = 0 if ps.append_order else ps.p_prev
+            runs = self.canon
+            self.ramp(lo, hi, q, runs)
         else:
             q = 0 if ps.append_order else ps.p_prev
             runs = self.canon
-            if iv.dead:
-                keys = [-x[0] for x in iv.dead]     # the duplicates above y's chunk
-                runs = [(y, a, b, d + bisect.bisect_right(keys, -y)) for y, a, b, d in runs]
-        self.ramp(lo, hi, q, runs)
+            for a, b, dead in _by_threshold(iv.dead, lo, hi):
+                if dead:          # the duplicates above y's chunk push its blocks down
+                    keys = _meta(dead)[0]
+                    self.ramp(a, b, q, [(y, i, j, d + bisect.bisect_right(keys, -y))
+                                        for y, i, j, d in runs])
+                else:
+                    self.ramp(a, b, q, runs)
         if not iv.dead and not self.eligible:       # the common case: no duplicate involved
             if iv.kind == _E:
                 segs = self.e_update(iv.segs, iv.T)
@@ -496,7 +630,11 @@ class _Request:
                 nv = _Iv(lo, hi, _C)
             out.append(nv)
             return
-        parts = self.touch(iv, lo, hi, runs, q)
+        parts = None if iv.kind == _E else self.touch_by_threshold(iv, lo, hi, q)
+        if parts is None:       # E, or copies whose sizes in the queue are no single range
+            parts = []
+            for a, b, dead in _by_threshold(iv.dead, lo, hi):
+                parts += self.touch(iv.kind, iv.segs, dead, iv.live or {}, a, b, q)
         if self.eligible and runs and runs[-1][2] == self.F:
             # v_{F-1} cached: a second block gets its hash and the old copy stays where it was.
             # It is kept at every size of the interval: where v_{F-1} was not cached, or the copy
@@ -505,12 +643,19 @@ class _Request:
             v = ps.node(self.r, self.F - 1)
             done = []
             for a, b, dd, lv in parts:
-                ps.stamp += 1
-                old = lv.get(v, ps.stamp)
-                ps.stamp += 1
-                lv = dict(lv)
-                lv[v] = ps.stamp
-                done.append((a, b, _sort_dead(dd + ((y, self.F - 1, v, old),)), lv))
+                old = lv.get(v)
+                if old is None:
+                    ps.stamp += 1
+                    old = ps.stamp
+                key = (id(dd), id(lv))        # parts that had one state share the new one
+                grown = self.grown.get(key)
+                if grown is None or grown[0] is not dd or grown[1] is not lv:
+                    ps.stamp += 1
+                    new_live = dict(lv)
+                    new_live[v] = ps.stamp
+                    grown = self.grown[key] = (dd, lv, _sort_dead(dd + ((y, self.F - 1, v, old, 0),)),
+                                               new_live)
+                done.append((a, b, grown[2], grown[3]))
             parts = done
         for a, b, dd, lv in parts:
             if iv.kind == _E:
@@ -521,24 +666,84 @@ class _Request:
                 nv = _Iv(a, b, _D if dd else _C, (), 0, 0, dd, _keep_live(lv, dd))
             out.append(nv)
 
-    def touch(self, iv: _Iv, lo: int, hi: int | None, runs, q: int) -> list[tuple]:
+    def owner(self, i: int, runs) -> int:
+        return next(y for y, a, b, _ in runs if a <= i < b)
+
+    def touch_by_threshold(self, iv: _Iv, lo: int, hi: int | None, q: int) -> list[tuple] | None:
+        """``touch`` for the canonical stack without splitting the interval: a copy in the queue at
+        the sizes N >= t of the interval gets threshold t (see ``_Iv.dead``). None when some copy
+        of a touched key is in the queue at sizes that are not one such range (two thresholds
+        above it at one size): then the caller splits the interval."""
+        dead, live = iv.dead, iv.live or {}
+        mine = self.touched(dead, live)
+        if not mine:
+            return [(lo, hi, dead, live)]
+        memo, ps = self.ps.memo_before, self.ps
+        thresholds = {}
+        for ks in mine.values():
+            for k in ks:
+                x = dead[k]
+                wa = memo.get(x[0])
+                if wa is None:
+                    wa = memo[x[0]] = ps.w_after(x[0])
+                t = _first_size(wa + 1 + q, sorted(z[4] for z in dead[:k]), max(lo, x[4]), hi)
+                if t is False:
+                    return None
+                thresholds[k] = t
+        dd, lv = list(dead), dict(live)
+        for v, ks in mine.items():
+            ks.sort(key=lambda k: dead[k][3])             # oldest first
+            older = None                                   # where an older copy is in the queue
+            first = None
+            for k in ks:
+                t = thresholds[k]
+                x = dead[k]
+                if t is not None:
+                    # taken where it is the oldest copy in the queue: sizes t .. older - 1
+                    first = t if first is None else min(first, t)
+                    keep_from = older if older is not None else None
+                    dd.remove(x)
+                    if keep_from is not None:
+                        dd.append(x[:4] + (max(x[4], keep_from),))
+                    older = t if older is None else min(older, t)
+            if first is not None:
+                i = dead[ks[0]][1]
+                y = self.owner(i, self.canon)
+                dd.append((y, i, v, lv[v], first if first > lo else 0))
+                lv[v] = min(x[3] for x in dd if x[2] == v) - 1      # the live copy: the oldest
+        return [(lo, hi, _sort_dead(dd), lv)]
+
+    def touched(self, dead, live) -> dict[int, list[int]]:
+        """Keys on the request's hit path that have copies older than the one the canonical stack
+        moves: key -> indices of those copies."""
+        by_node = _meta(dead)[2]
+        path = self.path_nodes()
+        mine: dict[int, list[int]] = {}
+        for v in (by_node if len(by_node) < len(path) else path):
+            if v in path and v in by_node:
+                older = [k for k in by_node[v] if dead[k][3] < live[v]]
+                if older:
+                    mine[v] = older
+        return mine
+
+    def path_nodes(self) -> set[int]:
+        """The keys of the request's hittable blocks (computed once)."""
+        if self.path is None:
+            node, r = self.ps.node, self.r
+            self.path = {node(r, i) for i in range(min(self.L, self.F))}
+        return self.path
+
+    def touch(self, kind, segs, dead, live, lo: int, hi: int | None, q: int) -> list[tuple]:
         """Hits on keys with duplicates: the first-inserted copy in the queue is the one touched;
         if that is a duplicate, it moves with the request and the copy the canonical stack moves
         stays behind as the duplicate. Which copies are in the queue depends on the size (a copy
         at depth d is there at N >= d + q), so the interval splits at those sizes: (lo, hi, dead,
-        live) per part."""
-        dead, live = iv.dead, iv.live or {}
-        if not dead:
-            return [(lo, hi, dead, live)]
-        ps, r, L, F = self.ps, self.r, self.L, self.F
-        mine: dict[int, list[int]] = {}           # key on the hit path -> indices of its copies
-        for k, x in enumerate(dead):
-            i = x[1]
-            if i < L and i < F and ps.node(r, i) == x[2] and x[3] < live[x[2]]:
-                mine.setdefault(x[2], []).append(k)
+        live) per part. Every copy in ``dead`` is at every size of lo..hi (threshold 0)."""
+        mine = self.touched(dead, live)
         if not mine:
             return [(lo, hi, dead, live)]
-        depth = self.dead_depths(iv)
+        runs = self.e_runs(segs, dead) if kind == _E else self.canon
+        depth = self.dead_depths(kind, segs, dead)
         events = []                               # (key, [(threshold, index)] oldest first)
         for v, ks in mine.items():
             ks.sort(key=lambda k: dead[k][3])
@@ -554,17 +759,15 @@ class _Request:
                 if k is None:
                     continue
                 x = dead[k]
-                y = next(y for y, a_, b_, _ in runs if a_ <= x[1] < b_)
                 dd.remove(x)
-                dd.append((y, x[1], v, lv[v]))    # the copy the request does not take
+                dd.append((self.owner(x[1], runs), x[1], v, lv[v], 0))   # the copy left behind
                 lv[v] = x[3]
             parts.append((a, b, _sort_dead(dd), lv))
         return parts
 
-    def dead_depths(self, iv: _Iv) -> list[int]:
+    def dead_depths(self, kind, segs, dead) -> list[int]:
         """Each duplicate's depth, counting every duplicate above it."""
-        dead = iv.dead
-        if iv.kind != _E:
+        if kind != _E:
             memo, ps = self.ps.memo_before, self.ps
             out = []
             for k, x in enumerate(dead):
@@ -573,7 +776,7 @@ class _Request:
                     wa = memo[x[0]] = ps.w_after(x[0])
                 out.append(wa + k + 1)
             return out
-        return _e_dead_depths(iv.segs, dead)
+        return _e_dead_depths(segs, dead)
 
     def common(self, y: int) -> int:
         v = self.cps.get(y)
@@ -715,7 +918,7 @@ class SequenceCurve:
             segs = ps.canon_top(n + 1, self.requests - 1) if self.requests else []
             q = ps.p_prev
         cap = n if ps.append_order else n - q
-        s, d = _cut(segs, iv.dead, max(cap, 0))
+        s, d = _cut(segs, tuple(x for x in iv.dead if x[4] <= n), max(cap, 0))
         return sum(e - c for _, c, e, _ in s) + len(d)
 
     def ceiling(self) -> dict:

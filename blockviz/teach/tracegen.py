@@ -247,6 +247,17 @@ def _scaled(tokens: int) -> int:
     return max(1, -(-tokens // PLAYER_SCALE))
 
 
+def _in_trace_blocks(r, units: dict):
+    """A request whose ids cover fewer than 512 tokens (a Qwen-Bailian trace's 16) as one of
+    512-token blocks: each run of 512/b ids is one block whose id stands for that run (the same runs
+    in the same order are the same prefix, as vLLM's chained hash sees it at block size 512)."""
+    if r.block_tokens == TRACE_BLOCK_TOKENS:
+        return r
+    g = TRACE_BLOCK_TOKENS // r.block_tokens
+    ids = [units.setdefault(tuple(r.hash_ids[k:k + g]), len(units)) for k in range(0, len(r.hash_ids), g)]
+    return r._replace(hash_ids=ids, block_tokens=TRACE_BLOCK_TOKENS)
+
+
 def window_scenario(window: list, *, pool_blocks: int, block_size: int, free_order: str = "split",
                     mode: str = "sequence", options: dict | None = None) -> TraceWindow:
     """The requests of ``window`` (TraceRequests, in file order) as a scenario for the player.
@@ -266,6 +277,8 @@ def window_scenario(window: list, *, pool_blocks: int, block_size: int, free_ord
     scaled like the tokens."""
     if not 1 <= len(window) <= PLAYER_MAX_WINDOW:
         raise ValueError(f"a window holds 1 to {PLAYER_MAX_WINDOW} requests, not {len(window)}")
+    units: dict[tuple, int] = {}
+    window = [_in_trace_blocks(r, units) for r in window]
     real = pool_blocks * block_size // TRACE_BLOCK_TOKENS
     player_blocks = max(1, min(real, PLAYER_MAX_BLOCKS))
     opts = dict(options or {})

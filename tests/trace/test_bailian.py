@@ -157,3 +157,27 @@ def test_the_fast_path_equals_vllms_hashes_of_the_derived_tokens(qwen, bs):
         for order in ("split", "append"):
             assert replay_sequence(t, block_size=bs, pool_blocks=n, free_order=order) == \
                 replay_sequence(t, block_size=bs, pool_blocks=n, free_order=order, exact_tokens=True)
+
+
+def test_a_block_size_in_the_name_must_divide_512(tmp_path):
+    p = write_bailian(tmp_path / "qwen_x_blksz_48.jsonl", LINES[:1])
+    with pytest.raises(T.TraceError, match="blksz_48, but a Qwen-Bailian hash block must be a size that "
+                                           "divides 512"):
+        T.read_trace(p)
+
+
+@pytest.mark.parametrize("pool", [3, 6, 12])
+def test_a_player_window_of_a_bailian_trace_hits_what_the_replay_at_512_hits(qwen, tmp_path, pool):
+    # The player scales 512-token blocks; a Bailian window's 16-token ids are taken 32 at a time.
+    from blockviz.scenario import Scenario
+    from blockviz.sim.runner import run
+    from blockviz.teach.tracegen import window_scenario
+    from blockviz.teach.workload import loaded
+    long = [req(k, -1, k, 640, [100 + j for j in range(40)]) if k % 2 else
+            req(k, -1, k, 1100, [200 + j for j in range(69)]) for k in range(6)]
+    t = T.read_trace(write_bailian(tmp_path / "qwen_long_blksz_16.jsonl", long + LINES))
+    w = window_scenario(t[:10], pool_blocks=pool, block_size=512)
+    kept = [r for r in t[:10] if r.line in w.lines]
+    engine, _ = run(loaded(Scenario.model_validate(w.scenario)))
+    want = replay_sequence(kept, block_size=512, pool_blocks=pool)
+    assert engine.manager.prefix_cache_stats.hits * 128 == want["hits"] and want["hits"] > 0
