@@ -40,6 +40,17 @@ STRINGS: dict[str, tuple[str, str]] = {
                             "外部 KV 缓存层，例如 {kind: cpu, num_blocks: 16}；null 表示没有"),
     "fd_config_scheduler": ("vLLM's scheduler settings (token budget, max_num_seqs, …)",
                             "vLLM 调度器的设置（token 预算、max_num_seqs 等）"),
+    "fd_config_kv_cache_groups": (
+        "hybrid models: one KV-cache group per attention type (full_attention, sliding_window, "
+        "chunked_local_attention), all sharing one block pool; absent: one full-attention group",
+        "混合模型：每种注意力类型一个 KV cache 组（full_attention、sliding_window、"
+        "chunked_local_attention），所有组共用一个块池；不写则只有一个全注意力组"),
+    "fd_config_prefix_cache_retention_interval": (
+        "which sliding-window blocks are cached: 0 (vLLM 0.33's default) only those a later hit "
+        "can use, N (a multiple of block_size) also the tail of every N-token segment, null every "
+        "full block",
+        "滑动窗口组缓存哪些块：0（vLLM 0.33 的默认值）只缓存之后的命中用得上的块，N（block_size "
+        "的倍数）另外缓存每 N 个 token 段末尾的块，null 缓存每个满块"),
     # config.model
     "fd_model_num_layers": ("layers of the tiny model", "小模型的层数"),
     "fd_model_num_kv_heads": ("K/V heads per layer", "每层的 K/V 头数"),
