@@ -80,9 +80,9 @@ def cmd_validate(args) -> int:
             if step.teaching_only:
                 raise loaded.error(("steps", i, step.kind), (
                     f"step {i + 1} ({step.kind}) is a teaching-only form: vLLM's scheduler never "
-                    f"does this (it preempts only the last running request, under memory "
-                    f"pressure, and schedules every running request each step); use `step` "
-                    f"events, or drop --strict"))
+                    f"does this (under its default FCFS policy it preempts the last running "
+                    f"request when an allocation fails, and it schedules running requests first "
+                    f"while the token budget lasts); use `step` events, or drop --strict"))
     print(f"{args.file}: ok — scenario {s.id!r}, {len(s.steps)} steps, "
           f"{s.config.num_blocks} blocks of {s.config.block_size} tokens")
     return 0

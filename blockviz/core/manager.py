@@ -36,11 +36,14 @@ KVCacheBlocks = tuple
 
 @dataclass
 class PrefixCacheStats:
-    """vLLM's ``PrefixCacheStats`` (vllm/v1/metrics/stats.py), cumulative from the start.
+    """vLLM's ``PrefixCacheStats`` (vllm/v1/metrics/stats.py). vLLM's is per interval (each
+    ``make_stats`` swaps in a new one); blockviz's ``prefix_cache_stats`` is cumulative from the
+    start.
 
     Recorded once per successful admission that looked the request up: a request never preempted
     adds to ``requests``/``queries``/``hits``; a resumed one only to the ``preempted_*`` fields.
-    vLLM's reported hit rate is ``hits / queries``: resumed re-lookups are not in it.
+    vLLM's counters ``vllm:prefix_cache_queries/hits`` add up ``queries``/``hits``: resumed
+    re-lookups are not in them (nor in any exported metric).
     """
     requests: int = 0
     queries: int = 0            # tokens of the requests looked up

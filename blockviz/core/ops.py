@@ -244,14 +244,15 @@ class Sample(NamedTuple):
 
 
 class Finish(NamedTuple):
-    """The request finished: ``reason`` is vLLM's finish reason ("abort": the client's abort, a
-    scenario's ``finish``; "length": max_tokens or max_model_len reached)."""
+    """The request finished: ``reason`` is vLLM's finish reason ("stop": a stop token or stop
+    string, a scenario's ``finish``; "abort": the client's abort, a scenario's ``abort``;
+    "length": max_tokens or max_model_len reached)."""
     request_id: str
     reason: str = "abort"
     kind = "finish"
     fn = "Scheduler.finish_requests"
     effect = ("finish", "request_id", "reason")
-    packed = {"reason": Choice(("abort", "length"))}
+    packed = {"reason": Choice(("abort", "length", "stop"))}
 
 
 # -- the worker and the engine ---------------------------------------------------------------------

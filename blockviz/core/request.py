@@ -14,9 +14,11 @@ from blockviz.core.hashing import BlockHasher, LoRA, MMItem
 
 class RequestStatus(enum.StrEnum):
     """vLLM's ``RequestStatus``, with its finished statuses folded into one (the JSON contract's
-    ``finished``); ``Request.finish_reason`` keeps vLLM's reason: ``FINISH_LENGTH`` for
-    ``FINISHED_LENGTH_CAPPED`` (max_tokens or max_model_len), ``FINISH_ABORT`` for
-    ``FINISHED_ABORTED`` (the client's abort: a scenario's ``finish``)."""
+    ``finished``); ``Request.finish_reason`` keeps vLLM's reason (its ``FinishReason`` text):
+    ``FINISH_LENGTH`` for ``FINISHED_LENGTH_CAPPED`` (max_tokens or max_model_len),
+    ``FINISH_STOP`` for ``FINISHED_STOPPED`` (a stop token or stop string: a scenario's
+    ``finish``), ``FINISH_ABORT`` for ``FINISHED_ABORTED`` (the client's abort: a scenario's
+    ``abort``)."""
     WAITING = "waiting"
     WAITING_FOR_REMOTE_KVS = "waiting_for_remote_kvs"
     RUNNING = "running"
@@ -25,6 +27,7 @@ class RequestStatus(enum.StrEnum):
 
 
 FINISH_LENGTH = "length"
+FINISH_STOP = "stop"
 FINISH_ABORT = "abort"
 
 

@@ -44,7 +44,10 @@ from blockviz.core.request import FINISH_ABORT, FINISH_LENGTH, Request, RequestS
 
 @dataclass(frozen=True)
 class SchedulerConfig:
-    """vLLM 0.33's scheduler settings that blockviz models, with vLLM's names and defaults."""
+    """vLLM 0.33's scheduler settings that blockviz models, with vLLM's names. vLLM's defaults of
+    the budgets depend on the GPU and the entry point (engine/arg_utils.py: 8192 tokens and 256
+    sequences for the LLM class below the H100 class; the OpenAI server on an H100 8192 and 1024);
+    these are one such pair."""
     max_num_batched_tokens: int = 8192
     max_num_seqs: int = 256
     enable_chunked_prefill: bool = True
@@ -219,8 +222,11 @@ class Scheduler:
             self.connector.on_new_request(request)
         self._op(Arrive(request.request_id))
 
-    def finish_request(self, request_id: str) -> None:
-        """The client aborts the request (vLLM ``finish_requests(..., FINISHED_ABORTED)``)."""
+    def finish_request(self, request_id: str, reason: str = FINISH_ABORT) -> None:
+        """vLLM ``finish_requests(request_id, status)`` from outside the scheduler: the client's
+        abort (``FINISH_ABORT``, FINISHED_ABORTED), or the request's stop (``FINISH_STOP``,
+        FINISHED_STOPPED: a stop token or a stop string). The status is set, then the request
+        freed, the same way for every reason."""
         request = self._get(request_id)
         if request.is_finished():
             raise SchedulerError(f"request {request_id!r} has already finished")
@@ -237,9 +243,9 @@ class Scheduler:
                 delay_free = request_id not in self.finished_recving_kv_req_ids
                 self.finished_recving_kv_req_ids.discard(request_id)
         request.status = RequestStatus.FINISHED
-        request.finish_reason = FINISH_ABORT
+        request.finish_reason = reason
         self._free_request(request, delay_free)
-        self._op(Finish(request_id, FINISH_ABORT))
+        self._op(Finish(request_id, reason))
 
     def _free_request(self, request: Request, delay_free: bool = False) -> None:
         """Tell the connector (vLLM 0.33's OffloadingConnector answers ``(False, None)``: free

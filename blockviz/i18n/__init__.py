@@ -70,6 +70,8 @@ def event_label(step, lang: str) -> str:
         return t("ev_step", lang, n=args)
     if kind == "finish":
         return t("ev_finish" if len(args) == 1 else "ev_finish_many", lang, ids=", ".join(args))
+    if kind == "abort":
+        return t("ev_abort", lang, ids=", ".join(args))
     if kind == "preempt":
         return t("ev_preempt", lang, id=args)
     if kind in ("checkpoint", "rewind"):

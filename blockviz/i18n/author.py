@@ -102,22 +102,28 @@ STRINGS: dict[str, tuple[str, str]] = {
                  "chunk) within the token budget, then waiting ones if nothing was preempted.",
                  "N 个 vLLM 引擎步：在 token 预算内先调度运行中的请求（一个解码 token 或 prefill 的"
                  "下一块），没有发生抢占时再接纳等待中的请求。"),
+    "evh_abort": ("The client aborts the request (FINISHED_ABORTED): freed exactly as a finish is.",
+                  "客户端中止请求（FINISHED_ABORTED）：释放方式与正常结束完全相同。"),
     "evh_finish": ("The request ends: its blocks are freed (table reversed). A waiting request is just "
                    "removed.",
                    "请求结束：释放它的块（块表倒序）。等待中的请求直接移除。"),
-    "evh_preempt": ("Teaching-only (vLLM preempts only the last running request, when memory runs "
-                    "out): free a running request's blocks, reset its progress, put it at the front "
-                    "of the waiting queue.",
-                    "教学演示（vLLM 只在显存不够时抢占最后一个运行中的请求）：释放一个运行中请求的块，"
-                    "计算进度清零，放回等待队列最前面。"),
+    "evh_preempt": ("Teaching-only (under its default FCFS policy vLLM preempts the last running "
+                    "request when an allocation fails): free a running request's blocks, reset its "
+                    "progress, put it at the front of the waiting queue.",
+                    "教学演示（在默认的 FCFS 策略下，vLLM 在分配失败时抢占最后一个运行中的请求）：释放一个"
+                    "运行中请求的块，计算进度清零，放回等待队列最前面。"),
     "evh_reset_prefix_cache": ("BlockPool.reset_prefix_cache(): drop every hash (refused while requests "
                                "hold blocks).",
                                "BlockPool.reset_prefix_cache()：清掉所有 hash（有请求持有块时会失败）。"),
     "evh_checkpoint": ("Save the whole engine state under a name.", "用一个名字保存整个引擎状态。"),
     "evh_rewind": ("Restore a saved state (tensors included).", "恢复到某个存档（包括张量）。"),
-    "evh_restart": ("A new engine process with the same config: empty GPU cache. Every request must "
-                    "have finished.",
-                    "用同样的配置启动新的引擎进程：GPU 缓存清空。所有请求必须已经结束。"),
+    "evh_restart": ("blockviz extension: a new engine process with the same config (empty GPU cache, "
+                    "NONE_HASH re-derived). The external tier is kept, standing for a tier that "
+                    "outlives the engine (vLLM's file-system tier on a shared root_dir); vLLM's own CPU "
+                    "tier would be empty. Every request must have finished.",
+                    "用同样的配置启动新的引擎进程：GPU 缓存清空，NONE_HASH 重新推导；外部缓存层保留，"
+                    "代表一个比引擎活得久的缓存层（vLLM 在共享 root_dir 上的文件系统层），vLLM 自己的 "
+                    "CPU 层会是空的。所有请求必须已经结束。"),
     "evh_note": ("A narration step: no state change.", "只有说明的步骤：状态不变。"),
     "ph_tokens": ("Token ids (0–65535).", "token id（0–65535）。"),
     "ph_text": ("Words, one token each (the words are shown on the blocks).",

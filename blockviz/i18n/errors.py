@@ -348,10 +348,12 @@ _rule(r"long_prefill_token_threshold \((?P<t>\d+)\) cannot be greater than max_m
       r"\((?P<m>\d+)\): vLLM rejects this",
       "long_prefill_token_threshold（{t}）不能大于 max_model_len（{m}）：vLLM 会拒绝这样的配置")
 _rule(r"step (?P<k>\d+) \((?P<kind>\w+)\) is a teaching-only form: vLLM's scheduler never does this "
-      r"\(it preempts only the last running request, under memory pressure, and schedules every "
-      r"running request each step\); use `step` events, or drop --strict",
-      "第 {k} 步（{kind}）是教学演示用的写法：vLLM 的调度器从不这样做（它只在显存不够时抢占最后一个"
-      "运行中的请求，并且每一步都调度所有运行中的请求）；请改用 `step` 事件，或者去掉 --strict")
+      r"\(under its default FCFS policy it preempts the last running request when an allocation "
+      r"fails, and it schedules running requests first while the token budget lasts\); use `step` "
+      r"events, or drop --strict",
+      "第 {k} 步（{kind}）是教学演示用的写法：vLLM 的调度器从不这样做（在默认的 FCFS 策略下，它在分配"
+      "失败时抢占最后一个运行中的请求，并在 token 预算用完之前先调度运行中的请求）；请改用 `step` "
+      "事件，或者去掉 --strict")
 
 # -- pydantic's own messages (the value has the wrong type or size) -----------------------------
 _TYPES = {"integer": "整数", "string": "字符串", "boolean": "布尔值（true 或 false）",

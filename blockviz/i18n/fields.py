@@ -71,9 +71,15 @@ STRINGS: dict[str, tuple[str, str]] = {
                                              "asynchronous (vLLM's default)",
                                              "每步可以同步载入的 token 数；0 表示全部异步载入（vLLM 默认）"),
     # config.scheduler
-    "fd_scheduler_max_num_batched_tokens": ("the token budget of one engine step",
-                                            "一次引擎迭代的 token 预算"),
-    "fd_scheduler_max_num_seqs": ("at most this many requests run at once", "同时运行的请求最多这么多个"),
+    "fd_scheduler_max_num_batched_tokens": ("the token budget of one engine step (default 8192; "
+                                            "vLLM's own default depends on the GPU and the entry "
+                                            "point, e.g. 8192 for the OpenAI server on an H100)",
+                                            "一次引擎迭代的 token 预算（默认 8192；vLLM 自己的默认值取决于"
+                                            "GPU 和入口，例如 H100 上的 OpenAI 服务是 8192）"),
+    "fd_scheduler_max_num_seqs": ("at most this many requests run at once (default 256; vLLM's "
+                                  "default is 1024 on an H100-class GPU, 256 below it)",
+                                  "同时运行的请求最多这么多个（默认 256；vLLM 在 H100 级别的 GPU 上默认 "
+                                  "1024，更低端的 GPU 上 256）"),
     "fd_scheduler_enable_chunked_prefill": ("false: a prompt is prefilled in one step, so the budget must "
                                             "cover max_model_len",
                                             "false：提示词在一步内全部 prefill"
@@ -114,8 +120,11 @@ STRINGS: dict[str, tuple[str, str]] = {
     "fd_random_random": ("this many seeded random tokens", "这么多个（按种子生成的）随机 token"),
     # events with one value
     "fd_event_step": ("how many engine steps", "运行多少次引擎迭代"),
-    "fd_event_finish": ("the request (or a list of them) the client aborts",
-                        "客户端中止的请求（或请求列表）"),
+    "fd_event_finish": ("the request (or a list of them) that stops, as on a stop token "
+                        "(FINISHED_STOPPED)",
+                        "结束的请求（或请求列表），如同采样到停止 token（FINISHED_STOPPED）"),
+    "fd_event_abort": ("the request (or a list of them) the client aborts (FINISHED_ABORTED)",
+                       "客户端中止的请求（或请求列表）（FINISHED_ABORTED）"),
     "fd_event_preempt": ("the running request to preempt (teaching-only)",
                          "要抢占的运行中请求（教学用写法）"),
     "fd_event_checkpoint": ("a name to save the whole engine state under", "保存整个引擎状态所用的名字"),

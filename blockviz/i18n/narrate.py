@@ -98,17 +98,21 @@ STRINGS: dict[str, tuple[str, str]] = {
                          "(FINISHED_LENGTH_CAPPED); its blocks are freed at once.",
                          "{rid} 达到长度上限（max_tokens 或 max_model_len），结束（FINISHED_LENGTH_CAPPED），"
                          "它的块随即释放。"),
-    "nr_finish_abort": ("{rid} is aborted by the client and finishes (FINISHED_ABORTED).",
-                        "{rid} 被客户端中止，结束（FINISHED_ABORTED）。"),
+    "nr_finish_stop": ("{rid} stops: it sampled a stop token (FINISHED_STOPPED); its blocks are freed "
+                       "at once.",
+                       "{rid} 结束：它采样到了停止 token（FINISHED_STOPPED），它的块随即释放。"),
+    "nr_finish_abort": ("{rid} is aborted by the client (FINISHED_ABORTED); its blocks are freed at "
+                        "once.",
+                        "{rid} 被客户端中止（FINISHED_ABORTED），它的块随即释放。"),
     "nr_rewind": ("Rewind to “{name}”: the whole engine state, tensors included, is restored.",
                   "回到存档 “{name}”：整个引擎状态（包括张量）恢复原样。"),
     "nr_restart": ("A new engine process (generation {gen}): the GPU cache starts empty, "
                    "NONE_HASH = {none_hash}…",
                    "新的引擎进程（第 {gen} 代）：GPU 缓存从空开始，NONE_HASH = {none_hash}…"),
     "nr_verify_same": ("Check: {rid}'s attention output computed from {hit} cached tokens equals a "
-                       "from-scratch recomputation bit for bit ({dev}).",
+                       "from-scratch recomputation bit for bit ({dev}), in this toy model.",
                        "验证：{rid} 复用 {hit} 个 token 的缓存算出的注意力输出，与从头重新计算的结果逐位相同"
-                       "（{dev}）。"),
+                       "（{dev}，在这个玩具模型里）。"),
     "nr_verify_diff": ("Check: {rid}'s attention output computed from {hit} cached tokens differs by at "
                        "most {diff} from a from-scratch recomputation ({dev}).",
                        "验证：{rid} 复用 {hit} 个 token 的缓存算出的注意力输出，与从头重新计算的结果最大差 "

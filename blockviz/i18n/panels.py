@@ -64,6 +64,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "ev_step": ("engine step ×{n}", "引擎迭代 ×{n}"),
     "ev_finish": ("{ids} finishes", "{ids} 结束"),
     "ev_finish_many": ("{ids} finish", "{ids} 结束"),
+    "ev_abort": ("abort {ids}", "中止 {ids}"),
     "ev_preempt": ("preempt {id}", "抢占 {id}"),
     "ev_reset_prefix_cache": ("reset prefix cache", "重置前缀缓存"),
     "ev_checkpoint": ("checkpoint “{name}”", "存档 “{name}”"),
@@ -75,11 +76,13 @@ STRINGS: dict[str, tuple[str, str]] = {
     "engine_steps": ("Engine steps", "引擎步"),
     "teaching_only": ("vLLM's scheduler would not do this", "vLLM 的调度器不会这样做"),
     "teaching_only_why": (
-        "A teaching device: vLLM always schedules every running request and preempts only the "
-        "last one, and only when memory runs out.",
-        "这是教学演示：vLLM 每一步都会调度所有运行中的请求，只在显存不够时才抢占，而且只抢占最后一个。"),
+        "A teaching device: vLLM's scheduler does not do this. It schedules running requests first "
+        "while the token budget lasts, and under the default FCFS policy preempts the last running "
+        "request when an allocation fails (the lowest priority under the priority policy).",
+        "这是教学演示，vLLM 的调度器不会这样做：它在 token 预算用完之前先调度运行中的请求；在默认的 "
+        "FCFS 策略下，分配失败时抢占最后一个运行中的请求（priority 策略下抢占优先级最低的请求）。"),
     "status_waiting_for_remote_kvs": ("waiting for remote KV", "等待远端 KV"),
-    "hit_rate_vllm": ("hit rate (vLLM)", "命中率（vLLM）"),
+    "hit_rate_vllm": ("hit rate (vLLM counters: hits / queries)", "命中率（vLLM 计数器：hits / queries）"),
     "resumed_lookups": ("resumed re-lookups", "恢复时的重新查找"),
     "engine_did_head": ("What the engine did:", "引擎做了什么："),
 }

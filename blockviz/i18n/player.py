@@ -42,7 +42,9 @@ STRINGS: dict[str, tuple[str, str]] = {
     "next_evict_short": ("evicts next", "下个驱逐"),
     "held_by": ("held by {ids}", "被 {ids} 持有"),
     "legend_free": ("dashed = free (ref_cnt 0)", "虚线 = 空闲（ref_cnt 为 0）"),
-    "null_block_long": ("null block (never used)", "null 块（从不使用）"),
+    "null_block_long": ("null block: a placeholder in block tables (e.g. for tokens outside a "
+                        "sliding window), never allocated or cached",
+                        "null 块：块表里的占位符（例如滑动窗口之外的 token），从不分配、也不缓存"),
     "cat_free": ("free, no hash", "空闲、无 hash"),
     "cat_free_cached": ("free, cached", "空闲、有 hash"),
     "cat_used": ("in use, no hash", "使用中、无 hash"),

@@ -1,9 +1,10 @@
 """Metrics over the timeline: pool usage, prefix-cache hit rates (local and external separately,
-cumulative as vLLM counts them) and evictions, with the current step marked.
+cumulative since the start) and evictions, with the current step marked.
 
-The hit rate is vLLM's (PrefixCacheStats ``hits / queries``): requests at their first admission.
-The re-lookups of resumed (preempted) requests are drawn beside it, as their own line, never
-inside it."""
+The hit rate is the ratio of vLLM's counters ``vllm:prefix_cache_hits / vllm:prefix_cache_queries``
+(requests at their first admission; vLLM's log line shows the same ratio over its last 1,000
+requests only). The re-lookups of resumed (preempted) requests, which vLLM records apart
+(``preempted_*``) and exports nowhere, are drawn beside it, as their own line, never inside it."""
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -13,7 +13,7 @@ from blockviz.render.theme import esc
 PSEUDOCODE: dict[str, tuple[str, ...]] = {
     "add_request": (
         "def add_request(request):                  # Scheduler",
-        "    request.block_hashes = hash_full_blocks(request)",
+        "    # request.block_hashes: computed in Request.__init__ (block hasher)",
         "    waiting.append(request)",
     ),
     "get_computed_blocks": (
@@ -49,7 +49,8 @@ PSEUDOCODE: dict[str, tuple[str, ...]] = {
     "touch": (
         "def touch(blocks):                         # BlockPool: a hit",
         "    for block in blocks:",
-        "        if block.ref_cnt == 0 and not block.is_null:",
+        "        if block.is_null: continue",
+        "        if block.ref_cnt == 0:",
         "            free_block_queue.remove(block) # free but cached: O(1)",
         "        block.ref_cnt += 1                 # shared, not copied",
     ),
@@ -57,6 +58,7 @@ PSEUDOCODE: dict[str, tuple[str, ...]] = {
         "def cache_full_blocks(request, blocks, num_cached, num_full):",
         "    for i in range(num_cached, num_full):",
         "        block = blocks[i]",
+        "        if block.is_null: continue",
         "        block.block_hash = request.block_hashes[i]",
         "        cached_block_hash_to_block.insert(block.block_hash, block)",
         "    kv_events.append(BlockStored(...))     # no de-duplication",
@@ -64,6 +66,7 @@ PSEUDOCODE: dict[str, tuple[str, ...]] = {
     "free_blocks_split": (
         "def free_blocks(ordered_blocks):           # vLLM >= 0.24",
         "    for block in ordered_blocks:           # a table, reversed",
+        "        if block.is_null: continue",
         "        block.ref_cnt -= 1",
         "    freed = [b for b in ordered_blocks if b.ref_cnt == 0]",
         "    to_head = [b for b in freed if b.block_hash is None]",
@@ -75,7 +78,7 @@ PSEUDOCODE: dict[str, tuple[str, ...]] = {
         "def free_blocks(ordered_blocks):           # vLLM <= 0.23",
         "    for block in ordered_blocks:           # a table, reversed",
         "        block.ref_cnt -= 1",
-        "    freed = [b for b in ordered_blocks if b.ref_cnt == 0]",
+        "    freed = [b for b in ordered_blocks if b.ref_cnt == 0 and not b.is_null]",
         "    free_block_queue.append_n(freed)       # all to the tail",
     ),
     "reset_prefix_cache": (
@@ -89,13 +92,15 @@ PSEUDOCODE: dict[str, tuple[str, ...]] = {
     ),
     "schedule": (
         "def schedule():                            # Scheduler: one step",
-        "    for request in running:                # decodes first",
-        "        while allocate_slots(request, 1) is None:",
-        "            victim = running[-1]           # last running request",
+        "    for request in running:                # first, while the budget lasts",
+        "        n = min(new_tokens(request), token_budget)   # a decode, or a chunk",
+        "        while allocate_slots(request, n) is None:",
+        "            victim = running[-1]           # FCFS; priority: the lowest",
         "            _preempt_request(victim)",
         "            if victim is request: break",
+        "        token_budget -= n",
         "    if not preempted:",
-        "        while waiting:                     # admit in order (FCFS)",
+        "        while waiting and token_budget > 0:   # in queue order",
         "            request = waiting[0]",
         "            hits, n = get_computed_blocks(request)",
         "            n_ext = connector.get_num_new_matched_tokens(request, n)",
@@ -107,7 +112,7 @@ PSEUDOCODE: dict[str, tuple[str, ...]] = {
         "    kv_cache_manager.free(request)         # free_blocks(reversed)",
         "    request.status = PREEMPTED",
         "    request.num_computed_tokens = 0        # recompute from scratch",
-        "    waiting.insert(0, request)             # front of the line",
+        "    waiting.prepend_request(request)       # FCFS: front of the line",
     ),
     "execute_model": (
         "def execute_model(scheduled):              # GPUModelRunner",
@@ -124,16 +129,17 @@ PSEUDOCODE: dict[str, tuple[str, ...]] = {
         "            finish_requests(request)",
     ),
     "finish_requests": (
-        "def finish_requests(request):              # Scheduler",
+        "def finish_requests(request, status):      # Scheduler",
+        "    request.status = status                # FINISHED_STOPPED, _ABORTED...",
         "    connector.request_finished(request, block_ids)   # (False, None): free now",
         "    kv_cache_manager.free(request)         # free_blocks(reversed)",
-        "    request.status = FINISHED",
     ),
     "connector": (
         "class OffloadingConnectorScheduler:        # vLLM 0.33, CPU tier",
         "    def get_num_new_matched_tokens(req, n): ...  # (tokens|None, load_async)",
         "    def update_state_after_alloc(req, blocks, n): ...  # load job",
         "    def build_connector_meta(output): ...  # store full prompt blocks",
+        "class CPUOffloadingManager:                # kv_offload/cpu/manager.py",
         "    def prepare_store(keys): ...           # full: evict (BlockRemoved CPU)",
     ),
     "verify": (
@@ -165,25 +171,25 @@ def op_line(op, free_order: str = "split") -> tuple[str, int]:
     if k == "alloc_failed":
         return "allocate_slots", 3
     if k == "touch":
-        return "touch", 3 if op.removed_from_queue else 4
+        return "touch", 4 if op.removed_from_queue else 5
     if k == "popleft":
         return "get_new_blocks", 1
     if k == "evict":
         return "get_new_blocks", 4
     if k == "cache":
-        return "cache_full_blocks", 4
+        return "cache_full_blocks", 5
     if k == "free":
-        return free_fn, 2
+        return free_fn, 3 if free_fn == "free_blocks_split" else 2
     if k == "free_head":
-        return free_fn, 6
+        return free_fn, 7
     if k == "free_tail":
-        return free_fn, 7 if free_fn == "free_blocks_split" else 4
+        return free_fn, 8 if free_fn == "free_blocks_split" else 4
     if k == "reset":
         return "reset_prefix_cache", 3 if op.ok else 2
     if k == "admit":
-        return "schedule", 12
+        return "schedule", 14
     if k == "schedule":
-        return "schedule", 2
+        return "schedule", 3
     if k == "preempt":
         return "_preempt_request", 4
     if k == "write":
@@ -191,13 +197,13 @@ def op_line(op, free_order: str = "split") -> tuple[str, int]:
     if k == "sample":
         return "update_from_output", 2
     if k == "finish":
-        return "finish_requests", 3
+        return "finish_requests", 1
     if k == "load":
         return "connector", 2
     if k == "save":
         return "connector", 3
     if k == "drop":
-        return "connector", 4
+        return "connector", 5
     if k == "verify":
         return "verify", 3
     if k == "rewind":

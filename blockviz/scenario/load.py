@@ -456,7 +456,7 @@ def check_references(loaded: LoadedScenario,
             raise loaded.error(at, "write `- admit` (admit: false is not an event)")
         elif kind in ("reset_prefix_cache", "restart") and args is not True:
             raise loaded.error(at, f"write `- {kind}`")
-        elif kind == "finish":
+        elif kind in ("finish", "abort"):
             for j, rid in enumerate(args):
                 need(rid, at + (j,) if len(args) > 1 else at)
         elif kind == "preempt":

@@ -37,10 +37,11 @@ MAX_KV_STORE_BYTES = 2 << 30  # the paged KV tensors a scenario may ask for
 MAX_MODEL_LEN = 1 << 24
 TokenId = Annotated[StrictInt, Field(ge=0, lt=VOCAB_SIZE)]
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\s]+$")]
-EVENT_NAMES = ("arrive", "admit", "decode", "step", "finish", "preempt", "reset_prefix_cache",
-               "checkpoint", "rewind", "restart")
+EVENT_NAMES = ("arrive", "admit", "decode", "step", "finish", "abort", "preempt",
+               "reset_prefix_cache", "checkpoint", "rewind", "restart")
 # Events (and `note`) that need an argument: written bare (`- finish`), they are an error.
 NEEDS_ARGUMENT = {"arrive": "arrive: {id: A, prompt: [1, 2, 3]}", "finish": "finish: A",
+                  "abort": "abort: A",
                   "preempt": "preempt: A", "checkpoint": "checkpoint: NAME",
                   "rewind": "rewind: NAME", "note": "note: {en: ..., zh: ...}",
                   "caption": "caption: {en: ..., zh: ...}"}
@@ -181,9 +182,14 @@ class KVCacheGroup(_Model):
 class SchedulerSpec(_Model):
     """vLLM 0.33's scheduler settings (vLLM's names and defaults; vLLM's own checks apply)."""
     max_num_batched_tokens: Annotated[StrictInt, Field(
-        ge=1, le=MAX_MODEL_LEN, description="the token budget of one engine step")] = 8192
+        ge=1, le=MAX_MODEL_LEN,
+        description="the token budget of one engine step (default 8192; vLLM's own default "
+                    "depends on the GPU and the entry point, e.g. 8192 for the OpenAI server on an "
+                    "H100)")] = 8192
     max_num_seqs: Annotated[StrictInt, Field(
-        ge=1, le=MAX_MODEL_LEN, description="at most this many requests run at once")] = 256
+        ge=1, le=MAX_MODEL_LEN,
+        description="at most this many requests run at once (default 256; vLLM's default is 1024 "
+                    "on an H100-class GPU, 256 below it)")] = 256
     enable_chunked_prefill: Annotated[StrictBool, Field(
         description="false: a prompt is prefilled in one step, so the budget must cover "
                     "max_model_len")] = True
@@ -411,15 +417,24 @@ class Step(_Model):
     admit: StrictBool | None = None
     decode: DecodeSpec | None = None
     step: Annotated[StrictInt, Field(ge=1, le=MAX_ITERATIONS_PER_EVENT)] | None = None
-    finish: Annotated[list[Name], Field(min_length=1)] | None = None
+    finish: Annotated[list[Name], Field(
+        min_length=1, description="the request (or a list of them) stops, as when it samples a stop "
+                                  "token: FINISHED_STOPPED, finish reason \"stop\" (\"abort\" for one "
+                                  "that has produced no output yet); its blocks are freed")] | None = None
+    abort: Annotated[list[Name], Field(
+        min_length=1, description="the client aborts the request (or a list of them): "
+                                  "FINISHED_ABORTED, finish reason \"abort\"; freed as a finish is"
+    )] | None = None
     preempt: Name | None = None
     reset_prefix_cache: StrictBool | None = None
     checkpoint: Name | None = None
     rewind: Name | None = None
     restart: StrictBool | None = Field(
         None, description="blockviz extension: a new engine process with the same config (empty "
-                          "GPU cache, NONE_HASH re-derived; an external tier survives). Every "
-                          "request must have finished.")
+                          "GPU cache, NONE_HASH re-derived). The external tier is kept, standing "
+                          "for a tier that outlives the engine (vLLM's file-system tier on a "
+                          "shared root_dir); vLLM's own CPU tier would be empty. Every request "
+                          "must have finished.")
     note: Text | None = None
     caption: Caption | None = Field(
         None, description="one sentence on what changed at this step and why, {en: ..., zh: ...}; "
@@ -453,8 +468,9 @@ class Step(_Model):
             v["decode"] = {}
         if "step" in v and v["step"] is None:
             v["step"] = 1
-        if isinstance(v.get("finish"), str):
-            v["finish"] = [v["finish"]]
+        for name in ("finish", "abort"):
+            if isinstance(v.get(name), str):
+                v[name] = [v[name]]
         return v
 
     @property
@@ -471,9 +487,10 @@ class Step(_Model):
 
     @property
     def teaching_only(self) -> bool:
-        """A form vLLM's scheduler has no equivalent for: ``preempt: ID`` (vLLM preempts only the
-        last running request, under memory pressure) and ``decode: {requests: [...]}`` (vLLM
-        schedules every running request and admits waiting ones in the same step)."""
+        """A form vLLM's scheduler has no equivalent for: ``preempt: ID`` (under its default FCFS
+        policy vLLM preempts the last running request when an allocation fails) and
+        ``decode: {requests: [...]}`` (vLLM schedules running requests first while the token
+        budget lasts, and admits waiting ones in the same step)."""
         return self.preempt is not None or (self.decode is not None and bool(self.decode.requests))
 
     def event_dict(self) -> dict:
@@ -487,7 +504,7 @@ class Step(_Model):
             return {kind: args.model_dump(mode="json", exclude_none=True)}
         if kind in ("admit", "reset_prefix_cache", "restart"):
             return {kind: None}
-        if kind == "finish" and len(args) == 1:
+        if kind in ("finish", "abort") and len(args) == 1:
             return {kind: args[0]}
         return {kind: args}
 

@@ -31,6 +31,7 @@ from blockviz.core import (
 )
 from blockviz.core.kv_cache_interface import specs_from_groups
 from blockviz.core.ops import Load, OpList, OpSink, Restart, Rewind, Verify, Write
+from blockviz.core.request import FINISH_ABORT, FINISH_STOP
 from blockviz.core.scheduler import SchedulerConfig
 from blockviz.scenario.schema import ArriveSpec, Scenario
 from blockviz.scenario.schema import Step as Event
@@ -269,8 +270,14 @@ class Engine:
                 for _ in range(args):
                     self.engine_step()
             elif kind == "finish":
+                for rid in args:   # a stop; one that has produced nothing can only be aborted
+                    req = self.scheduler.requests.get(rid)
+                    self.scheduler.finish_request(
+                        rid, FINISH_STOP if req is not None and req.num_output_tokens
+                        else FINISH_ABORT)
+            elif kind == "abort":
                 for rid in args:
-                    self.scheduler.finish_request(rid)
+                    self.scheduler.finish_request(rid, FINISH_ABORT)
             elif kind == "preempt":
                 self.scheduler.preempt_request(args)
             elif kind == "reset_prefix_cache":

@@ -173,7 +173,7 @@ def reference(schema: dict | None = None) -> tuple[Section, ...]:
         else:
             prop = steps[name]
             kind = type_text(prop).removesuffix(" | null")
-            if name == "finish":
+            if name in ("finish", "abort"):
                 kind = "text | " + kind         # one id, or a list of them
             fields = () if kind == "true | false" else (   # a bare word: `- admit`
                 Field(name, kind, "", True, prop.get("description", ""), doc_key("event", name)),)

@@ -77,8 +77,7 @@ def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = No
     if k == "sample":
         return t("nr_sample", lang, rid=op.request_id, token=token_text([op.token_id], vocab))
     if k == "finish":
-        return t("nr_finish_length" if op.reason == "length" else "nr_finish_abort", lang,
-                 rid=op.request_id)
+        return t(f"nr_finish_{op.reason}", lang, rid=op.request_id)
     if k == "rewind":
         return t("nr_rewind", lang, name=op.checkpoint)
     if k == "restart":

@@ -46,6 +46,8 @@ CASES = {
     "empty step": S + "  - {}\n",
     "a number as a step": S + "  - 5\n",
     "used before arrival": S + "  - finish: Z\n",
+    "abort before arrival": S + "  - abort: Z\n",
+    "abort bare": S + "  - abort\n",
     "duplicate request": S + A + A,
     "admit false": S + "  - admit: false\n",
     "unknown checkpoint": S + "  - rewind: nowhere\n",

@@ -87,7 +87,7 @@ def test_every_op_of_the_walkthrough_maps_to_a_real_line(six):
     (Lookup("A", (), 9, 2), "split", "if block is None: break"),
     (Lookup("A", (1,), 9, 2), "split", "hits.append(block)"),
     (AllocFailed("A", 3, 1), "split", "return None"),
-    (Preempt("A"), "split", "waiting.insert(0, request)"),
+    (Preempt("A"), "split", "waiting.prepend_request(request)"),
 ])
 def test_pseudocode_highlights_the_line_the_op_executes(op, order, text):
     html = pseudocode_html(op, free_order=order)
@@ -161,7 +161,8 @@ def test_metrics_keep_resumed_lookups_out_of_vllms_hit_rate():
     assert series.hit_rate[-1] == 0.0 and series.resumed_hit_rate[-1] == pytest.approx(80.0)
     assert series.resumed_hit_rate[:4] == (None,) * 4
     fig = metrics_figure(series, 5, "zh")
-    assert [d.name for d in fig.data][1:3] == ["命中率（vLLM） %", "恢复时的重新查找 %"]
+    assert [d.name for d in fig.data][1:3] == ["命中率（vLLM 计数器：hits / queries） %",
+                                               "恢复时的重新查找 %"]
 
 
 def test_external_tier_lists_hashes_least_recently_used_first(six_labels):
