@@ -278,10 +278,13 @@ class BlockPool:
         cached_hashes: list[bytes] = []   # the request's hashes of the blocks cached
         cached_keys: list[bytes] = []
         indices: list[int] = []
+        masked: list[int] = []            # full blocks the mask left uncached
         for i in range(num_cached_blocks, num_full_blocks):
             block = blocks[i]
-            if block.is_null or (block_mask is not None
-                                 and not block_mask[i - num_cached_blocks]):
+            if block.is_null:
+                continue
+            if block_mask is not None and not block_mask[i - num_cached_blocks]:
+                masked.append(block.block_id)
                 continue
             assert block.block_hash is None, f"block {block.block_id} is already cached"
             block_hash = block_hashes[i]
@@ -295,7 +298,7 @@ class BlockPool:
         if self.sink is not None:
             parent = block_hashes[num_cached_blocks - 1] if num_cached_blocks > 0 else None
             self.sink.on_op(Cache(request.request_id, tuple(cached_ids), tuple(cached_keys),
-                                 num_cached_blocks, parent, kv_cache_group_id))
+                                 num_cached_blocks, parent, kv_cache_group_id, tuple(masked)))
         if self.enable_kv_cache_events:
             self.kv_event_queue.append(self._block_stored_event(
                 request, cached_hashes, indices, num_cached_blocks, num_full_blocks, block_size,

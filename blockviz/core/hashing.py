@@ -56,6 +56,16 @@ def get_hash_fn_by_name(name: str) -> HashFn:
                          f"(one of {', '.join(HASH_FUNCTIONS)})") from None
 
 
+def split_block_key(key: bytes) -> tuple[bytes, int | None]:
+    """(``BlockHash``, group id) of a block pool's key; the group is None for a bare hash (one
+    KV-cache group). A ``BlockHash`` is a 16- or 32-byte digest (xxh3_128, SHA-256); a pool that
+    serves several groups appends the group id as 4 big-endian bytes (vLLM's
+    ``make_block_hash_with_group_id``), so the key's length tells which form it has."""
+    if len(key) % 16 == 4:
+        return key[:-4], int.from_bytes(key[-4:], "big", signed=False)
+    return key, None
+
+
 def hash_to_event_int(block_hash: bytes) -> int:
     """How KV events publish a hash: the digest read big-endian, its low 64 bits."""
     return int.from_bytes(block_hash, "big") & 0xFFFF_FFFF_FFFF_FFFF

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Protocol
 
+from blockviz.core.hashing import split_block_key
+
 
 class OpSink(Protocol):
     """Whoever watches the core. The pool, the manager, the scheduler and the connector hand each
@@ -105,13 +107,15 @@ class Touch(NamedTuple):
 class Cache(NamedTuple):
     """``cache_full_blocks`` gave these blocks the request's hashes, from block index
     ``first_block_index`` on (``parent_hash``: the hash before them, None at the start), in
-    group ``group``'s table; with a mask (a sliding window's), only the blocks it kept."""
+    group ``group``'s table; with a mask (a sliding window's), only the blocks it kept: the full
+    blocks it left uncached are ``masked``."""
     request_id: str
     block_ids: tuple[int, ...]
     hashes: tuple[bytes, ...]
     first_block_index: int
     parent_hash: bytes | None
     group: int = 0
+    masked: tuple[int, ...] = ()
     kind = "cache"
     fn = "BlockPool.cache_full_blocks"
     effect = ("cache", "request_id", "block_ids", "hashes")
@@ -343,7 +347,9 @@ POOL_OPS = frozenset({"popleft", "evict", "touch", "cache", "free", "free_head",
 # JSON names of fields whose record name differs (the JSON contract's names are fixed)
 _JSON_NAME = {"block_hash": "hash"}
 # fields of hybrid models (several KV-cache groups): written only when not their default
-HYBRID_FIELDS = frozenset({"group", "num_hit_tokens", "shared_prefix_boundary"})
+HYBRID_FIELDS = frozenset({"group", "num_hit_tokens", "shared_prefix_boundary", "masked"})
+# fields holding the pool's keys: the JSON writes the bare hash (its group is the op's ``group``)
+_HASH_FIELDS = frozenset({"block_hash", "hashes", "parent_hash"})
 
 
 _COMMON = ("request_id", "block_ids", "block_id")
@@ -371,9 +377,20 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
+def _bare(v: Any) -> Any:
+    """A hash field's value with the pool keys' group ids dropped (``split_block_key``)."""
+    if isinstance(v, bytes):
+        return split_block_key(v)[0]
+    if isinstance(v, tuple):
+        return tuple(_bare(x) for x in v)
+    return v
+
+
 def op_to_dict(op: Any) -> dict:
     """The op as JSON: ``op``, ``fn`` (the vLLM function), ``block_ids``, ``request`` and the
-    record's other fields (bytes as hex)."""
+    record's other fields (bytes as hex). A hash is written as the bare ``BlockHash`` hex, as in
+    the snapshot's ``blocks[].hash``; with several KV-cache groups the op's ``group`` says which
+    group's key it was (absent: group 0)."""
     d: dict = {"op": op.kind, "fn": op.fn, "block_ids": op_block_ids(op)}
     rid = op_request(op)
     if rid is not None:
@@ -381,5 +398,5 @@ def op_to_dict(op: Any) -> dict:
     defaults = op._field_defaults
     for name, value in zip(op._fields, op, strict=True):
         if name not in _COMMON and (name not in HYBRID_FIELDS or value != defaults[name]):
-            d[_JSON_NAME.get(name, name)] = _jsonable(value)
+            d[_JSON_NAME.get(name, name)] = _jsonable(_bare(value) if name in _HASH_FIELDS else value)
     return d

@@ -114,3 +114,38 @@ def test_one_explicit_group_keeps_bare_keys_and_prints_the_additions():
     assert list(last["hash_table"]) == [b["hash"] for b in last["blocks"] if b["hash"]]
     assert last["requests"]["A"]["block_tables"] == [[1, 2]]
     assert [b["group"] for b in last["blocks"][1:3]] == [0, None]
+
+
+def test_frames_write_bare_hashes_with_the_group_and_the_blocks_a_mask_left_uncached():
+    """Op frames name a hash as blocks[].hash does (the bare BlockHash hex); the op's ``group``
+    says whose key it was (absent: group 0). A sliding window's store under retention 0 lists
+    the full blocks it did not cache (``masked``), so a reader sees what the empty BlockStored
+    skipped. Without groups neither field appears."""
+    groups = "[{type: full_attention}, {type: sliding_window, sliding_window: 8}]"
+    steps = ("steps:\n  - arrive: {id: A, prompt: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],"
+             " max_tokens: 1}\n  - arrive: {id: X, prompt: [21, 22, 23, 24, 25, 26, 27, 28, 29,"
+             " 30, 31, 32], max_tokens: 1}\n")
+    engine, timeline = run(load_text(text(groups).replace("steps: [admit]\n", steps)))
+    doc = json.loads(json.dumps(timeline_dict("t", engine, timeline)))
+    one = doc["steps"][1]
+    caches = [f for f in one["frames"] if f["op"] == "cache"]
+    blocks = {b["id"]: b for b in one["blocks"]}
+    # A (13 tokens) gets tables [1, 2, 3, 4] and [5, 6, 7, 8]: full attention caches blocks 1-3;
+    # the window (need 2 blocks, replay boundary 12) caches 6 and 7 and leaves 5 uncached
+    (fa,), (sw,) = [[c for c in caches if c.get("group", 0) == g] for g in (0, 1)]
+    assert "group" not in fa and sw["group"] == 1
+    assert [len(h) for h in fa["hashes"] + sw["hashes"]] == [64] * 5
+    assert fa["hashes"] == [blocks[b]["hash"] for b in fa["block_ids"]]
+    assert sw["hashes"] == [blocks[b]["hash"] for b in sw["block_ids"]] == fa["hashes"][1:]
+    assert sw["masked"] == [5] and "masked" not in fa and blocks[5]["hash"] is None
+    assert sw["parent_hash"] is None
+    # X evicts A's cached blocks: each eviction names the bare hash and the group it was under
+    evicts = [f for f in doc["steps"][2]["frames"] if f["op"] == "evict"]
+    assert evicts and all(len(f["hash"]) == 64 for f in evicts)
+    assert {(f["hash"], f.get("group", 0)) for f in evicts} <= {
+        (b["hash"], b["group"]) for b in one["blocks"] if b["hash"]}
+    # one group: neither field
+    engine, timeline = run(load_text(text("[{type: full_attention}]").replace("steps: [admit]\n",
+                                                                             steps)))
+    frames = [f for s in timeline_dict("t", engine, timeline)["steps"] for f in s["frames"]]
+    assert not any("group" in f or "masked" in f for f in frames)
