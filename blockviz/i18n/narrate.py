@@ -12,6 +12,11 @@ STRINGS: dict[str, tuple[str, str]] = {
     "nr_blocks_many": ("blocks {ids}", "块 {ids}"),
     "nr_Blocks_one": ("Block {ids}", "块 {ids}"),
     "nr_Blocks_many": ("Blocks {ids}", "块 {ids}"),
+    # a hybrid model's KV-cache group, named before the sentence of an op about it
+    "nr_group_tag": ("[{group}] ", "［{group}］"),
+    "nr_group_full_attention": ("group {g}, full attention", "组 {g}，全注意力"),
+    "nr_group_sliding_window": ("group {g}, sliding window {n}", "组 {g}，滑动窗口 {n}"),
+    "nr_group_chunked_local_attention": ("group {g}, chunked local {n}", "组 {g}，分块局部注意力 {n}"),
     # one sentence per op record
     "nr_arrive": ("{rid} arrives and joins the waiting queue.", "请求 {rid} 到达，进入等待队列。"),
     "nr_lookup_miss": ("get_computed_blocks({rid}): its first block is not in the hash table — no hit.",
@@ -24,6 +29,15 @@ STRINGS: dict[str, tuple[str, str]] = {
                          "must be computed to get its logits.",
                          " 命中最多只能到 {limit} 个 token（num_tokens − 1）：最后一个 token 必须重新计算，"
                          "才能得到它的 logits。"),
+    "nr_lookup_groups": ("get_computed_blocks({rid}): the hit every group holds is {n} tokens "
+                         "({blocks}).",
+                         "get_computed_blocks({rid})：所有组都持有的命中是 {n} 个 token（{blocks}）。"),
+    "nr_lookup_groups_miss": ("get_computed_blocks({rid}): no hit that every group holds.",
+                              "get_computed_blocks({rid})：没有所有组都持有的命中。"),
+    "nr_lookup_short": (" One group alone would reach {spb} tokens, but a hit must be in every group, "
+                        "so it stops at {n}; {spb} becomes {rid}'s shared_prefix_boundary.",
+                        " 单看某一组能命中 {spb} 个 token，可命中必须每个组都有，所以停在 {n}；{spb} 成为 "
+                        "{rid} 的 shared_prefix_boundary。"),
     "nr_alloc_failed_admit": ("allocate_slots({rid}) returns None: at admission the whole sequence must "
                               "fit (full_sequence_must_fit), which needs {need} free block(s), and {free} "
                               "are free. Nothing changed; it stays first in line.",
@@ -49,6 +63,41 @@ STRINGS: dict[str, tuple[str, str]] = {
     "nr_evict": ("Block {bid} still carried {label}: it leaves the hash table only now, as the block is "
                  "reused — lazy eviction.",
                  "块 {bid} 还带着 {label}：现在（被重新分配时）才把它从 hash 表删掉——惰性淘汰。"),
+    "nr_cache_masked_one": ("cache_full_blocks: {blocks} is full but stays uncached: with retention 0 "
+                            "a sliding window keeps only blocks a later prompt can resume from.",
+                            "cache_full_blocks：{blocks} 已装满，但不登记：retention 为 0 时，滑动窗口只保留"
+                            "后来的 prompt 能接着用的块。"),
+    "nr_cache_masked_many": ("cache_full_blocks: {blocks} are full but stay uncached: with retention 0 "
+                             "a sliding window keeps only blocks a later prompt can resume from.",
+                             "cache_full_blocks：{blocks} 已装满，但不登记：retention 为 0 时，滑动窗口只"
+                             "保留后来的 prompt 能接着用的块。"),
+    "nr_cache_also_masked": (" ({blocks} stays uncached: the retention mask.)",
+                             "（{blocks} 不登记：retention 掩码。）"),
+    "nr_skipped_window_one": ("remove_skipped_blocks({rid}): {blocks} left the sliding window; the null "
+                              "block takes its slot ({slots}) and the block is freed.",
+                              "remove_skipped_blocks({rid})：{blocks} 滑出了窗口；null block 占据它的位置"
+                              "（第 {slots} 格），这个块随即释放。"),
+    "nr_skipped_window_many": ("remove_skipped_blocks({rid}): {blocks} left the sliding window; the null "
+                               "block takes their slots ({slots}) and they are freed, the highest slot "
+                               "first.",
+                               "remove_skipped_blocks({rid})：{blocks} 滑出了窗口；null block 占据它们的位置"
+                               "（第 {slots} 格），它们随即释放，靠后的格先放。"),
+    "nr_skipped_chunk_one": ("remove_skipped_blocks({rid}): {blocks} belongs to a finished chunk; the "
+                             "null block takes its slot ({slots}) and the block is freed.",
+                             "remove_skipped_blocks({rid})：{blocks} 属于已经结束的分块；null block 占据它的"
+                             "位置（第 {slots} 格），这个块随即释放。"),
+    "nr_skipped_chunk_many": ("remove_skipped_blocks({rid}): {blocks} belong to a finished chunk; the "
+                              "null block takes their slots ({slots}) and they are freed, the highest "
+                              "slot first.",
+                              "remove_skipped_blocks({rid})：{blocks} 属于已经结束的分块；null block 占据它们"
+                              "的位置（第 {slots} 格），它们随即释放，靠后的格先放。"),
+    "nr_skipped_hit_one": ("{rid}'s table starts with the null block: the hit's first block lies outside "
+                           "the window, so it is neither needed nor touched.",
+                           "{rid} 的块表以 null block 开头：命中的第一个块在窗口之外，用不着，也不 touch。"),
+    "nr_skipped_hit_many": ("{rid}'s table starts with {n} null blocks: the hit's first {n} blocks lie "
+                            "outside the window, so they are neither needed nor touched.",
+                            "{rid} 的块表以 {n} 个 null block 开头：命中的前 {n} 个块在窗口之外，用不着，"
+                            "也不 touch。"),
     "nr_cache_one": ("cache_full_blocks: {blocks} is full → registered as {hashes} (at schedule time, "
                      "before the forward pass).",
                      "cache_full_blocks：{blocks} 已装满，登记为 {hashes}（在调度时登记，早于前向计算）。"),
@@ -68,6 +117,11 @@ STRINGS: dict[str, tuple[str, str]] = {
     "nr_preempt": ("{rid} is preempted: its blocks are freed (reversed), num_computed_tokens = 0, and "
                    "it goes to the front of the waiting queue.",
                    "抢占 {rid}：释放它的块（倒序），num_computed_tokens 归零，放回等待队列最前面。"),
+    "nr_preempt_groups": ("{rid} is preempted: its tables are freed group by group (group 0 first, each "
+                          "reversed, leading null blocks skipped), num_computed_tokens = 0, and it goes to "
+                          "the front of the waiting queue.",
+                          "抢占 {rid}：按组释放它的块表（先组 0，每组倒序，跳过开头的 null block），"
+                          "num_computed_tokens 归零，放回等待队列最前面。"),
     "nr_free": ("free_blocks (table reversed): {blocks} ref_cnt − 1.",
                 "free_blocks（块表倒序）：{blocks} 的 ref_cnt 各减 1。"),
     "nr_free_head": ("{Blocks}: no hash, can never hit → to the head, reused first.",
@@ -83,6 +137,13 @@ STRINGS: dict[str, tuple[str, str]] = {
                  "from slot {offset}.",
                  "前向计算把 {rid} 的 {n} 个 token（{words}）的 K/V 写入块 {bid}"
                  "（从第 {offset} 个槽位开始）。"),
+    "nr_writes_groups_one": ("The forward pass writes the K/V of 1 token of {rid} into every group's "
+                             "table: {where}.",
+                             "前向计算把 {rid} 的 1 个 token 的 K/V 写入每个组的块表：{where}。"),
+    "nr_writes_groups_many": ("The forward pass writes the K/V of {n} tokens of {rid} into every "
+                              "group's table: {where}.",
+                              "前向计算把 {rid} 的 {n} 个 token 的 K/V 写入每个组的块表：{where}。"),
+    "nr_writes_where": ("group {g} → {blocks}", "组 {g} → {blocks}"),
     "nr_writes": ("The forward pass writes the K/V of {n} tokens of {rid} into blocks {ids}.",
                   "前向计算把 {rid} 的 {n} 个 token 的 K/V 写入块 {ids}。"),
     "nr_load": ("A load job copies {rid}'s K/V from the CPU tier into the fresh block {bid}.",

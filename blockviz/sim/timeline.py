@@ -208,6 +208,9 @@ class Timeline:
         self._budget = engine.scheduler_config.max_num_batched_tokens
         self._async = engine.scheduler_config.async_scheduling
         self._start_note = engine.scenario.start_note
+        # a hybrid model's KV-cache groups (config.kv_cache_groups), None for one full-attention
+        # group: what the narration names an op's group by
+        self.kv_cache_groups = engine.scenario.config.kv_cache_groups
         self._reg = L.Registry()
         self._log = L.OpLog(self._reg)
         self._evlog = L.EventLog(self._log, self.block_size)

@@ -1,29 +1,53 @@
-"""Readable names for what the engine shows: hash labels (H1, H2, ...) and token text."""
+"""Readable names for what the engine shows: hash labels (H1, H2, ...), KV-cache groups and token
+text."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+from blockviz.core.hashing import split_block_key
 from blockviz.scenario.tokens import Vocabulary
 
 
-class HashLabels:
-    """H1, H2, ... in the order hashes are first cached over a timeline; parents from the chain."""
+class _Parents(dict):
+    """Bare hash -> the bare hash before it in its chain; looked up by pool key or bare hash."""
 
-    def __init__(self) -> None:
-        self.label: dict[bytes, str] = {}
-        self.parent: dict[bytes, bytes | None] = {}
+    def get(self, key, default=None):
+        return super().get(split_block_key(key)[0], default)
+
+
+class HashLabels:
+    """H1, H2, ... in the order hashes are first cached over a timeline; parents from the chain.
+
+    A label names a ``BlockHash``: with several KV-cache groups the pool keys one hash once per
+    group that caches it, and those keys are one hash, so they share its label, written with the
+    group as the JSON writes the key (``H3#1``: H3 cached in group 1). ``groups`` are the
+    timeline's KV-cache groups (None: one full-attention group), for naming an op's group."""
+
+    def __init__(self, groups: Sequence | None = None) -> None:
+        self.label: dict[bytes, str] = {}                 # bare hash -> "H1"
+        self.parent = _Parents()        # .get(pool key or hash) -> the bare hash before it
+        self.groups = tuple(groups) if groups is not None else None
+
+    @property
+    def hybrid(self) -> bool:
+        """Two or more KV-cache groups: ops and keys name their group."""
+        return self.groups is not None and len(self.groups) > 1
 
     def add_cache_op(self, op) -> None:
-        hashes, parent = op.hashes, op.parent_hash
-        for h in hashes:
-            if h not in self.label:
-                self.label[h] = f"H{len(self.label) + 1}"
-            self.parent.setdefault(h, parent)
-            parent = h
+        # the op's hashes follow its parent in one chain unless a retention mask skipped some
+        chain = not getattr(op, "masked", ())
+        parent = op.parent_hash
+        for h in op.hashes:
+            bare = split_block_key(h)[0]
+            if bare not in self.label:
+                self.label[bare] = f"H{len(self.label) + 1}"
+            if chain:
+                dict.setdefault(self.parent, bare, parent)
+            parent = bare
 
     @classmethod
-    def from_ops(cls, ops_per_step: Iterable[Iterable]) -> HashLabels:
-        labels = cls()
+    def from_ops(cls, ops_per_step: Iterable[Iterable], groups: Sequence | None = None) -> HashLabels:
+        labels = cls(groups)
         for ops in ops_per_step:
             for op in ops:
                 if op.kind == "cache":
@@ -32,12 +56,21 @@ class HashLabels:
 
     @classmethod
     def for_timeline(cls, timeline) -> HashLabels:
-        return cls.from_ops(timeline.step_ops(i) for i in range(len(timeline)))
+        return cls.from_ops((timeline.step_ops(i) for i in range(len(timeline))),
+                            getattr(timeline, "kv_cache_groups", None))
+
+    def bare(self, h: bytes | None) -> str:
+        """The hash's label without its group: ``H3`` for H3 in any group."""
+        if h is None:
+            return "—"
+        bare = split_block_key(h)[0]
+        return self.label.get(bare) or bare.hex()[:6]
 
     def __call__(self, h: bytes | None) -> str:
         if h is None:
             return "—"
-        return self.label.get(h) or h.hex()[:6]
+        group = split_block_key(h)[1]
+        return self.bare(h) if group is None else f"{self.bare(h)}#{group}"
 
 
 def token_text(tokens: Iterable[int], vocab: Vocabulary | None, limit: int | None = None) -> str:

@@ -17,11 +17,34 @@ def _blocks(ids: Sequence[int], lang: str, key: str = "nr_blocks") -> str:
     return tn(key, len(ids), lang, ids=id_list(ids))
 
 
+def group_name(labels: HashLabels, g: int, lang: str) -> str:
+    """"group 1, sliding window 8": a hybrid model's KV-cache group, by its type and size."""
+    spec = labels.groups[g]
+    size = spec.sliding_window if spec.type == "sliding_window" else spec.attention_chunk_size
+    return t(f"nr_group_{spec.type}", lang, g=g, n=size)
+
+
 def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = None,
                 block_size: int = 0) -> str:
+    """One op in a sentence; with several KV-cache groups, an op about one group says which."""
+    text = _describe(op, lang, labels, vocab, block_size)
+    group = getattr(op, "group", None)
+    if group is not None and labels.hybrid and op.kind != "write":
+        text = t("nr_group_tag", lang, group=group_name(labels, group, lang)) + text
+    return text
+
+
+def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block_size: int) -> str:
     k = op.kind
     if k == "arrive":
         return t("nr_arrive", lang, rid=op.request_id)
+    if k == "lookup" and labels.hybrid:
+        rid, n, spb = op.request_id, op.num_hit_tokens, op.shared_prefix_boundary
+        text = (t("nr_lookup_groups", lang, rid=rid, n=n, blocks=_blocks(op.block_ids, lang)) if n
+                else t("nr_lookup_groups_miss", lang, rid=rid))
+        if spb > n:
+            text += t("nr_lookup_short", lang, rid=rid, n=n, spb=spb)
+        return text
     if k == "lookup":
         rid, hits = op.request_id, op.block_ids
         limit, n_hashes = op.hit_tokens_limit, op.num_block_hashes
@@ -46,9 +69,22 @@ def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = No
         return t("nr_popleft", lang, blocks=_blocks(op.block_ids, lang))
     if k == "evict":
         return t("nr_evict", lang, bid=op.block_id, label=labels(op.block_hash))
+    if k == "remove_skipped":
+        if not op.block_ids:       # a hit's table padded with the null block
+            n = len(op.block_indices)
+            return tn("nr_skipped_hit", n, lang, rid=op.request_id, n=n)
+        kind = "chunk" if labels.groups[op.group].type == "chunked_local_attention" else "window"
+        return tn(f"nr_skipped_{kind}", len(op.block_ids), lang, rid=op.request_id,
+                  blocks=_blocks(op.block_ids, lang), slots=id_list(op.block_indices))
     if k == "cache":
-        return tn("nr_cache", len(op.block_ids), lang, blocks=_blocks(op.block_ids, lang),
+        masked = getattr(op, "masked", ())
+        if not op.block_ids:
+            return tn("nr_cache_masked", len(masked), lang, blocks=_blocks(masked, lang))
+        text = tn("nr_cache", len(op.block_ids), lang, blocks=_blocks(op.block_ids, lang),
                   hashes=", ".join(labels(h) for h in op.hashes))
+        if masked:
+            text += t("nr_cache_also_masked", lang, blocks=_blocks(masked, lang))
+        return text
     if k == "admit":
         ext = op.external_hit_tokens
         return t("nr_admit", lang, rid=op.request_id, local=op.local_hit_tokens,
@@ -57,7 +93,7 @@ def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = No
         return t("nr_schedule_decode" if op.decode else "nr_schedule_chunk", lang, rid=op.request_id,
                  n=op.num_new_tokens)
     if k == "preempt":
-        return t("nr_preempt", lang, rid=op.request_id)
+        return t("nr_preempt_groups" if labels.hybrid else "nr_preempt", lang, rid=op.request_id)
     if k == "free":
         return t("nr_free", lang, blocks=_blocks(op.block_ids, lang))
     if k in ("free_head", "free_tail"):
@@ -123,10 +159,29 @@ def schedule_lines(engine_steps, lang: str) -> list[str]:
 
 
 def _silent(op) -> bool:
-    """An op that did nothing worth a sentence (touching no blocks), or a plain decode (the
-    schedule line says it)."""
+    """An op that did nothing worth a sentence (touching no blocks; a cache call that neither
+    cached nor skipped a block), or a plain decode (the schedule line says it)."""
     return ((op.kind == "schedule" and op.decode)
-            or (op.kind in ("touch", "popleft", "free") and not op.block_ids))
+            or (op.kind in ("touch", "popleft", "free") and not op.block_ids)
+            or (op.kind == "cache" and not op.block_ids and not getattr(op, "masked", ())))
+
+
+def _writes(ops: Sequence, lang: str, labels: HashLabels) -> str:
+    """A run of one request's K/V writes in a sentence: its tokens and blocks, with several
+    KV-cache groups per group (each group's layers write the same tokens)."""
+    first = ops[0]
+    if not labels.hybrid:
+        return t("nr_writes", lang, rid=first.request_id, n=sum(len(o.token_ids) for o in ops),
+                 ids=id_list([o.block_id for o in ops]))
+    positions: set[int] = set()
+    per_group: dict[int, list[int]] = {}
+    for o in ops:
+        positions.update(range(o.position, o.position + len(o.token_ids)))
+        per_group.setdefault(o.group, []).append(o.block_id)
+    where = ", ".join(t("nr_writes_where", lang, g=g, blocks=_blocks(ids, lang))
+                      for g, ids in sorted(per_group.items()))
+    return tn("nr_writes_groups", len(positions), lang, rid=first.request_id, n=len(positions),
+              where=where)
 
 
 def narrate_ops(ops: Sequence, lang: str, labels: HashLabels,
@@ -141,9 +196,7 @@ def narrate_ops(ops: Sequence, lang: str, labels: HashLabels,
             while j < len(ops) and ops[j].kind == "write" and ops[j].request_id == op.request_id:
                 j += 1
             if j - i > 1:
-                out.append(t("nr_writes", lang, rid=op.request_id,
-                             n=sum(len(o.token_ids) for o in ops[i:j]),
-                             ids=id_list([o.block_id for o in ops[i:j]])))
+                out.append(_writes(ops[i:j], lang, labels))
                 i = j
                 continue
         if not _silent(op):
