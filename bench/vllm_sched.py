@@ -109,6 +109,11 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         file = self._path(name).with_suffix(".py")
         if name in REAL and file.is_file():
             return importlib.util.spec_from_file_location(name, file)
+        package = self._path(name) / "__init__.py"
+        if name in REAL and package.is_file():   # a real package (vllm.v1.engine): its
+            # __init__ runs; its submodules are found here again, one by one
+            return importlib.util.spec_from_file_location(name, package,
+                                                          submodule_search_locations=[])
         return importlib.machinery.ModuleSpec(name, self, is_package=True)
 
     def create_module(self, spec):

@@ -26,7 +26,7 @@ from blockviz.core.block import KVCacheBlock
 from blockviz.core.kv_cache_coordinator import get_kv_cache_coordinator
 from blockviz.core.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheSpec, cdiv
 from blockviz.core.ops import AllocFailed, Lookup, OpSink
-from blockviz.core.request import Request
+from blockviz.core.request import Request, RequestStatus
 
 __all__ = ["KVCacheBlocks", "KVCacheManager", "PrefixCacheStats", "cdiv"]
 
@@ -84,7 +84,7 @@ class KVCacheManager:
                  sink: OpSink | None = None, max_model_len: int = 1 << 20,
                  kv_cache_groups: Sequence[KVCacheSpec] | None = None,
                  prefix_cache_retention_interval: int | None = 0,
-                 max_in_flight_tokens: int | None = None) -> None:
+                 max_in_flight_tokens: int | None = None, watermark: float = 0.0) -> None:
         self.block_size = block_size
         self.max_model_len = max_model_len
         self.enable_caching = enable_caching
@@ -105,6 +105,10 @@ class KVCacheManager:
         # one full-attention group: nothing leaves a window, lookups are one list
         self._one_full_group = len(specs) == 1 and isinstance(specs[0], FullAttentionSpec)
         self.prefix_cache_stats = PrefixCacheStats()
+        # the admission watermark: blocks kept free when a waiting or preempted request is
+        # admitted while others run (kvm:207-210: of num_blocks, the null block included)
+        self.watermark = watermark
+        self.watermark_blocks = int(watermark * num_gpu_blocks)
 
     @property
     def sink(self) -> OpSink | None:
@@ -118,11 +122,16 @@ class KVCacheManager:
     def single_type_managers(self):
         return self.coordinator.single_type_managers
 
+    def prefix_cache_lookup_enabled(self, request: Request) -> bool:
+        """Whether the local prefix cache is looked up for this request: caching on, and the
+        request reads the cache (a request asking for prompt logprobs does not)."""
+        return self.enable_caching and not request.skip_reading_prefix_cache
+
     def get_computed_blocks(self, request: Request) -> tuple[KVCacheBlocks, int, int]:
         """(hit blocks per group, hit tokens, shared-prefix boundary): the hit reconciled
         across the groups; the boundary (0: none) is where a group's longer hit ends when
         another group stopped it short (kvm:262-325)."""
-        if not self.enable_caching:
+        if not self.prefix_cache_lookup_enabled(request):
             return self.empty_kv_cache_blocks, 0, 0
         max_cache_hit_length = request.num_tokens - 1
         blocks, num_tokens, num_uncached = self.coordinator.find_longest_cache_hit(
@@ -158,14 +167,17 @@ class KVCacheManager:
                        num_external_computed_tokens: int = 0, *,
                        delay_cache_blocks: bool = False,
                        full_sequence_must_fit: bool = False,
-                       reserved_blocks: int = 0) -> KVCacheBlocks | None:
+                       reserved_blocks: int = 0,
+                       has_scheduled_reqs: bool = False) -> KVCacheBlocks | None:
         """Give the request slots for ``num_new_tokens`` more tokens: the new blocks, one list
         per group; None (and no change but out-of-window frees) if short.
 
         ``full_sequence_must_fit`` (the scheduler's admission gate): first check that the *whole*
         sequence would fit, not only this chunk. ``delay_cache_blocks``: allocate but cache
         nothing (an asynchronous KV load fills the blocks later). ``reserved_blocks``: free
-        blocks that must stay free (what in-flight prefills still need)."""
+        blocks that must stay free (what in-flight prefills still need). ``has_scheduled_reqs``
+        (some request runs): a waiting or preempted request must also leave the watermark's
+        blocks free (kvm:518-525)."""
         if num_new_tokens == 0 and num_external_computed_tokens == 0 and num_new_computed_tokens == 0:
             raise ValueError("num_new_tokens must be greater than 0 when there are no "
                              "computed tokens to adopt")
@@ -177,14 +189,16 @@ class KVCacheManager:
         num_local_computed = request.num_computed_tokens + num_new_computed_tokens
         total_computed = min(num_local_computed + num_external_computed_tokens,
                              self.max_model_len)
+        watermark = (self.watermark_blocks if has_scheduled_reqs and request.status in (
+            RequestStatus.WAITING, RequestStatus.PREEMPTED) else 0)
         if full_sequence_must_fit:
             full = min(request.num_tokens, self.max_model_len)
             needed = coord.get_num_blocks_to_allocate(rid, full, hits, total_computed,
                                                       apply_admission_cap=True)
-            if needed > pool.get_num_free_blocks():
+            if needed + watermark > pool.get_num_free_blocks():
                 if pool.sink is not None:
                     pool.sink.on_op(AllocFailed(rid, needed, pool.get_num_free_blocks(),
-                                                full_sequence=True))
+                                                full_sequence=True, watermark_blocks=watermark))
                 return None
         num_tokens_need_slot = min(total_computed + num_new_tokens, self.max_model_len)
 
@@ -194,9 +208,10 @@ class KVCacheManager:
 
         needed = coord.get_num_blocks_to_allocate(
             rid, num_tokens_need_slot, hits, num_local_computed + num_external_computed_tokens)
-        if needed > pool.get_num_free_blocks() - reserved_blocks:
+        if needed + watermark > pool.get_num_free_blocks() - reserved_blocks:
             if pool.sink is not None:
-                pool.sink.on_op(AllocFailed(rid, needed, pool.get_num_free_blocks()))
+                pool.sink.on_op(AllocFailed(rid, needed, pool.get_num_free_blocks(),
+                                            watermark_blocks=watermark))
             return None
 
         if hits is not self.empty_kv_cache_blocks or num_external_computed_tokens > 0:
@@ -224,8 +239,9 @@ class KVCacheManager:
                      for blocks in self.coordinator.get_blocks(request_id))
 
     def record_prefix_cache_stats(self, request: Request, num_hits: int) -> None:
-        """At admission, for a request that looked the cache up (vLLM: only with caching on)."""
-        if self.enable_caching:
+        """At admission, for a request that looked the cache up (vLLM: not when the lookup was
+        off — caching off, or a request that skips reading the cache)."""
+        if self.prefix_cache_lookup_enabled(request):
             self.prefix_cache_stats.record(request.num_tokens, num_hits,
                                            preempted=request.num_preemptions > 0)
 

@@ -10,8 +10,8 @@ Conventions: ``request_id`` names the request an op is about; ``block_ids`` (sev
 ``block_id`` (one) the blocks it concerns; hashes are the pool's keys (``BlockPool.key``: vLLM's
 ``BlockHash`` bytes, with the 4-byte group id appended when the pool serves several KV-cache
 groups); ``group`` is the KV-cache group an op is about (hybrid models; 0 with one group).
-Fields in ``HYBRID_FIELDS`` are written to the JSON only when they differ from their default, so
-a one-group run's frames are what they always were.
+Fields in ``OPTIONAL_FIELDS`` (the hybrid ones, the watermark's) are written to the JSON only when
+they differ from their default, so a one-group run's frames are what they always were.
 
 Besides its fields, each record declares the two things the timeline needs to remember and replay
 it, so that adding a kind of op touches this file and nothing else of the recording:
@@ -177,11 +177,13 @@ class Lookup(NamedTuple):
 
 class AllocFailed(NamedTuple):
     """``allocate_slots`` returned None: it needed more free blocks than there were
-    (``full_sequence``: the admission gate, sized for the whole sequence, not just this chunk)."""
+    (``full_sequence``: the admission gate, sized for the whole sequence, not just this chunk;
+    ``watermark_blocks``: the admission watermark's blocks that had to stay free as well)."""
     request_id: str
     blocks_needed: int
     blocks_free: int
     full_sequence: bool = False
+    watermark_blocks: int = 0
     kind = "alloc_failed"
     fn = "KVCacheManager.allocate_slots"
     effect = None
@@ -350,6 +352,8 @@ _JSON_NAME = {"block_hash": "hash"}
 HYBRID_FIELDS = frozenset({"group", "num_hit_tokens", "shared_prefix_boundary", "masked"})
 # fields holding the pool's keys: the JSON writes the bare hash (its group is the op's ``group``)
 _HASH_FIELDS = frozenset({"block_hash", "hashes", "parent_hash"})
+# fields written only when not their default: the hybrid ones, and the admission watermark's
+OPTIONAL_FIELDS = HYBRID_FIELDS | {"watermark_blocks"}
 
 
 _COMMON = ("request_id", "block_ids", "block_id")
@@ -397,6 +401,6 @@ def op_to_dict(op: Any) -> dict:
         d["request"] = rid
     defaults = op._field_defaults
     for name, value in zip(op._fields, op, strict=True):
-        if name not in _COMMON and (name not in HYBRID_FIELDS or value != defaults[name]):
+        if name not in _COMMON and (name not in OPTIONAL_FIELDS or value != defaults[name]):
             d[_JSON_NAME.get(name, name)] = _jsonable(_bare(value) if name in _HASH_FIELDS else value)
     return d

@@ -35,7 +35,10 @@ class Request:
     def __init__(self, request_id: str, prompt_token_ids: Sequence[int], *,
                  hasher: BlockHasher | None, block_size: int,
                  lora: LoRA | None = None, cache_salt: str | None = None,
-                 mm_items: Iterable[MMItem] = (), max_tokens: int | None = None) -> None:
+                 mm_items: Iterable[MMItem] = (), max_tokens: int | None = None,
+                 priority: int = 0, arrival_time: float = 0.0,
+                 prompt_logprobs: int | None = None,
+                 skip_reading_prefix_cache: bool | None = None) -> None:
         if not prompt_token_ids:
             raise ValueError(f"request {request_id!r} has an empty prompt")
         self.request_id = request_id
@@ -46,6 +49,16 @@ class Request:
         self.cache_salt = cache_salt
         self.mm_items = sorted(mm_items, key=lambda m: m.offset)
         self.max_tokens = max_tokens
+        # the priority policy's order: lower first, then earlier arrival (vLLM Request.__lt__)
+        self.priority = priority
+        self.arrival_time = arrival_time
+        # vLLM's SamplingParams: asking for prompt logprobs (any value, 0 included) means the
+        # request does not read the prefix cache, unless skip_reading_prefix_cache says otherwise
+        # (sampling_params.py:625-632); it still writes to it
+        self.prompt_logprobs = prompt_logprobs
+        self.skip_reading_prefix_cache = (prompt_logprobs is not None
+                                          if skip_reading_prefix_cache is None
+                                          else skip_reading_prefix_cache)
         self.status = RequestStatus.WAITING
         self.finish_reason: str | None = None
         self.num_computed_tokens = 0
@@ -96,6 +109,10 @@ class Request:
 
     def is_finished(self) -> bool:
         return self.status is RequestStatus.FINISHED
+
+    def sort_key(self) -> tuple:
+        """vLLM's ``Request.__lt__``: priority, then arrival time, then request id."""
+        return (self.priority, self.arrival_time, self.request_id)
 
     def __repr__(self) -> str:
         return (f"Request({self.request_id!r}, status={self.status.value}, "

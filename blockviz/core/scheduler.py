@@ -1,5 +1,6 @@
-"""The scheduler — vllm/v1/core/sched/scheduler.py (vLLM 0.33, FCFS) on the paths a single
-full-attention model without speculative decoding, encoders, LoRA limits or pausing takes.
+"""The scheduler — vllm/v1/core/sched/scheduler.py (vLLM 0.33) on the paths a model without
+speculative decoding, encoders, LoRA limits or pausing takes, under either of vLLM's scheduling
+policies (``fcfs``, the default, and ``priority``).
 
 One engine step is schedule -> execute -> update; this module does the first and the last, the
 engine runs the model in between. :meth:`Scheduler.schedule` follows vLLM's order exactly:
@@ -8,13 +9,19 @@ engine runs the model in between. :meth:`Scheduler.schedule` follows vLLM's orde
      (``max_num_batched_tokens``) lasts: each gets ``num_tokens - num_computed_tokens`` new tokens
      (a decode token, or its prefill's next chunk), capped by ``long_prefill_token_threshold``
      (only when more than one request is running or waiting), the remaining budget and
-     ``max_model_len``; then ``allocate_slots``. When that returns None the *last* running
-     request is preempted and the allocation retried; if the victim is the request itself,
-     scheduling of running requests stops.
+     ``max_model_len``; then ``allocate_slots``. When that returns None a victim is preempted
+     and the allocation retried: under FCFS the *last* running request (if it is the request
+     itself, scheduling of running requests stops); under PRIORITY the one with the largest
+     ``(priority, arrival_time)`` — if it was already scheduled in this step it is un-scheduled
+     (its tokens go back to the budget), and if it is the request itself the loop goes on to the
+     next running request.
   2. *Then waiting requests*, only if nothing was preempted in this step, while budget remains
      and fewer than ``max_num_seqs`` run: the head's prefix-cache hit (only when it has computed
-     nothing yet), then ``allocate_slots(..., full_sequence_must_fit=True)`` — the whole sequence
-     must fit, not just its first chunk. The first that does not fit stops admission
+     nothing yet, and never for a request that skips reading the cache: ``prompt_logprobs``),
+     then ``allocate_slots(..., full_sequence_must_fit=True)`` — the whole sequence must fit,
+     not just its first chunk, plus the admission watermark's blocks while any request runs. The
+     head is the queue's first request (FCFS) or its lowest ``(priority, arrival_time)``
+     (PRIORITY). The first that does not fit stops admission
      (head-of-line blocking); with chunked prefill off, so does the first whose remaining
      prompt exceeds the budget. Stats are recorded at a successful admission.
   3. Every scheduled request's ``num_computed_tokens`` grows by its scheduled tokens *before*
@@ -27,19 +34,29 @@ none) and finishes a request at ``max_tokens`` or ``max_model_len`` (``FINISHED_
 *placeholder* until its token is applied one step later, so step n+1 is scheduled before step n's
 output is known.
 
+:meth:`Scheduler.reset_prefix_cache` is vLLM's: with ``reset_running_requests`` it first
+preempts every running request (the last first), so the reset cannot be refused.
+
 Teaching-only forms (vLLM never does these; the engine marks them): ``schedule(only=...)``
 schedules a chosen subset of the running requests and admits nothing; :meth:`preempt_request`
 preempts a chosen running request.
 """
 from __future__ import annotations
 
-from collections.abc import Collection
+import bisect
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from blockviz.core.manager import KVCacheManager, PrefixCacheStats
 from blockviz.core.ops import Admit, Arrive, Finish, Preempt, Sample, Schedule
 from blockviz.core.request import FINISH_ABORT, FINISH_LENGTH, Request, RequestStatus
+
+POLICIES = ("fcfs", "priority")
+RESET_RUNNING_FAILED = (
+    "Failed to reset KV cache even when all the running requests are preempted and moved to the "
+    "waiting queue. This is likely due to the presence of running requests waiting for remote KV "
+    "transfer, which is not supported yet.")   # vLLM's RuntimeError, word for word
 
 
 @dataclass(frozen=True)
@@ -54,6 +71,8 @@ class SchedulerConfig:
     long_prefill_token_threshold: int = 0
     max_model_len: int = 1 << 20
     async_scheduling: bool = False
+    policy: str = "fcfs"          # "fcfs" | "priority" (vLLM's --scheduling-policy)
+    watermark: float = 0.0        # blocks kept free at admission: int(watermark * num_gpu_blocks)
 
     def problems(self) -> list[tuple[str, str]]:
         """(field, message) for each setting vLLM's ``SchedulerConfig.verify_max_model_len``
@@ -160,6 +179,11 @@ class Scheduler:
         self.config = config = config or SchedulerConfig()
         if manager.max_model_len != config.max_model_len:
             raise ValueError("the manager and the scheduler disagree on max_model_len")
+        if manager.watermark != config.watermark:
+            raise ValueError("the manager and the scheduler disagree on the watermark")
+        # vLLM's SchedulingPolicy: FCFS queues are deques; PRIORITY queues are heaps ordered by
+        # Request.__lt__, here lists kept in that order (the same head, the same iteration)
+        self.priority = config.policy == "priority"
         # Every request that ever arrived, finished ones included (vLLM forgets those; the
         # timeline shows them).
         self.requests: dict[str, Request] = {}
@@ -217,7 +241,7 @@ class Scheduler:
                 f"tokens) plus at least one output token is longer than max_model_len "
                 f"({self.config.max_model_len}); vLLM rejects it")
         self.requests[request.request_id] = request
-        self.waiting.append(request)
+        self._add(self.waiting, request)
         if self.connector is not None:
             self.connector.on_new_request(request)
         self._op(Arrive(request.request_id))
@@ -261,9 +285,29 @@ class Scheduler:
         else:
             self.kv_cache_manager.free(request)
 
+    def reset_prefix_cache(self, reset_running_requests: bool = False,
+                           reset_connector: bool = False) -> bool:
+        """vLLM ``Scheduler.reset_prefix_cache`` (sched:3184-3227). With
+        ``reset_running_requests`` every running request is preempted first, the last first (so
+        FCFS puts them back in their running order, ahead of the older waiting ones), its
+        in-flight output dropped; then the pool's reset, which cannot fail unless a waiting
+        request still holds blocks (an async load) — vLLM raises then, and so does this
+        (SchedulerError with vLLM's message). ``reset_connector``: the connector's cache too
+        (without a connector, a success that does nothing, as in vLLM)."""
+        if reset_running_requests:
+            while self.running:
+                self._preempt(self.running.pop(), drop_stale_output=True)
+        ok = self.kv_cache_manager.reset_prefix_cache()
+        if reset_running_requests and not ok:
+            raise SchedulerError(RESET_RUNNING_FAILED)
+        if reset_connector and self.connector is not None:
+            raise SchedulerError("reset_connector with a KV connector is not modelled")
+        return ok
+
     def preempt_request(self, request_id: str) -> None:
-        """Teaching-only: preempt a chosen running request (vLLM only ever preempts the last
-        running request, and only when an allocation fails)."""
+        """Teaching-only: preempt a chosen running request (vLLM preempts only when an
+        allocation fails — the last running request under FCFS, the lowest priority under
+        PRIORITY — or every running request in ``reset_prefix_cache(reset_running_requests)``)."""
         request = self._get(request_id)
         if request.status is not RequestStatus.RUNNING:
             raise SchedulerError(f"only a running request can be preempted; "
@@ -271,19 +315,51 @@ class Scheduler:
         self.running.remove(request)
         self._preempt(request)
 
-    def _preempt(self, request: Request) -> None:
+    # -- the queues (vLLM's RequestQueue) -------------------------------------------------
+    def _add(self, queue: list[Request], request: Request) -> None:
+        """``add_request``: FCFS at the back; PRIORITY in order."""
+        if self.priority:
+            bisect.insort(queue, request, key=Request.sort_key)
+        else:
+            queue.append(request)
+
+    def _prepend(self, queue: list[Request], request: Request) -> None:
+        """``prepend_request``: FCFS at the front; PRIORITY in order (a heap has no front)."""
+        if self.priority:
+            bisect.insort(queue, request, key=Request.sort_key)
+        else:
+            queue.insert(0, request)
+
+    def _prepend_all(self, queue: list[Request], requests: Iterable[Request]) -> None:
+        """``prepend_requests`` of the requests a pass skipped, in their order: FCFS ahead of
+        the rest, order kept; PRIORITY each in order."""
+        if self.priority:
+            for r in requests:
+                bisect.insort(queue, r, key=Request.sort_key)
+        else:
+            queue[0:0] = requests
+
+    def _victim(self) -> Request:
+        """The request to preempt when an allocation fails: FCFS the last running request;
+        PRIORITY the largest ``(priority, arrival_time)``, the first of equals (sched:932-938)."""
+        if self.priority:
+            return max(self.running, key=lambda r: (r.priority, r.arrival_time))
+        return self.running[-1]
+
+    def _preempt(self, request: Request, drop_stale_output: bool = False) -> None:
         """vLLM ``_preempt_request`` (the caller took it out of ``running``)."""
         self.kv_cache_manager.free(request)
         self._inflight_prefills.pop(request.request_id, None)
         request.status = RequestStatus.PREEMPTED
         request.num_computed_tokens = 0
         # Async: the in-flight output still arrives, but must not move the reset counters.
-        request.drop_stale_output = request.drop_stale_output and request.num_stale_output_tokens > 0
+        request.drop_stale_output = drop_stale_output or (
+            request.drop_stale_output and request.num_stale_output_tokens > 0)
         request.num_stale_output_tokens = request.num_in_flight_tokens
         request.num_output_placeholders = 0
         request.num_preemptions += 1
         self.num_preemptions += 1
-        self.waiting.insert(0, request)
+        self._prepend(self.waiting, request)
         self._op(Preempt(request.request_id))
 
     def _get(self, request_id: str) -> Request:
@@ -341,12 +417,25 @@ class Scheduler:
                 new_blocks = mgr.allocate_slots(request, num_new)
                 if new_blocks is not None:
                     break
-                victim = self.running.pop()
+                victim = self._victim()
+                if self.priority:
+                    at = self.running.index(victim)
+                    del self.running[at]
+                    if at < i:
+                        i -= 1
+                    done = next((s for s in out.scheduled if s.request is victim), None)
+                    if done is not None:   # scheduled earlier in this step: undo it
+                        out.scheduled.remove(done)
+                        budget += done.num_new_tokens
+                else:
+                    self.running.pop()
                 self._preempt(victim)
                 out.preempted.append(victim.request_id)
                 if victim is request:
                     break
             if new_blocks is None:
+                if self.priority and request.status is RequestStatus.PREEMPTED:
+                    continue   # it was the lowest: the higher ones after it may still fit
                 break
             decode = not request.is_prefill_chunk
             out.scheduled.append(ScheduledRequest(request, request.num_computed_tokens, num_new,
@@ -395,6 +484,8 @@ class Scheduler:
                 if conn is not None:
                     # the local hit is block-aligned already (hash block size = block size)
                     ext, load_async = conn.get_num_new_matched_tokens(request, num_local)
+                    if request.skip_reading_prefix_cache:
+                        ext, load_async = 0, False
                     if ext is None:
                         skip(queue)   # a chunk it needs is still being stored or loaded
                         continue
@@ -417,7 +508,8 @@ class Scheduler:
             new_blocks = mgr.allocate_slots(request, num_new, num_local, hits, num_external,
                                             delay_cache_blocks=load_async,
                                             full_sequence_must_fit=True,
-                                            reserved_blocks=reserved)
+                                            reserved_blocks=reserved,
+                                            has_scheduled_reqs=bool(self.running))
             if new_blocks is None:
                 break  # head-of-line blocking: it stays first in line
             rid = request.request_id
@@ -460,8 +552,8 @@ class Scheduler:
                 self._inflight_prefills[rid] = request
             out.scheduled.append(item)
             budget -= num_new
-        self.kv_holding_waiting[0:0] = skipped_holding
-        self.waiting[0:0] = skipped
+        self._prepend_all(self.kv_holding_waiting, skipped_holding)
+        self._prepend_all(self.waiting, skipped)
 
     @staticmethod
     def _holds_kv_blocks(request: Request) -> bool:

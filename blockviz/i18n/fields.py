@@ -93,6 +93,15 @@ STRINGS: dict[str, tuple[str, str]] = {
                                    "请求到这么多 token 就停止（FINISHED_LENGTH_CAPPED）"),
     "fd_scheduler_async_scheduling": ("vLLM's AsyncScheduler: outputs arrive one step late",
                                       "vLLM 的 AsyncScheduler：输出晚一步才到"),
+    "fd_scheduler_policy": ("fcfs (first come, first served) or priority: waiting requests by "
+                            "priority, then arrival; the victim of a failed allocation is the "
+                            "lowest priority, not the last to run",
+                            "fcfs（先来先服务）或 priority：等待中的请求按优先级、再按到达顺序排；"
+                            "分配失败时抢占优先级最低的请求，而不是最后运行的那个"),
+    "fd_scheduler_watermark": ("while any request runs, admit a waiting or preempted request only "
+                               "if int(watermark × (num_blocks + 1)) blocks stay free (0 ≤ w < 1)",
+                               "有请求在运行时，只有在仍能空出 int(watermark × (num_blocks + 1)) "
+                               "个块的情况下，才接纳等待中或被抢占的请求（0 ≤ w < 1）"),
     # arrive
     "fd_arrive_id": ("the request's name (A, B, …)", "请求的名字（A、B……）"),
     "fd_arrive_prompt": ("token ids, words, or parts: tokens, text, same_as, random",
@@ -107,6 +116,16 @@ STRINGS: dict[str, tuple[str, str]] = {
     "fd_arrive_mm": ("multimodal items: their ids enter the hashes of the blocks they cover",
                      "多模态项：它们的 id 会进入所覆盖的块的 hash"),
     "fd_arrive_admit": ("false: only queue it, without an engine step", "false：只排队，不运行引擎迭代"),
+    "fd_arrive_priority": ("under the priority policy, lower runs first (ignored under fcfs)",
+                           "priority 策略下，数值越小越先运行（fcfs 下忽略）"),
+    "fd_arrive_prompt_logprobs": ("ask for prompt logprobs (-1: all; true = 1): the request then "
+                                  "does not read the prefix cache, though it still writes it",
+                                  "请求 prompt logprobs（-1 表示全部；true 等于 1）：这个请求于是"
+                                  "不读前缀缓存，但仍会写入"),
+    "fd_arrive_skip_reading_prefix_cache": ("vLLM's skip_reading_prefix_cache: unset, it is true "
+                                            "exactly when prompt_logprobs is given",
+                                            "vLLM 的 skip_reading_prefix_cache：不写时，给了 "
+                                            "prompt_logprobs 就为 true"),
     # decode
     "fd_decode_steps": ("engine steps to run", "要运行的引擎迭代次数"),
     "fd_decode_requests": ("teaching-only: decode only these running requests",
@@ -125,6 +144,10 @@ STRINGS: dict[str, tuple[str, str]] = {
                         "结束的请求（或请求列表），如同采样到停止 token（FINISHED_STOPPED）"),
     "fd_event_abort": ("the request (or a list of them) the client aborts (FINISHED_ABORTED)",
                        "客户端中止的请求（或请求列表）（FINISHED_ABORTED）"),
+    "fd_event_reset_prefix_cache": ("bare, or {reset_running_requests: true} to preempt every "
+                                    "running request first (then it cannot be refused)",
+                                    "单独写，或写 {reset_running_requests: true}：先抢占所有运行中的"
+                                    "请求（这样就不会被拒绝）"),
     "fd_event_preempt": ("the running request to preempt (teaching-only)",
                          "要抢占的运行中请求（教学用写法）"),
     "fd_event_checkpoint": ("a name to save the whole engine state under", "保存整个引擎状态所用的名字"),

@@ -454,8 +454,16 @@ def check_references(loaded: LoadedScenario,
             arrived[args.id] = size + len(args.output or ())
         elif kind == "admit" and args is not True:
             raise loaded.error(at, "write `- admit` (admit: false is not an event)")
-        elif kind in ("reset_prefix_cache", "restart") and args is not True:
+        elif kind == "restart" and args is not True:
             raise loaded.error(at, f"write `- {kind}`")
+        elif kind == "reset_prefix_cache" and args is not True:
+            if args is False:
+                raise loaded.error(at, f"write `- {kind}`")
+            if args.reset_connector and loaded.scenario.config.connector is not None:
+                raise loaded.error(at + ("reset_connector",),
+                                   "reset_connector with a KV connector is not modelled: blockviz "
+                                   "runs vLLM's OffloadingConnector without its reset_cache (drop "
+                                   "reset_connector, or the connector)")
         elif kind in ("finish", "abort"):
             for j, rid in enumerate(args):
                 need(rid, at + (j,) if len(args) > 1 else at)

@@ -202,6 +202,15 @@ class SchedulerSpec(_Model):
     async_scheduling: Annotated[StrictBool, Field(
         description="vLLM's AsyncScheduler: step n+1 is scheduled before step n's output is "
                     "applied (outputs one step late)")] = False
+    policy: Annotated[Literal["fcfs", "priority"], Field(
+        description="vLLM's --scheduling-policy: fcfs (first come, first served; a failed "
+                    "allocation preempts the last running request) or priority (waiting requests "
+                    "in order of priority, then arrival; the victim is the lowest priority)")
+    ] = "fcfs"
+    watermark: Annotated[float, Field(
+        ge=0.0, lt=1.0, allow_inf_nan=False, strict=False,
+        description="vLLM's --watermark: while any request runs, a waiting or preempted request is "
+                    "admitted only if int(watermark * (num_blocks + 1)) blocks stay free")] = 0.0
 
     @model_validator(mode="after")
     def _vllm_accepts(self) -> SchedulerSpec:
@@ -378,6 +387,18 @@ class ArriveSpec(_Model):
     cache_salt: Annotated[str, Field(min_length=1, max_length=256)] | None = None
     mm: list[MMSpec] | None = None
     admit: StrictBool = True
+    priority: Annotated[StrictInt, Field(
+        ge=-(2**63), lt=2**63,
+        description="the priority policy's order: lower first (ignored under fcfs); default 0"
+    )] | None = None
+    prompt_logprobs: Annotated[StrictInt, Field(
+        ge=-1, le=MAX_PROMPT_TOKENS_TOTAL,
+        description="ask for prompt logprobs (-1: all, or how many per token; true = 1): vLLM "
+                    "then skips reading the prefix cache for this request (it still writes it)")
+    ] | None = None
+    skip_reading_prefix_cache: Annotated[StrictBool | None, Field(
+        description="vLLM's SamplingParams.skip_reading_prefix_cache: when unset, true exactly "
+                    "when prompt_logprobs is given")] = None
 
     @field_validator("prompt", mode="before")
     @classmethod
@@ -388,6 +409,11 @@ class ArriveSpec(_Model):
                                              for t in v):
             return [{"tokens": v}]
         return v
+
+    @field_validator("prompt_logprobs", mode="before")
+    @classmethod
+    def _logprobs_true(cls, v: Any) -> Any:
+        return 1 if v is True else v     # vLLM: prompt_logprobs=True means 1
 
     @field_validator("lora", mode="before")
     @classmethod
@@ -403,6 +429,17 @@ class ArriveSpec(_Model):
                 if b.offset < a.offset + a.length:
                     raise ValueError(f"multimodal items {a.id!r} and {b.id!r} overlap")
         return v
+
+
+class ResetSpec(_Model):
+    """``reset_prefix_cache`` as vLLM's ``LLM.reset_prefix_cache`` / ``POST /reset_prefix_cache``
+    takes it."""
+    reset_running_requests: Annotated[StrictBool, Field(
+        description="preempt every running request first (the last first), so the reset cannot "
+                    "be refused")] = False
+    reset_connector: Annotated[StrictBool, Field(
+        description="reset the KV connector's cache too (only without a connector here: a reset "
+                    "that does nothing, as in vLLM)")] = False
 
 
 class DecodeSpec(_Model):
@@ -426,7 +463,7 @@ class Step(_Model):
                                   "FINISHED_ABORTED, finish reason \"abort\"; freed as a finish is"
     )] | None = None
     preempt: Name | None = None
-    reset_prefix_cache: StrictBool | None = None
+    reset_prefix_cache: StrictBool | ResetSpec | None = None
     checkpoint: Name | None = None
     rewind: Name | None = None
     restart: StrictBool | None = Field(
@@ -503,7 +540,7 @@ class Step(_Model):
         if isinstance(args, BaseModel):
             return {kind: args.model_dump(mode="json", exclude_none=True)}
         if kind in ("admit", "reset_prefix_cache", "restart"):
-            return {kind: None}
+            return {kind: None}     # the bare form (an object is dumped above)
         if kind in ("finish", "abort") and len(args) == 1:
             return {kind: args[0]}
         return {kind: args}

@@ -184,7 +184,8 @@ class Engine:
             prefix_cache_retention_interval=(cfg.prefix_cache_retention_interval
                                              if self.kv_cache_specs else 0),
             # vLLM's VllmConfig.max_in_flight_tokens: a batch per concurrent step
-            max_in_flight_tokens=(2 if sc.async_scheduling else 1) * sc.max_num_batched_tokens)
+            max_in_flight_tokens=(2 if sc.async_scheduling else 1) * sc.max_num_batched_tokens,
+            watermark=sc.watermark)
 
     @property
     def kv_cache_specs(self):
@@ -281,7 +282,9 @@ class Engine:
             elif kind == "preempt":
                 self.scheduler.preempt_request(args)
             elif kind == "reset_prefix_cache":
-                result.reset_ok = self.manager.reset_prefix_cache()
+                result.reset_ok = (self.scheduler.reset_prefix_cache() if args is True else
+                                   self.scheduler.reset_prefix_cache(args.reset_running_requests,
+                                                                     args.reset_connector))
             elif kind == "checkpoint":
                 self._checkpoint(args)
             elif kind == "rewind":
@@ -392,7 +395,11 @@ class Engine:
                           block_size=self.block_size,
                           lora=LoRA(spec.lora.name, spec.lora.path,
                                     self.lora_ids[spec.lora.name]) if spec.lora else None,
-                          cache_salt=spec.cache_salt, mm_items=mm, max_tokens=spec.max_tokens)
+                          cache_salt=spec.cache_salt, mm_items=mm, max_tokens=spec.max_tokens,
+                          priority=spec.priority or 0,
+                          arrival_time=float(len(sched.requests) + 1),
+                          prompt_logprobs=spec.prompt_logprobs,
+                          skip_reading_prefix_cache=spec.skip_reading_prefix_cache)
         words = sorted({t for t in prompt if self.vocab.word(t) is not None})
         self.state.info[spec.id] = RequestInfo(list(spec.output) if spec.output else None,
                                                tuple(words) if words else self.candidates)
@@ -597,6 +604,7 @@ class Engine:
                 external_hit_blocks=i.external_hit_blocks, max_tokens=r.max_tokens,
                 lora=r.lora.name if r.lora else None, cache_salt=r.cache_salt,
                 finish_reason=r.finish_reason, num_output_placeholders=r.num_output_placeholders,
+                priority=r.priority, skip_reading_prefix_cache=r.skip_reading_prefix_cache,
                 all_token_ids=r.all_token_ids, table=blocks,
                 num_blocks=((len(blocks) if not hybrid else len(blocks.tables[0]))
                             if blocks is not None else 0), block_hashes=r.block_hashes)

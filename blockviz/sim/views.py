@@ -40,6 +40,8 @@ class RequestView:
     cache_salt: str | None = None
     finish_reason: str | None = None
     num_output_placeholders: int = 0   # async scheduling: outputs scheduled, not yet applied
+    priority: int = 0                  # the priority policy's order (lower first)
+    skip_reading_prefix_cache: bool = False   # prompt logprobs: no lookup (it still caches)
     all_token_ids: list = field(default_factory=list, repr=False, compare=False)
     # the block table: the engine's KVCacheBlock list (or, for a view an op frame derived, the
     # block ids); None once the request holds none. With kv_cache_groups: the step's BlockTables
@@ -74,7 +76,8 @@ class RequestView:
                 "lora": self.lora, "cache_salt": self.cache_salt,
                 "finish_reason": self.finish_reason,
                 "num_output_placeholders": self.num_output_placeholders,
-                **self._hybrid_dict()}
+                **self._hybrid_dict(), "priority": self.priority,
+                "skip_reading_prefix_cache": self.skip_reading_prefix_cache}
 
     def _hybrid_dict(self) -> dict:
         """The contract's additions with kv_cache_groups (scenario-format.md)."""

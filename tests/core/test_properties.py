@@ -85,7 +85,7 @@ class CheckedManager(KVCacheManager):
     def allocate_slots(self, request, num_new_tokens, num_new_computed_tokens=0,
                        new_computed_blocks=None, num_external_computed_tokens=0, *,
                        full_sequence_must_fit=False, delay_cache_blocks=False,
-                       reserved_blocks=0):
+                       reserved_blocks=0, has_scheduled_reqs=False):
         # without a connector the scheduler never delays caching nor reserves blocks
         assert not delay_cache_blocks and reserved_blocks == 0
         blocks_in = new_computed_blocks
@@ -109,7 +109,8 @@ class CheckedManager(KVCacheManager):
 
         result = super().allocate_slots(request, num_new_tokens, num_new_computed_tokens,
                                         blocks_in, num_external_computed_tokens,
-                                        full_sequence_must_fit=full_sequence_must_fit)
+                                        full_sequence_must_fit=full_sequence_must_fit,
+                                        has_scheduled_reqs=has_scheduled_reqs)
         if result is None:
             event("allocate_slots refused")
             assert needed > len(queue), "allocate_slots refused although the blocks fit"

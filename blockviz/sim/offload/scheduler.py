@@ -132,7 +132,8 @@ class OffloadingConnector:
             return None, False
         self._update_offload_keys(rs)
         rs.num_locally_computed_tokens = num_computed_tokens
-        hit = self._lookup(rs)
+        # a request that skips reading the prefix cache (prompt logprobs) is not looked up
+        hit = 0 if request.skip_reading_prefix_cache else self._lookup(rs)
         sync = self._reserve_sync_load(rs, num_computed_tokens, hit)
         return hit, bool(hit) and not sync
 

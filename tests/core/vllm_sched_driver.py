@@ -1,0 +1,240 @@
+"""vLLM 0.33's *real* ``Scheduler`` driven by a blockviz scenario's events, one snapshot per
+event, beside blockviz's own run — the project's differential harness for what the shared
+``run-sched`` tool has no form for (the priority policy, the admission watermark, prompt logprobs,
+``reset_prefix_cache(reset_running_requests)``, ``abort``) and for what blockviz adds on top of
+vLLM's state (the prompt split's hit, vLLM's metrics).
+
+vLLM's files are loaded by ``bench.vllm_sched`` (its real scheduler stack, ``vllm.v1.engine`` and
+``vllm.v1.metrics.stats`` included) from ``$BLOCKVIZ_VLLM_FULL_SRC``; without it the tests skip.
+An event maps to vLLM's calls as an engine makes them:
+
+  arrive                  Request(..., arrival_time = arrival index, priority, cache_salt) and
+                          add_request; then one engine step unless ``admit: false``
+  step N / admit / decode N engine steps: schedule(), a ModelRunnerOutput with the token blockviz
+                          sampled at that position for each request whose prefill completes,
+                          update_from_output() (only while has_requests(), as EngineCore.step)
+  finish / abort          finish_requests(id, FINISHED_STOPPED / FINISHED_ABORTED)
+  reset_prefix_cache      reset_prefix_cache(reset_running_requests, reset_connector)
+
+``SamplingParams`` is a stand-in there, so its ``__post_init__`` rule is applied here:
+``skip_reading_prefix_cache`` unset means ``prompt_logprobs is not None``
+(sampling_params.py:625-632).
+"""
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+from types import SimpleNamespace as NS
+
+import pytest
+
+from bench import vllm_sched
+
+SRC_ENV = vllm_sched.ENV_VAR     # BLOCKVIZ_VLLM_FULL_SRC
+
+
+def loaded_or_skip():
+    """The context manager of vLLM's modules, or a skip saying why they are not at hand."""
+    if not (vllm_sched.source_dir() / "vllm/v1/core/sched/scheduler.py").is_file():
+        pytest.skip(f"vLLM 0.33.0's full source not found (set {SRC_ENV} to a folder holding vllm/)")
+    return vllm_sched.loaded()
+
+
+class Capture:
+    """The KV-event publisher: keeps what update_from_output publishes."""
+
+    def __init__(self) -> None:
+        self.events: list = []
+
+    def publish(self, batch) -> None:
+        self.events.extend(batch.events)
+
+    def shutdown(self) -> None:
+        pass
+
+
+class VllmRun:
+    """vLLM's Scheduler through a scenario's events; ``tokens[rid]`` is every token of each request
+    as blockviz's run made it (prompt, then outputs), so that vLLM samples the same ones."""
+
+    def __init__(self, v, scenario, tokens: dict[str, list[int]]) -> None:
+        self.v = v
+        cfg = scenario.config
+        sc = cfg.scheduler
+        self.bs = cfg.block_size
+        self.max_model_len = sc.max_model_len
+        config, kv_cache_config = vllm_sched.vllm_config(
+            v, num_gpu_blocks=cfg.num_blocks + 1, block_size=cfg.block_size,
+            max_num_batched_tokens=sc.max_num_batched_tokens, max_num_seqs=sc.max_num_seqs,
+            max_model_len=sc.max_model_len, enable_chunked_prefill=sc.enable_chunked_prefill,
+            long_prefill_token_threshold=sc.long_prefill_token_threshold)
+        config.scheduler_config.policy = sc.policy
+        config.scheduler_config.watermark = sc.watermark
+        config.cache_config.enable_prefix_caching = cfg.enable_caching
+        fn = v.hashing.get_hash_fn_by_name(cfg.hash_algo)
+        os.environ.pop("PYTHONHASHSEED", None)
+        v.kv_cache_utils.init_none_hash(fn)
+        self.hasher = v.kv_cache_utils.get_request_block_hasher(cfg.block_size, fn)
+        self.s = v.scheduler.Scheduler(
+            vllm_config=config, kv_cache_config=kv_cache_config,
+            structured_output_manager=vllm_sched.NoStructuredOutput(), block_size=cfg.block_size,
+            hash_block_size=cfg.block_size, include_finished_set=False, log_stats=True)
+        self.pub = self.s.kv_event_publisher = Capture()
+        self.engine_mod = importlib.import_module("vllm.v1.engine")
+        self.stats_mod = importlib.import_module("vllm.v1.metrics.stats")
+        self.RS = v.request.RequestStatus
+        self.tokens = tokens
+        self.arrival = itertools.count(1)
+        self.reqs: dict = {}          # every request, finished ones too (vLLM forgets those)
+        # per engine step: (SchedulerStats, PREEMPTED events delivered, finished ids)
+        self.steps: list = []
+        # per successful lookup vLLM recorded: (request id, num_tokens, hits, preempted)
+        self.recorded: list[tuple[str, int, int, bool]] = []
+        mgr = self.s.kv_cache_manager
+        record = mgr.record_prefix_cache_stats
+
+        def recording(request, num_hits):      # vLLM's own hit, at its own admission
+            if mgr.prefix_cache_lookup_enabled(request):
+                self.recorded.append((request.request_id, request.num_tokens, num_hits,
+                                      request.num_preemptions > 0))
+            return record(request, num_hits)
+        mgr.record_prefix_cache_stats = recording
+
+    # -- events -------------------------------------------------------------------------------
+    def apply(self, step) -> None:
+        kind, args = step.kind, step.args
+        s = self.s
+        if kind == "arrive":
+            self._arrive(args)
+            if args.admit:
+                self.step()
+        elif kind in ("admit", "step", "decode"):
+            n = 1 if kind == "admit" else args if kind == "step" else args.steps
+            for _ in range(n):
+                self.step()
+        elif kind in ("finish", "abort"):
+            for rid in args:
+                r = self.reqs[rid]
+                stop = kind == "finish" and r.num_output_tokens > 0
+                s.finish_requests(rid, self.RS.FINISHED_STOPPED if stop else self.RS.FINISHED_ABORTED)
+        elif kind == "reset_prefix_cache":
+            if args is True:
+                s.reset_prefix_cache()
+            else:
+                s.reset_prefix_cache(reset_running_requests=args.reset_running_requests,
+                                     reset_connector=args.reset_connector)
+        elif kind is not None:
+            raise NotImplementedError(f"the harness has no form for {kind!r}")
+
+    def _arrive(self, spec) -> None:
+        sp = vllm_sched.sampling_params(spec.max_tokens or self.max_model_len
+                                        - len(self._prompt(spec.id)))
+        sp.prompt_logprobs = spec.prompt_logprobs
+        sp.skip_reading_prefix_cache = (spec.prompt_logprobs is not None
+                                        if spec.skip_reading_prefix_cache is None
+                                        else spec.skip_reading_prefix_cache)
+        r = self.v.request.Request(
+            request_id=spec.id, prompt_token_ids=self._prompt(spec.id), sampling_params=sp,
+            pooling_params=None, arrival_time=float(next(self.arrival)), priority=spec.priority or 0,
+            cache_salt=spec.cache_salt, lora_request=None, block_hasher=self.hasher)
+        self.reqs[spec.id] = r
+        self.s.add_request(r)
+
+    def _prompt(self, rid: str) -> list[int]:
+        return self.tokens[rid][:self.num_prompt[rid]]
+
+    def step(self) -> None:
+        s = self.s
+        if not s.has_requests():
+            return
+        out = s.schedule()
+        ids = list(out.num_scheduled_tokens)
+        sampled = [[] if s.requests[rid].is_prefill_chunk
+                   else [self.tokens[rid][s.requests[rid].num_tokens]] for rid in ids]
+        mro = self.v.outputs.ModelRunnerOutput(
+            req_ids=ids, req_id_to_index={rid: i for i, rid in enumerate(ids)},
+            sampled_token_ids=sampled)
+        ecos = s.update_from_output(out, mro)
+        preempted_events = 0
+        stats = None
+        for eco in ecos.values():
+            if eco.scheduler_stats is not None:
+                stats = eco.scheduler_stats
+            for o in eco.outputs:
+                preempted_events += sum(1 for e in (o.events or ())
+                                        if e.type == self.engine_mod.EngineCoreEventType.PREEMPTED)
+        self.steps.append(NS(stats=stats, preempted_events=preempted_events))
+
+    # -- what blockviz's JSON shows ------------------------------------------------------------
+    def snapshot(self) -> dict:
+        s = self.s
+        mgr = s.kv_cache_manager
+        pool = mgr.block_pool
+        kvu = self.v.kv_cache_utils
+        table: dict[str, list[int]] = {}
+        for key, found in pool.cached_block_hash_to_block._cache.items():
+            ids = [found.block_id] if isinstance(found, kvu.KVCacheBlock) else list(found)
+            table[bytes(kvu.get_block_hash(key)).hex()] = ids
+        events = list(self.pub.events) + list(pool.take_events())
+        self.pub.events = []
+        reqs = {}
+        for rid, r in self.reqs.items():
+            live = rid in s.requests
+            reqs[rid] = {"status": "finished" if r.is_finished() else
+                         {"WAITING": "waiting", "RUNNING": "running",
+                          "PREEMPTED": "preempted"}.get(r.status.name, r.status.name.lower()),
+                         "block_table": list(mgr.get_block_ids(rid)[0]) if live else [],
+                         "num_tokens": r.num_tokens, "num_computed_tokens": r.num_computed_tokens}
+        return {"free_queue": [b.block_id for b in pool.free_block_queue.get_all_free_blocks()],
+                "hash_table": table, "hash_table_order": list(table),
+                "waiting": [r.request_id for r in itertools.chain(s.kv_holding_waiting, s.waiting)],
+                "running": [r.request_id for r in s.running], "requests": reqs,
+                "kv_events": [event_view(e) for e in events]}
+
+
+def event_view(e) -> tuple:
+    kind = e["type"] if isinstance(e, dict) else type(e).__name__
+    get = e.get if isinstance(e, dict) else (lambda k: getattr(e, k, None))
+    if kind == "AllBlocksCleared":
+        return (kind,)
+    return (kind, tuple(get("block_hashes")))
+
+
+def project_view(snap: dict) -> dict:
+    """blockviz's JSON snapshot, as ``VllmRun.snapshot`` shows vLLM's."""
+    return {"free_queue": snap["free_queue"], "hash_table": snap["hash_table"],
+            "hash_table_order": list(snap["hash_table"]), "waiting": snap["waiting"],
+            "running": snap["running"],
+            "requests": {rid: {k: r[k] for k in ("status", "block_table", "num_tokens",
+                                                  "num_computed_tokens")}
+                         for rid, r in snap["requests"].items()},
+            "kv_events": [event_view(e) for e in snap["kv_events"]]}
+
+
+def run_both(v, loaded, *, timeline_dict=None):
+    """blockviz's run of ``loaded`` (its JSON, frames left out) and vLLM's, event by event:
+    (project snapshots, vLLM snapshots, the VllmRun, the project's steps)."""
+    from blockviz.sim.contract import timeline_dict as make
+    from blockviz.sim.runner import run
+    engine, tl = run(loaded, payloads=False)
+    assert tl.error is None, tl.error
+    doc = (timeline_dict or make)(loaded.scenario.id, engine, tl, frames=False)
+    last = doc["steps"][-1]["requests"]
+    tokens = {rid: r["token_ids"] for rid, r in last.items()}
+    vr = VllmRun(v, loaded.scenario, tokens)
+    vr.num_prompt = {rid: r["num_prompt_tokens"] for rid, r in last.items()}
+    theirs = [vr.snapshot()]
+    for step in loaded.scenario.steps:
+        vr.apply(step)
+        theirs.append(vr.snapshot())
+    ours = [project_view(s) for s in doc["steps"]]
+    return ours, theirs, vr, doc
+
+
+def first_difference(ours: list[dict], theirs: list[dict]) -> str | None:
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        for key in a:
+            if a[key] != b[key]:
+                return f"step {i}: {key}: project {a[key]} != vLLM {b[key]}"
+    return None
