@@ -5,14 +5,25 @@ them, never the text). ``tn`` picks a key's form for a count, ``id_list`` writes
 """
 from __future__ import annotations
 
-from blockviz.i18n import author, bounds, capacity, fields, live, narrate, panels, player, trace
+from blockviz.i18n import (
+    author,
+    bounds,
+    capacity,
+    explain,
+    fields,
+    live,
+    narrate,
+    panels,
+    player,
+    trace,
+)
 
 LANGS = ("en", "zh")                         # every language; English is the default
 LANG_NAMES = {"en": "English", "zh": "中文"}
 HTML_LANG = {"en": "en", "zh": "zh-CN"}      # a page's <html lang>
 
 # Every area's words, one dictionary: key -> (English, 中文). A key may be defined only once.
-AREAS = (panels, narrate, player, author, capacity, trace, fields, live, bounds)
+AREAS = (panels, narrate, player, author, capacity, trace, fields, live, bounds, explain)
 STRINGS: dict[str, tuple[str, str]] = {}
 for _area in AREAS:
     _dup = STRINGS.keys() & _area.STRINGS.keys()

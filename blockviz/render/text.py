@@ -8,6 +8,7 @@ from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import error_text, printable
 from blockviz.sim.step import Step
 from blockviz.sim.timeline import Timeline
+from blockviz.teach.explain import split_sentences, split_summary
 from blockviz.teach.labels import HashLabels, token_text
 from blockviz.teach.narrate import narrate_ops, schedule_lines
 
@@ -137,6 +138,17 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
             parts.append(f"{printable(rid)} {t('status_' + r.status, lang)} {list(r.block_ids)} "
                          f"({t('computed', lang)} {r.num_computed_tokens}/{r.num_tokens})")
         out.append(_label(t('requests', lang)) + " · ".join(parts))
+    first = True
+    for rid, r in s.requests.items():       # the lookups explained at this step
+        for split, key in ((r.prompt_split, "xs_head"), (r.resumed_split, "xs_head_resumed")):
+            if split is None or split.event != index:
+                continue
+            head = t(key, lang, rid=printable(rid), n=split.num_tokens,
+                     summary=split_summary(split, lang))
+            out.append((_label(t("why_missed", lang)) if first else " " * 18) + head)
+            out += [wrap(sentence, indent=" " * 20).replace(" " * 20, " " * 18 + "• ", 1)
+                    for _, sentence in split_sentences(split, lang)]
+            first = False
     if s.external is not None:
         ext = " ".join(labels(h) for h, _ in s.external) or t("empty", lang)
         out.append(_label(t('external_tier', lang)) + ext)

@@ -29,7 +29,7 @@ from blockviz.core import (
     SchedulerError,
     SchedulerOutput,
 )
-from blockviz.core.kv_cache_interface import specs_from_groups
+from blockviz.core.kv_cache_interface import FullAttentionSpec, specs_from_groups
 from blockviz.core.ops import Load, OpList, OpSink, Restart, Rewind, Verify, Write
 from blockviz.core.request import FINISH_ABORT, FINISH_STOP
 from blockviz.core.scheduler import SchedulerConfig
@@ -37,6 +37,7 @@ from blockviz.scenario.schema import ArriveSpec, Scenario
 from blockviz.scenario.schema import Step as Event
 from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
 from blockviz.sim.budget import Budget, BudgetExceeded, Meter
+from blockviz.sim.explain import Explainer
 from blockviz.sim.step import Step
 from blockviz.sim.views import BlockTables, EngineStepView, RequestView, ScheduledView, Stats, TierView
 
@@ -76,6 +77,8 @@ class EngineState:
     # the live runtime) and an estimate of the bytes the rest of the copy holds
     payload: Any = None
     state_bytes: int = 0
+    # why each lookup missed (sim.explain), or None when the engine explains nothing
+    explain: Explainer | None = None
 
 
 # What a checkpoint's copy of the engine state costs beyond the payloads, per GPU block (a block
@@ -107,6 +110,16 @@ class StepResult:
         return [e if isinstance(e, dict) else e.to_dict() for e in self.events]
 
 
+class _Explain:
+    """The op sink that feeds the engine's current explainer (a rewind replaces it)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def on_op(self, op) -> None:
+        self.engine.state.explain.on_op(op)
+
+
 class _Tee:
     """Several op sinks as one."""
 
@@ -121,7 +134,8 @@ class _Tee:
 class Engine:
     def __init__(self, scenario: Scenario, *, record_ops: bool = True,
                  payloads: bool = True, device: str | None = None,
-                 payload_history: bool = True, budget: Budget | None = None) -> None:
+                 payload_history: bool = True, budget: Budget | None = None,
+                 explain: bool = True) -> None:
         self.scenario = scenario
         self.config = cfg = scenario.config
         self.num_gpu_blocks = cfg.num_blocks + 1
@@ -135,6 +149,10 @@ class Engine:
         # the records of the step running (its StepResult's ops), and whoever else watches them
         self.ops: OpList | None = OpList() if record_ops else None
         self.sink: OpSink | None = self.ops
+        if explain:        # every op also goes to the explainer (sim.explain)
+            self.sink = _Explain(self) if self.sink is None else _Tee(self.sink, _Explain(self))
+        self.num_events = 0          # events applied (a rewind does not take them back)
+        self.num_engine_steps = 0
         # LoRA name -> vLLM's lora_int_id (the adapter id KV events publish): 1, 2, ... in the
         # order the scenario first names each adapter, as vLLM's server numbers them on load
         self.lora_ids: dict[str, int] = {}
@@ -172,6 +190,8 @@ class Engine:
             manager=manager, scheduler=Scheduler(manager, connector, self.scheduler_config),
             hasher=self._new_hasher(0), block_tokens=[[] for _ in range(self.num_gpu_blocks)],
             info={}, kv=kv, connector=connector)
+        if explain:
+            self.state.explain = self._new_explainer()
         self.meter.attach(self)
 
     def _new_manager(self) -> KVCacheManager:
@@ -186,6 +206,24 @@ class Engine:
             # vLLM's VllmConfig.max_in_flight_tokens: a batch per concurrent step
             max_in_flight_tokens=(2 if sc.async_scheduling else 1) * sc.max_num_batched_tokens,
             watermark=sc.watermark)
+
+    def _new_explainer(self) -> Explainer:
+        """The explainer for this config: which KV-cache groups are the first attention group
+        (the one vLLM looks up first, full attention whenever there is one), and how many blocks
+        each later group's run needs (a sliding window: cdiv(W - 1, block_size))."""
+        coord = self.manager.coordinator
+        groups = getattr(coord, "attention_groups", None)
+        bs = self.block_size
+        if not groups:
+            first, others, full = (0,), (), True
+        else:
+            first = tuple(groups[0].group_ids)
+            full = isinstance(groups[0].spec, FullAttentionSpec)
+            others = tuple((tuple(g.group_ids), max(1, -(-(getattr(g.spec, "sliding_window", 0)
+                                                             - 1) // bs)))
+                           for g in groups[1:])
+        return Explainer(self.scheduler, bs, first, others, index_tokens=full,
+                         none_hash=self.state.hasher.none_hash)
 
     @property
     def kv_cache_specs(self):
@@ -258,6 +296,9 @@ class Engine:
         self._update_marks = []
         self.manager.prefix_cache_stats.reset = False
         self.meter.tick()
+        self.num_events += 1
+        if self.state.explain is not None:
+            self.state.explain.event = self.num_events
         try:
             if kind == "arrive":
                 self._arrive(args)
@@ -292,6 +333,9 @@ class Engine:
                     raise EngineError(f"unknown checkpoint {args!r}")
                 saved = self.checkpoints[args]
                 self.state = self._copy_state(saved)
+                if self.state.explain is not None:     # the clock goes on
+                    self.state.explain.event = self.num_events
+                    self.state.explain.engine_step = self.num_engine_steps
                 if self.kv is not None:
                     self._written.update(self.kv.store.restore(saved.payload))
                 self._attach_sink()
@@ -435,6 +479,9 @@ class Engine:
         self._record_step(out, self._update(done, sampled))
 
     def _schedule(self, only: set[str] | None) -> SchedulerOutput:
+        self.num_engine_steps += 1
+        if self.state.explain is not None:
+            self.state.explain.engine_step = self.num_engine_steps
         out = self.scheduler.schedule(only)
         self.meter.engine_step(out.total_num_scheduled_tokens)
         for item in (*out.scheduled, *out.loading):
@@ -592,6 +639,9 @@ class Engine:
         tables = self.manager.req_to_blocks
         info = self.state.info
         hybrid = self.config.kv_cache_groups is not None
+        explain = self.state.explain
+        prompt_splits = explain.prompt_split if explain is not None else {}
+        resumed_splits = explain.resumed_split if explain is not None else {}
         views = {}
         for rid in (reqs if rids is None else rids):
             r: Request = reqs[rid]
@@ -605,6 +655,7 @@ class Engine:
                 lora=r.lora.name if r.lora else None, cache_salt=r.cache_salt,
                 finish_reason=r.finish_reason, num_output_placeholders=r.num_output_placeholders,
                 priority=r.priority, skip_reading_prefix_cache=r.skip_reading_prefix_cache,
+                prompt_split=prompt_splits.get(rid), resumed_split=resumed_splits.get(rid),
                 all_token_ids=r.all_token_ids, table=blocks,
                 num_blocks=((len(blocks) if not hybrid else len(blocks.tables[0]))
                             if blocks is not None else 0), block_hashes=r.block_hashes)

@@ -241,6 +241,9 @@ class Timeline:
         self._vrows: list[array] = []
         self._epochs: list[_Epoch] = []
         self._epoch_starts: list[int] = []
+        # the miss explainer's splits of each identity, kept when they change (rarely: at an
+        # admission): identity -> [(record, prompt_split, resumed_split)]
+        self._splits: dict[int, list[tuple]] = {}
         # keyframes
         self._keyframes: dict[int, Keyframe] = {}
         self._keyframe_ids: list[int] = []
@@ -380,6 +383,9 @@ class Timeline:
             self._vrecord.append(index)
         except OverflowError:
             self._vrecord = L.grow(self._vrecord, (index,))
+        splits = self._splits.get(i)
+        if (v.prompt_split, v.resumed_split) != ((None, None) if not splits else splits[-1][1:]):
+            self._splits.setdefault(i, []).append((index, v.prompt_split, v.resumed_split))
         # (codes and indices that may be -1 are kept one up, so every value is >= 0)
         self._vdata = L.grow(self._vdata, (
             self._status.code(v.status), v.num_tokens, v.num_computed_tokens, v.num_preemptions,
@@ -417,12 +423,19 @@ class Timeline:
         rows = self._vrows[i]
         k = rows[bisect.bisect_right(rows, index, key=self._vrecord.__getitem__) - 1]
         row = self._vdata[k * _W:(k + 1) * _W]
+        splits = self._splits.get(i)
+        prompt = resumed = None
+        if splits:
+            j = bisect.bisect_right(splits, index, key=lambda e: e[0]) - 1
+            if j >= 0:
+                _, prompt, resumed = splits[j]
         return dataclasses.replace(
             self._reg.views[i], status=self._status.name(row[0]), num_tokens=row[1],
             num_computed_tokens=row[2], num_preemptions=row[3], local_hit_blocks=row[4],
             external_hit_blocks=row[5], num_output_placeholders=row[6],
             finish_reason=self._finish.name(row[7] - 1),
-            table=None if row[8] == 0 else self._blists[row[8] - 1], num_blocks=row[9])
+            table=None if row[8] == 0 else self._blists[row[8] - 1], num_blocks=row[9],
+            prompt_split=prompt, resumed_split=resumed)
 
     # -- access ---------------------------------------------------------------------------
     def step(self, index: int, frame: int | None = None) -> Step:

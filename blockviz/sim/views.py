@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,10 @@ class RequestView:
     num_output_placeholders: int = 0   # async scheduling: outputs scheduled, not yet applied
     priority: int = 0                  # the priority policy's order (lower first)
     skip_reading_prefix_cache: bool = False   # prompt logprobs: no lookup (it still caches)
+    # why its lookups missed (sim.explain.Split): its first admission's, and (after a preemption)
+    # its latest re-admission's
+    prompt_split: Any = field(default=None, repr=False, compare=False)
+    resumed_split: Any = field(default=None, repr=False, compare=False)
     all_token_ids: list = field(default_factory=list, repr=False, compare=False)
     # the block table: the engine's KVCacheBlock list (or, for a view an op frame derived, the
     # block ids); None once the request holds none. With kv_cache_groups: the step's BlockTables
@@ -77,7 +82,19 @@ class RequestView:
                 "finish_reason": self.finish_reason,
                 "num_output_placeholders": self.num_output_placeholders,
                 **self._hybrid_dict(), "priority": self.priority,
-                "skip_reading_prefix_cache": self.skip_reading_prefix_cache}
+                "skip_reading_prefix_cache": self.skip_reading_prefix_cache,
+                **self._split_dict()}
+
+    def _split_dict(self) -> dict:
+        """The miss explainer's additions (sim.explain): the split of the first admission's
+        lookup (null until then) and, once preempted and resumed, of the latest re-lookup."""
+        p, r = self.prompt_split, self.resumed_split
+        return {"prompt_split": None if p is None else p.to_dict(),
+                "prompt_split_detail": None if p is None else p.detail(),
+                "resumed_split": None if r is None else r.to_dict(),
+                "resumed_split_detail": None if r is None else r.detail(),
+                "resumed_lookup": None if r is None else {
+                    "event": r.event, "engine_step": r.engine_step, "num_tokens": r.num_tokens}}
 
     def _hybrid_dict(self) -> dict:
         """The contract's additions with kv_cache_groups (scenario-format.md)."""

@@ -12,9 +12,16 @@ from __future__ import annotations
 import random
 
 import pytest
-from vllm_sched_driver import first_difference, loaded_or_skip, run_both
+from vllm_sched_driver import (
+    first_difference,
+    loaded_or_skip,
+    project_lookups,
+    run_both,
+    vllm_lookups,
+)
 
-from blockviz.scenario import load_text
+from blockviz.scenario import load, load_text
+from blockviz.scenario.lessons import resolve
 from blockviz.sim.runner import run
 
 STATS = ("requests", "queries", "hits", "preempted_requests", "preempted_queries",
@@ -30,10 +37,15 @@ def v():
 def check(v, text: str):
     """Run ``text`` on both sides; every event's state equal, and the stats vLLM's loggers
     receive (summed over the engine steps) equal to blockviz's split. Returns blockviz's JSON."""
-    loaded = load_text(text)
+    return check_loaded(v, load_text(text))
+
+
+def check_loaded(v, loaded):
     ours, theirs, vr, doc = run_both(v, loaded)
     diff = first_difference(ours, theirs)
     assert diff is None, diff
+    # every lookup vLLM recorded is one blockviz explained, with vLLM's own hit
+    assert project_lookups(doc) == vllm_lookups(vr.recorded)
     total = dict.fromkeys(STATS, 0)
     for st in vr.steps:
         if st.stats is not None:
@@ -158,6 +170,53 @@ def test_abort_and_finish_free_alike(v):
   - abort: B
   - arrive: {id: C, prompt: [1, 2, 3, 4, 5, 6, 7, 8, 11], max_tokens: 2}
 """))
+
+
+# -- the explainer's hand-worked cases (tests/scenarios/test_explain.py) on vLLM's side ------------
+T, F = list(range(1, 14)), list(range(50, 63))
+EXPLAINED = {
+    "E1": ("num_blocks: 8", [("A", T[:8], ""), ("B", T[:8], "")]),
+    "E2": ("num_blocks: 8", [("A", T[:10], ""), ("B", T[:10], "")]),
+    "E3": ("num_blocks: 4", [("A", T[:9], ""), ("X", F[:13], ""), ("B", T[:9], "")]),
+    "E4": ("num_blocks: 4", [("A", T[:9], ""), ("X", F[:9], ""), ("B", T[:13], "")]),
+    "E5": ("num_blocks: 16", [("A", T[:9], ""), ("S", T[:9], ", cache_salt: s1"),
+                              ("L", T[:9], ", lora: L")]),
+    "E6": ("num_blocks: 8", [("A", T[:9], ""), ("B", T[:9], ", prompt_logprobs: 0")]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXPLAINED))
+def test_the_explainer_s_cases_hit_what_vllm_hits(v, case):
+    config, arrivals = EXPLAINED[case]
+    check(v, scenario(f"{config}, block_size: 4", "".join(
+        f"  - arrive: {{id: {rid}, prompt: {toks}, max_tokens: 1{extra}}}\n"
+        for rid, toks, extra in arrivals)))
+
+
+def test_a_prefix_being_computed_and_a_resumed_re_lookup_hit_what_vllm_hits(v):
+    check(v, scenario("num_blocks: 16, block_size: 4, scheduler: {max_num_batched_tokens: 8, "
+                      "max_num_seqs: 4, long_prefill_token_threshold: 4}", f"""
+  - arrive: {{id: A, prompt: {T[:12] + [99, 98, 97, 96]}, max_tokens: 1, admit: false}}
+  - arrive: {{id: B, prompt: {T[:12] + [99, 98, 97, 96]}, max_tokens: 1, admit: false}}
+  - step
+"""))
+    check(v, scenario("num_blocks: 4, block_size: 4", f"""
+  - arrive: {{id: A, prompt: {T[:5]}, max_tokens: 6}}
+  - arrive: {{id: B, prompt: {F[:7]}, max_tokens: 6}}
+  - step: 9
+"""))
+
+
+# -- the built-in lessons the harness has a form for (no connector, async scheduler, classic
+# free order or restart: run-sched covers those, and their stats) ----------------------------------
+LESSONS = ("chunked-prefill", "decode-fills-block", "eviction-order", "free-order-split",
+           "head-of-line", "last-token-rule", "preempt-resume", "seats-and-length", "six-blocks",
+           "tenants-and-lora")
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_the_lessons_match_vllm(v, lesson):
+    check_loaded(v, load(resolve(lesson)))
 
 
 # -- random sequences -----------------------------------------------------------------------------

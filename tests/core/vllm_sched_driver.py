@@ -22,6 +22,7 @@ An event maps to vLLM's calls as an engine makes them:
 """
 from __future__ import annotations
 
+import copy
 import importlib
 import itertools
 import os
@@ -73,8 +74,15 @@ class VllmRun:
         config.scheduler_config.watermark = sc.watermark
         config.cache_config.enable_prefix_caching = cfg.enable_caching
         fn = v.hashing.get_hash_fn_by_name(cfg.hash_algo)
-        os.environ.pop("PYTHONHASHSEED", None)
-        v.kv_cache_utils.init_none_hash(fn)
+        saved = os.environ.pop("PYTHONHASHSEED", None)
+        if cfg.hash_seed is not None:        # vLLM's rule reads PYTHONHASHSEED
+            os.environ["PYTHONHASHSEED"] = cfg.hash_seed
+        try:
+            v.kv_cache_utils.init_none_hash(fn)
+        finally:
+            os.environ.pop("PYTHONHASHSEED", None)
+            if saved is not None:
+                os.environ["PYTHONHASHSEED"] = saved
         self.hasher = v.kv_cache_utils.get_request_block_hasher(cfg.block_size, fn)
         self.s = v.scheduler.Scheduler(
             vllm_config=config, kv_cache_config=kv_cache_config,
@@ -85,24 +93,32 @@ class VllmRun:
         self.stats_mod = importlib.import_module("vllm.v1.metrics.stats")
         self.RS = v.request.RequestStatus
         self.tokens = tokens
-        self.arrival = itertools.count(1)
         self.reqs: dict = {}          # every request, finished ones too (vLLM forgets those)
         # per engine step: (SchedulerStats, PREEMPTED events delivered, finished ids)
         self.steps: list = []
-        # per successful lookup vLLM recorded: (request id, num_tokens, hits, preempted)
-        self.recorded: list[tuple[str, int, int, bool]] = []
-        mgr = self.s.kv_cache_manager
-        record = mgr.record_prefix_cache_stats
+        # per successful lookup vLLM recorded: (event, request id, num_tokens, hits, preempted)
+        self.recorded: list[tuple[int, str, int, int, bool]] = []
+        self.event = 0
+        self.checkpoints: dict = {}
+        self.lora_ids: dict[str, int] = {}
+        self._record_lookups()
 
-        def recording(request, num_hits):      # vLLM's own hit, at its own admission
+    def _record_lookups(self) -> None:
+        """Wrap the real KVCacheManager.record_prefix_cache_stats: vLLM's own hit, at its own
+        admission (scheduler.py:1508-1512)."""
+        mgr = self.s.kv_cache_manager
+        record = type(mgr).record_prefix_cache_stats.__get__(mgr)
+
+        def recording(request, num_hits):
             if mgr.prefix_cache_lookup_enabled(request):
-                self.recorded.append((request.request_id, request.num_tokens, num_hits,
-                                      request.num_preemptions > 0))
+                self.recorded.append((self.event, request.request_id, request.num_tokens,
+                                      num_hits, request.num_preemptions > 0))
             return record(request, num_hits)
         mgr.record_prefix_cache_stats = recording
 
     # -- events -------------------------------------------------------------------------------
     def apply(self, step) -> None:
+        self.event += 1
         kind, args = step.kind, step.args
         s = self.s
         if kind == "arrive":
@@ -124,8 +140,22 @@ class VllmRun:
             else:
                 s.reset_prefix_cache(reset_running_requests=args.reset_running_requests,
                                      reset_connector=args.reset_connector)
+        elif kind == "checkpoint":
+            self.checkpoints[args] = self._copy()
+        elif kind == "rewind":
+            self.s, self.reqs, steps = copy.deepcopy(self.checkpoints[args], self._memo())
+            self.steps = list(steps)      # the abandoned branch's steps count no more
+            self.pub = self.s.kv_event_publisher = Capture()
+            self.s.kv_cache_manager.block_pool.take_events()   # a rewind emits no events
+            self._record_lookups()
         elif kind is not None:
             raise NotImplementedError(f"the harness has no form for {kind!r}")
+
+    def _memo(self) -> dict:
+        return {id(m): m for m in (self.v, self.engine_mod, self.stats_mod)}
+
+    def _copy(self):
+        return copy.deepcopy((self.s, self.reqs, list(self.steps)), self._memo())
 
     def _arrive(self, spec) -> None:
         sp = vllm_sched.sampling_params(spec.max_tokens or self.max_model_len
@@ -134,10 +164,16 @@ class VllmRun:
         sp.skip_reading_prefix_cache = (spec.prompt_logprobs is not None
                                         if spec.skip_reading_prefix_cache is None
                                         else spec.skip_reading_prefix_cache)
+        lora = None
+        if spec.lora is not None:
+            n = self.lora_ids.setdefault(spec.lora.name, len(self.lora_ids) + 1)
+            lora = NS(lora_name=spec.lora.name, lora_path=spec.lora.path, lora_int_id=n,
+                      adapter_id=n, name=spec.lora.name)
         r = self.v.request.Request(
             request_id=spec.id, prompt_token_ids=self._prompt(spec.id), sampling_params=sp,
-            pooling_params=None, arrival_time=float(next(self.arrival)), priority=spec.priority or 0,
-            cache_salt=spec.cache_salt, lora_request=None, block_hasher=self.hasher)
+            pooling_params=None, arrival_time=float(len(self.reqs) + 1),
+            priority=spec.priority or 0,
+            cache_salt=spec.cache_salt, lora_request=lora, block_hasher=self.hasher)
         self.reqs[spec.id] = r
         self.s.add_request(r)
 
@@ -220,16 +256,47 @@ def run_both(v, loaded, *, timeline_dict=None):
     engine, tl = run(loaded, payloads=False)
     assert tl.error is None, tl.error
     doc = (timeline_dict or make)(loaded.scenario.id, engine, tl, frames=False)
-    last = doc["steps"][-1]["requests"]
-    tokens = {rid: r["token_ids"] for rid, r in last.items()}
-    vr = VllmRun(v, loaded.scenario, tokens)
-    vr.num_prompt = {rid: r["num_prompt_tokens"] for rid, r in last.items()}
+    seen = {rid: r for s in doc["steps"] for rid, r in s["requests"].items()}  # rewinds undo some
+    vr = VllmRun(v, loaded.scenario, {rid: r["token_ids"] for rid, r in seen.items()})
+    vr.num_prompt = {rid: r["num_prompt_tokens"] for rid, r in seen.items()}
     theirs = [vr.snapshot()]
     for step in loaded.scenario.steps:
         vr.apply(step)
         theirs.append(vr.snapshot())
     ours = [project_view(s) for s in doc["steps"]]
     return ours, theirs, vr, doc
+
+
+def project_lookups(doc: dict) -> list[tuple]:
+    """The lookups blockviz's splits explain, as vLLM records them: (event, request id,
+    num_tokens, hit, preempted) for each first admission (prompt_split) and each event's latest
+    re-admission of a request (resumed_split); a request that skips reading the cache is not
+    recorded by vLLM, nor here. Checks on the way that each split sums to the tokens looked up."""
+    out = []
+    before: dict = {}
+    for e, s in enumerate(doc["steps"]):
+        for rid, r in s["requests"].items():
+            was = before.get(rid, {})
+            p, lk = r["prompt_split"], r["resumed_lookup"]
+            if p is not None and was.get("prompt_split") is None:
+                assert sum(p.values()) == r["num_prompt_tokens"], (rid, p)
+                if p["skipped"] != r["num_prompt_tokens"]:
+                    out.append((e, rid, r["num_prompt_tokens"], p["hit"], False))
+            if lk is not None and lk != was.get("resumed_lookup"):
+                rs = r["resumed_split"]
+                assert sum(rs.values()) == lk["num_tokens"], (rid, rs, lk)
+                if rs["skipped"] != lk["num_tokens"]:
+                    out.append((e, rid, lk["num_tokens"], rs["hit"], True))
+        before = s["requests"]
+    return sorted(out)
+
+
+def vllm_lookups(recorded: list[tuple]) -> list[tuple]:
+    """vLLM's recorded lookups, each event's re-admissions of a request reduced to its last."""
+    last: dict = {}
+    for rec in recorded:
+        last[(rec[0], rec[1], rec[4]) if rec[4] else rec] = rec
+    return sorted(last.values())
 
 
 def first_difference(ours: list[dict], theirs: list[dict]) -> str | None:

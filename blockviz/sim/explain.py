@@ -1,0 +1,386 @@
+"""Why did it miss? Every prompt token of a request's lookup accounted for, by the rule that
+decided it (issue 31).
+
+vLLM looks a request up each time it tries to admit it, and records the lookup of the admission
+that succeeds (scheduler.py:1508-1512). The *split* explains that lookup: each of its tokens is in
+exactly one category, and the categories sum to the tokens looked up.
+
+  hit            found in the GPU prefix cache: vLLM's own hit count (what it records)
+  external_hit   supplied by the KV connector (it ignores the num_tokens - 1 cap)
+  window         hybrid models: the first attention group had it, a later group (a sliding
+                 window) could not supply its run — vLLM's num_uncached_common_prefix_tokens
+  last_token     the last full block when the prompt ends on a block boundary: the lookup stops
+                 at num_tokens - 1 so that the last token's logits are computed — structural, no
+                 cache could have served it
+  partial_block  a tail shorter than a block: only full blocks are ever cached
+  evicted        it was cached, and the block that held it was reused (by another request's
+                 allocation, a reset, a restart): what a bigger cache might have served
+  different_key  the same tokens were cached under another key (cache_salt, LoRA, a multimodal
+                 item, another NONE_HASH)
+  cold           no request had computed this prefix (or one is computing it: ``pending_in``)
+  skipped        the request does not read the cache (prompt logprobs), or caching is off
+
+Precedence: skipped > hit > external_hit > window > structural (partial_block, last_token) >
+each walked block's own status at lookup time (evicted > different_key > cold); a block still
+cached behind a miss cannot be reached and takes the category of the miss before it.
+
+A resumed request's re-lookup (after a preemption; vLLM counts it apart, in ``preempted_*``)
+is explained the same way over its ``num_tokens`` then: ``resumed_split``.
+
+The explainer is blockviz's own bookkeeping, not vLLM state: it watches the engine's op records
+(``on_op``) — a block's hash is opened by ``cache`` and closed by ``evict`` (with the request whose
+allocation took the block), ``reset`` or ``restart`` — and keeps, per key, the blocks that held
+it; and, per token prefix (tokens only, no key), who cached it under which key. It lives in the
+engine state, so a checkpoint saves it and a rewind restores it.
+"""
+from __future__ import annotations
+
+import hashlib
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+KEYS = ("hit", "external_hit", "last_token", "partial_block", "cold", "evicted", "different_key",
+        "window", "skipped")
+WALKED = ("evicted", "different_key", "cold")   # a walked block's own status when missing
+EXTERNAL_MEDIUM = "CPU"                          # blockviz's tier (vLLM's OffloadingConnector)
+
+
+@dataclass
+class Residency:
+    """One block holding one key, from its ``cache`` to its eviction (``removed_at`` None while it
+    holds it). Times are (event index, engine step)."""
+    block_id: int
+    cached_by: str
+    cached_at: tuple[int, int]
+    removed_at: tuple[int, int] | None = None
+    cause: str | None = None          # allocation | evict_blocks | reset_prefix_cache | restart
+    taken_by: str | None = None       # the request whose allocation reused the block
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who cached a token prefix, under which key, with which extra keys."""
+    key: bytes
+    request_id: str
+    cache_salt: str | None
+    lora: str | None
+    mm: tuple[str, ...]
+    none_hash: bytes
+
+
+@dataclass(frozen=True)
+class Split:
+    """A lookup explained: token counts per category (``KEYS`` order), the segments
+    ``[(start, end, category, detail)]`` in token order, and when and over how many tokens."""
+    counts: tuple[int, ...]
+    segments: tuple[tuple[int, int, str, Any], ...]
+    event: int
+    engine_step: int
+    num_tokens: int
+
+    def __getitem__(self, key: str) -> int:
+        return self.counts[KEYS.index(key)]
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(zip(KEYS, self.counts, strict=True))
+
+    def detail(self) -> list[dict]:
+        return [{"start": a, "end": b, "category": c, **(d or {})} for a, b, c, d in self.segments]
+
+
+@dataclass
+class _Pending:
+    """A lookup's snapshot, kept until the admission it belongs to (or the next attempt)."""
+    num_tokens: int
+    hit: int                      # vLLM's local hit (the first attention group's blocks)
+    longest: int                  # the first attention group's stand-alone hit (S)
+    first: int                    # block index of statuses[0]
+    statuses: list[tuple[str, Any]]
+    window: Any = None
+
+
+@dataclass
+class Explainer:
+    """Keeps the history the splits need and makes them (``prompt_split``, ``resumed_split``)."""
+    scheduler: Any
+    block_size: int
+    first_group_ids: tuple[int, ...] = (0,)
+    other_groups: tuple[tuple[tuple[int, ...], int], ...] = ()   # (group ids, blocks a run needs)
+    index_tokens: bool = True        # the first attention group caches every full block
+    none_hash: bytes = b""           # the engine process's NONE_HASH (a restart may change it)
+    event: int = 0
+    engine_step: int = 0
+    history: dict[bytes, list[Residency]] = field(default_factory=dict)
+    open: dict[int, Residency] = field(default_factory=dict)
+    owners: dict[bytes, list[Owner]] = field(default_factory=dict)
+    prompt_split: dict[str, Split] = field(default_factory=dict)
+    resumed_split: dict[str, Split] = field(default_factory=dict)
+    _digests: dict[str, list[bytes]] = field(default_factory=dict)
+    _pending: dict[str, _Pending] = field(default_factory=dict)
+    _taking: list[Residency] = field(default_factory=list)    # closed by the allocation running
+    _popping: bool = False
+
+    # -- watching ------------------------------------------------------------------------------
+    def on_op(self, op) -> None:
+        kind = op.kind
+        if kind == "evict":
+            self._evicted(op.block_id, op.block_hash)
+            return
+        if kind == "popleft":
+            self._popping = True
+            return
+        self._popping = False
+        rid = getattr(op, "request_id", None)
+        if rid is not None and self._taking:
+            for res in self._taking:      # the next request named is the one that allocated
+                res.taken_by = rid
+            self._taking = []
+        if kind == "cache":
+            self._cached(op)
+        elif kind == "reset":
+            if op.ok:
+                self._close_all("reset_prefix_cache")
+        elif kind == "restart":
+            self._close_all("restart")
+            self.none_hash = op.none_hash
+        elif kind == "lookup":
+            self._lookup(op)
+        elif kind == "admit":
+            self._admitted(op)
+
+    @property
+    def _now(self) -> tuple[int, int]:
+        return (self.event, self.engine_step)
+
+    def _pool(self):
+        return self.scheduler.kv_cache_manager.block_pool
+
+    def _evicted(self, block_id: int, key: bytes) -> None:
+        res = self.open.pop(block_id, None)
+        if res is None:
+            return
+        res.removed_at = self._now
+        res.cause = "allocation" if self._popping else "evict_blocks"
+        if self._popping:
+            self._taking.append(res)
+
+    def _close_all(self, cause: str) -> None:
+        now = self._now
+        for res in self.open.values():
+            res.removed_at, res.cause = now, cause
+        self.open.clear()
+
+    def _cached(self, op) -> None:
+        now = self._now
+        rid = op.request_id
+        for bid, key in zip(op.block_ids, op.hashes):
+            res = Residency(bid, rid, now)
+            self.history.setdefault(key, []).append(res)
+            self.open[bid] = res
+        if not self.index_tokens or op.group != self.first_group_ids[0] or op.masked:
+            return
+        req = self.scheduler.requests.get(rid)
+        if req is None:
+            return
+        none_hash = self.none_hash
+        for j, key in enumerate(op.hashes):
+            i = op.first_block_index + j
+            self.owners.setdefault(self._digest(req, i), []).append(Owner(
+                key, rid, req.cache_salt, req.lora.name if req.lora else None,
+                self._mm_ids(req, i), none_hash))
+
+    def _mm_ids(self, req, i: int) -> tuple[str, ...]:
+        """The multimodal items that reach into the request's first ``i + 1`` blocks."""
+        end = (i + 1) * self.block_size
+        return tuple(m.identifier for m in req.mm_items if m.offset < end)
+
+    def _digest(self, req, i: int) -> bytes:
+        """The digest of the request's first ``i + 1`` blocks of tokens, tokens only."""
+        ds = self._digests.setdefault(req.request_id, [])
+        bs = self.block_size
+        toks = req.all_token_ids
+        while len(ds) <= i:
+            j = len(ds)
+            prev = ds[-1] if ds else b""
+            ds.append(hashlib.blake2b(prev + array("I", toks[j * bs:(j + 1) * bs]).tobytes(),
+                                      digest_size=16).digest())
+        return ds[i]
+
+    # -- the lookup ----------------------------------------------------------------------------
+    def _lookup(self, op) -> None:
+        req = self.scheduler.requests.get(op.request_id)
+        if req is None:
+            return
+        bs = self.block_size
+        n = req.num_tokens
+        if len(self.first_group_ids) == 1 and not self.other_groups:
+            hit = len(op.block_ids) * bs
+            longest = hit
+        else:
+            hit = op.num_hit_tokens
+            longest = op.shared_prefix_boundary or hit
+        m = (n - 1) // bs
+        first = hit // bs
+        pool = self._pool()
+        statuses = []
+        pending_for = None
+        for i in range(first, m):
+            s = self._status(req, i, pool)
+            if s[0] == "cold":
+                if pending_for is None:
+                    pending_for = self._computing(req, i)
+                else:
+                    pending_for = [r for r in pending_for if _has(r, i, req.block_hashes[i])]
+                if pending_for:
+                    s = ("cold", {"pending_in": [r.request_id for r in pending_for]})
+            statuses.append(s)
+        window = self._window(req, hit, longest, pool) if longest > hit else None
+        self._pending[req.request_id] = _Pending(n, hit, longest, first, statuses, window)
+
+    def _present(self, pool, h: bytes) -> Any:
+        return pool.get_cached_block(h, list(self.first_group_ids)) if self.other_groups \
+            else pool.get_cached_block(h)
+
+    def _status(self, req, i: int, pool) -> tuple[str, Any]:
+        h = req.block_hashes[i]
+        found = self._present(pool, h)
+        if found is not None:
+            block = found[0] if isinstance(found, list) else found
+            return ("present", {"cached_in_block": block.block_id})
+        key = pool.key(h, self.first_group_ids[0])
+        closed = [r for r in self.history.get(key, ()) if r.removed_at is not None]
+        if closed:
+            last = max(closed, key=lambda r: r.removed_at)
+            d = {"block_id": last.block_id, "cached_by": last.cached_by,
+                 "cached_at": _at(last.cached_at), "evicted_at": _at(last.removed_at),
+                 "cause": last.cause, "taken_by": last.taken_by}
+            if len(closed) > 1:
+                d["copies"] = len(closed)
+            return ("evicted", d)
+        if self.index_tokens:
+            owners = [o for o in self.owners.get(self._digest(req, i), ()) if o.key != key]
+            if owners:
+                mine = (req.cache_salt, req.lora.name if req.lora else None, self._mm_ids(req, i),
+                        self.none_hash)
+                names = ("cache_salt", "lora", "mm", "hash_seed")
+
+                def which(o: Owner) -> list[str]:
+                    theirs = (o.cache_salt, o.lora, o.mm, o.none_hash)
+                    return [nm for nm, a, b in zip(names, mine, theirs) if a != b]
+                best = min(reversed(owners), key=lambda o: len(which(o)))
+                present = pool.cached_block_hash_to_block.get_one_block(best.key) is not None
+                return ("different_key", {"which": which(best), "other_request": best.request_id,
+                                          "present": present})
+        return ("cold", None)
+
+    def _computing(self, req, i: int) -> list:
+        """Live requests that have the block's hash but have not cached it yet."""
+        h = req.block_hashes[i]
+        s = self.scheduler
+        return [r for r in (*s.running, *s.kv_holding_waiting, *s.waiting)
+                if r is not req and _has(r, i, h)]
+
+    def _window(self, req, hit: int, longest: int, pool) -> dict:
+        """The later attention groups that lacked a block of the run the hit needed there."""
+        bs = self.block_size
+        end = longest // bs
+        first_key = self.first_group_ids[0]
+        groups = []
+        for ids, need in self.other_groups:
+            missing = []
+            for i in range(max(0, end - need), end):
+                h = req.block_hashes[i]
+                if pool.get_cached_block(h, list(ids)) is not None:
+                    continue
+                key = pool.key(h, ids[0])
+                past = self.history.get(key)
+                if past:
+                    status = "evicted"
+                elif self.history.get(pool.key(h, first_key)):
+                    status = "not_retained"
+                else:
+                    status = "cold"
+                missing.append({"block_index": i, "status": status})
+            if missing:
+                groups.append({"group": ids[0], "missing": missing})
+        return {"groups": groups}
+
+    # -- the admission -------------------------------------------------------------------------
+    def _admitted(self, op) -> None:
+        rid = op.request_id
+        req = self.scheduler.requests.get(rid)
+        if req is None:
+            return
+        pending = self._pending.pop(rid, None)
+        if pending is None and req.num_computed_tokens > 0:
+            return            # an async load done: the lookup was explained at its admission
+        split = self._split(req, op, pending)
+        (self.resumed_split if req.num_preemptions > 0 else self.prompt_split)[rid] = split
+
+    def _split(self, req, op, p: _Pending | None) -> Split:
+        n = req.num_tokens if p is None else p.num_tokens
+        ext = op.external_hit_tokens
+        now = self._now
+        counts = dict.fromkeys(KEYS, 0)
+        if req.skip_reading_prefix_cache or p is None:
+            reason = ("prompt_logprobs" if req.prompt_logprobs is not None
+                      else "skip_reading_prefix_cache" if req.skip_reading_prefix_cache
+                      else "caching_disabled")
+            skipped = n if req.skip_reading_prefix_cache else n - ext
+            counts["skipped"], counts["external_hit"] = skipped, n - skipped
+            segs = []
+            if n - skipped:
+                segs.append((0, n - skipped, "external_hit", {"medium": EXTERNAL_MEDIUM}))
+            segs.append((n - skipped, n, "skipped", {"reason": reason}))
+            return Split(tuple(counts.values()), tuple(segs), *now, n)
+        bs = self.block_size
+        hit = op.local_hit_tokens
+        k, m = n // bs, (n - 1) // bs
+        covered = max(hit + ext, p.longest)
+        counts["hit"], counts["external_hit"] = hit, ext
+        counts["window"] = max(0, p.longest - hit - ext)
+        counts["partial_block"] = n - k * bs
+        last = bs if (n % bs == 0 and n >= bs and covered <= m * bs) else 0
+        counts["last_token"] = last
+        segs: list[tuple[int, int, str, Any]] = []
+        if hit:
+            table = self.scheduler.kv_cache_manager.req_to_blocks.get(req.request_id, ())
+            segs.append((0, hit, "hit", {"block_ids": [b.block_id for b in table[:hit // bs]]}))
+        if ext:
+            segs.append((hit, hit + ext, "external_hit", {"medium": EXTERNAL_MEDIUM}))
+        if counts["window"]:
+            segs.append((hit + ext, p.longest, "window", p.window))
+        brk = None
+        for i in range(covered // bs, m):
+            own, detail = p.statuses[i - p.first]
+            if own == "present":
+                cat = brk or "cold"
+            else:
+                cat = own
+            brk = cat
+            counts[cat] += bs
+            _append(segs, i * bs, (i + 1) * bs, cat, detail)
+        if last:
+            segs.append((m * bs, k * bs, "last_token", None))
+        if counts["partial_block"]:
+            segs.append((k * bs, n, "partial_block", None))
+        assert sum(counts.values()) == n, (counts, n)
+        return Split(tuple(counts.values()), tuple(segs), *now, n)
+
+
+def _has(r, i: int, h: bytes) -> bool:
+    return len(r.block_hashes) > i and r.block_hashes[i] == h
+
+
+def _at(t: tuple[int, int]) -> dict[str, int]:
+    return {"event": t[0], "engine_step": t[1]}
+
+
+def _append(segs: list, start: int, end: int, cat: str, detail: Any) -> None:
+    """Merge with the segment before when its category and detail are the same."""
+    if segs and segs[-1][2] == cat and segs[-1][3] == detail and segs[-1][1] == start:
+        a, _, c, d = segs[-1]
+        segs[-1] = (a, end, c, d)
+    else:
+        segs.append((start, end, cat, detail))
