@@ -890,13 +890,30 @@ class SequenceCurve:
         self._ps = ps
         self.largest = self._B[-1] if self._B else 0   # below it some request is rejected
         self.distinct_blocks = ps.distinct              # full blocks with distinct keys
+        self.full_blocks = self._cum_F[-1]              # full blocks over every request
         self.working_set = self.distinct_blocks + self.largest
 
     def hit_blocks(self, pool_blocks: int) -> int:
-        i = bisect.bisect_right(self._xs, pool_blocks) - 1
-        if i < 0:
-            return 0
-        return self._vals[i] + self._sl[i] * (pool_blocks - self._xs[i])
+        return hit_blocks_at(self._xs, self._vals, self._sl, pool_blocks)
+
+    def breakpoints(self, lo: int = 1) -> tuple[list[int], list[int], list[int]]:
+        """The hits in blocks at every pool size from ``lo`` on, compactly: ``(xs, vals,
+        slopes)``, ``xs[0] == lo``, with ``hits(N) = vals[i] + slopes[i] * (N - xs[i])`` for the
+        last ``xs[i] <= N`` (:func:`hit_blocks_at`) — exact at every whole N, a few numbers per
+        change of slope where :meth:`steps` has one pair per size along a ramp."""
+        xs, vals, sl = self._xs, self._vals, self._sl
+        i = bisect.bisect_right(xs, lo) - 1
+        out_x, out_v, out_s = [lo], [self.hit_blocks(lo)], [sl[i] if i >= 0 else 0]
+        for j in range(i + 1, len(xs)):
+            out_x.append(xs[j])
+            out_v.append(vals[j])
+            out_s.append(sl[j])
+        return out_x, out_v, out_s
+
+    def first_reaching(self, hit_blocks: int, lo: int = 1) -> int | None:
+        """The smallest pool size from ``lo`` on whose hits are at least ``hit_blocks``; None if
+        none is (:func:`first_reaching`)."""
+        return first_reaching(*self.breakpoints(lo), hit_blocks)
 
     def point(self, pool_blocks: int) -> dict:
         """What ``replay_sequence`` gives at this pool size."""
@@ -943,6 +960,30 @@ class SequenceCurve:
                     out.append([pool, h])
                     last = h
         return out
+
+
+def hit_blocks_at(xs, vals, slopes, pool_blocks: int) -> int:
+    """The hits in blocks at ``pool_blocks`` of a curve given as :meth:`SequenceCurve.breakpoints`
+    (0 before its first breakpoint). The capacity page's browser code evaluates the same form."""
+    i = bisect.bisect_right(xs, pool_blocks) - 1
+    if i < 0:
+        return 0
+    return vals[i] + slopes[i] * (pool_blocks - xs[i])
+
+
+def first_reaching(xs, vals, slopes, hit_blocks: int) -> int | None:
+    """The smallest whole pool size from ``xs[0]`` on at which the curve (as
+    :meth:`SequenceCurve.breakpoints`) has at least ``hit_blocks`` hits; None if it never does.
+    Each piece is linear, so its first such size is worked out, not searched."""
+    for j, x in enumerate(xs):
+        v, s = vals[j], slopes[j]
+        if v >= hit_blocks:
+            return x
+        if s > 0:
+            n = x + -(-(hit_blocks - v) // s)
+            if j + 1 == len(xs) or n < xs[j + 1]:
+                return n
+    return None
 
 
 def curve_sequence(trace: Iterable[TraceRequest], *, block_size: int, free_order: str = "split",
@@ -999,3 +1040,100 @@ def curve_sweep(traces, *, block_size: int, pool_blocks, free_orders=("split",),
     if progress is not None:
         progress(total, total)
     return SweepResult(reports, time.perf_counter() - start, len(reports))
+
+
+# -- the capacity page's curves ---------------------------------------------------------------
+OPTIMAL_MAX_BLOCKS = 4_000_000   # Belady's MIN holds every block key of the trace at once
+OPTIMAL_WORK = 48_000_000        # its block visits over all its sizes (~2 us each on a laptop core)
+
+
+def knee_hit_blocks(ceiling: dict, block_size: int, fraction: float) -> int | None:
+    """The fewest hit blocks at which a pool that admits every request reaches ``fraction`` of
+    the ceiling's hit rate, by :func:`blockviz.sim.capacity.knee_of`'s rule; None when the
+    ceiling hits nothing."""
+    from blockviz.sim.capacity import hit_rate
+    rate, queries = hit_rate(ceiling), ceiling["queries"]
+    if rate <= 0:
+        return None
+    need = fraction * rate - 1e-12
+    h = max(0, int(need * queries / block_size))
+    while h * block_size / queries < need:
+        h += 1
+    while h and (h - 1) * block_size / queries >= need:
+        h -= 1
+    return h
+
+
+def curve_report(source, *, block_size: int, requests: int, free_orders=("split", "append"),
+                 sizes: int = 8, optimal: bool = True, limit: int | None = None,
+                 name: str | None = None, progress: Callable[..., None] | None = None) -> dict:
+    """What the capacity page draws for a trace in sequence mode, in one call (a worker runs it).
+
+    One pass per free order (:func:`curve_sequence`) gives the hits at every pool size from the
+    largest request (below it some requests are refused, so a rate there is over fewer queries)
+    to the working set: ``"curves"``, per order its :meth:`SequenceCurve.breakpoints` from there
+    and its **knee** on that whole curve (the smallest pool size reaching
+    ``capacity.KNEE_FRACTION`` of the ceiling's hit rate). ``"reports"``: per order the sweep's
+    report at ``sizes`` pool sizes (geometric, plus the knees), each point with
+    ``"optimal_hits"``, Belady's MIN there, when ``optimal`` and affordable: MIN costs a pass per
+    size, so the sizes are fewer (at least two) when the trace's blocks times the sizes pass
+    :data:`OPTIMAL_WORK`, and MIN is left out (``"optimal_skipped"`` says why) past
+    :data:`OPTIMAL_MAX_BLOCKS` blocks or below two sizes. ``requests``: how many the trace holds
+    (up to ``limit``), for ``progress(done=, total=, phase=, order=, size=, of=)``."""
+    from blockviz.sim.capacity import KNEE_FRACTION, geometric_sizes
+    from blockviz.sim.optimal import optimal_hits
+    start = time.perf_counter()
+    check_block_size(block_size)
+    total = requests * (len(free_orders) + (sizes + len(free_orders) if optimal else 0))
+    done = [0]
+
+    def advance(n: int, **where) -> None:
+        done[0] = min(done[0] + n, total)
+        if progress is not None:
+            progress(done=done[0], total=total, **where)
+
+    curves = {}
+    for order in free_orders:
+        advance(0, phase="curve", order=order)
+        curves[order] = curve_sequence(iter_trace(source, name=name, limit=limit, block_size=block_size),
+                                       block_size=block_size, free_order=order,
+                                       progress=lambda n, o=order: advance(n, phase="curve", order=o))
+    first = curves[free_orders[0]]
+    lo, hi = max(1, first.largest), max(1, first.working_set)
+    ceiling = first.ceiling()
+    target = knee_hit_blocks(ceiling, block_size, KNEE_FRACTION)
+    knees = {o: None if target is None else c.first_reaching(target, lo) for o, c in curves.items()}
+    blocks = first.full_blocks
+    afford = OPTIMAL_WORK // max(1, blocks) - len({k for k in knees.values() if k})
+    skipped = None
+    if optimal and (blocks > OPTIMAL_MAX_BLOCKS or afford < 2):
+        skipped = {"blocks": blocks, "most": min(OPTIMAL_MAX_BLOCKS, OPTIMAL_WORK // 2)}
+    count = min(sizes, afford) if optimal and skipped is None else sizes
+    chosen = sorted(set(geometric_sizes(lo, hi, count)) | {k for k in knees.values() if k})
+    best = None
+    if optimal and skipped is None:
+        requests = first.requests
+        total = done[0] + requests * len(chosen)
+        counter = iter(range(1, len(chosen) + 1))
+        at = [0, 0]       # (size index, requests of it so far)
+
+        def opt_progress(n: int) -> None:
+            if at[1] == 0:
+                at[0] = next(counter, at[0])
+            at[1] = (at[1] + n) % requests if requests else 0
+            advance(n, phase="optimal", size=at[0], of=len(chosen))
+        best = optimal_hits(iter_trace(source, name=name, limit=limit, block_size=block_size),
+                            block_size=block_size, pool_blocks=chosen, progress=opt_progress)
+    reports = []
+    for order, c in curves.items():
+        points = [c.point(n) for n in chosen]
+        if best is not None:
+            for p in points:
+                p["optimal_hits"] = best[p["pool_blocks"]]
+        xs, vals, slopes = c.breakpoints(lo)
+        reports.append({"requests": c.requests, "block_size": block_size, "free_order": order,
+                        "ceiling": c.ceiling(), "points": points,
+                        "curve": {"xs": xs, "vals": vals, "slopes": slopes, "knee": knees[order]}})
+    return {"reports": reports, "largest": lo, "working_set": hi, "queries": ceiling["queries"],
+            "full_blocks": blocks, "sizes": chosen, "optimal_skipped": skipped,
+            "seconds": time.perf_counter() - start}
