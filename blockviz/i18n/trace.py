@@ -211,16 +211,15 @@ STRINGS: dict[str, tuple[str, str]] = {
                          "每个解码请求 {step_decode_seq_s:g} 秒；预算 {max_num_batched_tokens:,} 个 token，"
                          "最多 {max_num_seqs:,} 个同时运行。"),
     "capt_player_title": ("Open a window of requests in the player", "在播放器中打开一段请求"),
-    "capt_player_help": ("Pick a point of the curve and the requests to watch. The player shows them "
+    "capt_player_help": ("Pick a pool size (where the curve's marker is, or type one) and the requests to "
+                         "watch. The player shows them "
                          "scaled down: each 512-token block of the trace is one block of {tokens} "
-                         "tokens, outputs are 1/{scale} as long, the pool is the point's in 512-token "
+                         "tokens, outputs are 1/{scale} as long, the pool is this one in 512-token "
                          "blocks (at most {max_blocks}), and the cache starts empty.",
-                         "选择曲线上的一个点和要观察的请求。播放器按比例缩小显示：trace 中每个 512-token 块是"
-                         "一个 {tokens} 个 token 的块，输出长度为原来的 1/{scale}，块池是这个点的容量换算成 "
+                         "选择一个块池大小（曲线上标记所在的位置，或直接输入）和要观察的请求。"
+                         "播放器按比例缩小显示：trace 中每个 512-token 块是"
+                         "一个 {tokens} 个 token 的块，输出长度为原来的 1/{scale}，块池是这个容量换算成 "
                          "512-token 块（最多 {max_blocks} 块），缓存从空开始。"),
-    "capt_point": ("Point", "曲线上的点"),
-    "capt_point_label": ("{blocks} blocks ({tokens} toke"
-    "ns), {order}", "{blocks} 块（{tokens} 个 token），{order}"),
     "capt_window_first": ("From request", "从第几个请求"),
     "capt_window_first_help": ("The window starts at this request (1 = the first of the file).",
                                "窗口从这个请求开始（1 = 文件中的第一个）。"),
@@ -256,6 +255,79 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "preemptions.",
                        "在这里，首 token 时间 p50 {p50} 秒，p90 {p90}"
                        " 秒；排队 p90 {q90} 秒；抢占 {pre} 次。"),
+    # the whole curve (sequence mode): blockviz.render.curve and its browser code, curve.js
+    "curve_at": ("Capacity", "容量"),
+    "curve_blocks": ("{n} blocks of {bs} tokens", "{n} 个块，每块 {bs} 个 token"),
+    "curve_hits_of": ("{hits} of {queries} prompt tokens hit", "{queries} 个提示词 token 中命中 {hits} 个"),
+    "curve_best": ("Best possible (Belady's MIN)", "最好的可能（Belady 的 MIN）"),
+    "curve_best_n": ("best possible (Belady's MIN), at {n} sizes", "最好的可能（Belady 的 MIN），{n} 个大小"),
+    "curve_best_above": ("{pts} points above LRU", "比 LRU 高 {pts} 个百分点"),
+    "curve_best_above_band": ("at least {pts} points above LRU (exact at the dots)",
+                              "比 LRU 至少高 {pts} 个百分点（圆点处是精确值）"),
+    "curve_ceiling": ("Ceiling (infinite cache)", "上限（无限大的缓存）"),
+    "curve_ceiling_at": ("ceiling (infinite cache): {rate}", "上限（无限大的缓存）：{rate}"),
+    "curve_ceiling_above_best": ("{pts} points above the best possible: only a larger cache buys them",
+                                 "比最好的可能高 {pts} 个百分点：只有更大的缓存才能拿到"),
+    "curve_ceiling_above_lru": ("{pts} points above LRU", "比 LRU 高 {pts} 个百分点"),
+    "curve_policy_gap": ("LRU's gap to the best possible", "LRU 与最好的可能之间的差距"),
+    "curve_knee_at": ("knee: {cap}", "拐点：{cap}"),
+    "curve_drag": ("Drag across the chart, or click it and use ← → (Page Up / Down for bigger steps), "
+                   "to read any capacity: every pool size is exact. Where you let go is the pool "
+                   "the player's window and the chat view below use.",
+                   "在图上拖动，或点击图后用 ← →（Page Up / Down 步子更大）读出任意容量：每个块池大小"
+                   "都是精确值。松开的位置就是下面播放器窗口和对话视图使用的块池。"),
+    "curve_best_skipped": ("not computed here: {blocks} blocks of this size in the trace, the page "
+                           "computes MIN for at most {most}; `blockviz trace capacity --optimal` has "
+                           "no such limit",
+                           "这里没有计算：trace 里有 {blocks} 个这种大小的块，页面最多为 {most} 个块计算 "
+                           "MIN；`blockviz trace capacity --optimal` 没有这个限制"),
+    "curve_knee_def": ("The knee: the smallest capacity whose hit rate reaches {pct}% of the ceiling's "
+                       "(an infinite cache under the same rules), found on the whole curve: one pass "
+                       "over the trace per free order gives every pool size exactly, from the largest "
+                       "request (below it some requests would not fit at all) to the trace's working set.",
+                       "拐点：命中率达到上限（同样规则下无限大的缓存）的 {pct}% 的最小容量，在整条曲线上"
+                       "求得：每种释放顺序对 trace 读一遍，就得到每个块池大小的精确结果，从最大的单个请求"
+                       "（更小的块池根本放不下某些请求）到整个 trace 的工作集。"),
+    "curve_read_double": ("{order}: twice the knee's capacity ({cap}) hits {rate}, only {gain} more.",
+                          "{order}：拐点容量的两倍（{cap}）命中 {rate}，只多 {gain}。"),
+    "curve_read_policy": ("At the knee the best any eviction policy could do is {best}: vLLM's LRU "
+                          "({order}) is {policy} points below it, the ceiling {size} points above it.",
+                          "在拐点处，任何淘汰策略最多能做到 {best}：vLLM 的 LRU（{order}）比它低 "
+                          "{policy} 个百分点，上限比它高 {size} 个百分点。"),
+    "curve_read_policy_more": ("There the eviction order costs more hits than the cache's size.",
+                               "在这里，淘汰顺序损失的命中比缓存大小损失的更多。"),
+    "curve_read_size_more": ("There the cache's size costs more hits than the eviction order.",
+                             "在这里，缓存大小损失的命中比淘汰顺序损失的更多。"),
+    "curve_read_no_best": ("The best possible (Belady's MIN) is {why}.",
+                           "最好的可能（Belady 的 MIN）：{why}。"),
+    "curve_col_best": ("best possible", "最好的可能"),
+    "curve_phase_curve": ("One pass over the trace ({order})", "对 trace 读一遍（{order}）"),
+    "curve_phase_optimal": ("Belady's MIN at size {k} of {n}", "Belady 的 MIN：第 {k} / {n} 个大小"),
+    "curve_progress": ("{what} in a worker process: {pct}% · {done} of {total} request passes · "
+                       "{rate} requests/s · {s}{left}",
+                       "{what}，在工作进程中：{pct}% · 第 {done} / {total} 个请求 · 每秒 {rate} 个 · "
+                       "{s}{left}"),
+    "curve_done": ("Done: the whole curve of {requests} requests for both free orders, and Belady's MIN "
+                   "at {n} sizes, in {s} s.",
+                   "完成：{requests} 个请求在两种释放顺序下的整条曲线，以及 {n} 个大小的 Belady MIN，"
+                   "用时 {s} 秒。"),
+    "curve_done_no_best": ("Done: the whole curve of {requests} requests for both free orders in {s} s.",
+                           "完成：{requests} 个请求在两种释放顺序下的整条曲线，用时 {s} 秒。"),
+    "capt_num_sizes": ("Sizes for MIN and the table", "计算 MIN 和列表的大小个数"),
+    "capt_num_sizes_help": ("Sequence mode draws every pool size; Belady's MIN (about a pass over the "
+                            "trace each) and the table of numbers take this many, plus the knees. "
+                            "Timed mode replays this many.",
+                            "顺序模式会画出每个块池大小；Belady 的 MIN（每个大约要读一遍 trace）和数字表只取"
+                            "这么多个大小，外加拐点。计时模式回放这么多个大小。"),
+    "capt_optimal": ("Best possible (MIN)", "最好的可能（MIN）"),
+    "capt_optimal_help": ("Belady's MIN: the most hits any eviction policy could get at a size, knowing "
+                          "the future. Sequence mode only.",
+                          "Belady 的 MIN：在一个大小下，预先知道未来的任何淘汰策略最多能得到的命中。只用于"
+                          "顺序模式。"),
+    "capt_pool": ("Pool (blocks)", "块池（块）"),
+    "capt_pool_help": ("The capacity marker's pool size: drag it on the chart or type it here.",
+                       "容量标记所在的块池大小：在图上拖动，或在这里输入。"),
+    "capt_order": ("Free order", "释放顺序"),
     # a window of a trace, opened in the player (blockviz.teach.tracegen)
     "tw_title": ("Trace lines {first}–{last} at {pool} blocks ({mode} mode)",
                  "trace 第 {first}–{last} 行，块池 {pool} 块（{mode}模式）"),

@@ -1,8 +1,11 @@
-"""The capacity page's real-traffic tab: upload or generate a Mooncake-format trace, replay it at
-several pool sizes with both free orders (``blockviz.sim.sweep``, in a worker), see the hit rate
-against capacity with the infinite pool's ceiling and each order's knee, and open a window of the
-trace in the player. State (this session only): its trace (a copy in a folder removed with the
-session), the last sweep, the jobs reading and sweeping it.
+"""The capacity page's real-traffic tab: upload or generate a trace (Mooncake or Qwen-Bailian
+format); in sequence mode, its whole hit-rate curve for both free orders from one pass each, with
+Belady's MIN at a few sizes (``blockviz.sim.curve.curve_report``, in a worker), drawn and read in
+the browser (``capacity_curve``); in timed mode, a replay at several pool sizes
+(``blockviz.sim.sweep``, in a worker). Either way the infinite pool's ceiling and each order's
+knee, and a window of the trace opened in the player at any pool size. State (this session only):
+its trace (a copy in a folder removed with the session), the last sweep, the jobs reading and
+sweeping it.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import streamlit as st
 from blockviz.i18n import t
 from blockviz.i18n.errors import localize_error
 from blockviz.render.capacity import ORDERS, hit_rate_figure, latency_figure, reading, reading_lines
+from blockviz.render.curve import curve_reading_lines, default_pool
 from blockviz.render.theme import heading_html
 from blockviz.scenario import ScenarioError
 from blockviz.scenario.trace import TraceError, iter_trace
@@ -31,6 +35,7 @@ from blockviz.sim.capacity import (
     timed_settings,
     trace_extent,
 )
+from blockviz.sim.curve import curve_report
 from blockviz.sim.sweep import LocalExecutor, sweep
 from blockviz.teach.tracegen import (
     PLAYER_BLOCK_TOKENS,
@@ -41,7 +46,7 @@ from blockviz.teach.tracegen import (
     write_generated,
 )
 from blockviz.teach.workload import KINDS
-from blockviz.ui import jobs, worker
+from blockviz.ui import capacity_curve, jobs, worker
 from blockviz.ui import state as session
 from blockviz.ui.nav import go_to_player, md_escape, md_fields
 
@@ -80,6 +85,7 @@ class TraceSweep:
     replayed: int
     options: tuple
     seconds: float
+    curve: dict | None = None    # sequence mode: curve_report's result (reports are its own)
 
 
 class SessionDir:
@@ -153,6 +159,24 @@ class SweepTrace:
                        mode=self.mode, limit=self.limit, options=dict(self.options),
                        executor=LocalExecutor(workers=1), progress=progress)
         return {"reports": tuple(result.reports), "seconds": result.seconds, "runs": 2 * len(sizes)}
+
+
+@dataclass(frozen=True)
+class CurveTrace:
+    """The page's curve of a trace in sequence mode: one pass per free order gives every pool
+    size, plus Belady's MIN at ``sizes`` sizes and the knees when ``optimal`` (bounded)."""
+    path: str
+    name: str
+    block_size: int
+    limit: int
+    requests: int                # the requests it reads (the trace's, up to ``limit``)
+    sizes: int
+    optimal: bool
+
+    def __call__(self, report) -> dict:
+        return curve_report(self.path, name=self.name, block_size=self.block_size, limit=self.limit,
+                            requests=self.requests, free_orders=ORDERS, sizes=self.sizes,
+                            optimal=self.optimal, progress=report)
 
 
 def tab(lang: str) -> None:
@@ -273,7 +297,10 @@ def _sweep_form(trace: TraceFile, lang: str) -> bool:
                                  default="sequence", format_func=lambda m: t(f"capt_mode_{m}", lang),
                                  help=t("capt_mode_help", lang))
         with cols[2]:
-            st.number_input(t("cap_num_sizes", lang), 2, 12, 8, step=1, key="w_capt_num_sizes")
+            st.number_input(t("capt_num_sizes", lang), 2, 16, 8, step=1, key="w_capt_num_sizes",
+                            help=t("capt_num_sizes_help", lang))
+            st.checkbox(t("capt_optimal", lang), True, key="w_capt_optimal",
+                        help=t("capt_optimal_help", lang))
         if st.session_state.get("w_capt_replay", 0) > trace.requests:   # another trace's value
             st.session_state["w_capt_replay"] = trace.requests
         with cols[3]:
@@ -317,8 +344,12 @@ def _run_sweep(trace: TraceFile, lang: str) -> None:
     except ValueError as e:
         st.error(e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang))
         return
-    task = SweepTrace(trace.path, trace.name, bs, mode, int(ss["w_capt_num_sizes"]), limit,
-                      tuple(options.items()))
+    if mode == "sequence":
+        task = CurveTrace(trace.path, trace.name, bs, limit, min(limit, trace.requests),
+                          int(ss["w_capt_num_sizes"]), bool(ss.get("w_capt_optimal", True)))
+    else:
+        task = SweepTrace(trace.path, trace.name, bs, mode, int(ss["w_capt_num_sizes"]), limit,
+                          tuple(options.items()))
     if jobs.start(session.CAPT_SWEEP_JOB, task, trace.name, lang):
         ss[session.CAPT_SWEEPING] = (trace.key, task)
 
@@ -328,15 +359,30 @@ def _swept(state, trace: TraceFile, lang: str) -> None:
     key, task = ss.pop(session.CAPT_SWEEPING, (None, None))
     if task is None or key != trace.key:
         return
+    if state.status == "done" and isinstance(task, CurveTrace):
+        r = state.result
+        ss[session.CAPT_SWEEP] = TraceSweep(trace.key, tuple(r["reports"]), "sequence", task.block_size,
+                                            task.requests, (), r["seconds"], r)
+        capacity_curve.place(default_pool(r))
+        best = sum("optimal_hits" in p for p in r["reports"][0]["points"])
+        ss[session.CAPT_JOB_DONE] = (t("curve_done", lang, requests=f"{task.requests:,}", n=best,
+                                       s=f"{r['seconds']:.1f}") if best else
+                                     t("curve_done_no_best", lang, requests=f"{task.requests:,}",
+                                       s=f"{r['seconds']:.1f}"))
+        return
     if state.status == "done":
         r = state.result
         ss[session.CAPT_SWEEP] = TraceSweep(trace.key, r["reports"], task.mode, task.block_size, task.limit,
                                             task.options, r["seconds"])
+        points = r["reports"][0]["points"]
+        capacity_curve.place(points[len(points) // 2]["pool_blocks"])
         ss[session.CAPT_JOB_DONE] = t("capt_done", lang, runs=r["runs"], requests=f"{task.limit:,}",
                          s=f"{r['seconds']:.1f}")
         return
-    cmd = (f"blockviz trace capacity {trace.name} --block-size {task.block_size} --mode {task.mode} "
-           f"--limit {task.limit} --free-order split,append --pool-blocks N1,N2,...")
+    mode = getattr(task, "mode", "sequence")
+    cmd = (f"blockviz trace capacity {trace.name} --block-size {task.block_size} --mode {mode} "
+           f"--limit {task.limit} --free-order split,append " +
+           ("--curve --optimal --pool-blocks N1,N2,..." if mode == "sequence" else "--pool-blocks N1,N2,..."))
     ss[jobs.message_key(session.CAPT_SWEEP_JOB)] = jobs.stopped_message(state, lang,
                                                                       {"what": trace.name, "cmd": cmd})
 
@@ -349,6 +395,9 @@ def _bytes_per_token() -> int | None:
 def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     bpt = _bytes_per_token()
     points = points_of(s.reports)
+    if s.curve is not None:
+        _show_curve(trace, s, lang, bpt, points)
+        return
     ceiling = hit_rate(s.reports[0]["ceiling"])
     st.caption(t("capt_shown", lang, requests=f"{s.replayed:,}", name=md_escape(trace.name),
                  mode=t(f"capt_mode_{s.mode}", lang), bs=s.block_size))
@@ -374,6 +423,24 @@ def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     _player_box(trace, s, lang)
 
 
+def _show_curve(trace: TraceFile, s: TraceSweep, lang: str, bpt: int | None, points: list[Point]) -> None:
+    """Sequence mode: the whole curve, read in the browser, with the words beside it."""
+    st.caption(t("capt_shown", lang, requests=f"{s.replayed:,}", name=md_escape(trace.name),
+                 mode=t(f"capt_mode_{s.mode}", lang), bs=s.block_size))
+    st.html(heading_html(t("capt_hit_title", lang)))
+    capacity_curve.show(s, lang, bpt)
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        st.html(heading_html(t("cap_read_title", lang)))
+        lines = curve_reading_lines(s.curve, lang, bytes_per_token=bpt)
+        st.markdown("\n".join(f"- {md_escape(line)}" for line in lines))
+    with right:
+        st.caption(t("curve_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
+    with st.expander(t("cap_numbers", lang)):
+        st.dataframe([_trace_row(p, s.block_size, lang, bpt) for p in points], hide_index=True)
+    _player_box(trace, s, lang)
+
+
 def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None) -> dict:
     tokens = p.pool_blocks * block_size
     row = {t("cap_col_pool", lang): p.pool_blocks, t("capt_tokens", lang): tokens}
@@ -382,6 +449,8 @@ def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None) -> dict:
     row |= {t("cap_col_order", lang): p.free_order, t("cap_col_hit", lang): f"{100 * p.hit_rate:.1f}%",
             t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}",
             t("cap_col_evictions", lang): p.evictions, t("trace_tbl_rejected", lang): p.rejected}
+    if "optimal_hits" in p.extra:
+        row[t("curve_col_best", lang)] = f"{100 * p.extra['optimal_hits'] / max(1, p.queries):.1f}%"
     if "ttft_p90_s" in p.extra:
         x = p.extra
         row |= {t("cap_col_preemptions", lang): p.preemptions,
@@ -395,27 +464,30 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     st.html(heading_html(t("capt_player_title", lang)))
     st.caption(t("capt_player_help", lang, tokens=PLAYER_BLOCK_TOKENS, scale=PLAYER_SCALE,
                  max_blocks=PLAYER_MAX_BLOCKS))
-    points = [(r["free_order"], p["pool_blocks"]) for r in s.reports for p in r["points"]]
-    cols = st.columns([3, 2, 2, 2])
+    top = s.curve["working_set"] if s.curve else max(p["pool_blocks"] for r in s.reports for p in r["points"])
+    if ss.get(capacity_curve.W_POOL, 0) > top:
+        ss[capacity_curve.W_POOL] = top
+    cols = st.columns([2, 2, 2, 2, 2])
     with cols[0]:
-        choice = st.selectbox(t("capt_point", lang), range(len(points)), key="w_capt_point",
-                              format_func=lambda i: t("capt_point_label", lang, blocks=f"{points[i][1]:,}",
-                                                      tokens=f"{points[i][1] * s.block_size:,}",
-                                                      order=points[i][0]))
+        order = st.segmented_control(t("capt_order", lang), ORDERS, key="w_capt_order", required=True,
+                                     default=ORDERS[0], format_func=lambda o: t(f"cap_order_{o}", lang))
+    with cols[1]:
+        pool = st.number_input(t("capt_pool", lang), 1, max(1, top), step=1, key=capacity_curve.W_POOL,
+                               on_change=capacity_curve.typed, help=t("capt_pool_help", lang))
     if ss.get("w_capt_window_first", 0) > s.replayed:
         ss["w_capt_window_first"] = s.replayed
-    with cols[1]:
+    with cols[2]:
         first = st.number_input(t("capt_window_first", lang), 1, s.replayed, 1, step=1,
                                 key="w_capt_window_first", help=t("capt_window_first_help", lang))
-    with cols[2]:
+    with cols[3]:
         size = st.number_input(t("capt_window_size", lang), 1, PLAYER_MAX_WINDOW, 6, step=1,
                                key="w_capt_window_size")
-    with cols[3]:
+    with cols[4]:
         clicked = st.button(t("open_in_player", lang), key="b_capt_open_player", type="primary",
                             icon=":material/play_arrow:")
-    if not clicked or choice is None:
+    if not clicked:
         return
-    order, pool = points[int(choice)]
+    pool = int(pool)
     window = {"path": trace.path, "name": trace.name, "first": int(first), "size": int(size),
               "pool_blocks": pool, "block_size": s.block_size, "free_order": order, "mode": s.mode,
               "options": dict(s.options)}

@@ -56,8 +56,15 @@ def _job_panel(key: str, lang: str) -> None:
         done, total = p.get("done", 0), max(1, p["total"])
         rate = done / max(s.seconds, 1e-9)
         left = t("job_left", lang, s=duration((total - done) / rate)) if rate > 0 and done else ""
-        text = t("job_sweep_progress", lang, pct=100 * done // total, done=f"{done:,}", total=f"{total:,}",
-                 runs=p.get("runs", 0), rate=f"{rate:,.0f}", s=duration(s.seconds), left=left)
+        numbers = {"pct": 100 * done // total, "done": f"{done:,}", "total": f"{total:,}",
+                   "rate": f"{rate:,.0f}", "s": duration(s.seconds), "left": left}
+        if p.get("phase") in ("curve", "optimal"):      # a trace's curve (sequence mode)
+            what = (t("curve_phase_curve", lang, order=t(f"cap_order_{p.get('order')}", lang))
+                    if p["phase"] == "curve" else t("curve_phase_optimal", lang, k=p.get("size", 1),
+                                                    n=p.get("of", 1)))
+            text = t("curve_progress", lang, what=what, **numbers)
+        else:
+            text = t("job_sweep_progress", lang, runs=p.get("runs", 0), **numbers)
         st.progress(min(1.0, done / total), text=text)
     elif p.get("phase") == "measuring":  # a sweep, before its replays
         st.progress(0.0, text=f"{t('capt_sizing', lang)} {duration(s.seconds)}")

@@ -76,6 +76,8 @@ CAPT_SWEEPING = "bv_capt_sweeping"  # (trace key, SweepTrace) it runs
 CAPT_JOB_DONE = "bv_capt_job_done"  # what the last sweep did, said above its chart
 CAPT_DIR = "bv_capt_dir"            # the session's SessionDir (its trace's folder)
 CAPT_N = "bv_capt_n"                # how many traces the session has taken
+CAPT_MARK_SEQ = "bv_capt_mark_seq"  # Python's moves of the curve's capacity marker (a count)
+CAPT_CURVE_JSON = "bv_capt_curve_json"  # (sweep, lang, bytes per token, the curve element's data)
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 DEFAULT_SCENARIO = "six-blocks"

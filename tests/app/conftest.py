@@ -78,8 +78,8 @@ class Page:
     # the board (a components-v2 element: AppTest runs no JS, so these do what its script does)
     def board(self) -> dict | None:
         """The data the board was sent (None: no board on the page)."""
-        found = [e for e in self.at.get("bidi_component")
-                 if not e.proto.id.endswith("-w_author_text")]      # not the Author editor
+        found = [e for e in self.at.get("bidi_component")      # not the Author editor, nor
+                 if not e.proto.id.endswith(("-w_author_text", "-capt_curve"))]   # the capacity curve
         if not found:
             return None
         raw = json.loads(found[0].proto.json)

@@ -183,9 +183,30 @@ def trace_sweep(p, mode: str = "sequence", sizes: int = 4):
     return settle(p.click("b_capt_compute"))
 
 
-def test_the_trace_tab_generates_sweeps_and_draws_the_knee(page):
+def curve_element(p) -> dict | None:
+    """The data the curve element was sent (None: none on the page)."""
+    found = [e for e in p.at.get("bidi_component") if e.proto.id.endswith("-capt_curve")]
+    if not found:
+        return None
+    raw = json.loads(found[0].proto.json)
+    return json.loads(raw) if isinstance(raw, str) else raw
+
+
+def breakpoints(order: dict) -> tuple[list[int], list[int], list[int]]:
+    """An order's breakpoints from the element's deltas, as curve.js decodes them."""
+    xs, vals, x, v = [], [], 0, 0
+    for dx, dv in zip(order["dx"], order["dv"]):
+        x, v = x + dx, v + dv
+        xs.append(x)
+        vals.append(v)
+    return xs, vals, order["s"]
+
+
+def test_the_trace_tab_draws_the_whole_curve_from_one_pass(page):
     from blockviz.scenario.trace import read_trace
-    from blockviz.sim.capacity import ceiling, geometric_sizes, knee, replay_sequence, trace_extent
+    from blockviz.sim.capacity import ceiling, replay_sequence
+    from blockviz.sim.curve import curve_sequence, hit_blocks_at, knee_hit_blocks
+    from blockviz.sim.optimal import optimal_hits
     p = generated_trace(open_capacity(page))
     trace = p.state[session.CAPT_TRACE]
     assert trace.requests == 300 and not errors(p)
@@ -193,26 +214,60 @@ def test_the_trace_tab_generates_sweeps_and_draws_the_knee(page):
     p = trace_sweep(p)
     assert not errors(p)
     s = p.state[session.CAPT_SWEEP]
+    assert s.curve is not None and not p.charts()          # drawn by the element, not plotly
     reqs = read_trace(trace.path)
-    extent = trace_extent(reqs, block_size=64)
-    sizes = geometric_sizes(extent["largest"], extent["working_set"], 4)
-    # the page's numbers are the replays'
-    assert [pt["pool_blocks"] for pt in s.reports[0]["points"]] == sizes
-    assert s.reports[1]["points"][0] == replay_sequence(reqs, block_size=64, pool_blocks=sizes[0],
-                                                        free_order="append")
-    assert s.reports[0]["ceiling"] == ceiling(reqs, block_size=64)
-    spec = json.loads(p.charts()[-1])
-    lines = [tr for tr in spec["data"] if tr["mode"] == "lines+markers"]
-    assert [tr["name"] for tr in lines] == ["split (vLLM ≥ 0.24)", "append (vLLM ≤ 0.23)"]
-    assert lines[0]["x"] == [n * 64 for n in sizes]                 # capacity in tokens
-    assert spec["layout"]["xaxis"]["type"] == "log"
-    assert "GiB" in spec["layout"]["xaxis"]["ticktext"][0]          # llama-3-8b by default
-    k = knee(s.reports[0]["points"], s.reports[0]["ceiling"])
-    stars = [tr for tr in spec["data"] if tr.get("marker", {}).get("symbol") == "star"]
-    assert k is not None and stars[0]["x"] == [k * 64]
-    assert f"the knee is at {k:,} blocks" in p.text()
-    ((value, text),) = [(v, tx) for v, tx in progress(p) if "runs of 300 requests" in tx]
-    assert value == 100 and text.startswith("Done: 8 runs of 300 requests")
+    d = curve_element(p)
+    curve = curve_sequence(reqs, block_size=64)
+    assert (d["lo"], d["hi"], d["bs"]) == (curve.largest, curve.working_set, 64)
+    assert d["queries"] == sum(r.input_length for r in reqs)
+    assert [o["id"] for o in d["orders"]] == ["split", "append"]
+    assert [o["name"] for o in d["orders"]] == ["split (vLLM ≥ 0.24)", "append (vLLM ≤ 0.23)"]
+    # every pool size the element can read is the replay's (a sample of them here; the sim's
+    # tests take every one)
+    sizes = sorted({d["lo"], d["hi"], *range(d["lo"], d["hi"], 97), *s.curve["sizes"]})
+    for o in d["orders"]:
+        bp = breakpoints(o)
+        for n in sizes:
+            assert hit_blocks_at(*bp, n) * 64 == replay_sequence(
+                reqs, block_size=64, pool_blocks=n, free_order=o["id"])["hits"], (o["id"], n)
+    # the knee, on the whole curve; MIN at its sizes and at the knees
+    split = d["orders"][0]
+    target = knee_hit_blocks(ceiling(reqs, block_size=64), 64, 0.9)
+    assert split["knee"] == curve.first_reaching(target, curve.largest)
+    assert split["knee"] in s.curve["sizes"]
+    best = optimal_hits(reqs, block_size=64, pool_blocks=s.curve["sizes"])
+    assert d["optimal"] == [[n, best[n]] for n in s.curve["sizes"]]
+    # the marker starts at the knee; the words say it; the bar said what it did
+    assert (d["pool"], p.state["w_capt_pool"]) == (split["knee"], split["knee"])
+    assert f"the knee is at {split['knee']:,} blocks" in p.text()
+    assert "the best any eviction policy could do is" in p.text()
+    ((value, text),) = [(v, tx) for v, tx in progress(p) if tx.startswith("Done")]
+    assert value == 100 and text.startswith("Done: the whole curve of 300 requests for both free orders")
+    # a pool typed into the player box moves the marker (a new seq), and opens there
+    p.at.number_input(key="w_capt_pool").set_value(123)
+    p.run()
+    moved = curve_element(p)
+    assert moved["pool"] == 123 and moved["seq"] == d["seq"] + 1
+    p.at.segmented_control(key="w_capt_order").set_value("append")
+    p.at.number_input(key="w_capt_window_size").set_value(3)
+    p.click("b_capt_open_player")
+    assert p.on_page("player") and not errors(p)
+    run = p.state["bv_user_run"]
+    assert run.scenario.config.free_order == "append"
+    assert run.scenario.config.num_blocks == 123 * 64 // 512
+
+
+def test_the_curve_in_chinese_and_without_min(page):
+    p = generated_trace(open_capacity(page, "zh"), 120)
+    p.at.checkbox(key="w_capt_optimal").uncheck()
+    p = trace_sweep(p)
+    assert not errors(p)
+    d = curve_element(p)
+    assert d["lang"] == "zh" and d["optimal"] == []
+    assert d["labels"]["y"] == "前缀缓存命中率" and d["orders"][0]["name"] == "split（vLLM ≥ 0.24）"
+    assert "拐点在" in p.text()
+    assert any(tx.startswith("完成：120 个请求在两种释放顺序下的整条曲线") for _, tx in progress(p))
+    assert not any("optimal_hits" in pt for pt in p.state[session.CAPT_SWEEP].curve["reports"][0]["points"])
 
 
 def test_a_timed_trace_sweep_and_a_window_in_the_player(page):
@@ -221,7 +276,8 @@ def test_a_timed_trace_sweep_and_a_window_in_the_player(page):
     s = p.state[session.CAPT_SWEEP]
     assert s.mode == "timed" and "ttft_p90_s" in s.reports[0]["points"][0]
     assert len(p.charts()) == 2 and "TTFT p50" in p.text()
-    p.at.selectbox(key="w_capt_point").set_value(1)                   # the larger split point
+    pool = s.reports[0]["points"][1]["pool_blocks"]                   # the larger point
+    p.at.number_input(key="w_capt_pool").set_value(pool)
     p.at.number_input(key="w_capt_window_first").set_value(3)
     p.at.number_input(key="w_capt_window_size").set_value(4)
     p.click("b_capt_open_player")

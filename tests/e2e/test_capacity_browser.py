@@ -71,6 +71,22 @@ def _upload(page, path) -> None:
     page.locator(".st-key-w_capt_upload input[type=file]").set_input_files(str(path))
 
 
+def _curve_of(page, path, loaded: str):
+    """Upload a trace, compute it in sequence mode (4 sizes for MIN): the curve element, drawn."""
+    _upload(page, path)
+    page.get_by_text(loaded).first.wait_for(timeout=60_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.locator(".st-key-w_capt_num_sizes input").fill("4")
+    page.locator(".st-key-w_capt_num_sizes input").press("Tab")
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    click_key(page, "b_capt_compute")
+    chart = page.locator('[data-bv="curve"]')
+    chart.locator("svg.bvc-plot path.bvc-knee").first.wait_for(timeout=180_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    return chart
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_an_uploaded_trace_is_swept_and_a_window_opens_in_the_player(browser, server, screenshots, lang,
                                                                       tmp_path):
@@ -92,21 +108,10 @@ def test_an_uploaded_trace_is_swept_and_a_window_opens_in_the_player(browser, se
     assert page.locator(NO_ERROR).count() == 0
     assert page.get_by_text("hash_ids").count() >= 1
     # a good trace replaces it
-    _upload(page, good)
-    page.get_by_text(loaded).first.wait_for(timeout=60_000)
-    page.wait_for_selector(IDLE, timeout=60_000)
-    page.locator(".st-key-w_capt_num_sizes input").fill("4")
-    page.locator(".st-key-w_capt_num_sizes input").press("Tab")
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=60_000)
-    click_key(page, "b_capt_compute")
-    page.wait_for_selector(".st-key-capt_hit_chart .js-plotly-plot", timeout=120_000)
-    page.wait_for_selector(IDLE, timeout=60_000)
+    chart = _curve_of(page, good, loaded)
     assert page.locator(NO_ERROR).count() == 0
-    chart = page.locator(".st-key-capt_hit_chart .js-plotly-plot")
-    assert chart.locator("g.scatterlayer g.trace").count() >= 3     # two orders, the knee's star(s)
-    axes = " ".join(chart.locator("g.infolayer text").all_text_contents())
-    assert x_title in axes
+    assert chart.locator("path.bvc-line").count() == 3              # two orders, MIN
+    assert x_title in " ".join(chart.locator("svg text").all_text_contents())
     assert page.get_by_text(knee_words).count() >= 1
     chart.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / f"capacity-trace-{lang}-1280x800.png"))
@@ -119,4 +124,94 @@ def test_an_uploaded_trace_is_swept_and_a_window_opens_in_the_player(browser, se
     page.get_by_text(scaled).first.wait_for(timeout=30_000)           # its start note says the scale
     page.locator('[data-bv="board"] [data-act="next"]').click()      # the board steps it
     expect(page.locator('[data-bv="requests"]')).to_contain_text("L1")   # the window's first request
+    page.close()
+
+
+# -- the whole curve: drag the capacity marker ----------------------------------------------------
+CURVE_WORDS = {"en": ("Real traffic: a trace", "400 requests", "knee:", "Best possible (Belady's MIN)",
+                      "at {pool} blocks"),
+               "zh": ("真实流量：trace", "400 个请求", "拐点：", "最好的可能（Belady 的 MIN）",
+                      "块池 {pool} 块")}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_drag_the_capacity_marker_and_read_the_curve(browser, server, screenshots, lang, tmp_path):
+    """The curve element in a real browser: a drag moves the marker and the readout shows, at
+    once (before Python hears of it), the hits the one pass gives at that pool size; let go,
+    Python takes the pool (the player box shows it) and the player opens there. Screenshots at
+    1280x800 and 1920x1080 (artifacts/screenshots/capacity-curve-*.png)."""
+    from blockviz.scenario.trace import read_trace
+    from blockviz.sim.curve import curve_sequence
+    from blockviz.teach.tracegen import TraceWorkload, write_generated
+    tab, loaded, knee_words, best_words, player_words = CURVE_WORDS[lang]
+    good = tmp_path / "chat.jsonl"
+    with open(good, "w", encoding="utf-8") as f:
+        write_generated(TraceWorkload(kind="multi_turn", requests=400, seed=3), f)
+    reqs = read_trace(good)
+    curves = {o: curve_sequence(reqs, block_size=16, free_order=o) for o in ("split", "append")}
+    queries = sum(r.input_length for r in reqs)
+    page = open_capacity(browser, server, lang)
+    page.get_by_role("tab", name=tab).click()
+    page.wait_for_selector(".st-key-w_capt_upload input[type=file]", state="attached", timeout=30_000)
+    chart = _curve_of(page, good, loaded)
+    assert page.locator(NO_ERROR).count() == 0
+    assert chart.get_by_text(knee_words).count() >= 1 and chart.get_by_text(best_words).count() >= 1
+    assert chart.locator("path.bvc-line").count() == 3       # split, append, MIN
+    assert chart.locator("path.bvc-gap").count() == 1        # the policy gap between LRU and MIN
+    plot = chart.locator("svg.bvc-plot")
+    plot.scroll_into_view_if_needed()
+    box = plot.bounding_box()
+
+    def read() -> tuple[int, dict[str, int], dict[str, str]]:
+        pool = int(chart.get_attribute("data-pool"))
+        cards = chart.locator(".bvc-card[data-order]")
+        hits = {c.get_attribute("data-order"): int(c.get_attribute("data-hits")) for c in cards.all()}
+        shown = {c.get_attribute("data-order"): c.locator(".bvc-cv").inner_text() for c in cards.all()}
+        return pool, hits, shown
+
+    def check(pool: int, hits: dict, shown: dict) -> None:
+        for o, c in curves.items():
+            assert hits[o] == c.point(pool)["hits"], (o, pool)
+            assert shown[o] == f"{100 * hits[o] / queries:.1f}%"
+
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.25, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.55, y, steps=6)
+    during = read()                                        # still pressed: Python has not heard
+    check(*during)
+    page.mouse.move(box["x"] + box["width"] * 0.7, y, steps=4)
+    page.mouse.up()
+    pool, hits, shown = read()
+    assert pool != during[0]
+    check(pool, hits, shown)
+    # Python takes the pool once it is let go: the player box's input shows it
+    page.wait_for_function(
+        "p => document.querySelector('.st-key-w_capt_pool input').value.replace(/,/g, '') === p",
+        arg=str(pool), timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    assert int(chart.get_attribute("data-pool")) == pool   # the rerun did not pull it back
+    for w, h in ((1280, 800), (1920, 1080)):
+        page.set_viewport_size({"width": w, "height": h})
+        page.wait_for_timeout(400)
+        plot.scroll_into_view_if_needed()
+        page.mouse.wheel(0, -120)
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(screenshots / f"capacity-curve-{lang}-{w}x{h}.png"))
+    page.set_viewport_size({"width": 1280, "height": 800})
+    # the keys move it one block at a time, read at once as well
+    plot.focus()
+    page.keyboard.press("ArrowRight")
+    after = read()
+    assert after[0] == pool + 1
+    check(*after)
+    page.wait_for_function(
+        "p => document.querySelector('.st-key-w_capt_pool input').value.replace(/,/g, '') === p",
+        arg=str(pool + 1), timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    click_key(page, "b_capt_open_player")
+    page.wait_for_selector(".bv-stepno", timeout=60_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    assert page.locator(NO_ERROR).count() == 0
+    assert page.get_by_text(player_words.format(pool=f"{pool + 1:,}")).count() >= 1
     page.close()
