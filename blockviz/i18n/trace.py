@@ -273,9 +273,9 @@ STRINGS: dict[str, tuple[str, str]] = {
     "curve_knee_at": ("knee: {cap}", "拐点：{cap}"),
     "curve_drag": ("Drag across the chart, or click it and use ← → (Page Up / Down for bigger steps), "
                    "to read any capacity: every pool size is exact. Where you let go is the pool "
-                   "the player's window and the chat view below use.",
+                   "used below.",
                    "在图上拖动，或点击图后用 ← →（Page Up / Down 步子更大）读出任意容量：每个块池大小"
-                   "都是精确值。松开的位置就是下面播放器窗口和对话视图使用的块池。"),
+                   "都是精确值。松开的位置就是下面使用的块池。"),
     "curve_best_skipped": ("not computed here: {blocks} blocks of this size in the trace, the page "
                            "computes MIN for at most {most}; `blockviz trace capacity --optimal` has "
                            "no such limit",
