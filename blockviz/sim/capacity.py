@@ -124,6 +124,7 @@ class SequenceRequest:
     lora = None
     cache_salt = None
     mm_items = ()
+    skip_reading_prefix_cache = False   # a trace's requests ask for no prompt logprobs
 
     def __init__(self, request_id: str, num_tokens: int, block_hashes: list[bytes]) -> None:
         self.request_id = request_id
@@ -276,6 +277,7 @@ class TimedRequest:
     lora = None
     cache_salt = None
     mm_items = ()
+    skip_reading_prefix_cache = False   # a trace's requests ask for no prompt logprobs
 
     def __init__(self, index: int, num_tokens: int, block_hashes: list[bytes], max_tokens: int,
                  block_size: int) -> None:
