@@ -141,3 +141,46 @@ def test_the_next_prefix_to_be_evicted_is_the_first_cached_block_from_the_head(s
     right = check(six, 4, "evict", (2,), "zh", labels)
     assert right.correct and "块 2 是从空闲队列队首数起第一个还带 hash 的块" in right.verdict
     assert check(six, 8, "evict", (), "en", labels).correct
+
+
+# -- hybrid models: which blocks leave a window ------------------------------------------------
+@pytest.fixture(scope="module")
+def window(root):
+    _, timeline = run(load(root / "scenarios" / "sliding-window.yaml"))
+    return timeline
+
+
+def test_the_window_question_is_asked_only_where_a_group_has_a_window(six, window, root):
+    from blockviz.teach.selfcheck import QUESTIONS, questions
+    assert questions(window) == QUESTIONS and "window" in QUESTIONS
+    assert "window" not in questions(six)
+    _, full = run(load_text("id: t\ntitle: t\nconfig: {num_blocks: 4, block_size: 2, model: null, "
+                            "kv_cache_groups: [{type: full_attention}, {type: full_attention}]}\n"
+                            "steps: [{arrive: {id: A, prompt: [1, 2, 3]}}]\n"), payloads=False)
+    assert "window" not in questions(full)
+
+
+def test_the_window_answer_is_the_blocks_the_null_block_replaced(window, root):
+    from blockviz.teach.selfcheck import default_question, window_blocks
+    assert [expected(window, i, "window") for i in range(1, 9)] == \
+        [(), (), (), (2,), (4,), (6,), (), (7,)]
+    assert [default_question(window, i) for i in (1, 2, 4, 6)] == ["hits", "queue", "window", "window"]
+    _, gemma = run(load(root / "scenarios" / "gemma-five-to-one.yaml"), payloads=False)
+    assert expected(gemma, 3, "window") == (1, 2, 3, 4, 5)
+    # a hit's null padding hands nothing back
+    assert window_blocks(gemma.step_ops(7)) == ()
+
+
+def test_the_window_question_is_graded_and_explained(window):
+    g = check(window, 4, "window", [2], "en")
+    assert g.correct and g.verdict == "Right: the windows hand back block(s) 2."
+    assert any("remove_skipped_blocks" in w for w in g.why[:1])           # the rule
+    assert any(w.startswith("[group 1, sliding window 8] remove_skipped_blocks(A): block 2 left")
+               for w in g.why)                                          # the engine's words
+    g = check(window, 6, "window", [6, 2], "en")
+    assert not g.correct and g.details == ("Block(s) 2 stay where they are.",)
+    g = check(window, 3, "window", [], "zh")
+    assert g.correct and g.verdict == "答对了：这一步没有块滑出窗口。"
+    assert "不对" in check(window, 3, "window", [5], "zh").verdict
+    # the hits question says the rule of several groups
+    assert "every group" in check(window, 1, "hits", [], "en").why[0]

@@ -201,6 +201,32 @@ STRINGS: dict[str, tuple[str, str]] = {
                      "规则：get_computed_blocks 从第一个块的 hash 开始依次查找，遇到第一个未命中就停；"
                      "命中永远不包括最后一个 token（最多 num_tokens − 1 个）"
                      "；分配失败的请求暂时什么也不复用。"),
+    "sc_rule_hits_groups": ("The rule (several KV-cache groups): the hit must be held by every group. "
+                            "Full attention walks the block hashes from the first to the first miss; a "
+                            "sliding window needs the blocks just before the hit point, a chunked "
+                            "group the blocks of the chunk it ends in; the hit is the shortest of them, "
+                            "at most num_tokens − 1.",
+                            "规则（多个 KV 缓存组）：命中必须每个组都持有。全注意力从第一个块的 hash "
+                            "查到第一个未命中；滑动窗口需要命中点之前紧挨着的那几个块，分块局部组需要"
+                            "命中点所在分块里的块；命中取其中最短的，最多 num_tokens − 1 个。"),
+    "sc_window_right": ("Right: the windows hand back block(s) {ids}.",
+                        "答对了：窗口还回来的块是 {ids}。"),
+    "sc_window_right_none": ("Right: no block leaves a window in this step.",
+                             "答对了：这一步没有块滑出窗口。"),
+    "sc_window_wrong_all": ("Not quite: the windows hand back block(s) {ids}; you said {a}.",
+                            "不完全对：窗口还回来的块是 {ids}；你的答案是 {a}。"),
+    "sc_window_none": ("Not quite: no block leaves a window in this step; you said {a}.",
+                       "不对：这一步没有块滑出窗口；你的答案是 {a}。"),
+    "sc_window_missed": ("Block(s) {ids} leave a window too.", "块 {ids} 也滑出了窗口。"),
+    "sc_window_wrong": ("Block(s) {ids} stay where they are.", "块 {ids} 还留在原处。"),
+    "sc_rule_window": ("The rule: before a request's next tokens are allocated, remove_skipped_blocks "
+                       "drops every whole block no future token can attend to (a sliding window keeps "
+                       "the last W − 1 tokens, a chunked group the current chunk): the null block takes "
+                       "its slot and the block is freed, to the head without a hash, to the tail with "
+                       "one.",
+                       "规则：为请求分配接下来的 token 之前，remove_skipped_blocks 丢掉今后任何 token 都"
+                       "不会再看的整块（滑动窗口保留最后 W − 1 个 token，分块局部组保留当前分块）：null "
+                       "block 占据它的位置，块随即释放，没有 hash 的放到队首，有 hash 的放到队尾。"),
     "sc_no_ops": ("No operation of this step touches it.", "这一步没有相关的操作。"),
 
     # self-check in the player
@@ -214,6 +240,9 @@ STRINGS: dict[str, tuple[str, str]] = {
     "sc_q_hits": ("which blocks hit", "哪些块命中"),
     "sc_q_victim": ("which block the next allocation takes", "下一次分配取走哪个块"),
     "sc_q_evict": ("whose cached prefix is evicted next", "下一个被驱逐的缓存前缀在哪个块"),
+    "sc_q_window": ("which blocks leave a window", "哪些块滑出窗口"),
+    "sc_in_window": ("The blocks step {k}'s windows hand back to the pool (none selected = none):",
+                     "第 {k} 步里窗口还给块池的块（不选 = 没有）："),
     "sc_in_evict": ("After step {k}, the next cached prefix to be evicted is in block:",
                     "第 {k} 步之后，下一个被驱逐的缓存前缀在块："),
     "sc_in_queue": ("The free queue after step {k}, head (taken first) to tail:",

@@ -9,6 +9,8 @@ Three questions about step ``index`` (the step about to be revealed):
           (if it still carries a hash, taking it is an eviction)
   evict   whose cached prefix is evicted next: the first block from the head of the free queue
           that still carries a hash (none when no free block does)
+  window  (a hybrid model with a sliding-window or chunked-local group) which blocks the step's
+          windows hand back: those ``remove_skipped_blocks`` replaced by the null block and freed
 
 The "why" is the engine's own narration of the ops that decided the answer (``narrate_ops``) plus
 the rule behind them.
@@ -23,13 +25,16 @@ from blockviz.i18n import t
 from blockviz.teach.labels import HashLabels
 from blockviz.teach.narrate import narrate_ops
 
-QUESTIONS = ("queue", "hits", "victim", "evict")
+QUESTIONS = ("queue", "hits", "victim", "evict", "window")
 
 # the ops whose narration explains each answer
 _QUEUE_OPS = frozenset({"popleft", "evict", "touch", "free", "free_head", "free_tail", "reset",
                         "alloc_failed", "preempt", "rewind", "restart"})
 _HIT_OPS = frozenset({"lookup", "touch", "alloc_failed", "admit", "load"})
-_WHY_OPS = {"queue": _QUEUE_OPS, "victim": _QUEUE_OPS, "evict": _QUEUE_OPS, "hits": _HIT_OPS}
+_WINDOW_OPS = frozenset({"remove_skipped", "free_head", "free_tail"})
+_WHY_OPS = {"queue": _QUEUE_OPS, "victim": _QUEUE_OPS, "evict": _QUEUE_OPS, "hits": _HIT_OPS,
+            "window": _WINDOW_OPS}
+_LOCAL = frozenset({"sliding_window", "chunked_local_attention"})
 
 _SEPARATORS = re.compile(r"[\s,;，、→>\-–—|]+")
 _WORDS = re.compile(r"(?i)\b(head|tail|none|empty|blocks?)\b|队首|队尾|无|空|块")
@@ -71,12 +76,26 @@ def hit_blocks(ops: Iterable[tuple]) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def questions(timeline) -> tuple[str, ...]:
+    """The questions a run can ask: ``window`` only where some KV-cache group has a window."""
+    groups = getattr(timeline, "kv_cache_groups", None) or ()
+    return QUESTIONS if any(g.type in _LOCAL for g in groups) else QUESTIONS[:-1]
+
+
+def window_blocks(ops: Iterable[tuple]) -> tuple[int, ...]:
+    """The blocks a step's windows handed back: each ``remove_skipped`` replaced them by the null
+    block and freed them (a hit's null padding names none)."""
+    return tuple(sorted({b for op in ops if op.kind == "remove_skipped" for b in op.block_ids}))
+
+
 def expected(timeline, index: int, kind: str) -> tuple[int, ...]:
     s = timeline.step(index)
     if kind == "queue":
         return tuple(s.free_queue)
     if kind == "hits":
         return hit_blocks(timeline.step_ops(index))
+    if kind == "window":
+        return window_blocks(timeline.step_ops(index))
     if kind == "victim":
         return (s.free_queue[0],) if s.free_queue else ()
     if kind == "evict":
@@ -88,6 +107,14 @@ def expected(timeline, index: int, kind: str) -> tuple[int, ...]:
 def has_admission(timeline, index: int) -> bool:
     """Whether step ``index`` looks anything up (the hits question is interesting)."""
     return any(op.kind == "lookup" for op in timeline.step_ops(index))
+
+
+def default_question(timeline, index: int) -> str:
+    """The question that suits step ``index``: which blocks leave a window where some do, which
+    blocks hit where a request is looked up, else the free queue."""
+    if "window" in questions(timeline) and window_blocks(timeline.step_ops(index)):
+        return "window"
+    return "hits" if has_admission(timeline, index) else "queue"
 
 
 # -- grading (plain values) ---------------------------------------------------------------
@@ -115,20 +142,27 @@ def grade_queue(answer: Sequence[int], want: Sequence[int], lang: str) -> tuple[
     return False, t("sc_queue_wrong", lang, q=_ids(want, lang), a=_ids(answer, lang)), details
 
 
-def grade_hits(answer: Iterable[int], want: Iterable[int], lang: str) -> tuple[bool, str, list[str]]:
+def grade_set(answer: Iterable[int], want: Iterable[int], lang: str,
+              kind: str = "hits") -> tuple[bool, str, list[str]]:
+    """A set of blocks: the blocks a step hits (``hits``), or those its windows replaced by the
+    null block (``window``); the order does not matter."""
     a, w = sorted(set(answer)), sorted(set(want))
     if a == w:
-        key = "sc_hits_right" if w else "sc_hits_right_none"
+        key = f"sc_{kind}_right" if w else f"sc_{kind}_right_none"
         return True, t(key, lang, ids=_ids(w, lang)), []
     details = []
     missed = [b for b in w if b not in a]
     wrong = [b for b in a if b not in w]
     if missed:
-        details.append(t("sc_hits_missed", lang, ids=_ids(missed, lang)))
+        details.append(t(f"sc_{kind}_missed", lang, ids=_ids(missed, lang)))
     if wrong:
-        details.append(t("sc_hits_wrong", lang, ids=_ids(wrong, lang)))
-    key = "sc_hits_wrong_all" if w else "sc_hits_none"
+        details.append(t(f"sc_{kind}_wrong", lang, ids=_ids(wrong, lang)))
+    key = f"sc_{kind}_wrong_all" if w else f"sc_{kind}_none"
     return False, t(key, lang, ids=_ids(w, lang), a=_ids(a, lang)), details
+
+
+def grade_hits(answer: Iterable[int], want: Iterable[int], lang: str) -> tuple[bool, str, list[str]]:
+    return grade_set(answer, want, lang, "hits")
 
 
 def grade_victim(answer: int | None, want: int | None, lang: str,
@@ -148,7 +182,8 @@ def grade_victim(answer: int | None, want: int | None, lang: str,
 def why(timeline, index: int, kind: str, lang: str, labels: HashLabels,
         free_order: str = "split") -> tuple[str, ...]:
     rule = {"queue": f"sc_rule_queue_{free_order}", "victim": "sc_rule_victim",
-            "evict": "sc_rule_evict", "hits": "sc_rule_hits"}[kind]
+            "evict": "sc_rule_evict", "window": "sc_rule_window",
+            "hits": "sc_rule_hits_groups" if labels.hybrid else "sc_rule_hits"}[kind]
     ops = [op for op in timeline.step_ops(index) if op.kind in _WHY_OPS[kind]]
     said = narrate_ops(ops, lang, labels, timeline.vocab, timeline.block_size)
     return (t(rule, lang),) + tuple(said or [t("sc_no_ops", lang)])
@@ -164,8 +199,8 @@ def check(timeline, index: int, kind: str, answer: Sequence[int], lang: str,
     answer = tuple(answer)
     if kind == "queue":
         ok, verdict, details = grade_queue(answer, want, lang)
-    elif kind == "hits":
-        ok, verdict, details = grade_hits(answer, want, lang)
+    elif kind in ("hits", "window"):
+        ok, verdict, details = grade_set(answer, want, lang, kind)
         answer = tuple(sorted(set(answer)))
     else:
         if len(answer) > 1:

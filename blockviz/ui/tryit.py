@@ -322,7 +322,7 @@ def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:
 
 # -- self-check -----------------------------------------------------------------------------
 def _sc_default(run: data.PlayerRun, step: int) -> str:
-    return "hits" if selfcheck.has_admission(run.timeline, step) else "queue"
+    return selfcheck.default_question(run.timeline, step)
 
 
 def _sc_reset(run: data.PlayerRun, cursor: int) -> None:
@@ -337,6 +337,8 @@ def _sc_reset(run: data.PlayerRun, cursor: int) -> None:
     ss["w_sc_victim"] = None
     ss["w_sc_victim_t"] = ""
     ss["w_sc_hits_t"] = ""
+    ss["w_sc_window"] = []
+    ss["w_sc_window_t"] = ""
     if cursor < run.last:
         ss["w_sc_kind"] = _sc_default(run, cursor + 1)
 
@@ -345,10 +347,10 @@ def _sc_answer(run: data.PlayerRun, kind: str) -> tuple[int, ...]:
     ss = st.session_state
     if kind == "queue":
         return selfcheck.parse_ids(ss.get("w_sc_queue") or "")
-    if kind == "hits":
+    if kind in ("hits", "window"):             # a set of blocks
         if _few_blocks(run):
-            return tuple(ss.get("w_sc_hits") or ())
-        return selfcheck.parse_ids(ss.get("w_sc_hits_t") or "")
+            return tuple(ss.get(f"w_sc_{kind}") or ())
+        return selfcheck.parse_ids(ss.get(f"w_sc_{kind}_t") or "")
     if _few_blocks(run):
         v = ss.get("w_sc_victim")
         return () if v is None else (int(v),)
@@ -403,18 +405,19 @@ def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
         k = cursor + 1
         event = event_label(run.timeline.step_of(k), lang)
         st.html(heading_html(t("sc_title", lang, k=k, event=event)))
-        kind = st.segmented_control(t("sc_question", lang), selfcheck.QUESTIONS, key="w_sc_kind",
-                                    required=True, format_func=lambda q: t("sc_q_" + q, lang))
+        kind = st.segmented_control(t("sc_question", lang), selfcheck.questions(run.timeline),
+                                    key="w_sc_kind", required=True,
+                                    format_func=lambda q: t("sc_q_" + q, lang))
         n = run.timeline.num_gpu_blocks
         if kind == "queue":
             st.text_input(t("sc_in_queue", lang, k=k), key="w_sc_queue",
                           placeholder=t("sc_in_queue_ph", lang))
-        elif kind == "hits":
+        elif kind in ("hits", "window"):        # a set of blocks
             if _few_blocks(run):
-                st.multiselect(t("sc_in_hits", lang, k=k), list(range(1, n)), key="w_sc_hits",
+                st.multiselect(t(f"sc_in_{kind}", lang, k=k), list(range(1, n)), key=f"w_sc_{kind}",
                                placeholder=t("sc_nothing", lang))
             else:
-                st.text_input(t("sc_in_hits", lang, k=k), key="w_sc_hits_t")
+                st.text_input(t(f"sc_in_{kind}", lang, k=k), key=f"w_sc_{kind}_t")
         else:                                 # one block or none: victim, evict
             label = t("sc_in_" + kind, lang, k=k)
             if _few_blocks(run):

@@ -230,3 +230,24 @@ def test_training_grades_a_whole_lesson(page):
         assert p.header() == f"step {k} of 8"
     assert any("Lesson done: 7 of 8 predictions right at the first try (8 steps)." in c.value
                for c in p.at.caption)
+
+
+def test_self_check_asks_which_blocks_leave_a_window_on_a_hybrid_model(page):
+    p = page({"scenario": "sliding-window", "step": "3"})
+    p.at.toggle(key="w_selfcheck").set_value(True)
+    p.run()
+    kinds = p.at.button_group(key="w_sc_kind")
+    assert "which blocks leave a window" in kinds.options and kinds.value == "window"   # suits step 4
+    p.at.multiselect(key="w_sc_window").set_value([6])
+    p.click("b_sc_check")
+    res = _result(p)
+    assert 'data-correct="false"' in res and "Block(s) 2 leave a window too." in res
+    p.at.multiselect(key="w_sc_window").set_value([2])
+    p.click("b_sc_check")
+    res = _result(p)
+    assert 'data-correct="true"' in res and "remove_skipped_blocks(A): block 2 left" in res
+    # a one-group lesson does not offer it
+    q = page({"scenario": "six-blocks", "step": "3"})
+    q.at.toggle(key="w_selfcheck").set_value(True)
+    q.run()
+    assert "which blocks leave a window" not in q.at.button_group(key="w_sc_kind").options
