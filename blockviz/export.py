@@ -8,10 +8,11 @@ the data travels as JSON inside a script element that cannot be closed early (``
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from blockviz.i18n import HTML_LANG, other_lang, t
-from blockviz.render.board import BoardRun, asset, board_css, board_data, is_dense
+from blockviz.render.board import BoardControl, BoardRun, asset, board_css, board_data, is_dense
 from blockviz.render.markers import step_kinds
 from blockviz.render.theme import css_vars, esc
 from blockviz.teach.labels import HashLabels
@@ -71,9 +72,12 @@ def export_html(timeline, *, title: str = "", lang: str = "en", start: int = 0,
     kinds = [step_kinds(timeline.step_ops(i)) for i in range(n)]
     run = BoardRun(timeline, labels, kinds, titles or {lang: title})
     langs = [lang] if is_dense(run) else [lang, other_lang(lang)]
-    data = board_data(run, langs=langs, whole=True, url="hash", lang=lang)
-    data["goto"] = {"step": int(start), "frame": None, "seq": 0, "run": "export"}
-    data["noFrames"] = True        # op frames come from the server: a file has none
+    # op frames come from the server: a file has none
+    data = dataclasses.replace(board_data(run, langs=langs, whole=True, url="hash", lang=lang),
+                               no_frames=True)
+    control = BoardControl(goto={"step": int(start), "frame": None, "seq": 0, "run": "export"})
+    sent = json.dumps({"board": data.to_dict(), "control": control.to_dict()},   # as the app sends
+                      ensure_ascii=False, separators=(",", ":"))
     made = t("x_made", lang, file=file) if file else "blockviz"
     return ("<!DOCTYPE html>\n"
             f'<html lang="{HTML_LANG.get(lang, "en")}"><head><meta charset="utf-8">'
@@ -83,7 +87,7 @@ def export_html(timeline, *, title: str = "", lang: str = "en", start: int = 0,
             f'<body><div id="bv-host"></div><div class="bvx-foot">{esc(made)}</div>'
             f'<script type="text/css" id="bv-css">{_inline(board_css())}</script>'
             f'<script type="application/json" id="bv-data">'
-            f"{_inline(json.dumps(data, ensure_ascii=False, separators=(',', ':')))}</script>"
+            f"{_inline(sent)}</script>"
             f'<script type="module">{asset("board.js").replace("export default function", "function")}'
             f"{BOOT}</script></body></html>\n")
 

@@ -22,9 +22,11 @@ def six(root):
 
 
 def board_of(doc: str) -> dict:
+    """The board's data and what the page tells it (its control), as one mapping."""
     m = re.search(r'<script type="application/json" id="bv-data">(.*?)</script>', doc, flags=re.S)
     assert m, "no board data in the document"
-    return json.loads(m.group(1))
+    sent = json.loads(m.group(1))
+    return sent["board"] | sent["control"]
 
 
 def step_text(d: dict, lang: str, k: int) -> str:
@@ -35,7 +37,7 @@ def test_the_html_is_the_board_with_every_step_and_opens_at_the_start_step(six):
     loaded, tl = six
     doc = export_html(tl, title="Six blocks, one prefix", lang="en", start=4, file="six-blocks.yaml")
     d = board_of(doc)
-    assert (d["n"], d["lo"], d["hi"]) == (9, 0, 8) and d["goto"]["step"] == 4
+    assert (d["num_steps"], d["lo"], d["hi"]) == (9, 0, 8) and d["goto"]["step"] == 4
     assert d["url"] == "hash" and d["langs"] == ["en", "zh"] and d["lang"] == "en"
     queues = [re.search(r'data-queue="([^"]*)"', step_text(d, "en", k)).group(1) for k in range(9)]
     assert [k for k, q in enumerate(queues) if q == "4 3 5 6 2 1"] == [4, 5, 7]

@@ -1,7 +1,8 @@
 // The board: every panel of a step on one screen, stepped in the browser.
 // Used two ways with the same code: as a Streamlit components-v2 component (the player and the
 // Author preview), and in the offline HTML export, where a few lines call it with the data inlined.
-// It receives pre-rendered, escaped panel HTML (blockviz.render.step) in a string pool, lays it out,
+// It receives pre-rendered, escaped panel HTML (blockviz.render.step) in a string pool — the board's
+// data, blockviz.render.board.BoardData, every field under its Python name — lays it out,
 // fits it to the viewport, steps with keys and buttons, follows and writes the URL, animates the
 // change (blocks slide between the free queue and the request tables) and links the panels.
 // Python learns the step through setStateValue("pos"), debounced, so a burst of keys is one rerun.
@@ -20,10 +21,12 @@ const TYPING = 'input, textarea, select, [contenteditable=""], [contenteditable=
 
 let lastText = null, lastData = null;
 
+// component.data is {board, control}: the board's data (BoardData: the app sends it as one cached
+// JSON text, an exported page as an object) and what the page tells the board now (BoardControl)
 export default function board(component) {
   const { parentElement } = component;
-  let data = component.data;
-  if (typeof data === 'string') {          // the app sends one cached JSON text
+  let { board: data, control } = component.data || {};
+  if (typeof data === 'string') {
     if (data !== lastText) { lastText = data; lastData = JSON.parse(data); }
     data = lastData;
   }
@@ -33,7 +36,7 @@ export default function board(component) {
     BOARDS.set(parentElement, b);
   }
   b.api = component;
-  b.load(data || {});
+  b.load(data || {}, control || {});
   return () => { b.destroy(); BOARDS.delete(parentElement); };
 }
 
@@ -147,7 +150,7 @@ function create(parent, component) {
     into: q('.bvb-into'), lang: q('.bvb-lang'), play: q('.bvb-play'),
   };
   const st = {
-    data: null, step: 0, frame: null, lang: 'en', playing: false, timer: 0, seq: null,
+    data: null, control: {}, step: 0, frame: null, lang: 'en', playing: false, timer: 0, seq: null,
     dataLang: null, sent: '', debounce: 0, scale: 1, fitKey: '', lit: null, want: -1, fits: 0,
   };
   const b = { api: component, root };
@@ -220,7 +223,7 @@ function create(parent, component) {
   }
 
   function draw(animate) {
-    if (!d() || !d().n) return;
+    if (!d() || !d().num_steps) return;
     const k = st.step;
     setAttr(root, 'data-bv-step', String(k));
     setAttr(root, 'data-bv-frame', st.frame === null ? '' : String(st.frame));
@@ -245,34 +248,34 @@ function create(parent, component) {
     const before = animate && !reduced() ? positions() : null;   // (a layout: only to slide)
     const [rec, fr] = record(k, st.frame);
     const show = fr || rec;
-    put(part.head, show.h);
-    put(part.note, fr ? fr.op : rec.n);
+    put(part.head, show.header);
+    put(part.note, fr ? fr.op : rec.note);
     if (fr) {                              // an op's pseudocode: in the flow, no copy
-      setHtml(part.did, S(fr.pc) + S(fr.ol));
+      setHtml(part.did, S(fr.pseudocode) + S(fr.ops_list));
       setText(part.didSize, '');
     } else if (st.frame !== null) {
-      setText(part.did, d().noFrames ? ui.board_no_frames : ui.board_loading);
+      setText(part.did, d().num_stepsoFrames ? ui.board_no_frames : ui.board_loading);
       setText(part.didSize, '');
     } else {                               // what the engine did, twice: a hidden copy (its list
-      put(part.did, rec.d);                // capped) sizes the row and the copy shown fills it,
-      put(part.didSize, rec.d);            // so a long note beside it leaves room for more
+      put(part.did, rec.did);              // capped) sizes the row and the copy shown fills it,
+      put(part.didSize, rec.did);          // so a long note beside it leaves room for more
     }
     root.classList.toggle('bvb-did-copy', !fr && st.frame === null);
     part.say.classList.toggle('bvb-say-code', !!fr);
-    part.say.classList.toggle('bvb-say-did', !fr && !S(rec.n));
+    part.say.classList.toggle('bvb-say-did', !fr && !S(rec.note));
     if (d().dense) {
       dense(k);
     } else {
-      put(part.blocks, show.b);
+      put(part.blocks, show.blocks);
     }
     const legend = d().legend[st.lang] || d().legend[d().langs[0]];
     setHtml(part.legend, legend);
-    put(part.queue, show.q);
-    put(part.table, show.t);
-    put(part.reqs, show.r);               // an op frame carries its own requests
+    put(part.queue, show.queue);
+    put(part.table, show.table);
+    put(part.reqs, show.requests);        // an op frame carries its own requests
     if (part.extBox.hidden !== !d().external) part.extBox.hidden = !d().external;
-    if (d().external) put(part.ext, rec.x);
-    const ans = d().answer;                // a self-check answer, outlined at its step
+    if (d().external) put(part.ext, rec.external);
+    const ans = st.control.answer;                // a self-check answer, outlined at its step
     for (const e of root.querySelectorAll('.bv-answer')) e.classList.remove('bv-answer');
     if (ans && ans.step === k) {
       const want = new Set(ans.ids.map(String));
@@ -287,7 +290,7 @@ function create(parent, component) {
   }
 
   function drawButtons(ui) {
-    const n = d().n, k = st.step;
+    const n = d().num_steps, k = st.step;
     const atStart = k === 0 && (st.frame === null || st.frame === 0);
     const atEnd = k === n - 1 && (st.frame === null || st.frame >= nFrames(k) - 1);
     const set = (act, label, dis) => {
@@ -303,7 +306,7 @@ function create(parent, component) {
     setHtml(part.play, st.playing ? ICONS.pause : ICONS.play);
     part.play.classList.toggle('bvb-on', st.playing);
     setText(part.into, ui.step_into);
-    if (part.into.disabled !== !!d().noFrames) part.into.disabled = !!d().noFrames;
+    if (part.into.disabled !== !!d().num_stepsoFrames) part.into.disabled = !!d().num_stepsoFrames;
     setAttr(part.into, 'aria-pressed', String(st.frame !== null));
     part.into.classList.toggle('bvb-on', st.frame !== null);
     const other = d().langs.length > 1 ? d().langs.find((l) => l !== st.lang) : null;
@@ -313,7 +316,7 @@ function create(parent, component) {
   }
 
   function drawMarks() {
-    const n = d().n;
+    const n = d().num_steps;
     const key = `${n}|${st.lang}|${d().lo}|${d().hi}`;
     if (part.marks.getAttribute('data-key') !== key) {
       part.marks.setAttribute('data-key', key);
@@ -321,7 +324,7 @@ function create(parent, component) {
       const per = Math.max(1, Math.ceil(n / 160));
       const cols = Math.ceil(n / per);    // numbers on every mark up to 40, then every 5th or 10th
       const label = cols <= 40 ? 1 : cols <= 80 ? 5 : 10;
-      const names = d().markNames[st.lang] || d().markNames[d().langs[0]];
+      const names = d().mark_names[st.lang] || d().mark_names[d().langs[0]];
       const events = d().events[st.lang] || d().events[d().langs[0]];
       for (let s = 0; s < n; s += per) {
         const e = el('button', 'bvb-mk', { type: 'button', 'data-step': String(s), role: 'listitem' });
@@ -329,7 +332,7 @@ function create(parent, component) {
         for (let j = s; j < Math.min(n, s + per); j++) for (const c of d().marks[j] || '') codes.add(c);
         const bars = el('span', 'bvb-bars');
         for (const c of codes) {
-          const i = el('i'); i.style.background = d().markColours[c]; bars.append(i);
+          const i = el('i'); i.style.background = d().mark_colours[c]; bars.append(i);
         }
         const num = el('span', 'bvb-num'); num.textContent = (s / per) % label ? '' : String(s);
         e.append(bars, num);
@@ -362,7 +365,7 @@ function create(parent, component) {
     c.width = c.height = 1;
     const g = c.getContext('2d', { willReadFrequently: true });
     const out = new Uint32Array(128);
-    for (const [kind, colour] of Object.entries(d().kindColours)) {
+    for (const [kind, colour] of Object.entries(d().kind_colours)) {
       g.clearRect(0, 0, 1, 1); g.fillStyle = colour; g.fillRect(0, 0, 1, 1);
       out[kind.charCodeAt(0)] = new Uint32Array(g.getImageData(0, 0, 1, 1).data.buffer)[0];
     }
@@ -398,7 +401,7 @@ function create(parent, component) {
       box = part.blocks.querySelector('.bvb-dense');
     }
     const ui = d().ui[st.lang] || d().ui[d().langs[0]];
-    setText(box.querySelector('.bvb-dnote'), ui.board_dense_note.replace('{n}', d().blocks.toLocaleString()));
+    setText(box.querySelector('.bvb-dnote'), ui.board_dense_note.replace('{n}', d().num_blocks.toLocaleString()));
     const n = rec.cells.length;
     const scroll = box.querySelector('.bvb-scroll');
     // the panel's width, read once per scale (a read here would lay out the half-drawn board)
@@ -512,7 +515,7 @@ function create(parent, component) {
     }
   }
   function report() {
-    if (!d().report) return;             // nothing on the server follows the step: no rerun
+    if (!st.control.report) return;             // nothing on the server follows the step: no rerun
     clearTimeout(st.debounce);
     st.debounce = setTimeout(flush, DEBOUNCE_MS);
   }
@@ -563,7 +566,7 @@ function create(parent, component) {
   }
 
   function show(k, frame, how) {
-    const n = d().n;
+    const n = d().num_steps;
     k = Math.max(0, Math.min(n - 1, k | 0));
     if (frame !== null && frame !== undefined) frame = Math.max(0, frame | 0);
     else frame = null;
@@ -582,7 +585,7 @@ function create(parent, component) {
   }
 
   function move(act) {
-    const n = d().n, k = st.step, f = st.frame;
+    const n = d().num_steps, k = st.step, f = st.frame;
     if (f === null) {
       if (act === 'next') show(k + 1, null);
       else if (act === 'prev') show(k - 1, null);
@@ -602,7 +605,7 @@ function create(parent, component) {
 
   function atEnd() {
     const k = st.step;
-    return k >= d().n - 1 && (st.frame === null || st.frame >= nFrames(k) - 1);
+    return k >= d().num_steps - 1 && (st.frame === null || st.frame >= nFrames(k) - 1);
   }
 
   function play(on) {
@@ -619,7 +622,7 @@ function create(parent, component) {
   }
 
   function toggleInto() {
-    if (d().noFrames) return;
+    if (d().num_stepsoFrames) return;
     show(st.step, st.frame === null ? 0 : null, 'jump');
     if (st.frame !== null && !hasFrames()) flush();   // the server ships the frames on request
   }
@@ -712,8 +715,8 @@ function create(parent, component) {
     return good ? good[0] : lo;
   }
   function fit() {
-    if (!d() || !d().n || !root.isConnected) return;
-    if (d().fit === false) { setScale(0.9); draw(false); return; }   // a preview beside an editor: it scrolls
+    if (!d() || !d().num_steps || !root.isConnected) return;
+    if (st.control.fit === false) { setScale(0.9); draw(false); return; }   // a preview beside an editor: it scrolls
     const big = d().presenter || flag('present');       // a slide (#present) is shot large
     const max = big ? (window.innerWidth >= 1700 ? 1.7 : 1.35) : 1.0;
     const min = 0.5;
@@ -756,30 +759,31 @@ function create(parent, component) {
   }) : null;
 
   // -- data in ----------------------------------------------------------------------------------
-  b.load = (data) => {
-    if (!data || !data.n) { st.data = null; return; }
+  b.load = (data, control) => {
+    if (!data || !data.num_steps) { st.data = null; return; }
     const first = st.data === null;
-    const reportOn = !!data.report && (first || !st.data.report);
+    const reportOn = !!control.report && (first || !st.control.report);
     const windowChanged = !first && (data.lo !== st.data.lo || data.hi !== st.data.hi);
     st.data = data;
+    st.control = control;
     st.want = -1;
     if (data.lang && data.lang !== st.dataLang) {
       st.dataLang = data.lang;
       if (data.langs.includes(data.lang)) st.lang = data.lang;
     }
     if (!data.langs.includes(st.lang)) st.lang = data.langs[0];
-    const g = data.goto;
+    const g = control.goto;
     const seq = g ? `${g.run || ''}#${g.seq}` : null;
     if (g && seq !== st.seq) {
       st.seq = seq;
-      st.step = Math.max(0, Math.min(data.n - 1, g.step | 0));
+      st.step = Math.max(0, Math.min(data.num_steps - 1, g.step | 0));
       st.frame = g.frame === null || g.frame === undefined ? null : g.frame;
       if (first && data.url) onPopInit();
       else if (!first) writeUrl(true);
     }
     if (first) { writeUrl(false); if (ro) ro.observe(root); }
     if (st.playing) play(true);             // a new speed takes effect at once
-    const key = `${data.n}|${data.lo}|${data.hi}|${data.presenter}|${st.lang}|${data.blocks}`;
+    const key = `${data.num_steps}|${data.lo}|${data.hi}|${data.presenter}|${st.lang}|${data.num_blocks}`;
     draw(false);
     if (key !== st.fitKey || windowChanged) { st.fitKey = key; fit(); }
     if (first) root.setAttribute('data-bv-ready', '1');
@@ -788,7 +792,7 @@ function create(parent, component) {
   function onPopInit() {
     // a reload keeps the step the address names (the browser owns it once the board is up)
     const at = readUrl();
-    if (at) { st.step = Math.min(d().n - 1, at.step); if (d().url === true) st.frame = at.frame; }
+    if (at) { st.step = Math.min(d().num_steps - 1, at.step); if (d().url === true) st.frame = at.frame; }
   }
   b.destroy = () => {
     clearInterval(st.timer); clearTimeout(st.debounce); clearTimeout(resizeT);

@@ -1,7 +1,9 @@
 """The board's data: a run's steps, ready for the browser to draw — the same panels (``render.step``)
-for the player, the Author preview and the offline HTML export. Pure: a timeline in, a JSON-ready
-dict out. The browser side (``board.js``, ``board.css`` beside this file) lays the panels out on
-one screen, steps through them without asking the server, animates the change and links the panels.
+for the player, the Author preview and the offline HTML export. Pure: a timeline in, a
+:class:`BoardData` out, serialised once (``to_json``). The browser side (``board.js``,
+``board.css`` beside this file) lays the panels out on one screen, steps through them without
+asking the server, animates the change and links the panels; the app tells a mounted board where to
+go and how to behave with a :class:`BoardControl`, sent beside the data (never spliced into it).
 
 Size: a lesson of up to ``CARD_LIMIT`` blocks ships every step in both languages (switching
 language costs no rerun) with the op frames of "step into"; bigger runs ship a window of steps
@@ -10,8 +12,9 @@ instead of cards.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib import resources
 
 from blockviz.i18n import event_label, t
@@ -102,18 +105,81 @@ class Pool:
         return i
 
 
-def _record(p: rstep.Panels, pool: Pool, frame: bool = False) -> dict:
-    """A step's panels (a frame's: only those that change op by op), as pool indices."""
-    rec = {"h": p.header, "q": p.queue, "t": p.table, "r": p.requests}
-    if not frame:
-        rec.update(n=p.note, d=p.did)
-        if p.external:
-            rec["x"] = p.external
-    if p.blocks is not None:
-        rec["b"] = p.blocks
-    if p.op:
-        rec.update(op=p.op, pc=p.pseudocode, ol=p.ops_list)
-    return {k: pool(v) for k, v in rec.items()}
+# the panels a step's record names: those an op frame changes, and those only a step has
+FRAME_PANELS = ("header", "queue", "table", "requests", "blocks", "op", "pseudocode", "ops_list")
+STEP_PANELS = ("header", "note", "did", "blocks", "queue", "table", "requests", "external")
+
+
+def _record(p: rstep.Panels, pool: Pool, frame: bool = False) -> dict[str, int]:
+    """A step's panels (a frame's: only those that change op by op), by Panels field name, as
+    indices into the pool; empty panels are left out."""
+    return {name: pool(value) for name in (FRAME_PANELS if frame else STEP_PANELS)
+            if (value := getattr(p, name))}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoardData:
+    """What board.js draws for a window of steps ``lo .. hi`` of a run: the one object that goes
+    from Python to the browser, serialised once. The player, the Author preview and an exported
+    page all send these same bytes.
+
+    Panel HTML travels once, in ``strings``; a step names each of its panels by index::
+
+        strings  ["<div class=…>", "<table …>", …]
+        steps    {"en": [{"header": 0, "queue": 1, "table": 2, …}, …]}     step lo + j at [j]
+        frames   {"en": [[{"header": 7, "op": 8, …}, …], …]}               its op frames, in order
+        cells    [{"cells": "nfcuU…", "qcells": …, "victim": 4, …}, …]     the dense view's steps
+
+    (a window of 400 steps of a lesson in two languages, with its frames, names a few thousand
+    panels of which a few hundred are distinct)."""
+    version: int
+    num_steps: int                       # the run's, not the window's
+    lo: int
+    hi: int
+    langs: list[str]                     # the languages shipped, ``lang`` first or among them
+    lang: str                            # the one shown first
+    steps: dict[str, list[dict[str, int]]]
+    frames: dict[str, list[list[dict[str, int]]]] | None   # None: no step-into data shipped
+    no_frames: bool                      # this board can never step into an event
+    events: dict[str, list[str]]         # each step's event label
+    marks: list[str]                     # the timeline's marks: kind letters per step, whole run
+    mark_colours: dict[str, str]
+    mark_names: dict[str, dict[str, str]]
+    ui: dict[str, dict[str, str]]        # the board's own words, per language
+    legend: dict[str, str]
+    dense: bool                          # blocks as a dense grid (``cells``), not cards
+    num_blocks: int
+    cells: list[dict] | None
+    kind_colours: dict[str, str]
+    external: bool                       # the run has an external tier (its panel is shown)
+    presenter: bool
+    speed: float                         # play speed
+    url: bool | str                      # write the step into the URL: True ?step=, "hash" #step=
+    strings: list[str]
+
+    def to_dict(self) -> dict:
+        """The data as board.js reads it, each field under its own name (a field that is None is
+        left out)."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoardControl:
+    """What the page tells a mounted board besides its data, on every run of the page.
+    ``goto``: Python moves the board ({step, frame, seq, run}; the board follows a new ``seq``
+    only, so a late rerun never pulls it back); ``report``: the board tells Python each step it
+    shows; ``answer``: a self-check answer ({step, ids}) it outlines at that step; ``fit``: scale
+    to the viewport (else a fixed size that scrolls)."""
+    goto: dict | None = None
+    report: bool = False
+    answer: dict | None = None
+    fit: bool = True
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _dense(state: Step) -> dict:
@@ -132,9 +198,8 @@ def _marks(kinds: Sequence[frozenset[str]]) -> list[str]:
 
 
 def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: bool = False,
-               presenter: bool = False, speed: float = 1.0, goto: dict | None = None,
-               lang: str | None = None, url: bool | str = False, whole: bool = False,
-               start: int | None = None) -> dict:
+               presenter: bool = False, speed: float = 1.0, lang: str | None = None,
+               url: bool | str = False, whole: bool = False, start: int | None = None) -> BoardData:
     """Everything the board draws, for the window of steps around ``around``, in ``langs`` (the
     first, or ``lang``, shown first). ``frames``: ship the op frames of "step into" too (for small
     runs only). ``url``: the board writes the step into the page's URL (True: ``?step=``, the
@@ -160,24 +225,17 @@ def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: 
                                    pool, frame=True)
                            for f in tl.frames(i)])
         steps[lang], op_frames[lang] = out, fr
-    dense_steps = [_dense(tl.step(i)) for i in range(lo, hi + 1)] if dense else []
-    ui = {lang: {k: t(k, lang) for k in UI_KEYS} for lang in langs}
-    events = {lang: [event_label(tl.step_of(i), lang) for i in range(lo, hi + 1)] for lang in langs}
-    legend = {lang: (heatmap_legend_html(lang, tl.num_gpu_blocks) if dense
-                     else f'<div class="bv">{legend_html(lang)}</div>') for lang in langs}
-    data = {"v": VERSION, "n": len(tl), "lo": lo, "hi": hi, "langs": list(langs), "steps": steps,
-            "events": events, "marks": _marks(run.kinds), "ui": ui, "legend": legend,
-            "markColours": {MARK_CODES[k]: MARKER_COLOURS[k] for k in KINDS},
-            "markNames": {lang: {MARK_CODES[k]: t("mk_" + k, lang) for k in KINDS} for lang in langs},
-            "dense": dense, "blocks": tl.num_gpu_blocks, "presenter": presenter, "speed": speed,
-            "noFrames": dense, "url": url, "lang": shown,
-            "kindColours": {c: BLOCK_KINDS[k].cell for k, c in KIND_CODES.items()},
-            "external": any("x" in r for r in steps[langs[0]]), "strings": pool.strings}
-    if frames:
-        data["frames"] = op_frames
-    if dense:
-        data["cells"] = dense_steps
-    if goto is not None:
-        data["goto"] = goto
-    return data
-
+    return BoardData(
+        version=VERSION, num_steps=len(tl), lo=lo, hi=hi, langs=list(langs), lang=shown,
+        steps=steps, frames=op_frames if frames else None, no_frames=dense,
+        events={lg: [event_label(tl.step_of(i), lg) for i in range(lo, hi + 1)] for lg in langs},
+        marks=_marks(run.kinds), mark_colours={MARK_CODES[k]: MARKER_COLOURS[k] for k in KINDS},
+        mark_names={lg: {MARK_CODES[k]: t("mk_" + k, lg) for k in KINDS} for lg in langs},
+        ui={lg: {k: t(k, lg) for k in UI_KEYS} for lg in langs},
+        legend={lg: (heatmap_legend_html(lg, tl.num_gpu_blocks) if dense
+                     else f'<div class="bv">{legend_html(lg)}</div>') for lg in langs},
+        dense=dense, num_blocks=tl.num_gpu_blocks,
+        cells=[_dense(tl.step(i)) for i in range(lo, hi + 1)] if dense else None,
+        kind_colours={c: BLOCK_KINDS[k].cell for k, c in KIND_CODES.items()},
+        external=any("external" in r for r in steps[langs[0]]), presenter=presenter,
+        speed=speed, url=url, strings=pool.strings)

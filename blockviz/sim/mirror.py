@@ -27,7 +27,7 @@ import dataclasses
 from array import array
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import itemgetter
 
 from blockviz.core import ops as O
@@ -45,10 +45,8 @@ class Keyframe:
     tstart: array
     tlen: array
     nxt: array
+    prv: array
     table: tuple
-    prv: array = field(default_factory=lambda: array("h"))
-    # a serving mirror's own explicit token tuples (sources -LOCAL - k); () for the recording one
-    local: tuple = ()
 
 
 def _narrow(values) -> array:
@@ -98,15 +96,7 @@ class Mirror:
         n = m.n = len(kf.ref)
         m.ref = kf.ref.tolist()
         m.tsrc, m.tstart, m.tlen = kf.tsrc.tolist(), kf.tstart.tolist(), kf.tlen.tolist()
-        m.nxt = nxt = kf.nxt.tolist()
-        if len(kf.prv) == n + 2:
-            m.prv = kf.prv.tolist()
-        else:                                       # an older keyframe: walk the queue
-            m.prv = prv = [-1] * (n + 2)
-            b, tail = n, n + 1
-            while b != tail:
-                prv[nxt[b]] = b
-                b = nxt[b]
+        m.nxt, m.prv = kf.nxt.tolist(), kf.prv.tolist()
         m.hash = hash_ = [None] * n
         table = kf.table
         keys = list(map(itemgetter(0), table))
@@ -117,18 +107,19 @@ class Mirror:
             for b in idss[i]:
                 hash_[b] = keys[i]
         m.table = dict(zip(keys, table))
-        if kf.local:
-            m.local = list(kf.local)
         return m
 
     def keyframe(self) -> Keyframe:
-        return Keyframe(L.grow(array("B"), self.ref), array("i", self.tsrc), _narrow(self.tstart),
-                        _narrow(self.tlen), _links(self.nxt), tuple(self.table.values()),
-                        tuple(self.local) if self.local else (), _links(self.prv))
+        """The recording mirror, compact (its explicit tuples are the timeline's shared list)."""
+        return Keyframe(ref=L.grow(array("B"), self.ref), tsrc=array("i", self.tsrc),
+                        tstart=_narrow(self.tstart), tlen=_narrow(self.tlen),
+                        nxt=_links(self.nxt), prv=_links(self.prv),
+                        table=tuple(self.table.values()))
 
-    def copy(self) -> Mirror:
-        """A serving copy (its new explicit tuples, if any, stay its own)."""
-        m = Mirror(self.reg, self.log, self.explicit)
+    def copy(self, cls: type[Mirror] | None = None) -> Mirror:
+        """A serving copy, of class ``cls`` (default: this one's); its new explicit tuples, if
+        any, stay its own."""
+        m = (cls or type(self))(self.reg, self.log, self.explicit)
         if self.local:
             m.local = list(self.local)
         m.n = self.n
@@ -343,23 +334,18 @@ class FrameState(Mirror):
     __slots__ = ("before", "reqs", "views", "dirty", "arrived", "arrivals", "pending",
                  "block_size", "async_scheduling", "waiting", "running", "ahead", "at")
 
-    @classmethod
-    def start(cls, m: Mirror, before: Mapping[str, RequestView],
-              arrivals: Mapping[str, RequestView], waiting: Sequence[str],
-              running: Sequence[str], block_size: int, async_scheduling: bool) -> FrameState:
-        """From ``m`` (not changed) and the requests ``before`` the event; ``arrivals``: the views
-        of the requests the event touched (an arriving one's fixed fields come from there)."""
-        f = cls(m.reg, m.log, m.explicit)
-        f.n, f.local = m.n, list(m.local or ())
-        for name in ("ref", "hash", "tsrc", "tstart", "tlen", "nxt", "prv"):
-            setattr(f, name, list(getattr(m, name)))
-        f.table = dict(m.table)
-        f.before, f.arrivals = before, arrivals
-        f.reqs, f.views, f.dirty, f.arrived, f.pending = {}, {}, set(), [], []
-        f.block_size, f.async_scheduling = block_size, async_scheduling
-        f.waiting, f.running = list(waiting), list(running)
-        f.ahead, f.at = (), -1
-        return f
+    def follow(self, before: Mapping[str, RequestView], arrivals: Mapping[str, RequestView],
+               waiting: Sequence[str], running: Sequence[str], block_size: int,
+               async_scheduling: bool) -> FrameState:
+        """Start following the requests from ``before`` the event (with its queues);
+        ``arrivals``: the views of the requests the event touched (an arriving one's fixed fields
+        come from there). Returns this state."""
+        self.before, self.arrivals = before, arrivals
+        self.reqs, self.views, self.dirty, self.arrived, self.pending = {}, {}, set(), [], []
+        self.block_size, self.async_scheduling = block_size, async_scheduling
+        self.waiting, self.running = list(waiting), list(running)
+        self.ahead, self.at = (), -1
+        return self
 
     def requests(self) -> Mapping[str, RequestView]:
         """The requests as they are now (a mapping of its own: later ops do not change it)."""

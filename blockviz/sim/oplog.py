@@ -102,7 +102,7 @@ class Codec:
         self._replayers: dict[type, Any] = {}
 
     def _env(self) -> dict:
-        env: dict[str, Any] = {"GENERIC": GENERIC, "array": array}
+        env: dict[str, Any] = {"GENERIC": GENERIC, "array": array, "apply": apply}
         for r in self.records:
             env[f"R_{r.kind}"] = r
             for name, spec in self.specs[r.kind]:
@@ -110,9 +110,9 @@ class Codec:
                     env[f"V_{r.kind}_{name}"] = spec.values
         return env
 
-    def _compile(self, name: str, source: str):
+    def _compile(self, name: str, source: str, state: type | None = None):
         self.source[name] = source
-        env = self._env()
+        env = self._env() | {"C": state}
         exec(compile(source, f"<blockviz.sim.oplog {name}>", "exec"), env)  # noqa: S102
         return env[name]
 
@@ -251,13 +251,14 @@ class Codec:
 
     # -- replay: ints -> the state's verbs ----------------------------------------------------
     def replayer(self, state: type):
-        """``replay(m, a, p=0, n=None, limit=-1)`` for instances ``m`` of ``state``: apply the
-        records of ``a[p:n]`` (at most ``limit`` of them) through their effects, calling
-        ``m.<verb>(...)`` for the verbs ``state`` has; returns the position after the last one."""
+        """``replay(m, a, p=0, n=None, limit=-1)`` for instances ``m`` of ``state`` (or of a
+        subclass, which it treats as a ``state``): apply the records of ``a[p:n]`` (at most
+        ``limit`` of them) through their effects, calling ``state``'s verbs on ``m``; returns the
+        position after the last one."""
         fn = self._replayers.get(state)
         if fn is None:
             fn = self._replayers[state] = self._compile(f"replay_{state.__name__}",
-                                                        self._replay_source(state))
+                                                        self._replay_source(state), state)
         return fn
 
     def _replay_source(self, state: type) -> str:
@@ -269,7 +270,7 @@ class Codec:
                "    n = len(a) if n is None else n",
                "    reg, log = m.reg, m.log",
                "    rid, toks, hashes_of, H = reg.rid, reg.tokens, reg.hashes, log.hashes",
-               *(f"    v_{v} = m.{v}" for v in used),
+               *(f"    v_{v} = C.{v}" for v in used),
                "    while p < n and limit != 0:",
                "        limit -= 1",
                "        code = a[p]"]
@@ -284,11 +285,11 @@ class Codec:
                 call = [self._derive(kind, f, specs[f], True)
                         if isinstance(specs[f], O.Tokens | O.Hashes | O.ParentHash) else f
                         for f in args]
-                body.append(f"v_{effect[0]}({', '.join(call)})")
+                body.append(f"v_{effect[0]}(m, {', '.join(call)})")
                 body.append(f"p = {after}")
             out += ["            " + line for line in body]
         out += ["        elif code == GENERIC:",
-                "            m.apply(log.records[a[p + 1]])",
+                "            apply(m, log.records[a[p + 1]], C)",
                 "            p += 2",
                 "        else:",
                 "            raise ValueError(f'op code {code} at {p}')",
@@ -301,15 +302,12 @@ class Codec:
         return [line for line in lines if line.startswith(("k_", "q_"))] + [f"p = {after}"]
 
 
-CODEC = Codec()
-
-
-def apply(state, op) -> None:
-    """Apply one op record through its effect (the records the log keeps as they are; frames of
-    those). Tokens fields reach the verb as (source, start, count): ``state.token_source`` gives
+def apply(state, op, cls: type | None = None) -> None:
+    """Apply one op record through its effect, with the verbs of ``cls`` (default: the state's
+    class). Tokens fields reach the verb as (source, start, count): ``state.token_source`` gives
     an explicit token tuple a source."""
     effect = op.effect
-    verb = None if effect is None else getattr(state, effect[0], None)
+    verb = None if effect is None else getattr(cls or type(state), effect[0], None)
     if verb is None:
         return
     forms = getattr(op, "packed", {})
@@ -320,7 +318,10 @@ def apply(state, op) -> None:
             args += (state.token_source(tuple(value)), 0, len(value))
         else:
             args.append(value)
-    verb(*args)
+    verb(state, *args)
+
+
+CODEC = Codec()
 
 
 class OpLog:

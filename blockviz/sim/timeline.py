@@ -463,22 +463,17 @@ class Timeline:
                 self._cache.popitem(last=False)
             return s
 
-    def _mirror_at(self, index: int) -> Mirror:
-        """A fresh mirror of the pool after step ``index``."""
-        with self._lock:
-            return self._mirror_from(index)
-
-    def _mirror_from(self, index: int) -> Mirror:
+    def _mirror_from(self, index: int, cls: type[Mirror] = Mirror) -> Mirror:
         """From the nearest keyframe, or from a step served before if one lies between it and
-        ``index``."""
+        ``index``; a ``cls`` (Mirror or FrameState)."""
         k = self._keyframe_ids[bisect.bisect_right(self._keyframe_ids, index) - 1]
         base = max((i for i in self._cache if k <= i <= index), default=k)
         if base > k or (base == k and k in self._cache):
-            m = self._cache[base].mirror.copy()
+            m = self._cache[base].mirror.copy(cls)
         else:
-            m = Mirror.from_keyframe(self._reg, self._log, self._explicit, self._keyframes[k])
+            m = cls.from_keyframe(self._reg, self._log, self._explicit, self._keyframes[k])
         data, starts = self._ops.data, self._ops.starts
-        m.replay(data, starts[base + 1], starts[index + 1])
+        L.CODEC.replayer(Mirror)(m, data, starts[base + 1], starts[index + 1])   # the pool only
         return m
 
     def _queues_at(self, index: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -548,16 +543,19 @@ class Timeline:
         """The op frames inside event ``index``: a Step after each op. A lazy sequence: a frame
         is replayed when it is asked for, so an event of thousands of ops over a big pool costs
         only the frames looked at."""
-        return Frames(self, index)
+        start, end = self._ops.run(index) if index > 0 else (0, 0)
+        return Frames(self._step(index), list(self._log.walk(self._ops.data, start, end)),
+                      self._ops.data, partial(self._frame_start, index))
 
     def _frame_start(self, index: int, after: bool = False) -> FrameState:
         """The state op frames of event ``index`` start from: after the event before it (or,
         ``after``, after this one: what a rewind or a restart leaves)."""
         at = index if after else index - 1
         waiting, running = self._queues_at(at)
-        return FrameState.start(self._mirror_at(at), RequestsAt(self, at),
-                                self.step_requests(index), waiting, running, self.block_size,
-                                self._async)
+        with self._lock:
+            state = self._mirror_from(at, FrameState)
+        return state.follow(RequestsAt(self, at), self.step_requests(index), waiting, running,
+                            self.block_size, self._async)
 
     @property
     def num_keyframes(self) -> int:
@@ -567,14 +565,13 @@ class Timeline:
 class Frames(Sequence):
     """The op frames of one event, replayed on demand from the state before it (forward from
     the last frame built; a few recent frames are kept). Thread-safe: built-in timelines are
-    shared by every session of a server."""
+    shared by every session of a server.
 
-    def __init__(self, timeline: Timeline, index: int) -> None:
-        self._tl, self._index = timeline, index
-        self._event = timeline._step(index)
-        self._packed = timeline._ops.data
-        start, end = timeline._ops.run(index) if index > 0 else (0, 0)
-        self._records = list(timeline._log.walk(self._packed, start, end))  # [(position, record)]
+    ``records``: the event's (position in ``packed``, record); ``start(after=False)``: a fresh
+    FrameState before the event (``after``: after it, what a rewind or a restart leaves)."""
+
+    def __init__(self, event: Step, records: list, packed, start) -> None:
+        self._event, self._records, self._packed, self._start = event, records, packed, start
         self._state: FrameState | None = None
         self._at = -1                      # the state is the one after op self._at
         self._recent: OrderedDict[int, Step] = OrderedDict()
@@ -600,16 +597,15 @@ class Frames(Sequence):
             return frame
 
     def _build(self, k: int) -> Step:
-        tl = self._tl
         if self._state is None or k < self._at:
-            self._state = tl._frame_start(self._index)
+            self._state = self._start()
             self._state.ahead = [op for _, op in self._records]
             self._at = -1
         while self._at < k:
             self._at += 1
             pos, op = self._records[self._at]
             if op.kind in FULL_STATE_EVENTS:   # rewind/restart: the whole state is replaced
-                self._state = tl._frame_start(self._index, after=True)
+                self._state = self._start(after=True)
             else:
                 self._state.at = self._at
                 self._state.replay(self._packed, pos, limit=1)

@@ -5,12 +5,13 @@ The browser owns the current step: it steps, plays, follows the URL and tells Py
 (``pos``, debounced) so the panels below the board (self-check, fork, payload, metrics) follow.
 Python moves the board only through ``goto`` (a step and a sequence number that changes only when
 Python itself moves it), never by sending the step with the data, so a late rerun cannot pull the
-board back. The run's panels go out once per window, as one cached JSON text.
+board back. The run's panels go out once per window, as one cached JSON text (the board's
+BoardData), beside what the page tells the board now (a BoardControl): two values, never one spliced
+into the other.
 """
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, MutableMapping
 
 import streamlit as st
@@ -38,9 +39,8 @@ def board_run(run: PlayerRun) -> rboard.BoardRun:
 
 def _build(run: PlayerRun, lo: int, langs: tuple[str, ...], frames: bool, presenter: bool,
            speed: float, url: bool) -> str:
-    data = rboard.board_data(board_run(run), langs=langs, start=lo, frames=frames, presenter=presenter,
-                             speed=speed, url=url)
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return rboard.board_data(board_run(run), langs=langs, start=lo, frames=frames,
+                             presenter=presenter, speed=speed, url=url).to_json()
 
 
 def _payload(run: PlayerRun, around: int, lang: str, frames: bool, presenter: bool, speed: float,
@@ -66,11 +66,10 @@ def show(run: PlayerRun, state: MutableMapping, *, key: str, step: int, frame: i
     if goto is None or goto.get("run") != run.key:    # a new run opens where Python says
         move(state, key, step, frame, run.key)
         goto = state[key + ":goto"]
-    body = _payload(run, step, lang, frame is not None, presenter, speed, url)
-    # (the body already names the language shown first: its langs start with ``lang``)
-    extra = json.dumps({"goto": goto, "report": report, "answer": answer, "fit": fit},
-                       separators=(",", ":"))
-    data = body[:-1] + "," + extra[1:]
+    # (the board's data names the language shown first: its langs start with ``lang``)
+    data = {"board": _payload(run, step, lang, frame is not None, presenter, speed, url),
+            "control": rboard.BoardControl(goto=goto, report=report, answer=answer,
+                                           fit=fit).to_dict()}
     return _renderer()(key=key, data=data, default={"pos": None, "want": None},
                        on_pos_change=on_pos or (lambda: None), on_want_change=on_want or (lambda: None))
 

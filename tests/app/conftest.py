@@ -17,7 +17,7 @@ BOARD_KEYS = {"b_next": "next", "b_prev": "prev", "b_first": "first", "b_last": 
 
 
 def _once(pairs: list) -> dict:
-    """A JSON object whose keys are each named once (the board's data is one body and a tail)."""
+    """A JSON object whose keys are each named once."""
     keys = [k for k, _ in pairs]
     assert len(keys) == len(set(keys)), f"keys named twice: {sorted({k for k in keys if keys.count(k) > 1})}"
     return dict(pairs)
@@ -82,8 +82,10 @@ class Page:
                  if not e.proto.id.endswith(("-w_author_text", "-capt_curve"))]   # the capacity curve
         if not found:
             return None
-        raw = json.loads(found[0].proto.json)
-        return json.loads(raw, object_pairs_hook=_once) if isinstance(raw, str) else raw
+        sent = json.loads(found[0].proto.json)            # {board: its data's JSON text, control}
+        board, control = json.loads(sent["board"], object_pairs_hook=_once), sent["control"]
+        assert not board.keys() & control.keys(), "the control names a key of the data"
+        return board | control
 
     def press(self, action: str) -> Page:
         """A key on the board (next / prev / first / last): the board moves in the browser and
@@ -97,7 +99,8 @@ class Page:
         def n_ops(i: int) -> int:
             frames = d.get("frames", {}).get(d["lang"])
             return len(frames[i - d["lo"]]) if frames and d["lo"] <= i <= d["hi"] else 0
-        ss["bv_cursor"], ss["bv_frame"] = S.move(ss["bv_cursor"], frame, action, d["n"] - 1, n_ops)
+        ss["bv_cursor"], ss["bv_frame"] = S.move(ss["bv_cursor"], frame, action, d["num_steps"] - 1,
+                                                  n_ops)
         return self.run()
 
     def step_into(self, on: bool = True) -> Page:
@@ -126,7 +129,7 @@ class Page:
         if not d["lo"] <= k <= d["hi"]:
             return ""
         rec = d["steps"][lang][k - d["lo"]]
-        keys = ["h", "n", "d", "b", "q", "t", "r", "x"]
+        keys = ["header", "note", "did", "blocks", "queue", "table", "requests", "external"]
         parts = {x: rec[x] for x in keys if x in rec}
         frames = d.get("frames", {}).get(lang)
         if frame is not None and frames:

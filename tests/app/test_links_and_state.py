@@ -133,7 +133,7 @@ def test_a_long_dense_run_ships_the_window_centred_on_the_step(page, test_scenar
     and the board would refit each time)."""
     p = page({"scenario": "long-dense", "step": "60"})
     d = p.board()
-    assert d["dense"] is True and d["n"] == 121 and d["hi"] - d["lo"] + 1 == 40
+    assert d["dense"] is True and d["num_steps"] == 121 and d["hi"] - d["lo"] + 1 == 40
     assert d["lo"] <= 60 - 15 and d["hi"] >= 60 + 15, (d["lo"], d["hi"])
 
 
@@ -141,12 +141,12 @@ def test_big_pool_draws_a_heatmap_and_steps_fast(page, test_scenarios):
     p = page({"scenario": "big-pool", "step": "22"})
     assert 'class="bv-card' not in p.html()
     d = p.board()
-    assert d["dense"] is True and d["noFrames"] is True and d["steps"].keys() == {"en"}
+    assert d["dense"] is True and d["no_frames"] is True and d["steps"].keys() == {"en"}
     rec = d["cells"][22 - d["lo"]]
-    assert len(rec["cells"]) == d["blocks"] and rec["cells"][0] == "n"   # one cell per block
+    assert len(rec["cells"]) == d["num_blocks"] and rec["cells"][0] == "n"   # one cell per block
     assert set(rec["cells"][1:]) <= set("fcuU")
     assert d["hi"] - d["lo"] + 1 <= 40                                     # a window of steps
-    assert f"{d['blocks']:,} blocks" in d["legend"]["en"]
+    assert f"{d['num_blocks']:,} blocks" in d["legend"]["en"]
     assert "more" in p.html()                          # the long free queue is cut with a count
     times = []
     for _ in range(2):

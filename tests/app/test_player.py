@@ -18,7 +18,7 @@ def test_every_builtin_scenario_opens_and_reaches_its_last_step(page, sid):
     assert p.state["bv_scenario"] == sid and p.header().startswith("step 0 of ")
     last = int(p.header().rsplit(" ", 1)[1])
     d = p.board()
-    assert d["n"] == last + 1 and (d["lo"], d["hi"]) == (0, last)     # a lesson ships every step
+    assert d["num_steps"] == last + 1 and (d["lo"], d["hi"]) == (0, last)     # a lesson ships every step
     assert set(d["steps"]) == {"en", "zh"}                             # both languages: no rerun
     p.click("b_last")
     assert p.header() == f"step {last} of {last}"

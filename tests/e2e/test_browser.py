@@ -130,7 +130,7 @@ def test_a_dense_pool_paints_each_block_in_its_kind_colour(browser, server, scre
     _, tl = run(load_text(text, "long-dense.yaml"))
     br = RB.BoardRun(tl, HashLabels.for_timeline(tl), [frozenset()] * len(tl), {"en": "big"})
     data = RB.board_data(br, langs=["en"], around=61)
-    cells = data["cells"][61 - data["lo"]]["cells"]
+    cells = data.cells[61 - data.lo]["cells"]
     page = open_page(browser, server, f"s={encode(text)}&step=61&lang=en")
     expect(page.locator(BOARD)).to_have_attribute("data-bv-step", "61")
     page.wait_for_timeout(300)
@@ -144,7 +144,7 @@ def test_a_dense_pool_paints_each_block_in_its_kind_colour(browser, server, scre
         const p = g.getImageData(Math.floor(x * s), Math.floor(y * s), 1, 1).data;
         return '#' + [p[0], p[1], p[2]].map((v) => v.toString(16).padStart(2, '0')).join(''); });
     }""", list(picks.values()))
-    want = [data["kindColours"][k].lower() for k in picks]
+    want = [data.kind_colours[k].lower() for k in picks]
     assert got == want, dict(zip(picks, zip(got, want)))
     # the marks drawn on the canvas read the theme's palette from the board's stylesheet
     from blockviz.render.theme import AMBER, RED

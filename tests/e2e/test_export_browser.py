@@ -90,15 +90,15 @@ def test_the_png_is_the_board(chromium_path, root, screenshots, lang, monkeypatc
 
 
 # every panel the board fills from the string pool: (record field, the element it goes into)
-PANELS = (("h", ".bvb-head"), ("n", ".bvb-note"), ("d", ".bvb-did-show"), ("d", ".bvb-did-size"),
-          ("b", ".bvb-blocks .bvb-body"),
-          ("q", ".bvb-queue .bvb-body"), ("t", ".bvb-table .bvb-body"), ("r", ".bvb-reqs .bvb-body"),
-          ("x", ".bvb-ext .bvb-body"))
+PANELS = (("header", ".bvb-head"), ("note", ".bvb-note"), ("did", ".bvb-did-show"),
+          ("did", ".bvb-did-size"), ("blocks", ".bvb-blocks .bvb-body"),
+          ("queue", ".bvb-queue .bvb-body"), ("table", ".bvb-table .bvb-body"),
+          ("requests", ".bvb-reqs .bvb-body"), ("external", ".bvb-ext .bvb-body"))
 
 SAME_AS_FRESH = """([panels, lang]) => {
   // each panel, as stepped to, against its HTML for this step parsed afresh (a step changes
   // only the nodes that differ, so a node left over from an earlier step would show here)
-  const data = JSON.parse(document.getElementById('bv-data').textContent);
+  const data = JSON.parse(document.getElementById('bv-data').textContent).board;
   const root = document.getElementById('bv-host').shadowRoot.querySelector('[data-bv=board]');
   const k = Number(root.getAttribute('data-bv-step'));
   const rec = data.steps[lang][k - data.lo];

@@ -27,40 +27,41 @@ def six_run(root):
     return B.BoardRun(tl, labels, kinds, {lg: loaded.scenario.title.get(lg) for lg in ("en", "zh")})
 
 
-def panel(d: dict, lang: str, k: int, key: str) -> str:
-    return d["strings"][d["steps"][lang][k - d["lo"]][key]]
+def panel(d: B.BoardData, lang: str, k: int, key: str) -> str:
+    return d.strings[d.steps[lang][k - d.lo][key]]
 
 
 def test_every_step_in_both_languages_from_the_one_step_renderer(six_run):
     d = B.board_data(six_run, langs=["en", "zh"])
-    assert (d["n"], d["lo"], d["hi"]) == (9, 0, 8) and d["langs"] == ["en", "zh"]
+    assert (d.num_steps, d.lo, d.hi) == (9, 0, 8) and d.langs == ["en", "zh"]
     for k in range(9):
         p = build_panels(six_run.timeline, six_run.timeline.step(k), "zh", labels=six_run.labels,
                          info=B.rstep.RunInfo(title=six_run.titles["zh"]))
-        assert panel(d, "zh", k, "q") == p.queue and panel(d, "zh", k, "b") == p.blocks
-        assert panel(d, "zh", k, "t") == p.table and panel(d, "zh", k, "d") == p.did
-    assert 'data-queue="4 3 5 6 2 1"' in panel(d, "en", 4, "q")
-    assert len(d["strings"]) == len(set(d["strings"]))            # each string once in the pool
-    assert "frames" not in d and "goto" not in d                   # no step in the data
-    json.dumps(d)                                                   # JSON-ready as it is
+        assert panel(d, "zh", k, "queue") == p.queue and panel(d, "zh", k, "blocks") == p.blocks
+        assert panel(d, "zh", k, "table") == p.table and panel(d, "zh", k, "did") == p.did
+    assert 'data-queue="4 3 5 6 2 1"' in panel(d, "en", 4, "queue")
+    assert len(d.strings) == len(set(d.strings))                  # each string once in the pool
+    sent = json.loads(d.to_json())
+    assert "frames" not in sent and "goto" not in sent             # no step in the data
+    assert sent["steps"]["en"][4]["queue"] == d.steps["en"][4]["queue"]   # each field by name
 
 
 def test_frames_ship_only_when_asked_and_walk_the_ops(six_run):
     d = B.board_data(six_run, langs=["en"], frames=True)
-    frames = d["frames"]["en"]
+    frames = d.frames["en"]
     assert [len(f) for f in frames] == [six_run.timeline.step_num_ops(i) for i in range(9)]
     third = frames[1][2]
-    assert "free_block_queue.popleft_n(n)" in d["strings"][third["pc"]]
-    assert 'data-queue="4 5 6"' in d["strings"][third["q"]]
-    assert "n" not in third                                        # the note is the step's
-    assert "r" in third                                            # the requests are the op's own
+    assert "free_block_queue.popleft_n(n)" in d.strings[third["pseudocode"]]
+    assert 'data-queue="4 5 6"' in d.strings[third["queue"]]
+    assert "note" not in third                                     # the note is the step's
+    assert "requests" in third                                     # the requests are the op's own
 
 
 def test_timeline_marks_and_events(six_run):
     d = B.board_data(six_run, langs=["en"])
-    assert d["marks"][1] == "a" and "h" in d["marks"][2] and "e" in d["marks"][8]
-    assert d["events"]["en"][4] == "B finishes"
-    assert set(d["markColours"]) == set("ahxefp")
+    assert d.marks[1] == "a" and "h" in d.marks[2] and "e" in d.marks[8]
+    assert d.events["en"][4] == "B finishes"
+    assert set(d.mark_colours) == set("ahxefp")
 
 
 def test_a_long_run_ships_a_window_around_the_step():
@@ -75,8 +76,8 @@ def test_a_long_run_ships_a_window_around_the_step():
     assert B.window(br, 0)[0] == 0 and B.window(br, 520)[1] == 520
     assert B.window(br, 300, whole=True) == (0, 520)
     d = B.board_data(br, langs=["en"], around=300)
-    assert (d["lo"], d["hi"]) == (lo, hi) and len(d["steps"]["en"]) == B.WINDOW
-    assert len(d["marks"]) == 521                                  # the timeline is whole
+    assert (d.lo, d.hi) == (lo, hi) and len(d.steps["en"]) == B.WINDOW
+    assert len(d.marks) == 521                                     # the timeline is whole
 
 
 def test_a_big_pool_is_dense_with_a_cell_per_block():
@@ -85,12 +86,12 @@ def test_a_big_pool_is_dense_with_a_cell_per_block():
     _, tl = run(load_text(text, "big.yaml"))
     br = B.BoardRun(tl, HashLabels.for_timeline(tl), [frozenset()] * len(tl), {"en": "big"})
     d = B.board_data(br, langs=["en"], frames=True)
-    assert d["dense"] and d["noFrames"] and "frames" not in d
-    after = d["cells"][2]
+    assert d.dense and d.no_frames and d.frames is None
+    after = d.cells[2]
     assert len(after["cells"]) == 41 and after["cells"][0] == "n"
     assert after["cells"][1:3] == "cc" and after["cells"][3] == "f"   # A's two full blocks stay cached
     assert after["victim"] == 3 and after["evict"] == 2               # free, no hash first; then H2's block
-    assert "b" not in d["steps"]["en"][2]                              # no cards
+    assert "blocks" not in d.steps["en"][2]                            # no cards
 
 
 def test_next_allocation_and_next_cached_prefix_are_told_apart(six_run):
