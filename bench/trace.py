@@ -42,7 +42,7 @@ def pool_state(free_ids, ref_cnts, table: dict[bytes, list[int]]) -> dict:
 
 def record_trace(scenario: Scenario) -> Trace:
     """Run ``scenario`` (payloads and op recording off) and log the manager's calls into the pool."""
-    engine = Engine(scenario, record_ops=False, payloads=False)
+    engine = Engine(scenario, record_ops=False, payloads=False, explain=False)
     pool = engine.pool
     calls: list[tuple] = []
     events: Counter = Counter()

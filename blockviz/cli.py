@@ -1,5 +1,5 @@
-"""``blockviz`` (or ``python -m blockviz``) — app | validate | play | json | schema | verify | export
-| trace | live | publish | events.
+"""``blockviz`` (or ``python -m blockviz``) — app | validate | play | json | metrics | schema |
+verify | export | trace | live | publish | events.
 
 Wherever a scenario file is accepted, a built-in lesson's id works too (``blockviz json six-blocks``).
 Every problem with a scenario is one located line on stderr and exit status 2; never a traceback.
@@ -300,6 +300,26 @@ def cmd_play(args) -> int:
     return 0
 
 
+def cmd_metrics(args) -> int:
+    """vLLM's metrics after each step (or step K), in the Prometheus text format."""
+    from blockviz.i18n import event_label
+    from blockviz.render.prometheus import log_line, prometheus_text
+    loaded = _load(args.file)
+    engine, timeline = _run(args, loaded)
+    steps = range(len(timeline)) if args.step is None else [args.step]
+    if args.step is not None and not 0 <= args.step < len(timeline):
+        print(f"{args.file}: there is no step {args.step} (0 to {len(timeline) - 1})",
+              file=sys.stderr)
+        return EXIT_SCENARIO
+    for i in steps:
+        m = timeline.step_vllm_metrics(i)
+        label = event_label(timeline.step_of(i), "en")
+        sys.stdout.write(f"# blockviz: step {i} ({label}), engine step {m.engine_step}\n")
+        sys.stdout.write(prometheus_text(m, args.model_name))
+        sys.stdout.write(f"# log: {log_line(m)}\n")
+    return 0
+
+
 def cmd_verify(args) -> int:
     from blockviz.kv import tolerance
     loaded = _load(args.file)
@@ -392,6 +412,17 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ANSI colours (default: when stdout is a terminal)")
     pl.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     pl.set_defaults(fn=cmd_play)
+    me = sub.add_parser(
+        "metrics", help="vLLM's metrics after each step, in the Prometheus text format",
+        description="Run a scenario and print, after each step (event), vLLM 0.33's KV-cache and "
+                    "prefix-cache metrics as its /metrics endpoint shows them (names, HELP texts, "
+                    "labels; no _created samples: there is no clock), then its log line's "
+                    "equivalent as a comment (the hit rate over its last 1,000 requests).")
+    me.add_argument("file")
+    me.add_argument("--step", type=int, default=None, help="only this step (0: the start)")
+    me.add_argument("--model-name", default="blockviz", help="the model_name label")
+    me.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
+    me.set_defaults(fn=cmd_metrics, no_payloads=True)
     ve = sub.add_parser("verify", help="check that every cache hit reproduces recomputation")
     ve.add_argument("file")
     ve.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
@@ -407,13 +438,13 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("-o", "--output", default=None, help="default: ID-stepK.png|html here")
     x.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     x.set_defaults(fn=cmd_export)
-    for cmd in (j, pl, ve, x):         # the commands that run a scenario
+    for cmd in (j, pl, ve, x, me):     # the commands that run a scenario
         cmd.add_argument("--time-limit", type=_time_limit, default=None, metavar="S",
                          help="stop the run after S seconds, at the step it is in (a located "
                               "message, exit status 2)")
         cmd.add_argument("--progress", action="store_true",
                          help="show the run's progress on stderr even when it is not a terminal")
-    for cmd in (v, j, pl, ve, x):      # an option refused: one line naming it, exit status 2
+    for cmd in (v, j, pl, ve, x, me):  # an option refused: one line naming it, exit status 2
         cmd.error = types.MethodType(trace_cli._one_line_error, cmd)
     s = sub.add_parser("schema", help="print the scenario format as JSON Schema")
     s.set_defaults(fn=cmd_schema)

@@ -37,8 +37,9 @@ KVCacheBlocks = tuple
 @dataclass
 class PrefixCacheStats:
     """vLLM's ``PrefixCacheStats`` (vllm/v1/metrics/stats.py). vLLM's is per interval (each
-    ``make_stats`` swaps in a new one); blockviz's ``prefix_cache_stats`` is cumulative from the
-    start.
+    ``make_stats`` swaps in a new one): that is ``KVCacheManager.interval_prefix_cache_stats``
+    here, taken by ``make_prefix_cache_stats``; blockviz's ``prefix_cache_stats`` is cumulative
+    from the start.
 
     Recorded once per successful admission that looked the request up: a request never preempted
     adds to ``requests``/``queries``/``hits``; a resumed one only to the ``preempted_*`` fields.
@@ -105,6 +106,8 @@ class KVCacheManager:
         # one full-attention group: nothing leaves a window, lookups are one list
         self._one_full_group = len(specs) == 1 and isinstance(specs[0], FullAttentionSpec)
         self.prefix_cache_stats = PrefixCacheStats()
+        # vLLM's own prefix_cache_stats: this interval's, until make_prefix_cache_stats takes it
+        self.interval_prefix_cache_stats = PrefixCacheStats()
         # the admission watermark: blocks kept free when a waiting or preempted request is
         # admitted while others run (kvm:207-210: of num_blocks, the null block included)
         self.watermark = watermark
@@ -242,13 +245,19 @@ class KVCacheManager:
         """At admission, for a request that looked the cache up (vLLM: not when the lookup was
         off — caching off, or a request that skips reading the cache)."""
         if self.prefix_cache_lookup_enabled(request):
-            self.prefix_cache_stats.record(request.num_tokens, num_hits,
-                                           preempted=request.num_preemptions > 0)
+            for stats in (self.prefix_cache_stats, self.interval_prefix_cache_stats):
+                stats.record(request.num_tokens, num_hits, preempted=request.num_preemptions > 0)
+
+    def make_prefix_cache_stats(self) -> PrefixCacheStats:
+        """vLLM's ``make_prefix_cache_stats`` (kvm:238-249): this interval's stats, and a new
+        interval begins."""
+        stats, self.interval_prefix_cache_stats = self.interval_prefix_cache_stats, PrefixCacheStats()
+        return stats
 
     def reset_prefix_cache(self) -> bool:
         if not self.coordinator.reset_prefix_cache():
             return False
-        self.prefix_cache_stats.reset = True
+        self.prefix_cache_stats.reset = self.interval_prefix_cache_stats.reset = True
         return True
 
     def take_events(self):

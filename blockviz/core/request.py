@@ -63,6 +63,7 @@ class Request:
         self.finish_reason: str | None = None
         self.num_computed_tokens = 0
         self.num_preemptions = 0
+        self.num_pending_preempted = 0   # PREEMPTED events not yet sent with an output
         # Async scheduling (vLLM's AsyncScheduler): tokens scheduled whose sampled output has not
         # been applied yet, tokens of steps not yet processed, and the in-flight share of a
         # preempted request whose output still arrives later.

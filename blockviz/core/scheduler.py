@@ -167,6 +167,20 @@ class SchedulerOutput:
         return sum(s.num_new_tokens for s in self.scheduled)
 
 
+@dataclass
+class SchedulerStats:
+    """vLLM's ``SchedulerStats`` of one ``update_from_output`` (sched:3259-3303), the fields its
+    stat loggers read here, plus ``num_preempted_reqs``: the PREEMPTED events the requests' outputs
+    of this update carried (vLLM counts them from the outputs, into IterationStats)."""
+    num_running_reqs: int
+    num_waiting_reqs: int               # waiting but not deferred
+    num_skipped_waiting_reqs: int       # deferred: skipped by a scheduling pass and not yet run
+    kv_cache_usage: float
+    prefix_cache_stats: PrefixCacheStats
+    connector_prefix_cache_stats: PrefixCacheStats | None
+    num_preempted_reqs: int = 0
+
+
 class SchedulerError(Exception):
     """An event that the current state does not allow."""
 
@@ -202,8 +216,14 @@ class Scheduler:
         # against an async load's admission), vLLM's _inflight_prefills
         self._inflight_prefills: dict[str, Request] = {}
         self.num_preemptions = 0
-        # The connector's PrefixCacheStats (vLLM: connector_prefix_cache_stats).
+        # The connector's PrefixCacheStats (vLLM: connector_prefix_cache_stats), cumulative; and
+        # vLLM's own, per interval (taken by make_stats)
         self.connector_prefix_cache_stats = PrefixCacheStats()
+        self._connector_interval = PrefixCacheStats()
+        # vLLM's deferred_waiting: waiting requests a scheduling pass skipped, until they run
+        self.deferred_waiting: set[str] = set()
+        # the SchedulerStats of the last update_from_output (vLLM hands them to its loggers)
+        self.last_stats: SchedulerStats | None = None
 
     def _op(self, op) -> None:
         sink = self.kv_cache_manager.block_pool.sink
@@ -262,6 +282,7 @@ class Scheduler:
                 self.kv_holding_waiting.remove(request)
             else:
                 self.waiting.remove(request)
+            self.deferred_waiting.discard(request_id)
             if request.status is RequestStatus.WAITING_FOR_REMOTE_KVS:
                 # its load is still in flight: the blocks are freed when the worker reports it
                 delay_free = request_id not in self.finished_recving_kv_req_ids
@@ -358,6 +379,7 @@ class Scheduler:
         request.num_stale_output_tokens = request.num_in_flight_tokens
         request.num_output_placeholders = 0
         request.num_preemptions += 1
+        request.num_pending_preempted += 1     # vLLM's PREEMPTED event, sent with its next output
         self.num_preemptions += 1
         self._prepend(self.waiting, request)
         self._op(Preempt(request.request_id))
@@ -457,6 +479,7 @@ class Scheduler:
 
         def skip(queue: list[Request]) -> None:
             r = queue.pop(0)
+            self.deferred_waiting.add(r.request_id)
             (skipped_holding if self._holds_kv_blocks(r) else skipped).append(r)
 
         while budget > 0:
@@ -517,10 +540,11 @@ class Scheduler:
             if conn is not None:
                 conn.update_state_after_alloc(request, mgr.get_block_ids(rid)[0], num_external)
                 if conn_queries:
-                    self.connector_prefix_cache_stats.record(
-                        conn_queries, num_external, preempted_before,
-                        hits_by_source=(conn.get_external_cache_hit_sources(request, num_external)
-                                        if num_external and not preempted_before else None))
+                    sources = (conn.get_external_cache_hit_sources(request, num_external)
+                               if num_external and not preempted_before else None)
+                    for stats in (self.connector_prefix_cache_stats, self._connector_interval):
+                        stats.record(conn_queries, num_external, preempted_before,
+                                     hits_by_source=sources)
             if looked_up:
                 mgr.record_prefix_cache_stats(request, num_local)
             table = mgr.req_to_blocks[rid]
@@ -545,6 +569,7 @@ class Scheduler:
                 skip(queue)
                 continue
             queue.pop(0)
+            self.deferred_waiting.discard(rid)
             self.running.append(request)
             request.status = RequestStatus.RUNNING
             request.num_computed_tokens = num_computed
@@ -600,6 +625,7 @@ class Scheduler:
         transfers the worker reports done (``kv_connector_output``)."""
         mgr = self.kv_cache_manager
         finished: list[str] = []
+        preempted_events = 0
         for item in out.scheduled:
             request = item.request
             request.num_in_flight_tokens -= item.num_new_tokens
@@ -615,6 +641,9 @@ class Scheduler:
             token = sampled[request.request_id]
             request.append_output_token_ids(token)
             self._op(Sample(request.request_id, token))
+            # its output leaves with the PREEMPTED events it holds (vLLM: request.take_events())
+            preempted_events += request.num_pending_preempted
+            request.num_pending_preempted = 0
             stopped = (request.num_tokens >= self.config.max_model_len
                        or request.num_output_tokens >= self.max_tokens_of(request))
             if not stale and had_placeholders:
@@ -627,6 +656,7 @@ class Scheduler:
                     self.running.remove(request)
                 else:
                     self.waiting.remove(request)
+                    self.deferred_waiting.discard(request.request_id)
                 request.status = RequestStatus.FINISHED
                 request.finish_reason = FINISH_LENGTH
                 self._free_request(request)
@@ -634,7 +664,22 @@ class Scheduler:
                 self._op(Finish(request.request_id, FINISH_LENGTH))
         if kv_connector_output:
             self._update_from_kv_xfer_finished(kv_connector_output)
+        self.last_stats = self.make_stats(preempted_events)
         return finished
+
+    def make_stats(self, num_preempted_reqs: int = 0) -> SchedulerStats:
+        """vLLM's ``make_stats`` at the end of ``update_from_output``: the queues, the usage now,
+        and the interval's prefix-cache stats (taken: the next interval starts empty)."""
+        connector = None
+        if self.connector is not None:
+            connector, self._connector_interval = self._connector_interval, PrefixCacheStats()
+        deferred = len(self.deferred_waiting)
+        return SchedulerStats(
+            num_running_reqs=len(self.running),
+            num_waiting_reqs=len(self.waiting) + len(self.kv_holding_waiting) - deferred,
+            num_skipped_waiting_reqs=deferred, kv_cache_usage=self.kv_cache_manager.usage,
+            prefix_cache_stats=self.kv_cache_manager.make_prefix_cache_stats(),
+            connector_prefix_cache_stats=connector, num_preempted_reqs=num_preempted_reqs)
 
     def _update_from_kv_xfer_finished(self, output: dict) -> None:
         """vLLM ``_update_from_kv_xfer_finished``: the connector learns which jobs completed;

@@ -273,7 +273,7 @@ class TimedRequest:
                  "status", "finish_reason", "num_computed_tokens", "num_preemptions",
                  "num_output_placeholders", "num_in_flight_tokens", "num_stale_output_tokens",
                  "drop_stale_output", "is_prefill_chunk", "shared_prefix_boundary", "_block_size",
-                 "_tag")
+                 "_tag", "num_pending_preempted")
     lora = None
     cache_salt = None
     mm_items = ()
@@ -287,7 +287,7 @@ class TimedRequest:
         self.max_tokens = max_tokens
         self.status = RequestStatus.WAITING
         self.finish_reason = None
-        self.num_computed_tokens = self.num_preemptions = 0
+        self.num_computed_tokens = self.num_preemptions = self.num_pending_preempted = 0
         self.num_output_placeholders = self.num_in_flight_tokens = self.num_stale_output_tokens = 0
         self.drop_stale_output = self.is_prefill_chunk = False
         self.shared_prefix_boundary = 0   # (hybrid models only; a trace has one group)
@@ -517,7 +517,7 @@ def scenario_stats(scenario, *, sink=None, progress: Callable[[int], None] | Non
     blocks its largest request needs), and the event that stopped it early, if any. ``sink``, if
     given, receives the op records (an ``OpSink``); ``progress(n)``: n more steps applied."""
     from blockviz.sim.engine import Engine, EngineError
-    engine = Engine(scenario, record_ops=False, payloads=False)
+    engine = Engine(scenario, record_ops=False, payloads=False, explain=False)
     if sink is not None:
         engine.watch(sink)
     error = None

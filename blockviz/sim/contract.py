@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 
 from blockviz.core.ops import op_to_dict
+from blockviz.sim.metrics import pool_figures
 from blockviz.sim.step import Step
 from blockviz.sim.timeline import Timeline
 
@@ -46,10 +47,11 @@ def kv_cache_dict(engine) -> dict | None:
             "use_eagle": False, "num_gpu_blocks": engine.num_gpu_blocks}
 
 
-def step_dict(s: Step, frames: Iterable | None, groups: int = 0) -> dict:
+def step_dict(s: Step, frames: Iterable | None, groups: int = 0, block_size: int = 0) -> dict:
     """One step of the contract. ``frames`` (the step's op frames, or None to leave them out)
-    come out as a list. ``groups``: how many kv_cache_groups the config gives (0: none)."""
-    return _step_dict(s, frames, lazy=False, groups=groups)
+    come out as a list. ``groups``: how many kv_cache_groups the config gives (0: none);
+    ``block_size``: the config's (vLLM's metrics say how full the held blocks are)."""
+    return _step_dict(s, frames, lazy=False, groups=groups, block_size=block_size)
 
 
 def _split(key: bytes | None, groups: int) -> tuple[str | None, int | None]:
@@ -62,7 +64,8 @@ def _split(key: bytes | None, groups: int) -> tuple[str | None, int | None]:
     return key.hex(), 0
 
 
-def _step_dict(s: Step, frames: Iterable | None, lazy: bool, groups: int = 0) -> dict:
+def _step_dict(s: Step, frames: Iterable | None, lazy: bool, groups: int = 0,
+               block_size: int = 0) -> dict:
     if not groups:
         blocks = [{"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i],
                    "hash": h.hex() if h is not None else None,
@@ -98,6 +101,9 @@ def _step_dict(s: Step, frames: Iterable | None, lazy: bool, groups: int = 0) ->
         "engine_steps": [e.to_dict() for e in s.engine_steps],
     }
     d["none_hash"] = s.none_hash.hex()
+    if s.vllm_metrics is not None:    # vLLM's metrics (sim.metrics), and the pool beside them
+        d["vllm_metrics"] = s.vllm_metrics.to_dict(
+            pool_figures(s.ref_cnt, s.block_hash, s.block_tokens, block_size))
     if s.reset_ok is not None:
         d["reset_ok"] = s.reset_ok
     if s.external is not None:
@@ -122,8 +128,8 @@ def timeline_dict(scenario_id: str, engine, timeline: Timeline, *, frames: bool 
     doc = {
         "scenario": scenario_id,
         "config": config_dict(engine),
-        "steps": [step_dict(timeline.step(i), timeline.frames(i) if frames else None, groups)
-                  for i in range(len(timeline))],
+        "steps": [step_dict(timeline.step(i), timeline.frames(i) if frames else None, groups,
+                            engine.block_size) for i in range(len(timeline))],
     }
     kv_cache = kv_cache_dict(engine)
     if kv_cache is not None:
@@ -196,7 +202,7 @@ def write_timeline(write: Callable[[str], object], scenario_id: str, engine, tim
     one step (and one frame) at a time: memory stays that of one step, whatever their number."""
     groups = len(engine.config.kv_cache_groups or ())
     steps = (_step_dict(timeline.step(i), timeline.frames(i) if frames else None, lazy=True,
-                        groups=groups)
+                        groups=groups, block_size=engine.block_size)
              for i in range(len(timeline)))
     doc = {"scenario": scenario_id, "config": config_dict(engine), "steps": Lazy(steps)}
     kv_cache = kv_cache_dict(engine)

@@ -38,6 +38,7 @@ from blockviz.scenario.schema import Step as Event
 from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
 from blockviz.sim.budget import Budget, BudgetExceeded, Meter
 from blockviz.sim.explain import Explainer
+from blockviz.sim.metrics import VllmStatLogger
 from blockviz.sim.step import Step
 from blockviz.sim.views import BlockTables, EngineStepView, RequestView, ScheduledView, Stats, TierView
 
@@ -79,6 +80,8 @@ class EngineState:
     state_bytes: int = 0
     # why each lookup missed (sim.explain), or None when the engine explains nothing
     explain: Explainer | None = None
+    # vLLM's stat loggers over this engine process (sim.metrics)
+    metrics: VllmStatLogger = field(default_factory=VllmStatLogger)
 
 
 # What a checkpoint's copy of the engine state costs beyond the payloads, per GPU block (a block
@@ -407,6 +410,7 @@ class Engine:
         manager.block_pool.num_evictions = old.block_pool.num_evictions
         state.manager = manager
         state.scheduler.kv_cache_manager = manager
+        state.metrics = VllmStatLogger()      # a new process: every counter and window at zero
         state.hasher = self._new_hasher(state.generation)
         state.block_tokens = [[] for _ in range(self.num_gpu_blocks)]
         if state.kv is not None:
@@ -497,6 +501,7 @@ class Engine:
         info = self.state.info
         before = {rid: self.scheduler.requests[rid].num_output_tokens for rid in sampled}
         finished = self.scheduler.update_from_output(out, sampled, out.kv_connector_output)
+        self.state.metrics.record(self.scheduler.last_stats, self.num_engine_steps)
         self._update_marks.append(len(self.pool.kv_event_queue))
         if out.kv_connector_metadata is not None:
             # vLLM publishes the connector's events at the end of update_from_output
@@ -676,6 +681,7 @@ class Engine:
             index=-1, requests=views, waiting=tuple(r.request_id for r in sched.all_waiting),
             running=tuple(r.request_id for r in sched.running), stats=self._stats(),
             none_hash=self.state.hasher.none_hash, external=external, tier=tier,
+            vllm_metrics=self.state.metrics.metrics(),
             **({} if not pool else dict(
                 ref_cnt=tuple(map(attrgetter("ref_cnt"), p.blocks)),
                 block_hash=tuple(map(attrgetter("block_hash"), p.blocks)),

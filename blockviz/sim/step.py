@@ -68,6 +68,7 @@ class Step:
     tier: TierView | None = None      # with a connector: the tier and what it did
     external: tuple[tuple[bytes, tuple[int, ...]], ...] | None = None   # the tier, LRU first
     none_hash: bytes = b""
+    vllm_metrics: Any = None          # vLLM's metrics after it (sim.metrics.VllmMetrics)
     reset_ok: bool | None = None
     teaching_only: bool = False       # the event is a form vLLM's scheduler has no equivalent for
     # the point before this one (for ``changes``), and the mirror this state was read from (a

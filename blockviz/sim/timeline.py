@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from blockviz.core import ops as O
 from blockviz.sim import oplog as L
+from blockviz.sim.metrics import VllmMetrics
 from blockviz.sim.mirror import FrameState, Keyframe, Mirror
 from blockviz.sim.step import Step
 from blockviz.sim.views import EngineStepView, RequestView, ScheduledView, Stats
@@ -187,6 +188,7 @@ def _unpack_engine_steps(a, rid, budget: int) -> tuple[EngineStepView, ...]:
 
 
 _STATS = tuple(f.name for f in fields(Stats))
+_METRICS = tuple(f.name for f in fields(VllmMetrics))
 
 
 def _op_cost(op) -> int:
@@ -234,6 +236,7 @@ class Timeline:
         self._reset_ok: dict[int, bool] = {}
         self._teaching: set[int] = set()
         self._stats = {name: array("d" if name == "usage" else "H") for name in _STATS}
+        self._metrics = {name: array("d") for name in _METRICS}   # vLLM's metrics, per record
         # requests: versions (a row of _W ints each, the record it is of), each identity's rows,
         # and the epochs they arrived in
         self._vdata = array("H")
@@ -354,6 +357,9 @@ class Timeline:
                 cols[name].append(value)
             except OverflowError:     # past what the column's width holds: widen it once
                 cols[name] = L.grow(cols[name], (value,))
+        if cap.vllm_metrics is not None:
+            for name in _METRICS:
+                self._metrics[name].append(getattr(cap.vllm_metrics, name))
         if result is not None:
             for b, summary in result.payloads.items():
                 self._payloads.setdefault(b, []).append((index, summary))
@@ -494,6 +500,7 @@ class Timeline:
                             for e in self._evlog.unpack(self._events.data,
                                                         *self._events.run(index))),
             engine_steps=self.step_engine_steps(index), stats=self.step_stats(index),
+            vllm_metrics=self.step_vllm_metrics(index),
             tier=self._tier[index], external=self._external[index],
             none_hash=self._none_hash[index], reset_ok=self._reset_ok.get(index),
             teaching_only=index in self._teaching,
@@ -535,6 +542,13 @@ class Timeline:
         values = {name: col[index] for name, col in self._stats.items()}
         values["reset"] = bool(values["reset"])
         return Stats(**values)
+
+    def step_vllm_metrics(self, index: int) -> VllmMetrics | None:
+        cols = self._metrics
+        if not cols[_METRICS[0]]:
+            return None
+        return VllmMetrics(**{name: (col[index] if isinstance(VllmMetrics.__dataclass_fields__[
+            name].default, float) else int(col[index])) for name, col in cols.items()})
 
     def step_engine_steps(self, index: int) -> tuple[EngineStepView, ...]:
         return _unpack_engine_steps(self._engine_steps.values(index), self._reg.rid, self._budget)

@@ -222,11 +222,44 @@ class VllmRun:
                           "PREEMPTED": "preempted"}.get(r.status.name, r.status.name.lower()),
                          "block_table": list(mgr.get_block_ids(rid)[0]) if live else [],
                          "num_tokens": r.num_tokens, "num_computed_tokens": r.num_computed_tokens}
-        return {"free_queue": [b.block_id for b in pool.free_block_queue.get_all_free_blocks()],
+        free = pool.free_block_queue.get_all_free_blocks()
+        return {"free_queue": [b.block_id for b in free],
                 "hash_table": table, "hash_table_order": list(table),
                 "waiting": [r.request_id for r in itertools.chain(s.kv_holding_waiting, s.waiting)],
                 "running": [r.request_id for r in s.running], "requests": reqs,
-                "kv_events": [event_view(e) for e in events]}
+                "kv_events": [event_view(e) for e in events],
+                "vllm_metrics": {**self.metrics(), "used_blocks": pool.num_gpu_blocks - 1 - len(free)}}
+
+    def metrics(self) -> dict:
+        """What vLLM's stat loggers hold after the engine steps so far: the Prometheus logger's
+        gauges (the last SchedulerStats) and counters (summed, PREEMPTED events counted from the
+        outputs, as IterationStats does), and the log line's window -- vLLM's own CachingMetrics,
+        fed every step's stats (loggers.py:1138-1190, 230-235; stats.py:39-117)."""
+        window = self.stats_mod.CachingMetrics()
+        out = dict.fromkeys(("prefix_cache_queries_total", "prefix_cache_hits_total",
+                             "num_preemptions_total"), 0)
+        last = None
+        for st in self.steps:
+            if st.stats is None:
+                continue
+            last = st.stats
+            p = last.prefix_cache_stats
+            out["prefix_cache_queries_total"] += p.queries
+            out["prefix_cache_hits_total"] += p.hits
+            window.observe(p)
+            out["num_preemptions_total"] += st.preempted_events
+        out["num_requests_running"] = last.num_running_reqs if last else 0
+        out["num_requests_waiting"] = (last.num_waiting_reqs + last.num_skipped_waiting_reqs
+                                       if last else 0)
+        out["num_requests_waiting_by_reason"] = {
+            "capacity": last.num_waiting_reqs if last else 0,
+            "deferred": last.num_skipped_waiting_reqs if last else 0}
+        out["kv_cache_usage_perc"] = last.kv_cache_usage if last else 0.0
+        out["logged_hit_rate"] = {
+            "rate": None if window.empty else window.hit_rate,
+            "requests": window.aggregated_requests, "queries": window.aggregated_query_total,
+            "hits": window.aggregated_query_hit}
+        return out
 
 
 def event_view(e) -> tuple:
@@ -245,7 +278,13 @@ def project_view(snap: dict) -> dict:
             "requests": {rid: {k: r[k] for k in ("status", "block_table", "num_tokens",
                                                   "num_computed_tokens")}
                          for rid, r in snap["requests"].items()},
-            "kv_events": [event_view(e) for e in snap["kv_events"]]}
+            "kv_events": [event_view(e) for e in snap["kv_events"]],
+            "vllm_metrics": {k: snap["vllm_metrics"][k] for k in METRIC_KEYS}}
+
+
+METRIC_KEYS = ("prefix_cache_queries_total", "prefix_cache_hits_total", "num_preemptions_total",
+               "num_requests_running", "num_requests_waiting", "num_requests_waiting_by_reason",
+               "kv_cache_usage_perc", "logged_hit_rate", "used_blocks")
 
 
 def run_both(v, loaded, *, timeline_dict=None):
