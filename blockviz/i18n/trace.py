@@ -120,17 +120,21 @@ STRINGS: dict[str, tuple[str, str]] = {
     # the capacity page, real traffic (blockviz.ui.capacity, blockviz.render.capacity)
     "capt_tab_toy": ("Generated workload (toy scale)", "生成的负载（玩具规模）"),
     "capt_tab_trace": ("Real traffic: a trace", "真实流量：trace"),
-    "capt_intro": ("Upload a request trace in the Mooncake format (JSON Lines: `timestamp` in ms, "
-                   "`input_length`, `output_length`, `hash_ids` of 512-token blocks) or generate one, "
-                   "replay it at several pool sizes with both free orders under vLLM's rules, and see "
-                   "where a bigger KV cache stops paying.",
-                   "上传一个 Mooncake 格式的请求 trace（JSON Lines：`timestamp` 毫秒、`input_length`、"
-                   "`output_length`、以 512 个 token 为一块的 `hash_ids`），或者生成一个；按 vLLM 的规则，"
-                   "用两种释放顺序在几种块池大小下回放，看看 KV 缓存大到什么程度就不再划算。"),
+    "capt_intro": ("Upload a request trace — Mooncake's format (JSON Lines: `timestamp` in ms, "
+                   "`input_length`, `output_length`, `hash_ids` of 512-token blocks) or Qwen-Bailian's "
+                   "(`qwen_*_blksz_16.jsonl`: 16-token blocks, chats and turns) — or generate one, "
+                   "replay it under vLLM's rules with both free orders, and see where a bigger KV "
+                   "cache stops paying and how far LRU is from the best any policy could do.",
+                   "上传一个请求 trace——Mooncake 格式（JSON Lines：`timestamp` 毫秒、`input_length`、"
+                   "`output_length`、以 512 个 token 为一块的 `hash_ids`）或 Qwen-Bailian 格式"
+                   "（`qwen_*_blksz_16.jsonl`：16 个 token 一块，带对话和轮次）——或者生成一个；按 vLLM "
+                   "的规则用两种释放顺序回放，看看 KV 缓存大到什么程度就不再划算，以及 LRU 离任何策略"
+                   "能做到的最好结果有多远。"),
     "capt_source": ("Trace", "Trace 来源"),
     "capt_source_upload": ("Upload a file", "上传文件"),
     "capt_source_generate": ("Generate one", "生成一个"),
-    "capt_upload": ("A Mooncake-format trace (.jsonl)", "Mooncake 格式的 trace（.jsonl）"),
+    "capt_upload": ("A Mooncake or Qwen-Bailian trace (.jsonl)",
+                    "Mooncake 或 Qwen-Bailian 格式的 trace（.jsonl）"),
     "capt_upload_help": ("One JSON object per line; every line is checked, and a bad one is reported "
                          "with its line and column.",
                          "每行一个 JSON 对象；每一行都会检查，有问题的行会报告行号和列号。"),
@@ -328,6 +332,46 @@ STRINGS: dict[str, tuple[str, str]] = {
     "capt_pool_help": ("The capacity marker's pool size: drag it on the chart or type it here.",
                        "容量标记所在的块池大小：在图上拖动，或在这里输入。"),
     "capt_order": ("Free order", "释放顺序"),
+    # a Qwen-Bailian trace's conversations at one pool size (blockviz.render.chats, ui.capacity_chats)
+    "chat_title": ("One conversation, turn by turn", "一段对话，逐轮来看"),
+    "chat_intro": ("This trace links each turn to the one before it (`parent_chat_id`). Replay it at "
+                   "the marker's pool size to see what each turn of a conversation found in the "
+                   "cache, and what the pool's evictions cost it against an infinite cache.",
+                   "这个 trace 把每一轮和它的上一轮连在一起（`parent_chat_id`）。在标记所在的块池大小下"
+                   "回放，就能看到一段对话的每一轮在缓存里找到了什么，以及和无限大的缓存相比，块池的"
+                   "淘汰让它损失了多少。"),
+    "chat_run": ("Replay at {pool} blocks ({order})", "在 {pool} 块下回放（{order}）"),
+    "chat_pick": ("Conversation", "对话"),
+    "chat_option": ("chat {id}: {turns} turns, {tokens} prompt tokens, {lost} lost to eviction",
+                    "对话 {id}：{turns} 轮，{tokens} 个提示词 token，因淘汰损失 {lost} 个"),
+    "chat_pick_help": ("Those that lost the most prompt tokens to eviction at this pool size first, then "
+                       "the longest.",
+                       "在这个块池大小下因淘汰损失提示词 token 最多的排在前面，其次是最长的。"),
+    "chat_hit": ("hit at this pool", "在这个块池下命中"),
+    "chat_lost": ("lost to eviction (an infinite cache hits it)", "因淘汰而损失（无限大的缓存能命中）"),
+    "chat_new": ("not in any cache yet", "任何缓存里都还没有"),
+    "chat_turn": ("turn {turn} · {type} · +{at} s · L{line}", "第 {turn} 轮 · {type} · +{at} 秒 · L{line}"),
+    "chat_axis": ("prompt tokens", "提示词 token"),
+    "chat_read_all": ("At {pool} blocks ({order}), the trace's later turns hit {rate} of their prompt "
+                      "tokens ({best} with an infinite cache); its first turns {rate1} ({best1}).",
+                      "在 {pool} 块（{order}）下，trace 中后续各轮命中了提示词 token 的 {rate}（无限大的"
+                      "缓存：{best}）；第一轮命中 {rate1}（{best1}）。"),
+    "chat_read_one": ("This conversation: {hit} of {tokens} prompt tokens hit ({rate}); an infinite cache "
+                      "would hit {best}.",
+                      "这段对话：{tokens} 个提示词 token 中命中 {hit} 个（{rate}）；"
+                      "无限大的缓存能命中 {best}。"),
+    "chat_read_worst": ("Turn {turn} (L{line}) lost the most to eviction: {lost} tokens, {gap} s after the "
+                        "turn before it.",
+                        "第 {turn} 轮（L{line}）因淘汰损失最多：{lost} 个 token，距上一轮 {gap} 秒。"),
+    "chat_read_no_loss": ("No turn of it lost a hit to eviction at this pool size.",
+                          "在这个块池大小下，它没有哪一轮因淘汰而损失命中。"),
+    "chat_none": ("No conversation of the requests replayed has two turns or more.",
+                  "回放的请求里没有两轮或更多轮的对话。"),
+    "chat_stale": ("Shown for {pool} blocks ({order}); the marker is at {now} blocks now: replay again to "
+                   "follow it.",
+                   "显示的是 {pool} 块（{order}）的结果；标记现在在 {now} 块：再回放一次即可跟上。"),
+    "chat_done": ("Done: {requests} requests replayed at {pool} blocks and with an infinite cache, in {s} s.",
+                  "完成：{requests} 个请求在 {pool} 块和无限大的缓存下回放，用时 {s} 秒。"),
     # a window of a trace, opened in the player (blockviz.teach.tracegen)
     "tw_title": ("Trace lines {first}–{last} at {pool} blocks ({mode} mode)",
                  "trace 第 {first}–{last} 行，块池 {pool} 块（{mode}模式）"),

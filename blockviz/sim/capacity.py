@@ -64,6 +64,7 @@ PROGRESS_EVERY = 256            # requests between progress reports
 _ROOT = b"blockviz-trace-root"  # K_{-1}
 _SUFFIX = [k.to_bytes(2, "little") for k in range(TRACE_BLOCK_TOKENS)]
 Progress = Callable[[int], None]   # called with the number of requests done since the last call
+PerRequest = Callable[[int, int, bool], None]   # (request index, hit tokens, admitted) per request
 
 
 def trace_block_keys(hash_ids: Iterable[int]) -> list[bytes]:
@@ -146,8 +147,9 @@ def _requests(trace: Iterable[TraceRequest], block_size: int, exact_tokens: bool
 
 def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks: int,
                     free_order: str = "split", progress: Progress | None = None,
-                    exact_tokens: bool = False) -> dict:
-    """One point of sequence mode (see the module docstring): a dict with :data:`POINT_FIELDS`."""
+                    exact_tokens: bool = False, on_request: PerRequest | None = None) -> dict:
+    """One point of sequence mode (see the module docstring): a dict with :data:`POINT_FIELDS`.
+    ``on_request(i, hit_tokens, admitted)`` after each request (a rejected one hit 0)."""
     check_block_size(block_size)
     if pool_blocks < 1:
         raise ValueError(f"pool_blocks must be at least 1, not {pool_blocks}")
@@ -162,11 +164,15 @@ def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_bloc
         n = req.num_tokens
         if allocate_slots(req, n - num_hit, num_hit, blocks) is None:
             rejected += 1
+            if on_request is not None:
+                on_request(admitted + rejected - 1, 0, False)
         else:
             admitted += 1
             queries += n
             hits += num_hit
             free(req)
+            if on_request is not None:
+                on_request(admitted + rejected - 1, num_hit, True)
         since += 1
         if progress is not None and since == PROGRESS_EVERY:
             progress(since)
@@ -178,16 +184,17 @@ def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_bloc
 
 
 def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
-            progress: Progress | None = None) -> dict:
+            progress: Progress | None = None, on_request: PerRequest | None = None) -> dict:
     """An infinite pool under vLLM's rules: ``{"queries", "hits"}`` over every request.
 
     Kept per trace block, not per vLLM block: ``seen[K_j]`` is the most full sub-blocks any
     request had in trace block ``j`` (a request with sub-block ``k`` full has ``0..k-1`` full
     too), so memory is one entry per distinct 512-token prefix block whatever ``block_size``
-    (per vLLM block when one holds several of the trace's blocks)."""
+    (per vLLM block when one holds several of the trace's blocks). ``on_request(i, hit_tokens,
+    True)`` after each request, as :func:`replay_sequence`'s."""
     check_block_size(block_size)
     seen: dict[bytes, int] = {}
-    queries = hits = since = 0
+    queries = hits = since = count = 0
     for r in _checked(trace, block_size):
         n = r.input_length
         limit = (n - 1) // block_size
@@ -202,6 +209,9 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
                 seen[key] = full
         queries += n
         hits += min(hit, limit) * block_size
+        if on_request is not None:
+            on_request(count, min(hit, limit) * block_size, True)
+        count += 1
         since += 1
         if progress is not None and since == PROGRESS_EVERY:
             progress(since)

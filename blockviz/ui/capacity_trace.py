@@ -46,7 +46,7 @@ from blockviz.teach.tracegen import (
     write_generated,
 )
 from blockviz.teach.workload import KINDS
-from blockviz.ui import capacity_curve, jobs, worker
+from blockviz.ui import capacity_chats, capacity_curve, jobs, worker
 from blockviz.ui import state as session
 from blockviz.ui.nav import go_to_player, md_escape, md_fields
 
@@ -74,6 +74,7 @@ class TraceFile:
     requests: int
     prompt_tokens: int
     key: str                     # a new key per file taken (a sweep names the file it ran on)
+    chats: bool = False          # a Qwen-Bailian trace: its requests name their conversations
 
 
 @dataclass(frozen=True)
@@ -125,11 +126,13 @@ class ReadTrace:
             with open(self.path, "w", encoding="utf-8") as f:
                 write_generated(self.generate, f)
         requests = tokens = 0
+        chats = False
         for r in iter_trace(self.path, name=self.name):
             requests += 1
             tokens += r.input_length
+            chats = chats or r.chat is not None
             report(lines=r.line)
-        return {"requests": requests, "prompt_tokens": tokens}
+        return {"requests": requests, "prompt_tokens": tokens, "chats": chats}
 
 
 @dataclass(frozen=True)
@@ -238,10 +241,11 @@ def _read(task: ReadTrace, lang: str) -> None:
     """Read (or generate) the session's trace in a worker; the page shows it once read."""
     ss = st.session_state
     ss[session.CAPT_TRACE], ss[session.CAPT_ERROR], ss[session.CAPT_SWEEP] = None, None, None
-    stop = ss.get(session.CAPT_SWEEP_JOB)
-    if isinstance(stop, worker.Job):            # a sweep of the trace this one replaces
-        stop.stop()
-        ss[session.CAPT_SWEEP_JOB] = None
+    for key in (session.CAPT_SWEEP_JOB, session.CAPT_CHAT_JOB):
+        stop = ss.get(key)
+        if isinstance(stop, worker.Job):        # a sweep (or chats) of the trace this one replaces
+            stop.stop()
+            ss[key] = None
     if jobs.start(session.CAPT_READ_JOB, task, task.name, lang):
         ss[session.CAPT_READING] = task
 
@@ -256,7 +260,7 @@ def _took(state, lang: str) -> None:
         ss[session.CAPT_N] = n
         size = state.result
         ss[session.CAPT_TRACE] = TraceFile(task.name, task.path, size["requests"], size["prompt_tokens"],
-                              f"{task.name}#{n}")
+                                           f"{task.name}#{n}", size.get("chats", False))
         ss[session.CAPT_ERROR] = None
         return
     if state.status == "failed" and isinstance(state.error, TraceError):
@@ -439,6 +443,8 @@ def _show_curve(trace: TraceFile, s: TraceSweep, lang: str, bpt: int | None, poi
     with st.expander(t("cap_numbers", lang)):
         st.dataframe([_trace_row(p, s.block_size, lang, bpt) for p in points], hide_index=True)
     _player_box(trace, s, lang)
+    if trace.chats:
+        capacity_chats.box(trace, s, lang)
 
 
 def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None) -> dict:
@@ -467,10 +473,10 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     top = s.curve["working_set"] if s.curve else max(p["pool_blocks"] for r in s.reports for p in r["points"])
     if ss.get(capacity_curve.W_POOL, 0) > top:
         ss[capacity_curve.W_POOL] = top
-    cols = st.columns([2, 2, 2, 2, 2])
+    cols = st.columns([3, 2, 2, 2, 3], vertical_alignment="bottom")
     with cols[0]:
-        order = st.segmented_control(t("capt_order", lang), ORDERS, key="w_capt_order", required=True,
-                                     default=ORDERS[0], format_func=lambda o: t(f"cap_order_{o}", lang))
+        order = st.selectbox(t("capt_order", lang), ORDERS, key="w_capt_order",
+                             format_func=lambda o: t(f"cap_order_{o}", lang))
     with cols[1]:
         pool = st.number_input(t("capt_pool", lang), 1, max(1, top), step=1, key=capacity_curve.W_POOL,
                                on_change=capacity_curve.typed, help=t("capt_pool_help", lang))

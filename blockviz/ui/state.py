@@ -78,6 +78,9 @@ CAPT_DIR = "bv_capt_dir"            # the session's SessionDir (its trace's fold
 CAPT_N = "bv_capt_n"                # how many traces the session has taken
 CAPT_MARK_SEQ = "bv_capt_mark_seq"  # Python's moves of the curve's capacity marker (a count)
 CAPT_CURVE_JSON = "bv_capt_curve_json"  # (sweep, lang, bytes per token, the curve element's data)
+CAPT_CHAT_JOB = "bv_capt_chat_job"  # worker.Job replaying a Bailian trace's conversations at one size
+CAPT_CHATTING = "bv_capt_chatting"  # (trace key, ChatTrace) it runs
+CAPT_CHATS = "bv_capt_chats"        # (trace key, ChatTrace, chat_report's result) last taken
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 DEFAULT_SCENARIO = "six-blocks"

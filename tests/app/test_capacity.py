@@ -160,7 +160,7 @@ def settle(p, timeout: float = 120):
     and the page has taken what they made (the browser's fragment does this every 0.5 s)."""
     import time
     deadline = time.monotonic() + timeout
-    jobs = (session.CAPT_READ_JOB, session.CAPT_SWEEP_JOB, session.CAP_PLAN_JOB)
+    jobs = (session.CAPT_READ_JOB, session.CAPT_SWEEP_JOB, session.CAP_PLAN_JOB, session.CAPT_CHAT_JOB)
     while any(p.state.get(k) is not None for k in jobs):
         assert time.monotonic() < deadline, "a job did not end"
         time.sleep(0.2)
@@ -248,7 +248,7 @@ def test_the_trace_tab_draws_the_whole_curve_from_one_pass(page):
     p.run()
     moved = curve_element(p)
     assert moved["pool"] == 123 and moved["seq"] == d["seq"] + 1
-    p.at.segmented_control(key="w_capt_order").set_value("append")
+    p.at.selectbox(key="w_capt_order").set_value("append")
     p.at.number_input(key="w_capt_window_size").set_value(3)
     p.click("b_capt_open_player")
     assert p.on_page("player") and not errors(p)
@@ -268,6 +268,85 @@ def test_the_curve_in_chinese_and_without_min(page):
     assert "拐点在" in p.text()
     assert any(tx.startswith("完成：120 个请求在两种释放顺序下的整条曲线") for _, tx in progress(p))
     assert not any("optimal_hits" in pt for pt in p.state[session.CAPT_SWEEP].curve["reports"][0]["points"])
+
+
+def bailian_chats(path, chats: int = 40, seed: int = 2) -> int:
+    """A Qwen-Bailian trace of ``chats`` conversations over two system prompts, each turn its
+    conversation so far (prompts and replies) plus a new message, turns interleaved in time;
+    16-token hash ids. Its requests."""
+    import random
+    rng = random.Random(seed)
+    systems = [list(range(1, 9)), list(range(9, 21))]
+    fresh = iter(range(1000, 10**9))
+    events = []
+    for c in range(chats):
+        ids = list(rng.choice(systems))
+        t0 = rng.uniform(0, 600)
+        for turn in range(1, rng.randint(1, 6) + 1):
+            ids = ids + [next(fresh) for _ in range(rng.randint(2, 8))]
+            events.append((t0, c, turn, list(ids)))
+            ids = ids + [next(fresh) for _ in range(rng.randint(1, 4))]     # the reply
+            t0 += rng.uniform(5, 120)
+    events.sort()
+    ids_of, lines = {}, []
+    for k, (at, c, turn, ids) in enumerate(events):
+        lines.append({"chat_id": k, "parent_chat_id": ids_of.get(c, -1), "timestamp": round(at, 3),
+                      "input_length": 16 * len(ids) - rng.randint(0, 15), "output_length": 30,
+                      "type": "text", "turn": turn, "hash_ids": ids})
+        ids_of[c] = k
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return len(lines)
+
+
+def test_a_bailian_traces_conversations_turn_by_turn(page, tmp_path):
+    from blockviz.sim.chats import chat_report
+    path = tmp_path / "qwen_chat_blksz_16.jsonl"
+    n = bailian_chats(path)
+    p = open_capacity(page)
+    # (AppTest cannot upload: the trace the reader would take, as it takes it)
+    size = CT.ReadTrace(str(path), path.name)(lambda **progress: None)
+    assert size["chats"] is True and size["requests"] == n
+    p.state[session.CAPT_TRACE] = CT.TraceFile(path.name, str(path), n, size["prompt_tokens"], "q#1", True)
+    p.run()
+    p = trace_sweep(p)
+    assert not errors(p) and curve_element(p) is not None
+    pool = 40
+    p.at.number_input(key="w_capt_pool").set_value(pool)
+    p.run()
+    assert p.at.button(key="b_capt_chats").label == "Replay at 40 blocks (split (vLLM ≥ 0.24))"
+    p = settle(p.click("b_capt_chats"))
+    assert not errors(p)
+    key, task, r = p.state[session.CAPT_CHATS]
+    assert (task.pool_blocks, task.free_order) == (pool, "split")
+    assert r == chat_report(str(path), block_size=64, pool_blocks=pool, limit=n)
+    chat = r["chats"][0]                       # the one evictions cost most, shown first
+    assert chat["lost"] == max(c["lost"] for c in r["chats"]) > 0 and len(chat["turns"]) >= 2
+    assert p.at.selectbox(key="w_capt_chat").value == 0
+    spec = json.loads(p.charts()[-1])
+    assert [tr["name"] for tr in spec["data"]] == ["hit at this pool", "lost to eviction (an infinite cache "
+                                                   "hits it)", "not in any cache yet"]
+    assert spec["data"][0]["x"] == [x["hit"] for x in chat["turns"]]
+    assert spec["data"][1]["x"] == [x["best"] - x["hit"] for x in chat["turns"]]
+    assert spec["data"][0]["y"][0].startswith("turn 1 · text · +0.0 s · L")
+    assert "This conversation:" in p.text().replace("\\", "") and any("Done:" in tx for _, tx in progress(p))
+    # another conversation; the marker moved: the view says which pool it shows
+    p.at.selectbox(key="w_capt_chat").set_value(1)
+    p.at.number_input(key="w_capt_pool").set_value(pool + 5)
+    p.run()
+    spec = json.loads(p.charts()[-1])
+    assert spec["data"][0]["x"] == [x["hit"] for x in r["chats"][1]["turns"]]
+    assert any("the marker is at 45 blocks now" in c.value for c in p.at.caption)
+    # in Chinese
+    p.at.segmented_control(key="w_lang").set_value("zh")
+    p.run()
+    assert json.loads(p.charts()[-1])["data"][0]["name"] == "在这个块池下命中"
+    assert "这段对话" in p.text()
+
+
+def test_a_mooncake_trace_has_no_chat_view(page):
+    p = trace_sweep(generated_trace(open_capacity(page), 60))
+    assert curve_element(p) is not None
+    assert not [b for b in p.at.button if b.key == "b_capt_chats"]
 
 
 def test_a_timed_trace_sweep_and_a_window_in_the_player(page):

@@ -215,3 +215,38 @@ def test_drag_the_capacity_marker_and_read_the_curve(browser, server, screenshot
     assert page.locator(NO_ERROR).count() == 0
     assert page.get_by_text(player_words.format(pool=f"{pool + 1:,}")).count() >= 1
     page.close()
+
+
+CHAT_WORDS = {"en": ("Real traffic: a trace", "{n} requests", "hit at this pool", "This conversation"),
+              "zh": ("真实流量：trace", "{n} 个请求", "在这个块池下命中", "这段对话")}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_bailian_traces_conversation_turn_by_turn(browser, server, screenshots, lang, tmp_path):
+    """A Qwen-Bailian trace uploaded: its curve, then its conversations replayed at the marker's
+    pool size, one drawn turn by turn (artifacts/screenshots/capacity-chats-*.png)."""
+    from ..app.test_capacity import bailian_chats
+    tab, loaded, hit_words, words = CHAT_WORDS[lang]
+    path = tmp_path / "qwen_demo_blksz_16.jsonl"
+    loaded = loaded.format(n=f"{bailian_chats(path, chats=120, seed=5):,}")
+    page = open_capacity(browser, server, lang)
+    page.get_by_role("tab", name=tab).click()
+    page.wait_for_selector(".st-key-w_capt_upload input[type=file]", state="attached", timeout=30_000)
+    chart = _curve_of(page, path, loaded)
+    pool = int(chart.get_attribute("data-pool"))
+    click_key(page, "b_capt_chats")
+    page.wait_for_selector(".st-key-capt_chat_chart .js-plotly-plot", timeout=120_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    assert page.locator(NO_ERROR).count() == 0
+    bars = page.locator(".st-key-capt_chat_chart .js-plotly-plot")
+    assert bars.locator("g.barlayer g.trace").count() == 3            # hit, lost, new
+    assert hit_words in " ".join(bars.locator("g.legend text").all_text_contents())
+    assert page.get_by_text(words).count() >= 1
+    assert page.get_by_text(f"{pool:,}").count() >= 1                 # the button said the pool
+    for w, h in ((1280, 800), (1920, 1080)):
+        page.set_viewport_size({"width": w, "height": h})
+        page.wait_for_timeout(400)
+        page.locator(".st-key-b_capt_chats").evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(screenshots / f"capacity-chats-{lang}-{w}x{h}.png"))
+    page.close()
