@@ -34,6 +34,8 @@ STRINGS: dict[str, tuple[str, str]] = {
                       "一个 token 的 logits。"),
     "xs_partial_block": ("{n} tokens fill less than a block: a partial block is never cached.",
                          "{n} 个 token 不足一个块：不满的块从不缓存。"),
+    "xs_partial_block_one": ("1 token fills less than a block: a partial block is never cached.",
+                             "1 个 token 不足一个块：不满的块从不缓存。"),
     "xs_cold": ("{n} tokens: no request had computed this prefix before.",
                 "{n} 个 token：之前没有请求算过这段前缀。"),
     "xs_cold_pending": ("{n} tokens: {ids} was still computing this prefix (not cached yet).",

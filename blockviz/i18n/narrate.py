@@ -44,6 +44,10 @@ STRINGS: dict[str, tuple[str, str]] = {
                               "allocate_slots({rid}) 返回 None：接纳时整个序列都必须放得下"
                               "（full_sequence_must_fit），需要 {need} 个空闲块，只有 {free} 个。"
                               "什么都没改变，它留在等待队列最前面。"),
+    "nr_alloc_watermark": (" The admission watermark keeps {w} more block(s) free while other "
+                           "requests run, so it needs {total}.",
+                           "有其他请求在运行时，接纳水位线还要留出 {w} 个空闲块，"
+                           "所以它一共需要 {total} 个。"),
     "nr_alloc_failed": ("allocate_slots({rid}) returns None: it needs {need} free block(s) and {free} "
                         "are free. Nothing changed.",
                         "allocate_slots({rid}) 返回 None：需要 {need} 个空闲块，只有 {free} 个。"

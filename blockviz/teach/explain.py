@@ -40,6 +40,8 @@ def split_sentences(split, lang: str) -> list[tuple[str, str]]:
                                blocks=tn("nr_blocks", len(ids), lang, ids=id_list(ids)))))
         elif cat == "external_hit":
             out.append((cat, t("xs_external_hit", lang, n=n, medium=segs[0][3]["medium"])))
+        elif cat == "partial_block" and n == 1:
+            out.append((cat, t("xs_partial_block_one", lang)))
         elif cat in ("last_token", "partial_block"):
             out.append((cat, t(f"xs_{cat}", lang, n=n)))
         elif cat == "cold":

@@ -57,8 +57,12 @@ def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block
             text += t("nr_lookup_capped", lang, limit=limit)
         return text
     if k == "alloc_failed":
-        return t("nr_alloc_failed_admit" if op.full_sequence else "nr_alloc_failed", lang,
+        text = t("nr_alloc_failed_admit" if op.full_sequence else "nr_alloc_failed", lang,
                  rid=op.request_id, need=op.blocks_needed, free=op.blocks_free)
+        if op.watermark_blocks:
+            text += t("nr_alloc_watermark", lang, w=op.watermark_blocks,
+                      total=op.blocks_needed + op.watermark_blocks)
+        return text
     if k == "touch":
         text = t("nr_touch", lang, blocks=_blocks(op.block_ids, lang))
         removed = op.removed_from_queue

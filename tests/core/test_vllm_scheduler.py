@@ -211,7 +211,7 @@ def test_a_prefix_being_computed_and_a_resumed_re_lookup_hit_what_vllm_hits(v):
 # free order or restart: run-sched covers those, and their stats) ----------------------------------
 LESSONS = ("chunked-prefill", "decode-fills-block", "eviction-order", "free-order-split",
            "head-of-line", "last-token-rule", "preempt-resume", "seats-and-length", "six-blocks",
-           "tenants-and-lora")
+           "tenants-and-lora", "prompt-logprobs", "reset-running", "priority-victim", "watermark")
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

@@ -23,7 +23,8 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 LESSONS = ["six-blocks", "last-token-rule", "eviction-order", "preempt-resume", "tenants-and-lora",
            "free-order-split", "free-order-append", "hash-seed-random", "hash-seed-shared",
            "decode-fills-block", "external-tier", "chunked-prefill", "head-of-line", "async-lag",
-           "seats-and-length", "async-load"]
+           "seats-and-length", "async-load", "prompt-logprobs", "reset-running", "priority-victim",
+           "watermark"]
 # the hybrid-model lessons (several KV-cache groups): their facts are in test_hybrid_lessons.py
 HYBRID = sorted(p.stem for p in SCENARIOS.glob("*.yaml")
                 if load(p).scenario.config.kv_cache_groups is not None)
@@ -844,3 +845,63 @@ def test_external_tier_events_name_their_medium():
              for e in step_dict(snap(n, i), None).get("tier_events", ())]
     assert len(media) == 12 and set(media) == {"CPU"}     # 9 stores, 3 drops
     assert "medium: GPU for the" in note(n, 8) or "GPU for the block pool" in note(n, 8)
+
+
+# -- issue 31's lessons: prompt logprobs, a forced reset, the priority policy, the watermark ------
+@cache
+def _doc(name: str) -> dict:
+    from blockviz.scenario.lessons import resolve
+    from blockviz.sim.contract import timeline_dict
+    engine, tl = run(load(resolve(name)))
+    return timeline_dict(name, engine, tl, frames=False)
+
+
+def test_prompt_logprobs_skip_the_lookup_still_cache_and_are_not_counted():
+    s = _doc("prompt-logprobs")["steps"]
+    assert [x["vllm_metrics"]["prefix_cache_queries_total"] for x in s] == [0, 9, 9, 18, 18, 27]
+    assert [x["vllm_metrics"]["prefix_cache_hits_total"] for x in s] == [0, 0, 0, 8, 8, 16]
+    for i, rid in ((2, "B"), (4, "D")):          # prompt_logprobs 1, then 0: both skip
+        assert s[i]["requests"][rid]["prompt_split"]["skipped"] == 9
+        assert not any(o.kind == "lookup" for o in snap("prompt-logprobs", i).ops)
+    assert [len(ids) for ids in s[2]["hash_table"].values()] == [2, 2]   # B's copies
+    assert [len(ids) for ids in s[4]["hash_table"].values()] == [3, 3]   # D's
+    assert s[5]["requests"]["E"]["prompt_split"]["hit"] == 8             # the explicit override
+    assert round(s[5]["vllm_metrics"]["logged_hit_rate"]["rate"], 3) == 0.593
+
+
+def test_reset_running_preempts_last_first_and_the_window_restarts_empty():
+    s = _doc("reset-running")["steps"]
+    assert s[4]["reset_ok"] is False and s[4]["running"] == ["A", "B"]
+    assert kinds("reset-running", 5, "preempt") == [("preempt", "B"), ("preempt", "A")]
+    assert s[5]["reset_ok"] is True and s[5]["waiting"] == ["A", "B"] and s[5]["hash_table"] == {}
+    assert s[5]["vllm_metrics"]["kv_cache_usage_perc"] == 0.625        # sampled at the next step
+    a, b = s[6]["requests"]["A"], s[6]["requests"]["B"]
+    assert a["resumed_split"]["evicted"] == 12 and b["resumed_split"]["hit"] == 8
+    assert {d.get("cause") for d in a["resumed_split_detail"] if d["category"] == "evicted"} == {
+        "reset_prefix_cache"}
+    m6, m7 = s[6]["vllm_metrics"], s[7]["vllm_metrics"]
+    assert m6["num_preemptions_total"] == 2 and m6["logged_hit_rate"]["rate"] is None
+    assert (m7["logged_hit_rate"]["requests"], m7["logged_hit_rate"]["hits"]) == (1, 8)
+    assert (m7["prefix_cache_queries_total"], m7["prefix_cache_hits_total"]) == (33, 16)
+
+
+def test_priority_preempts_the_already_scheduled_batch_job_and_admits_d_before_c():
+    s = _doc("priority-victim")["steps"]
+    es = s[4]["engine_steps"][0]
+    assert (es["scheduled"], es["preempted"]) == ({"B": 1}, ["A"])
+    assert kinds("priority-victim", 4, "schedule", "preempt")[:3] == [
+        ("schedule", "A"), ("preempt", "A"), ("schedule", "B")]      # A was scheduled, then undone
+    assert s[7]["waiting"] == ["D", "C"]
+    assert s[8]["requests"]["D"]["status"] == "finished" and s[8]["waiting"] == ["C"]
+    assert s[9]["requests"]["C"]["status"] == "finished"
+
+
+def test_the_watermark_holds_b_back_only_while_a_runs():
+    s = _doc("watermark")["steps"]
+    refused = [o for o in snap("watermark", 2).ops if o.kind == "alloc_failed"]
+    assert refused and (refused[0].blocks_needed, refused[0].blocks_free,
+                        refused[0].watermark_blocks) == (1, 2, 2)
+    for i in (2, 3, 4):
+        assert s[i]["requests"]["B"]["status"] == "waiting"
+    assert 3 in [b for o in snap("watermark", 4).ops if o.kind == "popleft" for b in o.block_ids]
+    assert s[5]["requests"]["B"]["status"] == "running" and s[5]["running"] == ["B"]
