@@ -272,6 +272,9 @@ STRINGS: dict[str, tuple[str, str]] = {
     "curve_ceiling_at": ("ceiling (infinite cache): {rate}", "上限（无限大的缓存）：{rate}"),
     "curve_ceiling_above_best": ("{pts} points above the best possible: only a larger cache buys them",
                                  "比最好的可能高 {pts} 个百分点：只有更大的缓存才能拿到"),
+    "curve_ceiling_above_best_band": ("at least {pts} points above the best possible: only a larger cache "
+                                      "buys them",
+                                      "比最好的可能至少高 {pts} 个百分点：只有更大的缓存才能拿到"),
     "curve_ceiling_above_lru": ("{pts} points above LRU", "比 LRU 高 {pts} 个百分点"),
     "curve_policy_gap": ("LRU's gap to the best possible", "LRU 与最好的可能之间的差距"),
     "curve_knee_at": ("knee: {cap}", "拐点：{cap}"),

@@ -376,7 +376,8 @@ function create(parent) {
       card('bvc-o-best', L.best, '—', d.best_note);
     }
     card('bvc-o-ceiling', L.ceiling, pct(d.ceiling),
-         fill(band ? L.ceiling_above_best : L.ceiling_above_lru, { pts: (100 * (d.ceiling - above)).toFixed(1) }));
+         fill(!band ? L.ceiling_above_lru : band[0] === band[1] ? L.ceiling_above_best : L.ceiling_above_best_band,
+              { pts: (100 * (d.ceiling - above)).toFixed(1) }));
     // the marker
     if (!geo || !geo.marker) return;
     const x = geo.X(n);

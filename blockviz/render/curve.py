@@ -63,7 +63,8 @@ def curve_data(result: dict, lang: str, *, bytes_per_token: int | None, height: 
     best = best_points(result)
     labels = {k: t(f"curve_{k}", lang) for k in (
         "at", "blocks", "hits_of", "best", "best_n", "best_above", "best_above_band", "ceiling",
-        "ceiling_at", "ceiling_above_best", "ceiling_above_lru", "policy_gap", "knee_at", "drag")}
+        "ceiling_at", "ceiling_above_best", "ceiling_above_best_band", "ceiling_above_lru", "policy_gap",
+        "knee_at", "drag")}
     labels |= {"tokens": t("capt_tokens", lang), "y": t("cap_axis_hit", lang),
                "x": t("capt_axis_tokens_gib" if bytes_per_token else "capt_axis_tokens", lang),
                "knee": t("capt_knee_mark", lang, pct=f"{100 * KNEE_FRACTION:.0f}")}

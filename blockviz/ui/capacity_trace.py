@@ -471,14 +471,15 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     st.caption(t("capt_player_help", lang, tokens=PLAYER_BLOCK_TOKENS, scale=PLAYER_SCALE,
                  max_blocks=PLAYER_MAX_BLOCKS))
     top = s.curve["working_set"] if s.curve else max(p["pool_blocks"] for r in s.reports for p in r["points"])
-    if ss.get(capacity_curve.W_POOL, 0) > top:
-        ss[capacity_curve.W_POOL] = top
+    low = min(top, s.curve["largest"]) if s.curve else 1     # the curve's sizes: all requests fit
+    if not low <= ss.get(capacity_curve.W_POOL, 0) <= top:
+        ss[capacity_curve.W_POOL] = max(low, min(top, ss.get(capacity_curve.W_POOL, 0)))
     cols = st.columns([3, 2, 2, 2, 3], vertical_alignment="bottom")
     with cols[0]:
         order = st.selectbox(t("capt_order", lang), ORDERS, key="w_capt_order",
                              format_func=lambda o: t(f"cap_order_{o}", lang))
     with cols[1]:
-        pool = st.number_input(t("capt_pool", lang), 1, max(1, top), step=1, key=capacity_curve.W_POOL,
+        pool = st.number_input(t("capt_pool", lang), low, max(1, top), step=1, key=capacity_curve.W_POOL,
                                on_change=capacity_curve.typed, help=t("capt_pool_help", lang))
     if ss.get("w_capt_window_first", 0) > s.replayed:
         ss["w_capt_window_first"] = s.replayed

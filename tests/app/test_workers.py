@@ -156,8 +156,11 @@ def test_a_sweep_runs_in_a_worker_shows_progress_and_stops_on_stop(page, lang):
         time.sleep(0.2)
     p.run()
     (value, text), = [(e.proto.value, e.proto.text) for e in p.at.get("progress")]
-    words = {"en": r"Replaying 24 runs in a worker process: \d+% · [\d,]+ of [\d,]+ requests",
-             "zh": r"正在工作进程中回放 24 轮：\d+% · 第 [\d,]+ / [\d,]+ 个请求"}[lang]
+    # sequence mode: one pass per free order, then Belady's MIN size by size
+    words = {"en": r"(One pass over the trace \((split|append) \(vLLM [≥≤] 0\.2[34]\)\)|Belady's MIN at "
+                   r"size \d+ of \d+) in a worker process: \d+% · [\d,]+ of [\d,]+ request passes",
+             "zh": r"(对 trace 读一遍（(split|append)（vLLM [≥≤] 0\.2[34]））|Belady 的 MIN：第 \d+ / \d+ "
+                   r"个大小)，在工作进程中：\d+% · 第 [\d,]+ / [\d,]+ 个请求"}[lang]
     assert re.match(words, text), text
     pid = job.pid
     p.click("b_stop_bv_capt_sweep_job")
