@@ -137,10 +137,10 @@ STRINGS: dict[str, tuple[str, str]] = {
     "share_link": ("Link to this scenario (opens the player on it; nothing is stored on the server)",
                    "这个场景的链接（在播放器中打开它；服务器上不保存任何东西）"),
     "share_help": ("The whole scenario is compressed into the link itself, so the link works as long "
-                   "as the app does, on any server, after a restart too. step= and lang= in it choose "
-                   "where it opens.",
+                   "as the app does, on any server, after a restart too. It opens at step 0; add "
+                   "&step=K to open it at step K (lang= chooses the language).",
                    "整个场景被压缩在链接本身里，所以只要有这个应用，链接在任何服务器上、重启之后都能打开。"
-                   "链接里的 step= 和 lang= 决定它打开在哪一步、用哪种语言。"),
+                   "它从第 0 步打开；在末尾加上 &step=K 就从第 K 步打开（lang= 决定语言）。"),
     "share_embed": ("Embed it in a course page (an <iframe>)", "嵌入课程网页（<iframe>）"),
     "share_size": ("{n:,} of {limit:,} characters.", "{n:,} / {limit:,} 个字符。"),
     "share_invalid": ("The link appears once the scenario is valid.", "场景合法后这里会出现链接。"),

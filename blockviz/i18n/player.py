@@ -285,6 +285,12 @@ STRINGS: dict[str, tuple[str, str]] = {
     "fork_download": ("Download the fork (.yaml)", "下载分叉（.yaml）"),
     "fork_to_author": ("Edit on the Author page", "在编写页面编辑"),
     "fork_back": ("Back to the original", "回到原场景"),
+    "fork_link": ("Link to this fork: send it, and it opens at step 0 (the whole fork is in the "
+                  "link; nothing is stored on the server).",
+                  "这个分叉的链接：发给别人，它从第 0 步打开"
+                  "（整个分叉都在链接里，服务器上不保存任何东西）。"),
+    "fork_no_link": ("This fork is too long for a link: download it to send it.",
+                     "这个分叉太长，放不进链接：请下载后再发送。"),
     "fork_added": ("{n} event(s) added after step {k}.", "在第 {k} 步之后添加了 {n} 个事件。"),
     "fork_refused": ("Not added: {msg}", "没有添加：{msg}"),
     "fork_appends": ("Events are added after the last step (step {n}).",

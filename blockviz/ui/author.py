@@ -25,7 +25,7 @@ from blockviz.teach import authoring
 from blockviz.ui import board, data, editor, worker
 from blockviz.ui import state as session
 from blockviz.ui.nav import (
-    AUTHOR_PATH,
+    base_url,
     default_lang,
     go_to_player,
     language_toggle,
@@ -321,18 +321,9 @@ def _files(outcome, lang: str) -> None:
                            on_click="ignore")
 
 
-def _base_url() -> str:
-    """The app's address as the browser sees it (the player is its default page)."""
-    try:
-        url = st.context.url or ""
-    except Exception:  # noqa: BLE001 - no browser context (tests)
-        url = ""
-    return url.split("?", 1)[0].removesuffix("/" + AUTHOR_PATH).rstrip("/") or ""
-
-
 def _share(outcome, lang: str) -> None:
-    """The link that opens the player on this scenario, and an <iframe> for a course page."""
-    ss = st.session_state
+    """The link that opens the player on this scenario, and an <iframe> for a course page (both
+    open at step 0: a link names a step only when its sender adds ``&step=K``)."""
     with st.container(key="share"):
         st.html(theme.heading_html(t("share_title", lang)))
         if outcome is None or outcome.summary is None:
@@ -342,15 +333,14 @@ def _share(outcome, lang: str) -> None:
         if isinstance(code, share.LinkTooLong):
             st.html(warn_html(t("share_too_long", lang, n=code.chars, limit=share.MAX_CODE_CHARS)))
             return
-        step = int(ss.get(session.AUTHOR_STEP) or 0)
-        base = _base_url()
-        url = share.link(base, code, step=step, lang=lang)
+        base = base_url()
+        url = share.link(base, code, lang=lang)     # no step: a link opens at the start (step 0)
         st.caption(t("share_link", lang), help=t("share_help", lang))
         st.code(url, language=None, wrap_lines=True)
         st.caption(t("share_size", lang, n=len(code), limit=share.MAX_CODE_CHARS))
         st.caption(t("share_embed", lang))
         title = outcome.summary.title.get(lang)
-        st.code(iframe(share.link(base, code, step=step, lang=lang, embed=True), title),
+        st.code(iframe(share.link(base, code, lang=lang, embed=True), title),
                 language="html", wrap_lines=True)
 
 

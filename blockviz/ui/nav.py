@@ -48,6 +48,19 @@ def go_to_author() -> None:
     go_to(AUTHOR_PATH)
 
 
+def base_url() -> str:
+    """The app's address as the browser sees it, without a page's path or a query (the player is
+    its default page, so a link to ``BASE/?s=...`` opens the player)."""
+    try:
+        url = st.context.url or ""
+    except Exception:  # noqa: BLE001 - no browser context (tests)
+        url = ""
+    base = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    for path in (PLAYER_PATH, AUTHOR_PATH, CAPACITY_PATH, LIVE_PATH):
+        base = base.removesuffix("/" + path)
+    return base
+
+
 def default_lang() -> str:
     """The browser's language when it is Chinese, else English (before the user chooses)."""
     try:

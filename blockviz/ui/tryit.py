@@ -13,7 +13,7 @@ from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import ErrorMessage
 from blockviz.render import blocks as rblocks
 from blockviz.render.theme import esc, heading_html
-from blockviz.scenario import ScenarioError
+from blockviz.scenario import ScenarioError, share
 from blockviz.scenario.schema import Scenario
 from blockviz.sim.fork import (
     arrive_event,
@@ -34,7 +34,7 @@ from blockviz.sim.fork import (
 from blockviz.teach import selfcheck
 from blockviz.ui import board, data, worker
 from blockviz.ui import state as session
-from blockviz.ui.nav import go_to_author, md_escape, md_fields
+from blockviz.ui.nav import base_url, go_to_author, md_escape, md_fields
 
 FORK_FILE = "fork.yaml"
 EVENT_KINDS = ("arrive", "decode", "step", "finish", "preempt", "reset_prefix_cache")
@@ -64,10 +64,11 @@ class Fork:
         return fork_id(self.base.id) + ".yaml"
 
 
-def _run_fork(fork: Fork) -> data.PlayerRun:
+def _run_fork(fork: Fork) -> tuple[data.PlayerRun, str | None]:
     """Load the fork's YAML (the same text a download gives) and run it, in a worker (the text holds
-    what the session typed); ScenarioError if it is not valid or an event is not allowed."""
-    run = worker.make_user_run(st.session_state, "fork", fork.text(), FORK_FILE)
+    what the session typed): its run and its link code (None: too long for a link); ScenarioError
+    if it is not valid or an event is not allowed."""
+    run, code = worker.make_user_run(st.session_state, "fork", fork.text(), FORK_FILE)
     if run.timeline.error is not None:
         raise run.timeline.error
     if run.stopped is not None:
@@ -75,7 +76,16 @@ def _run_fork(fork: Fork) -> data.PlayerRun:
         lang = st.session_state.get(session.LANG, "en")
         raise ScenarioError(FORK_FILE, None, None, "", t("preview_capped", lang, k=k, n=n,
                                                          file=fork.file_name))
-    return run
+    return run, code
+
+
+def _show_fork(fork: Fork, run: data.PlayerRun, code: str | None) -> None:
+    """The player shows the fork's run at its last step, and its URL carries the fork (``?s=``,
+    as a share link does) so that the address bar's link reopens it."""
+    ss = st.session_state
+    ss[session.FORK], ss[session.FORK_KEY] = fork, run.key
+    session.use_user_run(ss, run, run.last)
+    ss[session.SHARED] = (run.key, code) if code is not None else None
 
 
 def current_fork(run: data.PlayerRun) -> Fork | None:
@@ -91,26 +101,24 @@ def start_fork(run: data.PlayerRun, step: int) -> None:
     ss = st.session_state
     fork = Fork(run.scenario, step, tuple(fork_steps(run.scenario, step, run.timeline)))
     try:
-        new = _run_fork(fork)
+        new, code = _run_fork(fork)
     except ScenarioError as e:
         ss[session.FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
         return
-    ss[session.FORK], ss[session.FORK_KEY] = fork, new.key
     ss[session.FK_PARTS], ss[session.FK_HISTORY] = [], []
     ss[session.FK_MSG] = None
-    session.use_user_run(ss, new, new.last)
+    _show_fork(fork, new, code)
 
 
 def _apply(fork: Fork, msg: bool = True) -> bool:
     ss = st.session_state
     try:
-        new = _run_fork(fork)
+        new, code = _run_fork(fork)
     except ScenarioError as e:
         ss[session.FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
         return False
-    ss[session.FORK], ss[session.FORK_KEY] = fork, new.key
     ss[session.FK_MSG] = ("fork_added", {"n": len(fork.extra), "k": fork.upto}, False) if msg else None
-    session.use_user_run(ss, new, new.last)
+    _show_fork(fork, new, code)
     return True
 
 
@@ -282,6 +290,18 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
         if msg:
             key, fields, error = msg
             (st.error if error else st.success)(t(key, lang, **md_fields(fields, lang)))
+        _fork_link(lang)
+
+
+def _fork_link(lang: str) -> None:
+    """The fork's link (as the Author page's share link: the whole text in ``?s=``, no step, so it
+    opens at step 0), or why it has none."""
+    code = session.shared_code(st.session_state)
+    if code is None:
+        st.caption(t("fork_no_link", lang))
+        return
+    st.caption(t("fork_link", lang))
+    st.code(share.link(base_url(), code, lang=lang), language=None)
 
 
 def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:

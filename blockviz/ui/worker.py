@@ -475,6 +475,11 @@ def run_text(key: str, text: str, file: str, budget: Budget):
     stopped."""
     from blockviz.ui import data
     outcome = run_source(key, Source("text", file, text), budget, max_steps=data.PREVIEW_MAX_STEPS)
+    return _run_of(outcome, file)
+
+
+def _run_of(outcome: Outcome, file: str):
+    """The outcome's run; its error, or its refusal as a ScenarioError."""
     if outcome.error is not None:
         raise outcome.error
     if outcome.refusal is not None:
@@ -486,9 +491,12 @@ def run_text(key: str, text: str, file: str, budget: Budget):
 
 def make_user_run(state, kind: str, text: str, file: str):
     """Run a session's scenario text (a fork: ``text``, named ``file``) in a worker process within
-    the preview budget (``ui.data.PREVIEW_BUDGET``)."""
+    the preview budget (``ui.data.PREVIEW_BUDGET``): (its PlayerRun, its link code — None when it
+    does not fit in a link). The worker makes the code too: the server only hands the text on."""
     from blockviz.ui import data
-    return run_text(session.user_run_key(state, kind), text, file, data.PREVIEW_BUDGET)
+    outcome = run_source(session.user_run_key(state, kind), Source("text", file, text),
+                         data.PREVIEW_BUDGET, share=True, max_steps=data.PREVIEW_MAX_STEPS)
+    return _run_of(outcome, file), (outcome.share if isinstance(outcome.share, str) else None)
 
 
 def user_outcome(state, kind: str, source: Source, *, share: bool = False) -> Outcome:

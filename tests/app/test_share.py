@@ -1,7 +1,8 @@
 """Share by link through AppTest: the Author page shows a link (and an <iframe> snippet) for the
-current valid text; a fresh session opened on that link shows the same scenario at the link's
-step and language, and its URL keeps reopening it; a hostile or oversized link is refused with a
-notice and the default lesson opens; a run cut short says so on every step."""
+current valid text; a fresh session opened on that link shows the same scenario at step 0 (or
+the step a link names) in the link's language, and its URL keeps reopening it; a hostile or
+oversized link is refused with a notice and the default lesson opens; a run cut short says so on
+every step."""
 from __future__ import annotations
 
 import random
@@ -27,19 +28,24 @@ def query_of(url: str) -> dict[str, str]:
 def test_the_author_page_offers_a_link_and_an_embed_snippet_for_the_valid_text(page):
     p = author(page)
     edit(p, SMALL)
+    assert p.state["bv_author_step"] == 3                 # the preview shows the last step ...
     link, embed = codes(p)[:2]
     q = query_of(link)
-    assert q["step"] == "3" and q["lang"] == "en" and "embed" not in q
+    assert "step" not in q and q["lang"] == "en" and "embed" not in q   # ... the link names none
     assert len(q["s"]) <= MAX_CODE_CHARS and re.fullmatch(r"[A-Za-z0-9_-]+", q["s"])
     assert embed.startswith("<iframe src=") and "&amp;embed=true" in embed and 'title="Tiny test"' in embed
-    # a fresh session (another browser) opened on the link: the same scenario, step and language
+    assert "step=" not in embed
+    # a fresh session (another browser) opened on the link: the same scenario, at step 0
     other = page(q)
-    assert other.header() == "step 3 of 3" and "Tiny test" in other.html()
-    assert other.queue() == "2" and other.state["bv_source"] == "user"
-    assert other.params["s"] == q["s"] and other.params["step"] == "3"
+    assert other.header() == "step 0 of 3" and "Tiny test" in other.html()
+    assert other.queue() == "1 2 3" and other.state["bv_source"] == "user"
+    assert other.params["s"] == q["s"] and other.params.get("step", "0") == "0"
     assert not other.warnings()
-    other.press("first")                   # the board moves (and writes step= in the browser)
-    assert other.state["bv_cursor"] == 0 and other.params["s"] == q["s"]
+    other.press("last")                    # the board moves (and writes step= in the browser)
+    assert other.state["bv_cursor"] == 3 and other.params["s"] == q["s"]
+    assert other.queue() == "2"
+    # a link that names a step opens there
+    assert page({**q, "step": "3"}).header() == "step 3 of 3"
     # in 中文, from the same link
     zh = page({**q, "lang": "zh", "step": "1"})
     assert zh.header() == "第 1 步 / 共 3 步" and "小测试" in zh.html()

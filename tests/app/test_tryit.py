@@ -87,6 +87,34 @@ def test_fork_two_events_download_and_replay_to_the_same_state(page):
     assert state_of(timeline.step(4)) == state_of(orig.step(4))
 
 
+def test_a_fork_is_in_the_url_and_its_link_opens_it_at_step_0(page):
+    from urllib.parse import parse_qs, urlsplit
+
+    from blockviz.scenario.share import decode
+    p = page({"scenario": "six-blocks", "step": "4"})
+    p.click("b_fork")
+    fork = p.state["bv_fork"]
+    # the address bar carries the fork itself, as a share link does
+    assert decode(p.params["s"]) == fork.text() and p.params["step"] == "4"
+    assert "scenario" not in p.params
+    (link,) = [c.value for c in p.at.code if "?s=" in c.value]
+    q = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
+    assert q == {"s": p.params["s"], "lang": "en"}          # the panel's link: no step
+    p.at.text_input(key="w_fk_ptok").set_value("1 2 3 4 9")
+    p.click("b_fk_add")
+    assert p.header() == "step 5 of 5"
+    assert decode(p.params["s"]) == p.state["bv_fork"].text() != fork.text()
+    # another browser opens the fork's link: the fork, at step 0, then its added step
+    other = page({"s": p.params["s"]})
+    assert other.state["bv_source"] == "user" and not other.warnings()
+    assert other.header() == "step 0 of 5" and other.queue() == "1 2 3 4 5 6"
+    other.press("last")
+    assert other.header() == "step 5 of 5" and other.queue() == p.queue()
+    # back to the original: the URL names the lesson again
+    p.click("b_fk_back")
+    assert p.params["scenario"] == "six-blocks" and "s" not in p.params
+
+
 def test_a_refused_event_keeps_the_fork_and_says_why(page):
     p = page({"scenario": "six-blocks", "step": "2"})
     p.click("b_fork")

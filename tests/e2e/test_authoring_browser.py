@@ -3,9 +3,11 @@ it in the player and step it; an invalid edit shows its located error; fork and 
 screenshots of each in both languages at 1280×800 (artifacts/screenshots/)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from .test_browser import BOARD, HEADER, IDLE, NO_ERROR, act, open_page, queue_text, wait_header
+from .test_browser import BOARD, HEADER, IDLE, NO_ERROR, READY, act, open_page, queue_text, wait_header
 
 pytestmark = pytest.mark.browser
 
@@ -118,3 +120,49 @@ def test_self_check_screenshot(browser, server, screenshots, lang):
     page.screenshot(path=str(screenshots / f"selfcheck-{lang}-1280x800.png"))
     assert page.locator(NO_ERROR).count() == 0
     page.close()
+
+
+def _code_text(page, container: str, index: int = 0) -> str:
+    """The text of the ``index``-th st.code block inside ``.st-key-<container>``."""
+    return page.locator(f'.st-key-{container} [data-testid="stCode"] code').nth(index).inner_text().strip()
+
+
+def _fresh(browser, url: str, header: str) -> None:
+    """Open ``url`` in a new browser context (no cookies, no session, no history) and wait for the
+    board's header to read ``header``."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = ctx.new_page()
+        page.goto(url)
+        page.wait_for_selector(READY, timeout=90_000)
+        wait_header(page, header)
+        assert page.locator(NO_ERROR).count() == 0
+    finally:
+        ctx.close()
+
+
+def test_a_fork_link_and_a_share_link_open_at_step_0_in_a_fresh_browser(browser, server):
+    page = open_page(browser, server, "scenario=six-blocks&step=4&lang=en")
+    click_key(page, "b_fork")
+    page.wait_for_selector(".st-key-fork_panel", timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=30_000)
+    wait_header(page, "step 4 of 4")
+    page.wait_for_url(re.compile(r"[?&]s=[A-Za-z0-9_-]+"), timeout=30_000)   # the fork is in the URL
+    fork_link = _code_text(page, "fork_panel")
+    assert "?s=" in fork_link and "step=" not in fork_link
+    address = page.url                                   # the address bar names its step
+    assert re.search(r"[?&]step=4(&|$)", address)
+    page.close()
+    _fresh(browser, fork_link, "step 0 of 4")
+    _fresh(browser, address, "step 4 of 4")
+
+    page = open_author(browser, server)
+    write(page, SMALL)
+    wait_header(page, "step 3 of 3")                     # the preview shows its last step ...
+    share_link = _code_text(page, "share", 0)
+    embed = _code_text(page, "share", 1)
+    page.close()
+    assert "step=" not in share_link and "step=" not in embed
+    src = re.search(r'src="([^"]+)"', embed).group(1).replace("&amp;", "&")
+    _fresh(browser, share_link, "step 0 of 3")          # ... the link and the embed open at 0
+    _fresh(browser, src, "step 0 of 3")
