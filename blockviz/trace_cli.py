@@ -22,7 +22,7 @@ from blockviz.core import FREE_ORDERS
 from blockviz.i18n import LANGS, t
 from blockviz.i18n.errors import localize_error
 from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
-from blockviz.sim.capacity import KV_PRESETS, MODES, TIMED_DEFAULTS, pool_bytes
+from blockviz.sim.capacity import KV_PRESETS, MODES, TIMED_DEFAULTS, limiting_group, model_groups, pool_bytes
 from blockviz.sim.curve import curve_sweep
 from blockviz.sim.optimal import add_optimal
 from blockviz.sim.sweep import EXECUTORS, ExecutorUnavailable, LocalExecutor, RayExecutor, sweep
@@ -162,7 +162,8 @@ def add_parser(sub) -> None:
                         "(Belady's MIN, same blocks and rules) at each pool size")
     kv = c.add_mutually_exclusive_group()
     kv.add_argument("--model", choices=list(KV_PRESETS), default=None,
-                    help="show capacities in GiB for this model's KV cache (16-bit)")
+                    help="show capacities in GiB for this model's KV cache (16-bit); a hybrid model "
+                         "(gpt-oss, gemma-3, llama-4-scout) is also replayed with its KV-cache groups")
     kv.add_argument("--kv-bytes-per-token", type=_int_in(1, 1 << 30), default=None, metavar="BYTES",
                     help="show capacities in GiB at this many KV bytes per token")
     c.add_argument("--executor", choices=list(EXECUTORS), default="local",
@@ -257,8 +258,11 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
     bs = report["block_size"]
     lines = [t("trace_tbl_title", lang, file=file, requests=report["requests"], bs=bs,
                order=report["free_order"])]
+    model = report.get("model")
     if bytes_per_token:
-        lines.append(t("trace_tbl_kv", lang, bytes=_fmt_bytes(bytes_per_token), source=kv_source))
+        lines.append(t("trace_tbl_kv_groups" if model else "trace_tbl_kv", lang,
+                       bytes=_fmt_bytes(bytes_per_token), source=kv_source))
+    group = t(f"trace_group_{limiting_group(model)}", lang) if model else None
     ceil = report["ceiling"]
     ceil_rate = ceil["hits"] / ceil["queries"] if ceil["queries"] else 0.0
     headers = [t(k, lang) for k in ("trace_tbl_pool", "trace_tbl_tokens")]
@@ -269,6 +273,8 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
                                      "trace_tbl_rejected", "trace_tbl_evictions")]
     if optimal:
         headers.insert(-4, t("trace_tbl_optimal", lang))
+    if model:
+        headers.insert(-3, t("trace_tbl_limited", lang, group=group))
     timed = report.get("mode") == "timed"
     if timed:
         lines.append(t("trace_tbl_timed", lang, **report["options"]))
@@ -283,13 +289,17 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
                 f"{p['requests']:,}", f"{p['rejected']:,}", f"{p['evictions']:,}"]
         if optimal:
             row.insert(-4, _rate(p["optimal_hits"], p["queries"]))
+        if model:
+            row.insert(-3, _rate(p["limited_hits"], p["queries"]))
         if timed:
             row += [f"{p['preemptions']:,}", f"{p['queue_delay_p50_s']:.3g}/{p['queue_delay_p90_s']:.3g}",
                     f"{p['ttft_p50_s']:.3g}/{p['ttft_p90_s']:.3g}"]
         rows.append(row)
     lines += table_lines(headers, rows)
     lines.append(t("trace_tbl_ceiling", lang, rate=_rate(ceil["hits"], ceil["queries"]),
-                   hits=ceil["hits"], queries=ceil["queries"]))
+                   hits=ceil["hits"], queries=ceil["queries"])
+                 + (t("trace_tbl_ceiling_limited", lang, limited=ceil["limited_hits"], group=group)
+                    if model and ceil["limited_hits"] else ""))
     return "\n".join(lines)
 
 
@@ -327,6 +337,9 @@ def _mode_options(args) -> dict:
     if args.mode != "sequence" and (args.curve or args.optimal):
         opt = "--curve" if args.curve else "--optimal"
         raise _Refused(f"{opt}: {t('trace_opt_sequence_only', args.lang)}")
+    if model_groups(args.model) and (args.curve or args.optimal):
+        opt = "--curve" if args.curve else "--optimal"
+        raise _Refused(f"{opt}: {t('trace_opt_groups_curve', args.lang, model=args.model)}")
     return given
 
 
@@ -344,9 +357,10 @@ def cmd_capacity(args) -> int:
         else:
             executor = LocalExecutor(workers=args.workers)
         run = curve_sweep if args.curve else sweep     # --curve: one pass per (trace, free order)
+        hybrid = {"model": args.model} if model_groups(args.model) else {}
         result = run(args.traces, block_size=args.block_size, pool_blocks=args.pool_blocks,
-                       free_orders=args.free_order, mode=args.mode, limit=args.limit,
-                       options=options, executor=executor, progress=bar)
+                     free_orders=args.free_order, mode=args.mode, limit=args.limit,
+                     options=options, executor=executor, progress=bar, **hybrid)
         if args.optimal:
             add_optimal(result.reports, args.traces, block_size=args.block_size, limit=args.limit,
                         progress=None if args.json else ProgressBar(t("trace_tbl_progress_optimal",

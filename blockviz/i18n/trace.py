@@ -108,6 +108,21 @@ STRINGS: dict[str, tuple[str, str]] = {
                         "每个计算的提示词 token {step_prefill_token_s:g} 秒 + 每个解码请求 "
                         "{step_decode_seq_s:g} 秒（模拟时间）"),
     "trace_tbl_kv": ("KV cache: {bytes} per token ({source})", "KV 缓存：每个 token {bytes}（{source}）"),
+    "trace_tbl_kv_groups": ("KV cache: {bytes} per token in each KV-cache group that keeps it ({source}); "
+                            "the replay runs these groups",
+                            "KV 缓存：保留这个 token 的每个 KV 缓存组里每个 token {bytes}（{source}）；"
+                            "回放按这些组进行"),
+    "trace_tbl_limited": ("limited by {group}", "受{group}所限"),
+    "trace_tbl_ceiling_limited": ("; full attention held {limited:,} more prompt tokens that {group} did not "
+                                  "(vLLM's shared_prefix_boundary − hit)",
+                                  "；全注意力另外持有 {limited:,} 个提示词 token，{group}却没有"
+                                  "（vLLM 的 shared_prefix_boundary − 命中）"),
+    "trace_group_sliding_window": ("the sliding window", "滑动窗口组"),
+    "trace_group_chunked_local_attention": ("the chunked-local groups", "分块局部注意力组"),
+    "trace_opt_groups_curve": ("the one-pass curve and the optimal policy are exact for one full-attention "
+                               "group; {model} has several (replay pool sizes instead: drop the option)",
+                               "一遍曲线和最优策略只对单个全注意力组是精确的；{model} 有多个组"
+                               "（请去掉这个选项，按各个块池大小回放）"),
     "trace_tbl_progress": ("replaying", "回放中"),
     "trace_tbl_progress_optimal": ("optimal policy", "最优策略"),
     "trace_tbl_optimal": ("optimal", "最优策略"),
@@ -174,10 +189,35 @@ STRINGS: dict[str, tuple[str, str]] = {
                              "capacity`.",
                              "{mode}模式下页面最多回放 {max} 个请求，{n} 个太多了：请在这里少回放一些，"
                              "或者用 `blockviz trace capacity` 回放整个 trace。"),
-    "capt_model": ("Model (for GiB)", "模型（用于换算 GiB）"),
+    "capt_model": ("Model (GiB; a hybrid model's groups)", "模型（换算 GiB；混合模型按其分组回放）"),
     "capt_model_none": ("none (tokens only)", "不换算（只显示 token）"),
-    "capt_model_help": ("KV bytes per token = layers × KV heads × head dim × 2 (K and V) × 2 bytes.",
-                        "每个 token 的 KV 字节数 = 层数 × KV 头数 × 头维度 × 2（K 和 V）× 2 字节。"),
+    "capt_model_help": ("KV bytes per token = layers × KV heads × head dim × 2 (K and V) × 2 bytes. A "
+                        "hybrid model (gpt-oss, gemma-3, llama-4-scout) is replayed with vLLM's KV-cache "
+                        "groups for its layer mix: a token costs a group's layers in each group that "
+                        "keeps it, and a window's group keeps only its last tokens.",
+                        "每个 token 的 KV 字节数 = 层数 × KV 头数 × 头维度 × 2（K 和 V）× 2 字节。混合模型"
+                        "（gpt-oss、gemma-3、llama-4-scout）按 vLLM 为其层组合建的 KV 缓存组回放：一个 token "
+                        "在保留它的每个组里占一个组的层数，而窗口组只保留最后那些 token。"),
+    "capt_model_groups": ("{model} is a hybrid model: this replay ran vLLM's {n} KV-cache groups of "
+                          "{layers} layers ({groups}), one pool for all; a token costs {bytes} in each "
+                          "group that keeps it, and capacity in tokens counts the pool's slots (blocks "
+                          "× block size) the groups share. The one-pass curve is exact for one "
+                          "full-attention group only, so pool sizes are replayed one by one.",
+                          "{model} 是混合模型：这次回放用的是 vLLM 的 {n} 个 KV 缓存组，每组 {layers} 层"
+                          "（{groups}），共用一个块池；一个 token 在保留它的每个组里占 {bytes}，以 token 计的"
+                          "容量数的是各组共用的块池槽位（块数 × 块大小）。一遍曲线只对单个全注意力组精确，"
+                          "所以逐个回放各个块池大小。"),
+    "capt_group_count_full_attention": ("{n} full attention", "{n} 个全注意力组"),
+    "capt_group_count_sliding_window": ("{n} sliding window of {size}", "{n} 个窗口 {size} 的滑动窗口组"),
+    "capt_group_count_chunked_local_attention": ("{n} chunked local of {size}",
+                                                 "{n} 个分块 {size} 的分块局部注意力组"),
+    "capt_full_held": ("held by full attention · {order}", "全注意力所持有 · {order}"),
+    "capt_read_limited": ("{order}: {group} limited the hits: at the largest pool full attention held "
+                          "{share} more of the prompt tokens ({limited}), which no hit could use because "
+                          "that group had not kept their blocks.",
+                          "{order}：{group}限制了命中：在最大的块池上，全注意力另外持有 {share} 的提示词 "
+                          "token（{limited} 个），因为那个组没有保留相应的块，命中用不上它们。"),
+    "capt_col_limited": ("limited by {group}", "受{group}所限"),
     "capt_timed_settings": ("Timed mode: scheduler and step cost", "计时模式：调度器与每步开销"),
     "capt_timed_help": ("A step lasts base + prefill token × the prompt tokens it computes (cache hits "
                         "are not computed) + decode × the requests it decodes, in simulated seconds; an "

@@ -90,6 +90,9 @@ def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float
             name=t(f"cap_order_{order}", lang), mode="lines+markers",
             line=dict(color=HIT_COLOUR.get(order, MUTED), width=3, dash=DASH.get(order, "dot")),
             marker=dict(symbol=SYMBOL.get(order, "diamond"), size=9), hovertemplate=_hover(lang, tokens)))
+    held = _full_attention_held(groups, lang, block_size)
+    for trace in held:
+        fig.add_trace(trace)
     if ceiling is None:
         top = max((p.hit_rate for p in points), default=0.0) * 1.12
         r = reading(points)
@@ -102,7 +105,7 @@ def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float
                                text=t("cap_no_evict_mark", lang), showarrow=False, xanchor="right",
                                yanchor="top", align="right", font=dict(size=13, color=MUTED), bgcolor=VEIL)
     else:
-        top = ceiling * 1.15
+        top = max([ceiling] + [max(tr.y) for tr in held]) * 1.15
         knees = []
         for ps in groups.values():
             k = knee_of(ps, ceiling)
@@ -134,6 +137,40 @@ def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float
                    range=[0, min(1.0, max(0.05, top))], gridcolor=GRID),
         font=dict(size=14), paper_bgcolor=PAPER, plot_bgcolor=PAPER)
     return fig
+
+
+def limited(p: Point) -> int:
+    """A hybrid model's point: prompt tokens full attention held past the hit (0 otherwise)."""
+    return p.extra.get("limited_hits", 0)
+
+
+def _full_attention_held(groups: dict[str, list[Point]], lang: str, block_size: int | None) -> list:
+    """A hybrid model's replay: per free order, the hit rate full attention alone held (the hits
+    plus the tokens another group's missing blocks kept out of them), thin and dotted above the
+    order's own line; none when nothing was limited."""
+    out = []
+    for order, ps in groups.items():
+        if not any(limited(p) for p in ps):
+            continue
+        out.append(go.Scatter(
+            x=[p.pool_blocks * block_size if block_size else p.pool_blocks for p in ps],
+            y=[(p.hits + limited(p)) / p.queries if p.queries else 0.0 for p in ps],
+            name=t("capt_full_held", lang, order=t(f"cap_order_{order}", lang)), mode="lines",
+            line=dict(color=HIT_COLOUR.get(order, MUTED), width=1.5, dash="dot"), opacity=0.7,
+            hovertemplate="%{y:.1%}<extra>%{fullData.name}</extra>"))
+    return out
+
+
+def limited_lines(points: Sequence[Point], lang: str, group: str) -> list[str]:
+    """What the groups that keep less cost (a hybrid model's replay), at each order's largest
+    pool; ``group``: their name in words. Empty when nothing was limited."""
+    out = []
+    for order, ps in by_order(points).items():
+        p = ps[-1]
+        if limited(p) and p.queries:
+            out.append(t("capt_read_limited", lang, order=t(f"cap_order_{order}", lang), group=group,
+                         share=_pct(limited(p) / p.queries), limited=f"{limited(p):,}"))
+    return out
 
 
 def pressure_figure(points: Sequence[Point], lang: str = "en", height: int = 300) -> go.Figure:

@@ -40,6 +40,13 @@ gets a hash), but they are fresh tokens of that request, so they never hit for a
 
 Modes are registered in :data:`MODES`; each one's ``run`` takes the same arguments and returns
 the :data:`POINT_FIELDS` (a mode may add fields of its own after them).
+
+**Hybrid models** (a preset's layer mix, :class:`KVShape`): given ``kv_cache_groups``, both modes
+and the ceiling run vLLM 0.33's KV-cache groups on one shared pool (one table per group, a
+window's blocks freed as the prompt moves on, the hit reconciled across the groups, retention
+0), and points add :data:`GROUP_FIELDS` — ``limited_hits``, the tokens full attention held past
+the hit (:func:`replay_sequence_groups`, :func:`ceiling_groups`). Without groups every number is
+the one-group replay's, unchanged.
 """
 from __future__ import annotations
 
@@ -48,6 +55,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 from blockviz.core import BlockHasher, KVCacheManager, Request, RequestStatus, Scheduler
+from blockviz.core.block_pool import make_block_hash_with_group_id
+from blockviz.core.kv_cache_coordinator import replay_boundaries
+from blockviz.core.kv_cache_interface import specs_from_groups
 from blockviz.core.scheduler import SchedulerConfig
 from blockviz.i18n.trace import trace_message
 from blockviz.scenario.schema import kv_bytes_per_token, request_id
@@ -60,6 +70,8 @@ from blockviz.scenario.trace import (
 )
 
 POINT_FIELDS = ("pool_blocks", "queries", "hits", "requests", "rejected", "evictions")
+GROUP_FIELDS = ("limited_hits",)   # a hybrid model's point adds these (after the mode's own)
+SEQUENCE_CHUNK_TOKENS = 8192       # vLLM's default max_num_batched_tokens: a lone prompt's chunk
 PROGRESS_EVERY = 256            # requests between progress reports
 _ROOT = b"blockviz-trace-root"  # K_{-1}
 _SUFFIX = [k.to_bytes(2, "little") for k in range(TRACE_BLOCK_TOKENS)]
@@ -113,6 +125,22 @@ def _checked(trace: Iterable[TraceRequest], block_size: int) -> Iterator[TraceRe
         yield r
 
 
+def _counted(items: Iterable, progress: Progress | None) -> Iterator:
+    """The items, with ``progress(n)`` told every :data:`PROGRESS_EVERY` of them and at the end."""
+    if progress is None:
+        yield from items
+        return
+    since = 0
+    for item in items:
+        yield item
+        since += 1
+        if since == PROGRESS_EVERY:
+            progress(since)
+            since = 0
+    if since:
+        progress(since)
+
+
 class SequenceRequest:
     """A trace request as KVCacheManager reads it in sequence mode: its id, its length and the
     keys of its full blocks. (The manager reads nothing else of a request on this path; the
@@ -147,19 +175,27 @@ def _requests(trace: Iterable[TraceRequest], block_size: int, exact_tokens: bool
 
 def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks: int,
                     free_order: str = "split", progress: Progress | None = None,
-                    exact_tokens: bool = False, on_request: PerRequest | None = None) -> dict:
+                    exact_tokens: bool = False, on_request: PerRequest | None = None,
+                    kv_cache_groups: Sequence | None = None,
+                    chunk_tokens: int = SEQUENCE_CHUNK_TOKENS) -> dict:
     """One point of sequence mode (see the module docstring): a dict with :data:`POINT_FIELDS`.
-    ``on_request(i, hit_tokens, admitted)`` after each request (a rejected one hit 0)."""
+    ``on_request(i, hit_tokens, admitted)`` after each request (a rejected one hit 0).
+    ``kv_cache_groups`` (a hybrid model's, e.g. :func:`model_groups`): see
+    :func:`replay_sequence_groups`."""
     check_block_size(block_size)
     if pool_blocks < 1:
         raise ValueError(f"pool_blocks must be at least 1, not {pool_blocks}")
+    if kv_cache_groups:
+        return replay_sequence_groups(trace, block_size=block_size, pool_blocks=pool_blocks,
+                                      free_order=free_order, progress=progress,
+                                      exact_tokens=exact_tokens, kv_cache_groups=kv_cache_groups,
+                                      chunk_tokens=chunk_tokens, on_request=on_request)
     manager = KVCacheManager(pool_blocks + 1, block_size, free_order=free_order,
                              enable_kv_cache_events=False)
     get_computed_blocks, allocate_slots, free = (manager.get_computed_blocks,
                                                  manager.allocate_slots, manager.free)
     queries = hits = admitted = rejected = 0
-    since = 0
-    for req in _requests(trace, block_size, exact_tokens):
+    for req in _counted(_requests(trace, block_size, exact_tokens), progress):
         blocks, num_hit, _ = get_computed_blocks(req)
         n = req.num_tokens
         if allocate_slots(req, n - num_hit, num_hit, blocks) is None:
@@ -173,29 +209,164 @@ def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_bloc
             free(req)
             if on_request is not None:
                 on_request(admitted + rejected - 1, num_hit, True)
-        since += 1
-        if progress is not None and since == PROGRESS_EVERY:
-            progress(since)
-            since = 0
-    if progress is not None and since:
-        progress(since)
     return {"pool_blocks": pool_blocks, "queries": queries, "hits": hits, "requests": admitted,
             "rejected": rejected, "evictions": manager.block_pool.num_evictions}
 
 
+# -- a hybrid model (several KV-cache groups) in sequence mode ----------------------------------
+
+
+class GroupSequenceRequest(SequenceRequest):
+    """A trace request as the manager reads it with several KV-cache groups: it is prefilled
+    chunk by chunk (its computed tokens move), and its lookup sets vLLM's
+    ``shared_prefix_boundary``, which a sliding window's caching reads."""
+    __slots__ = ("num_computed_tokens", "shared_prefix_boundary")
+
+    def __init__(self, request_id: str, num_tokens: int, block_hashes: list[bytes]) -> None:
+        super().__init__(request_id, num_tokens, block_hashes)
+        self.num_computed_tokens = 0
+        self.shared_prefix_boundary = 0
+
+
+def _group_requests(trace: Iterable[TraceRequest], block_size: int, exact_tokens: bool):
+    if exact_tokens:
+        yield from _requests(trace, block_size, True)
+        return
+    for i, r in enumerate(_checked(trace, block_size)):
+        yield GroupSequenceRequest(request_id(i + 1), r.input_length,
+                                   block_keys(r.input_length, r.hash_ids, block_size, r.block_tokens))
+
+
+def replay_sequence_groups(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks: int,
+                           kv_cache_groups: Sequence, free_order: str = "split",
+                           progress: Progress | None = None, exact_tokens: bool = False,
+                           chunk_tokens: int = SEQUENCE_CHUNK_TOKENS,
+                           on_request: PerRequest | None = None) -> dict:
+    """Sequence mode on a hybrid model: one shared pool, a table per KV-cache group, vLLM 0.33's
+    ``HybridKVCacheCoordinator``. Each request, alone, is prefilled as vLLM's scheduler prefills
+    a lone request with chunked prefill on: its lookup (the hit reconciled across the groups),
+    admission if its whole sequence fits (a sliding-window or chunked group counted at most at its
+    ``max_admission_blocks_per_request``), then chunks of ``chunk_tokens`` (the token budget), a
+    window's blocks freed to the null block between chunks, so a long prompt holds only its
+    window's blocks in those groups; then it is freed. Retention is vLLM 0.33's default (0).
+
+    The point adds ``limited_hits``: the tokens one group held past the reconciled hit (vLLM's
+    ``shared_prefix_boundary`` − hit) summed over the admitted requests: what the groups that
+    keep less (a window, a chunk) cost the hit rate, for full attention held them."""
+    manager = KVCacheManager(pool_blocks + 1, block_size, free_order=free_order,
+                             enable_kv_cache_events=False,
+                             kv_cache_groups=specs_from_groups(block_size, kv_cache_groups),
+                             max_in_flight_tokens=chunk_tokens)
+    get_computed_blocks, allocate_slots, free = (manager.get_computed_blocks,
+                                                 manager.allocate_slots, manager.free)
+    queries = hits = admitted = rejected = limited = 0
+    for req in _counted(_group_requests(trace, block_size, exact_tokens), progress):
+        blocks, num_hit, boundary = get_computed_blocks(req)
+        req.shared_prefix_boundary = boundary
+        n = req.num_tokens
+        chunk = min(chunk_tokens, n - num_hit)
+        if allocate_slots(req, chunk, num_hit, blocks, full_sequence_must_fit=True) is None:
+            rejected += 1
+            if on_request is not None:
+                on_request(admitted + rejected - 1, 0, False)
+        else:
+            admitted += 1
+            queries += n
+            hits += num_hit
+            if boundary > num_hit:
+                limited += boundary - num_hit
+            done = num_hit + chunk
+            while done < n:
+                req.num_computed_tokens = done
+                chunk = min(chunk_tokens, n - done)
+                if allocate_slots(req, chunk) is None:    # cannot happen: admission counted it
+                    raise RuntimeError(f"{req.request_id}: a chunk found no room after admission")
+                done += chunk
+            free(req)
+            if on_request is not None:
+                on_request(admitted + rejected - 1, num_hit, True)
+    return {"pool_blocks": pool_blocks, "queries": queries, "hits": hits, "requests": admitted,
+            "rejected": rejected, "evictions": manager.block_pool.num_evictions,
+            "limited_hits": limited}
+
+
+class _EveryKeyCached:
+    """The block pool as a lookup sees it when the pool is infinite: every key a group ever
+    cached is still cached (nothing is evicted). It answers ``get_cached_block`` as the pool
+    does, with a stand-in block."""
+    group_keys = True
+    key = staticmethod(make_block_hash_with_group_id)
+
+    def __init__(self, null_block) -> None:
+        self.null_block = null_block
+        self.keys: set[bytes] = set()
+
+    def get_cached_block(self, block_hash: bytes, kv_cache_group_ids=None):
+        keys = self.keys
+        if kv_cache_group_ids is None:
+            return self.null_block if block_hash in keys else None
+        for gid in kv_cache_group_ids:
+            if make_block_hash_with_group_id(block_hash, gid) not in keys:
+                return None
+        return [self.null_block] * len(kv_cache_group_ids)
+
+
+def ceiling_groups(trace: Iterable[TraceRequest], *, block_size: int, kv_cache_groups: Sequence,
+                   progress: Progress | None = None, on_request: PerRequest | None = None) -> dict:
+    """A hybrid model's ceiling: an infinite pool, the same groups and rules as
+    :func:`replay_sequence_groups`. Nothing is evicted, so the state is the set of keys each group
+    has cached: per request, the lookup of vLLM's coordinator (its reconciliation over the
+    groups, unchanged) against that set, then what each group caches of the blocks past the hit
+    (full attention and chunked groups every full block, a sliding window what its retention
+    mask keeps: the replay boundary and the shared-prefix boundary). Memory: one key per block a
+    group cached. Adds ``limited_hits`` as the replay does."""
+    specs = specs_from_groups(block_size, kv_cache_groups)
+    manager = KVCacheManager(2, block_size, enable_kv_cache_events=False, kv_cache_groups=specs)
+    coordinator = manager.coordinator
+    cached = _EveryKeyCached(coordinator.block_pool.null_block)
+    coordinator.block_pool = cached          # this throwaway coordinator's lookups read the set
+    masks = [(gid, spec, m.masks_blocks, type(m)) for gid, (spec, m) in
+             enumerate(zip(specs, coordinator.single_type_managers))]
+    keys = cached.keys
+    queries = hits = limited = 0
+    for i, req in enumerate(_counted(_group_requests(trace, block_size, False), progress)):
+        n = req.num_tokens
+        _, num_hit, uncached = coordinator.find_longest_cache_hit(req.block_hashes, n - 1)
+        if on_request is not None:
+            on_request(i, num_hit, True)
+        boundary = num_hit + uncached if uncached else 0
+        queries += n
+        hits += num_hit
+        limited += uncached
+        first, full = num_hit // block_size, min(n, len(req.block_hashes) * block_size) // block_size
+        bounds = replay_boundaries(n) + ((boundary,) if boundary else ())
+        for gid, spec, masked, cls in masks:
+            keep = (cls.reachable_block_mask(first, full, block_size, spec, 0, bounds)
+                    if masked else None)
+            for i in range(first, full):
+                if keep is None or keep[i - first]:
+                    keys.add(make_block_hash_with_group_id(req.block_hashes[i], gid))
+    return {"queries": queries, "hits": hits, "limited_hits": limited}
+
+
 def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
-            progress: Progress | None = None, on_request: PerRequest | None = None) -> dict:
+            progress: Progress | None = None, on_request: PerRequest | None = None,
+            kv_cache_groups: Sequence | None = None) -> dict:
     """An infinite pool under vLLM's rules: ``{"queries", "hits"}`` over every request.
 
     Kept per trace block, not per vLLM block: ``seen[K_j]`` is the most full sub-blocks any
     request had in trace block ``j`` (a request with sub-block ``k`` full has ``0..k-1`` full
     too), so memory is one entry per distinct 512-token prefix block whatever ``block_size``
     (per vLLM block when one holds several of the trace's blocks). ``on_request(i, hit_tokens,
-    True)`` after each request, as :func:`replay_sequence`'s."""
+    True)`` after each request, as :func:`replay_sequence`'s. With a hybrid model's
+    ``kv_cache_groups``: :func:`ceiling_groups`."""
     check_block_size(block_size)
+    if kv_cache_groups:
+        return ceiling_groups(trace, block_size=block_size, kv_cache_groups=kv_cache_groups,
+                              progress=progress, on_request=on_request)
     seen: dict[bytes, int] = {}
-    queries = hits = since = count = 0
-    for r in _checked(trace, block_size):
+    queries = hits = count = 0
+    for r in _counted(_checked(trace, block_size), progress):
         n = r.input_length
         limit = (n - 1) // block_size
         hit = 0
@@ -212,12 +383,6 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
         if on_request is not None:
             on_request(count, min(hit, limit) * block_size, True)
         count += 1
-        since += 1
-        if progress is not None and since == PROGRESS_EVERY:
-            progress(since)
-            since = 0
-    if progress is not None and since:
-        progress(since)
     return {"queries": queries, "hits": hits}
 
 
@@ -367,9 +532,11 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
                  max_model_len: int = TIMED_DEFAULTS["max_model_len"],
                  step_base_s: float = StepCost.base_s,
                  step_prefill_token_s: float = StepCost.prefill_token_s,
-                 step_decode_seq_s: float = StepCost.decode_seq_s) -> dict:
+                 step_decode_seq_s: float = StepCost.decode_seq_s,
+                 kv_cache_groups: Sequence | None = None) -> dict:
     """One point of timed mode (see the module docstring): :data:`POINT_FIELDS`, then
-    :data:`TIMED_FIELDS`.
+    :data:`TIMED_FIELDS` (and, with a hybrid model's ``kv_cache_groups``, :data:`GROUP_FIELDS`:
+    the pool is shared by the groups as in :func:`replay_sequence_groups`).
 
     Arrivals: a request arrives at its ``timestamp`` (ms; one earlier than the line before it is
     taken to arrive with that one: the file is in arrival order). Before each step every request
@@ -378,8 +545,9 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
     samples); it lasts :meth:`StepCost.seconds` of its prompt tokens computed and decoding
     requests. Rejected (counted, never added): a prompt of ``max_model_len`` tokens or more
     (vLLM refuses it) and a request that needs more blocks than the pool alone
-    (:func:`needed_blocks`; vLLM does not start with a ``max_model_len`` the KV cache cannot
-    hold — and such a request would otherwise preempt itself forever).
+    (:func:`needed_blocks` per group, a window's or chunk's group at most its admission cap;
+    vLLM does not start with a ``max_model_len`` the KV cache cannot hold — and such a request
+    would otherwise preempt itself forever).
 
     Per admitted request: *queue delay* = its first admission's step start − its arrival; *TTFT*
     = the end of the step that samples its first token − its arrival. Means and nearest-rank
@@ -394,9 +562,20 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
                                   max_model_len=max_model_len, step_base_s=step_base_s,
                                   step_prefill_token_s=step_prefill_token_s,
                                   step_decode_seq_s=step_decode_seq_s)
+    groups = {} if not kv_cache_groups else {
+        "kv_cache_groups": specs_from_groups(block_size, kv_cache_groups),
+        "max_in_flight_tokens": max_num_batched_tokens}
     manager = KVCacheManager(pool_blocks + 1, block_size, free_order=free_order,
-                             enable_kv_cache_events=False, max_model_len=max_model_len)
+                             enable_kv_cache_events=False, max_model_len=max_model_len, **groups)
     scheduler = Scheduler(manager, config=config)
+    limited = 0
+    # the most a request holds alone, per group: a window's or chunk's group no more than its cap
+    caps = [m.max_admission_blocks_per_request for m in manager.coordinator.single_type_managers]
+
+    def too_large(r: TraceRequest) -> bool:
+        need = needed_blocks(r.input_length, r.output_length, block_size, max_model_len)
+        return sum(need if cap is None else min(need, cap) for cap in caps) > pool_blocks
+
     hasher = BlockHasher("sha256") if exact_tokens else None
 
     arrival: dict[str, float] = {}     # the requests in the engine: arrival time
@@ -426,8 +605,7 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
             last_arrival = at = max(r.timestamp / 1000.0, last_arrival)
             if first_arrival is None:
                 first_arrival = at
-            if r.input_length >= max_model_len or \
-                    needed_blocks(r.input_length, r.output_length, block_size, max_model_len) > pool_blocks:
+            if r.input_length >= max_model_len or too_large(r):
                 rejected += 1
                 count_done()
             else:
@@ -468,6 +646,9 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
                 queued[rid] = now - arrival[rid]
                 queue_delays.append(queued[rid])
                 admitted += 1
+                boundary = item.request.shared_prefix_boundary
+                if boundary > item.local_hit_tokens:      # one group held more (hybrid models)
+                    limited += boundary - item.local_hit_tokens
             if item.samples:
                 if rid not in first_token:
                     first_token.add(rid)
@@ -495,7 +676,8 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
             "queue_delay_p50_s": percentile(queue_delays, 50),
             "queue_delay_p90_s": percentile(queue_delays, 90),
             "ttft_mean_s": sum(ttfts) / n if n else 0.0,
-            "ttft_p50_s": percentile(ttfts, 50), "ttft_p90_s": percentile(ttfts, 90)}
+            "ttft_p50_s": percentile(ttfts, 50), "ttft_p90_s": percentile(ttfts, 90),
+            **({"limited_hits": limited} if kv_cache_groups else {})}
 
 
 @dataclass(frozen=True)
@@ -599,26 +781,134 @@ def points_of(reports: Sequence[Mapping]) -> list[Point]:
     return [Point.of(p, r["free_order"]) for r in reports for p in r["points"]]
 
 
-# -- capacity in bytes ------------------------------------------------------------------------
+# -- capacity in bytes, and a model's layer mix ----------------------------------------------------
+@dataclass(frozen=True)
+class LayerKind:
+    """Some of a model's attention layers: their type (a KV-cache group type) and how many; for a
+    local type its window (``sliding_window``: W tokens) or chunk (``chunked_local_attention``:
+    C tokens)."""
+    type: str
+    layers: int
+    size: int | None = None
+
+    def group(self):
+        """A KV-cache group of these layers (``config.kv_cache_groups``' item)."""
+        from blockviz.scenario.schema import GROUP_SIZE_FIELD, KVCacheGroup
+        field_name = GROUP_SIZE_FIELD[self.type]
+        return KVCacheGroup(type=self.type, **({field_name: self.size} if field_name else {}))
+
+
 @dataclass(frozen=True)
 class KVShape:
-    """What one token's KV cache costs: layers × KV heads × head dim × 2 (K and V) × dtype bytes."""
+    """A model's KV cache: ``layers`` attention layers of ``kv_heads`` × ``head_dim``, and their
+    mix of attention types (``mix``, in the order vLLM meets them; empty: every layer full
+    attention).
+
+    vLLM 0.33 (``kv_cache_planning._get_kv_cache_groups_uniform_page_size``) puts a hybrid
+    model's layers into KV-cache groups of one size: the fewest layers any type has (or the most,
+    when no type has 1.5 times another's), each type split into as many groups as that takes (the
+    last one padded). Every group's block then holds ``group_size`` layers' K and V for
+    ``block_size`` tokens, so one block of the shared pool costs the same in every group, and a
+    request holds a block per group for every block of tokens a group keeps (a window's group only
+    the last ones). One full-attention group (a dense model) is the model's every layer."""
     layers: int
     kv_heads: int
     head_dim: int
     dtype_bytes: int = 2        # fp16 / bf16
+    mix: tuple[LayerKind, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mix and sum(k.layers for k in self.mix) != self.layers:
+            raise ValueError(f"the layer mix covers {sum(k.layers for k in self.mix)} layers, "
+                             f"not {self.layers}")
+
+    @property
+    def hybrid(self) -> bool:
+        """More than one attention type: the replay follows vLLM's KV-cache groups."""
+        return len(self.mix) > 1
+
+    @property
+    def group_size(self) -> int:
+        """Layers per KV-cache group (vLLM's rule above; every layer when there is one type)."""
+        counts = [k.layers for k in self.mix] or [self.layers]
+        low, high = min(counts), max(counts)
+        return high if high < low * 1.5 else low
+
+    @property
+    def kv_cache_groups(self) -> tuple:
+        """vLLM's KV-cache groups of this model, in its order (``config.kv_cache_groups``); one
+        full-attention group for a dense model."""
+        kinds = self.mix or (LayerKind("full_attention", self.layers),)
+        size = self.group_size
+        return tuple(k.group() for k in kinds for _ in range(-(-k.layers // size)))
+
+    @property
+    def padding_layers(self) -> int:
+        """Layers vLLM pads its groups with (memory a block holds for no layer)."""
+        return len(self.kv_cache_groups) * self.group_size - self.layers
 
     @property
     def bytes_per_token(self) -> int:
-        return kv_bytes_per_token(self.layers, self.kv_heads, self.head_dim, self.dtype_bytes)
+        """What one token's slot of the pool costs: a group's layers × KV heads × head dim × 2
+        (K and V) × dtype bytes. For a dense model that is the model's KV bytes per token; a
+        hybrid model's request holds one such slot per group that keeps the token."""
+        return kv_bytes_per_token(self.group_size, self.kv_heads, self.head_dim, self.dtype_bytes)
+
+    def request_bytes(self, tokens: int, block_size: int) -> int:
+        """The KV memory a request of ``tokens`` tokens holds once its prefill is done: per
+        group, its blocks (a sliding window's group at most those of its last ``W - 1`` tokens and
+        the current one's, a chunked group those of the current chunk)."""
+        blocks = 0
+        whole = -(-tokens // block_size)
+        for g in self.kv_cache_groups:
+            if g.type == "sliding_window":
+                blocks += min(whole, -(-(g.sliding_window - 1) // block_size) + 1)
+            elif g.type == "chunked_local_attention":
+                start = (tokens - 1) // g.attention_chunk_size * g.attention_chunk_size
+                blocks += whole - start // block_size
+            else:
+                blocks += whole
+        return blocks * block_size * self.bytes_per_token
 
     def describe(self) -> str:
-        return (f"{self.layers} layers × {self.kv_heads} KV heads × head dim {self.head_dim} × 2 (K, V) "
-                f"× {self.dtype_bytes} bytes")
+        per = (f"{self.kv_heads} KV heads × head dim {self.head_dim} × 2 (K, V) × "
+               f"{self.dtype_bytes} bytes")
+        if not self.hybrid:
+            return f"{self.layers} layers × {per}"
+        kinds = " + ".join(f"{k.layers} {_KIND_WORDS[k.type]}" + (f" ({k.size:,})" if k.size else "")
+                           for k in self.mix)
+        groups = ", ".join(f"{n} × {_KIND_WORDS[t]}" for t, n in self._group_counts())
+        pad = f", {self.padding_layers} padding layers" if self.padding_layers else ""
+        return (f"{self.layers} layers = {kinds}; vLLM's KV-cache groups of {self.group_size} "
+                f"layers: {groups}{pad}; a pool slot = {self.group_size} layers × {per}")
+
+    def _group_counts(self) -> list[tuple[str, int]]:
+        out: dict[str, int] = {}
+        for g in self.kv_cache_groups:
+            out[g.type] = out.get(g.type, 0) + 1
+        return list(out.items())
 
 
-# From each model's config.json (num_hidden_layers, num_key_value_heads, head_dim = hidden_size /
-# num_attention_heads), full attention on every layer, a 16-bit KV cache.
+_KIND_WORDS = {"full_attention": "full attention", "sliding_window": "sliding window",
+               "chunked_local_attention": "chunked local"}
+
+
+def _mix(*kinds: tuple) -> tuple[LayerKind, ...]:
+    return tuple(LayerKind(*k) for k in kinds)
+
+
+# From each model's config.json on the Hugging Face Hub (num_hidden_layers, num_key_value_heads,
+# head_dim, or hidden_size / num_attention_heads), a 16-bit KV cache. Dense models: full attention
+# on every layer. Hybrid models, their layer mix in the order of their first layers:
+#   gpt-oss-120b / -20b (openai/gpt-oss-*): 36 / 24 layers, layer_types alternating
+#     "sliding_attention" (sliding_window 128) and "full_attention", sliding first; 8 KV heads,
+#     head_dim 64;
+#   gemma-3-27b / -12b (google/gemma-3-*-it, text_config): 62 / 48 layers, every 6th global
+#     (sliding_window_pattern 6), the rest sliding_window 1024; 16 KV heads × 128 / 8 × 256;
+#   llama-4-scout (meta-llama/Llama-4-Scout-17B-16E): 48 layers, every 4th a global NoPE layer
+#     (no_rope_layers), the rest chunked local attention with attention_chunk_size 8192 (vLLM's
+#     llama4.py: ChunkedLocalAttention where the layer uses RoPE); 8 KV heads, head_dim 128;
+#   qwen3-8b / -32b (Qwen/Qwen3-*): dense, 36 / 64 layers, 8 KV heads, head_dim 128.
 KV_PRESETS: dict[str, KVShape] = {
     "llama-3-8b": KVShape(32, 8, 128),        # 128 KiB per token
     "llama-3-70b": KVShape(80, 8, 128),       # 320 KiB
@@ -626,7 +916,31 @@ KV_PRESETS: dict[str, KVShape] = {
     "mistral-7b": KVShape(32, 8, 128),        # 128 KiB
     "qwen2.5-7b": KVShape(28, 4, 128),        # 56 KiB
     "qwen2.5-72b": KVShape(80, 8, 128),       # 320 KiB
+    "qwen3-8b": KVShape(36, 8, 128),          # 144 KiB
+    "qwen3-32b": KVShape(64, 8, 128),         # 256 KiB
+    # 2 groups of 18 layers (window, full): 36 KiB a slot
+    "gpt-oss-120b": KVShape(36, 8, 64, mix=_mix(("sliding_window", 18, 128), ("full_attention", 18))),
+    "gpt-oss-20b": KVShape(24, 8, 64, mix=_mix(("sliding_window", 12, 128), ("full_attention", 12))),
+    # 6 window groups of 10 (8 padding layers) + 1 full: 80 KiB a slot
+    "gemma-3-27b": KVShape(62, 16, 128, mix=_mix(("sliding_window", 52, 1024), ("full_attention", 10))),
+    # 5 window groups of 8 + 1 full: 64 KiB a slot
+    "gemma-3-12b": KVShape(48, 8, 256, mix=_mix(("sliding_window", 40, 1024), ("full_attention", 8))),
+    # 3 chunked groups of 12 + 1 full: 48 KiB a slot
+    "llama-4-scout": KVShape(48, 8, 128, mix=_mix(("chunked_local_attention", 36, 8192),
+                                                  ("full_attention", 12))),
 }
+
+
+def limiting_group(model: str) -> str:
+    """The kind of KV-cache group that can stop a hybrid preset's hits short of full attention's:
+    its one attention type besides full attention."""
+    return next(k.type for k in KV_PRESETS[model].mix if k.type != "full_attention")
+
+
+def model_groups(model: str | None) -> tuple | None:
+    """A preset's KV-cache groups when it is hybrid (the replay follows them), else None."""
+    shape = KV_PRESETS.get(model) if model else None
+    return shape.kv_cache_groups if shape is not None and shape.hybrid else None
 
 
 def pool_bytes(pool_blocks: int, block_size: int, bytes_per_token: int) -> int:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from blockviz.core import FREE_ORDERS
 from blockviz.scenario.trace import check_block_size, iter_trace
-from blockviz.sim.capacity import MODES, ceiling, replay_scenario
+from blockviz.sim.capacity import KV_PRESETS, MODES, ceiling, model_groups, replay_scenario
 
 Progress = Callable[[int], None]
 
@@ -52,6 +52,7 @@ class Task:
     limit: int | None = None         # only the first ``limit`` requests
     options: tuple = ()              # the mode's own settings, as (name, value) pairs
     scenario: object = None          # a Scenario to replay instead of a trace
+    model: str | None = None         # a hybrid preset (KV_PRESETS): the replay runs its KV-cache groups
 
     @property
     def is_ceiling(self) -> bool:
@@ -64,16 +65,23 @@ def run_task(task: Task, data: bytes | None = None, progress: Progress | None = 
         return replay_scenario(task.scenario, pool_blocks=task.pool_blocks, free_order=task.free_order,
                                progress=progress)
     requests = iter_trace(task.trace if data is None else data, name=task.trace, limit=task.limit)
+    groups = model_groups(task.model)
     if task.is_ceiling:
-        return ceiling(requests, block_size=task.block_size, progress=progress)
+        return ceiling(requests, block_size=task.block_size, progress=progress, kv_cache_groups=groups)
     return MODES[task.mode].run(requests, block_size=task.block_size, pool_blocks=task.pool_blocks,
-                                free_order=task.free_order, progress=progress, **dict(task.options))
+                                free_order=task.free_order, progress=progress, **dict(task.options),
+                                **({"kv_cache_groups": groups} if groups else {}))
 
 
 def plan(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
          free_orders: Sequence[str] = ("split",), mode: str = "sequence", limit: int | None = None,
-         options: dict | None = None) -> list[Task]:
+         options: dict | None = None, model: str | None = None) -> list[Task]:
+    """The tasks; ``model``: a preset whose layer mix the replay follows when it is hybrid (a
+    dense model's replay is the one-group replay, whatever its name)."""
     check_block_size(block_size)
+    if model is not None and model not in KV_PRESETS:
+        raise ValueError(f"unknown model {model!r} (one of {', '.join(KV_PRESETS)})")
+    model = model if model_groups(model) else None
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
     for order in free_orders:
@@ -91,8 +99,8 @@ def plan(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
     opts = tuple(sorted((options or {}).items()))
     tasks = []
     for trace in traces:
-        tasks.append(Task(str(trace), block_size, limit=limit))
-        tasks += [Task(str(trace), block_size, p, order, mode, limit, opts)
+        tasks.append(Task(str(trace), block_size, limit=limit, model=model))
+        tasks += [Task(str(trace), block_size, p, order, mode, limit, opts, model=model)
                   for order in free_orders for p in pool_blocks]
     return tasks
 
@@ -236,13 +244,14 @@ def trace_reach(source, *, block_size: int, limit: int | None = None, name: str 
     return {"requests": requests, "most_blocks": most}
 
 
-def check_pools(pool_blocks: Sequence[int], extents, block_size: int) -> None:
-    """PoolTooLarge for a pool no trace could fill (each extent from :func:`trace_reach`)."""
+def check_pools(pool_blocks: Sequence[int], extents, block_size: int, groups: int = 1) -> None:
+    """PoolTooLarge for a pool no trace could fill (each extent from :func:`trace_reach`; a
+    hybrid model's ``groups`` each hold a copy)."""
     extents = list(extents)
     widest = max(extents, key=lambda e: e["most_blocks"])
     for p in pool_blocks:
-        if p > widest["most_blocks"]:
-            raise PoolTooLarge(p, widest["most_blocks"], block_size, widest["requests"])
+        if p > groups * widest["most_blocks"]:
+            raise PoolTooLarge(p, groups * widest["most_blocks"], block_size, widest["requests"])
 
 
 @dataclass
@@ -255,15 +264,17 @@ class SweepResult:
 def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
           free_orders: Sequence[str] = ("split",), mode: str = "sequence",
           limit: int | None = None, options: dict | None = None, executor=None,
-          progress: Callable[[int, int], None] | None = None) -> SweepResult:
+          progress: Callable[[int, int], None] | None = None, model: str | None = None) -> SweepResult:
     """Check every trace (the first bad line raises its TraceError before anything runs), run
     the tasks, and assemble one report per (trace, free order). ``progress(done, total)`` counts
-    requests replayed over all tasks."""
+    requests replayed over all tasks. ``model``: a hybrid preset's groups drive the replay, and
+    its reports add ``"model"`` (their points ``limited_hits``)."""
     tasks = plan(traces, block_size=block_size, pool_blocks=pool_blocks, free_orders=free_orders,
-                 mode=mode, limit=limit, options=options)
+                 mode=mode, limit=limit, options=options, model=model)
+    hybrid = tasks[0].model if tasks else None
     extents = {str(t): trace_reach(t, block_size=block_size, limit=limit) for t in traces}
     sizes = {t: e["requests"] for t, e in extents.items()}
-    check_pools(pool_blocks, extents.values(), block_size)
+    check_pools(pool_blocks, extents.values(), block_size, len(model_groups(hybrid) or ()) or 1)
     total = sum(sizes[t.trace] for t in tasks)
     done = 0
 
@@ -289,5 +300,7 @@ def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
                       "ceiling": dict(ceil), "points": points}
             if mode != "sequence":   # sequence mode's report is run-trace's, exactly
                 report |= {"mode": mode, "options": MODES[mode].defaults | dict(options or {})}
+            if hybrid:               # ... a hybrid model's is not: it names the model
+                report["model"] = hybrid
             reports.append(report)
     return SweepResult(reports, time.perf_counter() - start, len(tasks))

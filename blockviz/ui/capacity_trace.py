@@ -19,7 +19,15 @@ import streamlit as st
 
 from blockviz.i18n import t
 from blockviz.i18n.errors import localize_error
-from blockviz.render.capacity import ORDERS, hit_rate_figure, latency_figure, reading, reading_lines
+from blockviz.render.capacity import (
+    ORDERS,
+    hit_rate_figure,
+    latency_figure,
+    limited,
+    limited_lines,
+    reading,
+    reading_lines,
+)
 from blockviz.render.curve import curve_reading_lines, default_pool
 from blockviz.render.theme import heading_html
 from blockviz.scenario import ScenarioError
@@ -31,6 +39,8 @@ from blockviz.sim.capacity import (
     Point,
     geometric_sizes,
     hit_rate,
+    limiting_group,
+    model_groups,
     points_of,
     timed_settings,
     trace_extent,
@@ -87,6 +97,7 @@ class TraceSweep:
     options: tuple
     seconds: float
     curve: dict | None = None    # sequence mode: curve_report's result (reports are its own)
+    model: str | None = None     # a hybrid preset whose KV-cache groups the replay ran
 
 
 class SessionDir:
@@ -146,6 +157,7 @@ class SweepTrace:
     num_sizes: int
     limit: int
     options: tuple
+    model: str | None = None     # a hybrid preset: the replay runs its groups (each holds a copy)
 
     def __call__(self, report) -> dict:
         from blockviz.sim.sweep import trace_reach
@@ -153,14 +165,15 @@ class SweepTrace:
         requests = iter_trace(self.path, name=self.name, limit=self.limit)
         extent = trace_extent(requests, block_size=self.block_size)
         most = trace_reach(self.path, name=self.name, block_size=self.block_size, limit=self.limit)
-        top = max(extent["largest"], min(extent["working_set"], most["most_blocks"]))
-        sizes = geometric_sizes(extent["largest"], top, self.num_sizes)
+        groups = len(model_groups(self.model) or ()) or 1
+        top = max(extent["largest"], min(extent["working_set"], most["most_blocks"])) * groups
+        sizes = geometric_sizes(extent["largest"] * groups, top, self.num_sizes)
 
         def progress(done: int, total: int) -> None:
             report(done=done, total=total, runs=2 * len(sizes))
         result = sweep([self.path], block_size=self.block_size, pool_blocks=sizes, free_orders=ORDERS,
                        mode=self.mode, limit=self.limit, options=dict(self.options),
-                       executor=LocalExecutor(workers=1), progress=progress)
+                       executor=LocalExecutor(workers=1), progress=progress, model=self.model)
         return {"reports": tuple(result.reports), "seconds": result.seconds, "runs": 2 * len(sizes)}
 
 
@@ -348,12 +361,14 @@ def _run_sweep(trace: TraceFile, lang: str) -> None:
     except ValueError as e:
         st.error(e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang))
         return
-    if mode == "sequence":
+    model = ss.get("w_capt_model")
+    hybrid = model if model_groups(model) else None   # the one-pass curve is one group's
+    if mode == "sequence" and hybrid is None:
         task = CurveTrace(trace.path, trace.name, bs, limit, min(limit, trace.requests),
                           int(ss["w_capt_num_sizes"]), bool(ss.get("w_capt_optimal", True)))
     else:
         task = SweepTrace(trace.path, trace.name, bs, mode, int(ss["w_capt_num_sizes"]), limit,
-                          tuple(options.items()))
+                          tuple(options.items()), hybrid)
     if jobs.start(session.CAPT_SWEEP_JOB, task, trace.name, lang):
         ss[session.CAPT_SWEEPING] = (trace.key, task)
 
@@ -377,7 +392,7 @@ def _swept(state, trace: TraceFile, lang: str) -> None:
     if state.status == "done":
         r = state.result
         ss[session.CAPT_SWEEP] = TraceSweep(trace.key, r["reports"], task.mode, task.block_size, task.limit,
-                                            task.options, r["seconds"])
+                                            task.options, r["seconds"], model=task.model)
         points = r["reports"][0]["points"]
         capacity_curve.place(points[len(points) // 2]["pool_blocks"])
         ss[session.CAPT_JOB_DONE] = t("capt_done", lang, runs=r["runs"], requests=f"{task.limit:,}",
@@ -391,13 +406,27 @@ def _swept(state, trace: TraceFile, lang: str) -> None:
                                                                       {"what": trace.name, "cmd": cmd})
 
 
-def _bytes_per_token() -> int | None:
-    m = st.session_state.get("w_capt_model")
+def _bytes_per_token(s: TraceSweep) -> int | None:
+    """A pool slot's bytes: the hybrid model the sweep ran, else the model chosen now."""
+    m = s.model or st.session_state.get("w_capt_model")
     return KV_PRESETS[m].bytes_per_token if m in KV_PRESETS else None
 
 
+def _groups_caption(model: str, lang: str) -> str:
+    """What a hybrid model's replay ran: its groups, their layers, a slot's bytes."""
+    shape = KV_PRESETS[model]
+    counts: dict[tuple, int] = {}
+    for g in shape.kv_cache_groups:
+        key = (g.type, g.sliding_window or g.attention_chunk_size)
+        counts[key] = counts.get(key, 0) + 1
+    groups = ", ".join(t(f"capt_group_count_{kind}", lang, n=n, size=f"{size:,}" if size else "")
+                       for (kind, size), n in counts.items())
+    return t("capt_model_groups", lang, model=model, n=len(shape.kv_cache_groups),
+             layers=shape.group_size, groups=groups, bytes=f"{shape.bytes_per_token // 1024:,} KiB")
+
+
 def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
-    bpt = _bytes_per_token()
+    bpt = _bytes_per_token(s)
     points = points_of(s.reports)
     if s.curve is not None:
         _show_curve(trace, s, lang, bpt, points)
@@ -405,6 +434,8 @@ def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     ceiling = hit_rate(s.reports[0]["ceiling"])
     st.caption(t("capt_shown", lang, requests=f"{s.replayed:,}", name=md_escape(trace.name),
                  mode=t(f"capt_mode_{s.mode}", lang), bs=s.block_size))
+    if s.model:
+        st.caption(md_escape(_groups_caption(s.model, lang)))
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.html(heading_html(t("capt_hit_title", lang)))
@@ -418,12 +449,16 @@ def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     with right:
         st.html(heading_html(t("cap_read_title", lang)))
         lines = reading_lines(reading(points, ceiling), lang, block_size=s.block_size, bytes_per_token=bpt)
+        if s.model:
+            lines += limited_lines(points, lang, t(f"trace_group_{limiting_group(s.model)}", lang))
         st.markdown("\n".join(f"- {md_escape(line)}" for line in lines))
         st.caption(t("capt_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
         if s.mode == "timed":
             st.caption(t("capt_timed_model", lang, **dict(s.options)))
     with st.expander(t("cap_numbers", lang)):
-        st.dataframe([_trace_row(p, s.block_size, lang, bpt) for p in points], hide_index=True)
+        st.dataframe([_trace_row(p, s.block_size, lang, bpt, s.model) for p in points], hide_index=True)
+    if s.model:      # the player's window replays one full-attention group, scaled down
+        return
     _player_box(trace, s, lang)
 
 
@@ -447,7 +482,7 @@ def _show_curve(trace: TraceFile, s: TraceSweep, lang: str, bpt: int | None, poi
         capacity_chats.box(trace, s, lang)
 
 
-def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None) -> dict:
+def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None, model: str | None = None) -> dict:
     tokens = p.pool_blocks * block_size
     row = {t("cap_col_pool", lang): p.pool_blocks, t("capt_tokens", lang): tokens}
     if bpt:
@@ -457,6 +492,9 @@ def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None) -> dict:
             t("cap_col_evictions", lang): p.evictions, t("trace_tbl_rejected", lang): p.rejected}
     if "optimal_hits" in p.extra:
         row[t("curve_col_best", lang)] = f"{100 * p.extra['optimal_hits'] / max(1, p.queries):.1f}%"
+    if model:
+        group = t(f"trace_group_{limiting_group(model)}", lang)
+        row[t("capt_col_limited", lang, group=group)] = f"{100 * limited(p) / max(1, p.queries):.1f}%"
     if "ttft_p90_s" in p.extra:
         x = p.extra
         row |= {t("cap_col_preemptions", lang): p.preemptions,

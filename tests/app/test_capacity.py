@@ -414,3 +414,31 @@ def test_a_sessions_trace_folder_goes_with_the_session(page):
     del held, p
     gc.collect()
     assert not folder.exists()
+
+
+def test_a_hybrid_model_is_replayed_with_its_groups_and_the_page_says_what_limited_it(page):
+    """gpt-oss-120b: sequence mode replays pool sizes one by one with its two KV-cache groups
+    (the one-pass curve is one group's), the ceiling too; the chart adds what full attention held,
+    the words say the sliding window limited the hits, GiB follow a pool slot of 18 layers."""
+    from blockviz.scenario.trace import read_trace
+    from blockviz.sim.capacity import KV_PRESETS, ceiling, model_groups, replay_sequence
+    p = generated_trace(open_capacity(page), 120)
+    p.at.selectbox(key="w_capt_model").set_value("gpt-oss-120b")
+    p = trace_sweep(p, "sequence", 3)
+    assert not errors(p)
+    s = p.state[session.CAPT_SWEEP]
+    assert s.curve is None and s.model == "gpt-oss-120b" and s.reports[0]["model"] == "gpt-oss-120b"
+    reqs = read_trace(p.state[session.CAPT_TRACE].path)
+    groups = model_groups("gpt-oss-120b")
+    for point in s.reports[0]["points"]:
+        want = replay_sequence(reqs, block_size=64, pool_blocks=point["pool_blocks"], kv_cache_groups=groups)
+        assert point == want
+    assert s.reports[0]["ceiling"] == ceiling(reqs, block_size=64, kv_cache_groups=groups)
+    (chart,) = p.charts()
+    names = [tr["name"] for tr in json.loads(chart)["data"] if "name" in tr]
+    assert "held by full attention · split (vLLM ≥ 0.24)" in names
+    text = p.text().replace("\\", "")                 # markdown's escapes
+    assert "gpt-oss-120b is a hybrid model: this replay ran vLLM's 2 KV-cache groups of 18 layers" in text
+    assert "the sliding window limited the hits" in text
+    slot = KV_PRESETS["gpt-oss-120b"].bytes_per_token
+    assert slot == 36 * 1024 and "36 KiB" in text

@@ -149,3 +149,44 @@ def test_timed_mode_json_and_table(cli, tmp_path):
     assert "计时模式" in table.stdout and "首 token 时间 p50/p90（秒）" in table.stdout
     row = next(x.split() for x in table.stdout.splitlines() if x.split()[:1] == ["3"])
     assert row[-3:] == ["1", "0/0", "1.32/1.32"]                    # preempted, queue, TTFT
+
+
+def test_a_hybrid_model_drives_the_replay_and_the_table_says_what_limited_it(cli, tmp_path):
+    """--model gpt-oss-120b: the replay runs its two KV-cache groups (JSON: "model", and points'
+    limited_hits), the table's KV line and "limited by" column say so; the one-pass curve and
+    the optimal policy are one group's, so they are refused with such a model."""
+    from blockviz.scenario.trace import read_trace
+    from blockviz.sim.capacity import model_groups, replay_sequence
+    # a 1,000-token prompt, then its first 700 tokens: full attention holds 688 of them (43 blocks)
+    f = write(tmp_path / "t.jsonl", [(1000, [1, 2]), (700, [1, 2])])
+    out = cli("trace", "capacity", str(f), "--block-size", "16", "--pool-blocks", "200",
+              "--model", "gpt-oss-120b", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["model"] == "gpt-oss-120b"
+    want = replay_sequence(read_trace(str(f)), block_size=16, pool_blocks=200,
+                           kv_cache_groups=model_groups("gpt-oss-120b"))
+    assert doc["points"] == [want]
+    assert want["hits"] == 0 and want["limited_hits"] == 688       # the window kept no checkpoint there
+    assert doc["ceiling"] == {"queries": 1700, "hits": 0, "limited_hits": 688}
+    table = cli("trace", "capacity", str(f), "--block-size", "16", "--pool-blocks", "200",
+                "--model", "gpt-oss-120b")
+    lines = table.stdout.splitlines()
+    assert "36 KiB per token in each KV-cache group that keeps it" in lines[1]
+    assert "2 × " not in lines[1] and "1 × sliding window, 1 × full attention" in lines[1]
+    assert "limited by the sliding window" in lines[2]
+    row = next(x.split() for x in lines if x.split()[:1] == ["200"])
+    assert row[:5] == ["200", "3,200", "0.11", "0.0%", "-"] and row[5] == "40.5%"
+    assert "full attention held 688 more prompt tokens that the sliding window did not" in table.stdout
+    for opt in ("--curve", "--optimal"):
+        refused = cli("trace", "capacity", str(f), "--pool-blocks", "200", "--block-size", "16",
+                      "--model", "gemma-3-27b", opt)
+        assert refused.returncode == 2
+        assert refused.stderr.strip() == (f"blockviz trace capacity: {opt}: the one-pass curve and the "
+                                          "optimal policy are exact for one full-attention group; "
+                                          "gemma-3-27b has several (replay pool sizes instead: drop "
+                                          "the option)")
+    # a dense preset changes nothing but the GiB: run-trace's JSON
+    dense = json.loads(cli("trace", "capacity", str(f), "--block-size", "16", "--pool-blocks", "100",
+                           "--model", "qwen3-8b", "--json").stdout)
+    assert "model" not in dense and "limited_hits" not in dense["points"][0]
