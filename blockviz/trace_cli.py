@@ -24,6 +24,7 @@ from blockviz.i18n.errors import localize_error
 from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
 from blockviz.sim.capacity import KV_PRESETS, MODES, TIMED_DEFAULTS, limiting_group, model_groups, pool_bytes
 from blockviz.sim.curve import curve_sweep
+from blockviz.sim.explain_trace import TRACE_KEYS, add_explain
 from blockviz.sim.optimal import add_optimal
 from blockviz.sim.sweep import EXECUTORS, ExecutorUnavailable, LocalExecutor, RayExecutor, sweep
 from blockviz.teach.tracegen import TraceWorkload, write_generated
@@ -157,6 +158,10 @@ def add_parser(sub) -> None:
     c.add_argument("--curve", action="store_true",
                    help="sequence mode in one pass, exact at every pool size: --pool-blocks picks the "
                         "rows, --json adds \"curve\": [[pool_blocks, hits], ...] wherever the hits change")
+    c.add_argument("--explain", action="store_true",
+                   help="sequence mode: split every admitted prompt token at each pool size into "
+                        "hit / evicted (a bigger cache could have kept it) / cold / last-token / "
+                        "partial block; --json adds \"split\" to each point")
     c.add_argument("--optimal", action="store_true",
                    help="sequence mode: add the hits of the best any eviction policy could do "
                         "(Belady's MIN, same blocks and rules) at each pool size")
@@ -300,6 +305,13 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
                    hits=ceil["hits"], queries=ceil["queries"])
                  + (t("trace_tbl_ceiling_limited", lang, limited=ceil["limited_hits"], group=group)
                     if model and ceil["limited_hits"] else ""))
+    if report["points"] and "split" in report["points"][0]:
+        lines += ["", t("trace_tbl_split_title", lang)]
+        heads = [t("trace_tbl_pool", lang)] + [t(f"xc_{k}", lang) for k in TRACE_KEYS]
+        lines += table_lines(heads, [[f"{p['pool_blocks']:,}"] + [_rate(p["split"][k], p["queries"])
+                                                                  for k in TRACE_KEYS]
+                                     for p in report["points"]])
+        lines.append(t("trace_tbl_split_how", lang))
     return "\n".join(lines)
 
 
@@ -334,11 +346,11 @@ def _mode_options(args) -> dict:
     if given and args.mode != "timed":
         opt = next(o for o, dest, _, _ in TIMED_OPTIONS if dest in given)
         raise _Refused(f"{opt}: {t('trace_opt_timed_only', args.lang)}")
-    if args.mode != "sequence" and (args.curve or args.optimal):
-        opt = "--curve" if args.curve else "--optimal"
+    if args.mode != "sequence" and (args.curve or args.optimal or args.explain):
+        opt = "--curve" if args.curve else "--optimal" if args.optimal else "--explain"
         raise _Refused(f"{opt}: {t('trace_opt_sequence_only', args.lang)}")
-    if model_groups(args.model) and (args.curve or args.optimal):
-        opt = "--curve" if args.curve else "--optimal"
+    if model_groups(args.model) and (args.curve or args.optimal or args.explain):
+        opt = "--curve" if args.curve else "--optimal" if args.optimal else "--explain"
         raise _Refused(f"{opt}: {t('trace_opt_groups_curve', args.lang, model=args.model)}")
     return given
 
@@ -365,6 +377,8 @@ def cmd_capacity(args) -> int:
             add_optimal(result.reports, args.traces, block_size=args.block_size, limit=args.limit,
                         progress=None if args.json else ProgressBar(t("trace_tbl_progress_optimal",
                                                                        args.lang)))
+        if args.explain:
+            add_explain(result.reports, args.traces, block_size=args.block_size, limit=args.limit)
     except TraceError as e:
         return _refuse(args, e)
     except ValueError as e:      # settings vLLM refuses (e.g. max_num_seqs > the token budget)

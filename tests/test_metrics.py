@@ -119,3 +119,17 @@ def test_names_and_help_texts_are_vllm_s_own():
     for name, _, help_text in FAMILIES:
         assert name.removesuffix("_total") in strings, name
         assert help_text in strings, name
+
+
+def test_the_metrics_panel_names_vllm_s_metrics_and_says_why_they_disagree():
+    from blockviz.render.metrics import vllm_metrics_html
+    engine, tl = run(load(resolve("reset-running")), payloads=False)
+    en = vllm_metrics_html(tl.step(5), tl.block_size, "en")     # right after the forced reset
+    assert "vllm:kv_cache_usage_perc" in en and "vllm:prefix_cache_hits_total" in en
+    assert "0 of 8" in en and "still shows 0.625" in en          # the gauge lags the pool
+    six = vllm_metrics_html(tl.step(6), tl.block_size, "en")
+    assert "not printed" in six and "still shows" not in six     # the window emptied
+    seven = vllm_metrics_html(tl.step(7), tl.block_size, "en")
+    assert "66.7%" in seven and "differs from the counters" in seven
+    zh = vllm_metrics_html(tl.step(5), tl.block_size, "zh")
+    assert "仍显示 0.625" in zh and "8 个中的 0 个" in zh

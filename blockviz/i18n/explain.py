@@ -85,4 +85,53 @@ STRINGS: dict[str, tuple[str, str]] = {
     "xw_mm": ("multimodal item", "多模态项"),
     "xw_hash_seed": ("NONE_HASH (hash seed)", "NONE_HASH（hash 种子）"),
     "x_and": (" and ", "和"),
+    # vLLM's metrics panel (render/metrics.py): the name, the value, what it means
+    "vm_title": ("vLLM's metrics after this step", "这一步之后 vLLM 的指标"),
+    "vm_col_name": ("metric", "指标"),
+    "vm_col_value": ("value", "值"),
+    "vm_col_means": ("what it counts", "它统计什么"),
+    "vm_queries": ("prompt tokens looked up at their request's first admission (a resumed "
+                   "request's re-lookup is not in it); cumulative", "请求第一次被接纳时查找的 prompt token 数"
+                   "（被抢占后恢复的重新查找不算）；累计"),
+    "vm_hits": ("of those, tokens found in the GPU prefix cache; cumulative",
+                "其中在 GPU 前缀缓存里找到的 token 数；累计"),
+    "vm_rate_total": ("hits / queries of the counters, since the engine started (what a Grafana "
+                      "panel computes with rate() over a window of its own)",
+                      "计数器的 hits / queries，自引擎启动以来（Grafana 面板用 rate() 按自己的时间窗算的"
+                      "就是它）"),
+    "vm_rate_logged": ("the log line's “Prefix cache hit rate”: the same ratio over the last "
+                       "~1,000 requests, whole steps; a reset empties it",
+                       "日志里的“Prefix cache hit rate”：最近约 1000 个请求（按整步计）的同一比值；重置会"
+                       "清空它"),
+    "vm_rate_logged_none": ("not printed: no request admitted since the start or the last reset",
+                            "不打印：自启动或上次重置以来没有新请求被接纳"),
+    "vm_ext": ("the same for the KV connector's tier", "KV connector 缓存层的同样计数"),
+    "vm_preemptions": ("preemptions, each counted when the preempted request next emits output",
+                       "抢占次数，每次在被抢占的请求下一次输出时才计入"),
+    "vm_preempted": ("resumed requests' re-lookups (requests, tokens, hits): recorded by vLLM, "
+                     "exported nowhere", "恢复请求的重新查找（请求数、token 数、命中数）：vLLM 记录了，"
+                     "但不对外导出"),
+    "vm_usage": ("blocks held by requests over every block but the null block — a fraction, "
+                 "despite the name; sampled at the last engine step",
+                 "被请求占用的块占除 null 块外所有块的比例——名字叫 perc，其实是小数；在上一个引擎步采样"),
+    "vm_running": ("requests running / waiting (capacity + deferred)",
+                   "运行中 / 等待中（容量 + 推迟）的请求数"),
+    "vm_pool": ("blockviz, from the pool now: blocks held · free but still cached · share of the "
+                "slots holding a held block's token", "blockviz 根据现在的块池：被占用的块 · 空闲但"
+                "仍缓存的块 · 被占用块里存放 token 的槽位比例"),
+    "vm_why": ("vLLM's usage counts the blocks requests hold ({u} of {g}; the null block is not "
+               "counted). A block counts whole even if it holds one token, and a block shared by "
+               "several requests counts once, so the tokens held fill {o}% of the slots. The {c} "
+               "blocks that are free but still cached count as free: usage says nothing about how "
+               "much reusable prefix the cache holds.",
+               "vLLM 的使用率统计被请求占用的块（{g} 个中的 {u} 个，不算 null 块）。只存了一个 token 的"
+               "块也按整块计，多个请求共享的块只计一次，所以被占用的 token 只占 {o}% 的槽位。仍被缓存"
+               "的空闲块（{c} 个）算作空闲：使用率看不出缓存里有多少可复用的前缀。"),
+    "vm_why_lag": (" The gauge still shows {v}: vLLM samples it only at an engine step, and this "
+                   "step ran none since the blocks changed.",
+                   "这个指标仍显示 {v}：vLLM 只在引擎步里采样，而块变化之后这一步还没有运行引擎步。"),
+    "vm_why_window": (" The log line's rate ({w}) differs from the counters' ({r}): its window "
+                      "restarted at a reset or holds only the last ~1,000 requests.",
+                      "日志里的命中率（{w}）与计数器的（{r}）不同：它的窗口在重置时重新开始，或只保留最近约 "
+                      "1000 个请求。"),
 }

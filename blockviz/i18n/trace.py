@@ -87,6 +87,23 @@ STRINGS: dict[str, tuple[str, str]] = {
     "trace_tbl_pool": ("pool (blocks)", "块池（块）"),
     "trace_tbl_tokens": ("tokens", "token 数"),
     "trace_tbl_gib": ("GiB", "GiB"),
+    "capt_split_title": ("Where the prompt tokens went (split free order)",
+                         "提示词 token 的去向（split 释放顺序）"),
+    "capt_split_axis_rows": ("each bar: one pool size (tokens), its queried prompt tokens by what "
+                             "served them", "每一条：一个块池大小（token 数），它的查询 token 按来源划分"),
+    "capt_split_how": ("Hit: served by the cache. Evicted: cached earlier, reused since — the most a "
+                       "bigger pool could add. Cold: no earlier request computed it. Last-token rule "
+                       "and partial block: structural, no cache serves them.",
+                       "命中：由缓存提供。已被驱逐：之前缓存过、后来被复用——更大的块池最多只能多换回这部分。"
+                       "从未算过：之前没有请求算过。末 token 规则和不满的块：结构性的，任何缓存都提供不了。"),
+    "trace_tbl_split_title": ("Where the prompt tokens went (share of the queried tokens):",
+                              "提示词 token 的去向（占查询 token 的比例）："),
+    "trace_tbl_split_how": ("evicted: cached before, reused by an allocation since — what a bigger "
+                            "pool could have kept; cold: no earlier request had computed it; "
+                            "last-token and partial block: structural, no cache serves them.",
+                            "已被驱逐：之前缓存过，后来被分配新块时复用——更大的块池本可以留住；"
+                            "从未算过：之前没有请求算过；末 token 规则和不满的块：结构性的，"
+                            "任何缓存都提供不了。"),
     "trace_tbl_hit_rate": ("hit rate", "命中率"),
     "trace_tbl_of_ceiling": ("of ceiling", "占上限"),
     "trace_tbl_requests": ("requests", "请求"),

@@ -342,3 +342,27 @@ def _trace_lines(r: Reading, lang: str, bs: int, bytes_per_token: int | None) ->
                             pre=f"{p.preemptions:,}")
         out.append(line)
     return out
+
+
+
+# -- where the prompt tokens went (trace capacity --explain) -----------------------------------
+def split_bars_html(points: Sequence[Point], lang: str = "en", *, block_size: int,
+                    bytes_per_token: int | None = None, free_order: str = "split") -> str:
+    """At each pool size, the admitted prompt tokens as one bar stacked by what served them or
+    why nothing did (``point.extra["split"]``): hit, evicted (a bigger pool could have kept it),
+    cold, and the structural last-token rule and partial block — so "a bigger cache would buy at
+    most the red part" is read off the bars. Pure HTML, no plotly."""
+    from blockviz.render.split import counts_bar_html, legend_html
+    from blockviz.render.theme import esc
+    from blockviz.sim.explain_trace import TRACE_KEYS
+    pts = [p for p in by_order(points).get(free_order, []) if "split" in p.extra]
+    rows = []
+    for p in pts:
+        tokens = p.pool_blocks * block_size
+        g = gib(tokens, bytes_per_token)
+        label = f"{tokens:,}" + ("" if g is None else f" · {g:,.3g} GiB")
+        rows.append(f'<div class="bv-split-row"><span class="bv-small">{esc(label)}</span>'
+                    f'{counts_bar_html(p.extra["split"], lang, p.queries)}</div>')
+    return (f'<div class="bv bv-split-chart" data-bv="split-chart">'
+            f'<div class="bv-small">{esc(t("capt_split_axis_rows", lang))}</div>{"".join(rows)}'
+            f'<div>{legend_html(TRACE_KEYS, lang)}</div></div>')

@@ -71,3 +71,62 @@ def metrics_figure(series: Series, current: int, lang: str = "en", height: int =
                     dtick=max(1, -(-top // 4))),
         paper_bgcolor=PAPER, plot_bgcolor=PAPER)
     return fig
+
+
+# -- vLLM's metrics, as vLLM exports them (sim.metrics) ------------------------------------------
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def vllm_metrics_html(step, block_size: int, lang: str = "en") -> str:
+    """The step's ``vllm_metrics`` as a table — the Prometheus name, the value, what it counts —
+    with the log line's windowed rate beside the counters' cumulative one, the usage gauge beside
+    what the pool holds, and a sentence on why those disagree at this step. Pure HTML."""
+    from blockviz.render.theme import esc
+    from blockviz.sim.metrics import pool_figures
+    m = step.vllm_metrics
+    if m is None:
+        return ""
+    pool = pool_figures(step.ref_cnt, step.block_hash, step.block_tokens, block_size)
+    g = max(1, len(step.ref_cnt) - 1)
+    cumulative = m.prefix_cache_hits_total / m.prefix_cache_queries_total \
+        if m.prefix_cache_queries_total else None
+    st = step.stats
+    rows = [
+        ("vllm:prefix_cache_queries_total", f"{m.prefix_cache_queries_total:,}", "vm_queries"),
+        ("vllm:prefix_cache_hits_total", f"{m.prefix_cache_hits_total:,}", "vm_hits"),
+        ("hits / queries", _pct(cumulative), "vm_rate_total"),
+        ("Prefix cache hit rate (log)",
+         _pct(m.logged_hit_rate) if m.logged_hit_rate is not None
+         else t("vm_rate_logged_none", lang), "vm_rate_logged"),
+    ]
+    if m.external_prefix_cache_queries_total:
+        rows.append(("vllm:external_prefix_cache_*",
+                     f"{m.external_prefix_cache_hits_total:,} / {m.external_prefix_cache_queries_total:,}",
+                     "vm_ext"))
+    rows += [
+        ("vllm:num_preemptions_total", f"{m.num_preemptions_total:,}", "vm_preemptions"),
+        ("preempted_* (PrefixCacheStats)",
+         f"{st.preempted_requests:,} · {st.preempted_queries:,} · {st.preempted_hits:,}",
+         "vm_preempted"),
+        ("vllm:kv_cache_usage_perc", f"{m.kv_cache_usage_perc:.3f}", "vm_usage"),
+        ("vllm:num_requests_running / _waiting",
+         f"{m.num_requests_running} / {m.num_requests_waiting}", "vm_running"),
+        ("blockviz", f"{pool.used_blocks} · {pool.cached_free_blocks} · "
+                     f"{100 * pool.token_occupancy:.1f}%", "vm_pool"),
+    ]
+    body = "".join(f'<tr><td><code>{esc(name)}</code></td><td class="bv-num">{esc(value)}</td>'
+                   f'<td>{esc(t(key, lang))}</td></tr>' for name, value, key in rows)
+    why = t("vm_why", lang, u=pool.used_blocks, g=g, o=f"{100 * pool.token_occupancy:.0f}",
+            c=pool.cached_free_blocks)
+    now = pool.used_blocks / g
+    if abs(now - m.kv_cache_usage_perc) > 1e-9:
+        why += t("vm_why_lag", lang, v=f"{m.kv_cache_usage_perc:.3f}")
+    if m.logged_hit_rate is not None and cumulative is not None \
+            and abs(m.logged_hit_rate - cumulative) > 1e-9:
+        why += t("vm_why_window", lang, w=_pct(m.logged_hit_rate), r=_pct(cumulative))
+    head = (f'<tr><th>{esc(t("vm_col_name", lang))}</th><th>{esc(t("vm_col_value", lang))}</th>'
+            f'<th>{esc(t("vm_col_means", lang))}</th></tr>')
+    return (f'<div class="bv bv-vllm-metrics" data-bv="vllm-metrics">'
+            f'<div class="bv-small">{esc(t("vm_title", lang))}</div>'
+            f'<table class="bv-table">{head}{body}</table><p>{esc(why)}</p></div>')

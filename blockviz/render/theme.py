@@ -55,6 +55,11 @@ GREEN, GREEN_BG, GREEN_BG_FREE = _P["green"], _P["green-bg"], _P["green-bg-free"
 GREY, GREY_BG, GREY_BG_FREE = _P["grey"], _P["grey-bg"], _P["grey-bg-free"]
 NULL_BG = _P["null"]
 AMBER, RED, BLUE, PURPLE, ORANGE = _P["amber"], _P["red"], _P["blue"], _P["purple"], _P["orange"]
+# a prompt split's categories (sim.explain): what served a token, or why nothing did — the
+# palette's names (CSS reads var(--bv-<name>))
+SPLIT_COLOUR = {"hit": "green", "external_hit": "purple", "window": "amber", "evicted": "red",
+                "different_key": "blue", "cold": "grey", "skipped": "faint", "last_token": "orange",
+                "partial_block": "muted"}
 
 
 def css_vars(selector: str = ":root, :host") -> str:
@@ -196,6 +201,16 @@ CSS = """
 .bv-qm { display: block; font-size: .5em; font-weight: 700; color: var(--bv-ink); line-height: 1.15;
          white-space: nowrap; }
 .bv-more { color: var(--bv-muted); font-style: italic; padding: 0 .4em; }
+
+/* a prompt split (render/split.py): one bar, a segment per category */
+.bv-split { display: flex; height: .9em; border-radius: .2em; overflow: hidden; min-width: 6em;
+            border: 1px solid var(--bv-rule); background: var(--bv-panel); }
+.bv-split-seg { display: block; height: 100%; }
+.bv-split-row { display: grid; grid-template-columns: 8.5em 1fr; gap: .5em; align-items: center;
+                margin: .15em 0; }
+.bv-split-key { display: inline-flex; align-items: center; gap: .3em; margin-right: .8em;
+                font-size: .85em; }
+.bv-split-key i { display: inline-block; width: .8em; height: .8em; border-radius: .15em; }
 
 /* hash table */
 .bv-table { border-collapse: collapse; width: 100%; font-size: .95em; }

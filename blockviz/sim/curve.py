@@ -1124,9 +1124,15 @@ def curve_report(source, *, block_size: int, requests: int, free_orders=("split"
             advance(n, phase="optimal", size=at[0], of=len(chosen))
         best = optimal_hits(iter_trace(source, name=name, limit=limit, block_size=block_size),
                             block_size=block_size, pool_blocks=chosen, progress=opt_progress)
+    # where each size's prompt tokens went (sim.explain: one more pass, for every order)
+    from blockviz.sim.explain_trace import split_of, trace_split_parts
+    parts = trace_split_parts(iter_trace(source, name=name, limit=limit, block_size=block_size),
+                              block_size=block_size, pools=chosen)
     reports = []
     for order, c in curves.items():
         points = [c.point(n) for n in chosen]
+        for p in points:
+            p["split"] = split_of(parts[p["pool_blocks"]], p["hits"])
         if best is not None:
             for p in points:
                 p["optimal_hits"] = best[p["pool_blocks"]]

@@ -384,3 +384,4 @@ def _append(segs: list, start: int, end: int, cat: str, detail: Any) -> None:
         segs[-1] = (a, end, c, d)
     else:
         segs.append((start, end, cat, detail))
+

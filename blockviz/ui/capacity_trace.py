@@ -27,6 +27,7 @@ from blockviz.render.capacity import (
     limited_lines,
     reading,
     reading_lines,
+    split_bars_html,
 )
 from blockviz.render.curve import curve_reading_lines, default_pool
 from blockviz.render.theme import heading_html
@@ -475,6 +476,10 @@ def _show_curve(trace: TraceFile, s: TraceSweep, lang: str, bpt: int | None, poi
         st.markdown("\n".join(f"- {md_escape(line)}" for line in lines))
     with right:
         st.caption(t("curve_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
+    if any("split" in p.extra for p in points):
+        st.html(heading_html(t("capt_split_title", lang)))
+        st.html(split_bars_html(points, lang, block_size=s.block_size, bytes_per_token=bpt))
+        st.caption(t("capt_split_how", lang))
     with st.expander(t("cap_numbers", lang)):
         st.dataframe([_trace_row(p, s.block_size, lang, bpt) for p in points], hide_index=True)
     _player_box(trace, s, lang)

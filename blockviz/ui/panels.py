@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from blockviz.i18n import LANGS
-from blockviz.render.metrics import metrics_figure
+from blockviz.render.metrics import metrics_figure, vllm_metrics_html
 from blockviz.render.payload import payload_caption_html, payload_figure
 from blockviz.ui.cache import frozen, memo
 from blockviz.ui.data import PlayerRun
@@ -13,6 +13,12 @@ from blockviz.ui.data import PlayerRun
 
 def metrics_chart(index: int, lang: str, run: PlayerRun) -> go.Figure:
     return memo(run, "metrics", (index, lang), lambda: frozen(metrics_figure(run.series, index, lang)))
+
+
+def vllm_metrics(index: int, lang: str, run: PlayerRun) -> str:
+    """vLLM's metrics after step ``index`` (render/metrics.py's table and sentence)."""
+    return memo(run, "vllm_metrics", (index, lang),
+                lambda: vllm_metrics_html(run.timeline.step(index), run.timeline.block_size, lang))
 
 
 def payload_chart(block: int, index: int, layer: int, head: int, kv: int, lang: str, run: PlayerRun):

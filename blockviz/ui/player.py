@@ -150,6 +150,7 @@ def _body(run: data.PlayerRun) -> None:
             if box.open:
                 st.plotly_chart(panels.metrics_chart(cursor, lang, run),
                                 key="metrics_chart", config={"displayModeBar": False})
+                st.html(panels.vllm_metrics(cursor, lang, run))
     box = _lazy_expander(t("kv_events", lang), "x_events")
     with box:
         if box.open:

@@ -1,0 +1,51 @@
+"""A prompt split drawn (``blockviz.sim.explain``): one horizontal bar, a segment per category in
+token order, its colour the category's (``theme.SPLIT_COLOUR``), each segment titled with its
+count and sentence — the request panel's bar and the capacity page's bars per pool size. Pure
+HTML; the segments carry ``data-cat`` (and, for a request's, ``data-start``/``data-end`` token
+positions and the blocks and steps they concern) so a page can link them to the board."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from blockviz.i18n import t
+from blockviz.render.theme import SPLIT_COLOUR, esc
+from blockviz.teach.explain import TOKEN_ORDER
+
+
+def _segment(cat: str, share: float, title: str, attrs: str = "") -> str:
+    return (f'<span class="bv-split-seg" data-cat="{cat}"{attrs} title="{esc(title)}" '
+            f'style="width:{100 * share:.3f}%;background:var(--bv-{SPLIT_COLOUR[cat]})"></span>')
+
+
+def counts_bar_html(counts: Mapping[str, int], lang: str, total: int | None = None) -> str:
+    """A bar of category counts (e.g. a pool size's split of a trace's tokens)."""
+    total = total if total is not None else sum(counts.values())
+    segs = "".join(_segment(cat, counts[cat] / total,
+                            f"{t(f'xc_{cat}', lang)}: {counts[cat]:,} ({100 * counts[cat] / total:.1f}%)")
+                   for cat in TOKEN_ORDER if counts.get(cat) and total)
+    return f'<div class="bv-split" data-bv="split">{segs}</div>'
+
+
+def legend_html(cats: Sequence[str], lang: str) -> str:
+    return "".join(f'<span class="bv-split-key"><i style="background:var(--bv-{SPLIT_COLOUR[c]})">'
+                   f'</i>{esc(t(f"xc_{c}", lang))}</span>' for c in cats)
+
+
+def segments_bar_html(split, sentences: Mapping[str, str], lang: str) -> str:
+    """A request's split (``sim.explain.Split``) in token order: one segment per detail segment,
+    titled with its category's sentence, carrying its token range and, where it has them, the
+    block ids it concerns (``data-blocks``) and the step that evicted it (``data-step``)."""
+    n = max(1, split.num_tokens)
+    out = []
+    for start, end, cat, detail in split.segments:
+        d = detail or {}
+        blocks = d.get("block_ids") or ([d["block_id"]] if "block_id" in d else
+                                        [d["cached_in_block"]] if "cached_in_block" in d else [])
+        attrs = f' data-start="{start}" data-end="{end}"'
+        if blocks:
+            attrs += f' data-blocks="{" ".join(map(str, blocks))}"'
+        if "evicted_at" in d:
+            attrs += f' data-step="{d["evicted_at"]["event"]}"'
+        title = f"{t(f'xc_{cat}', lang)} {start}–{end}: {sentences.get(cat, '')}"
+        out.append(_segment(cat, (end - start) / n, title, attrs))
+    return f'<div class="bv-split" data-bv="split">{"".join(out)}</div>'
