@@ -32,7 +32,7 @@ from operator import itemgetter
 
 from blockviz.core import ops as O
 from blockviz.sim import oplog as L
-from blockviz.sim.views import RequestView
+from blockviz.sim.views import BlockTables, RequestView
 
 
 @dataclass(frozen=True)
@@ -271,23 +271,45 @@ class Mirror:
 
 
 class _Req:
-    """A request's state that ops change, followed op by op (see FrameState)."""
+    """A request's state that ops change, followed op by op (see FrameState). With several
+    KV-cache groups ``tables`` holds every group's table (``blocks`` is group 0's)."""
     __slots__ = ("base", "status", "num_tokens", "num_computed_tokens", "num_preemptions",
                  "local_hit_blocks", "external_hit_blocks", "finish_reason",
-                 "num_output_placeholders", "blocks", "looked_up")
+                 "num_output_placeholders", "tables", "looked_up")
     _CHANGING = __slots__[1:-2]
 
-    def __init__(self, v: RequestView, **fresh) -> None:
+    def __init__(self, v: RequestView, groups: int = 1, **fresh) -> None:
         self.base = v
         for name in self._CHANGING:
             setattr(self, name, fresh.get(name, getattr(v, name)))
-        self.blocks = list(fresh.get("blocks", v.block_ids))
+        bt = v.block_tables
+        if "blocks" in fresh:
+            self.tables = [list(fresh["blocks"]) for _ in range(groups)]
+        elif bt is not None:
+            self.tables = [list(t) for t in bt.tables]
+        else:
+            self.tables = [list(v.block_ids)] + [[] for _ in range(groups - 1)]
         self.looked_up = False
 
+    @property
+    def blocks(self) -> list[int]:
+        return self.tables[0]
+
+    @blocks.setter
+    def blocks(self, value: list[int]) -> None:
+        self.tables[0] = value
+
     def view(self) -> RequestView:
+        if len(self.tables) > 1 or self.base.block_tables is not None:
+            bt = self.base.block_tables
+            table = BlockTables(tuple(tuple(t) for t in self.tables),
+                                bt.num_cached if bt is not None else (),
+                                bt.shared_prefix_boundary if bt is not None else 0)
+        else:
+            table = tuple(self.blocks)
         return dataclasses.replace(
             self.base, **{name: getattr(self, name) for name in self._CHANGING},
-            table=tuple(self.blocks), num_blocks=len(self.blocks))
+            table=table, num_blocks=len(self.blocks))
 
 
 class _Overlay(Mapping):
@@ -332,16 +354,18 @@ class FrameState(Mirror):
     by whoever replays, for the two verbs that look at what comes next."""
 
     __slots__ = ("before", "reqs", "views", "dirty", "arrived", "arrivals", "pending",
-                 "block_size", "async_scheduling", "waiting", "running", "ahead", "at")
+                 "block_size", "async_scheduling", "waiting", "running", "ahead", "at", "groups")
 
     def follow(self, before: Mapping[str, RequestView], arrivals: Mapping[str, RequestView],
                waiting: Sequence[str], running: Sequence[str], block_size: int,
-               async_scheduling: bool) -> FrameState:
+               async_scheduling: bool, groups: int = 1) -> FrameState:
         """Start following the requests from ``before`` the event (with its queues);
         ``arrivals``: the views of the requests the event touched (an arriving one's fixed fields
-        come from there). Returns this state."""
-        self.before, self.arrivals = before, arrivals
-        self.reqs, self.views, self.dirty, self.arrived, self.pending = {}, {}, set(), [], []
+        come from there); ``groups``: the KV-cache groups (each request has a table per group).
+        Returns this state."""
+        self.before, self.arrivals, self.groups = before, arrivals, groups
+        self.reqs, self.views, self.dirty, self.arrived = {}, {}, set(), []
+        self.pending = [[] for _ in range(groups)]     # blocks taken for the next request, per group
         self.block_size, self.async_scheduling = block_size, async_scheduling
         self.waiting, self.running = list(waiting), list(running)
         self.ahead, self.at = (), -1
@@ -357,16 +381,18 @@ class FrameState(Mirror):
     def _get(self, rid: str) -> _Req | None:
         r = self.reqs.get(rid)
         if r is None and rid in self.before:
-            r = self.reqs[rid] = _Req(self.before[rid])
+            r = self.reqs[rid] = _Req(self.before[rid], self.groups)
         if r is not None:
             self.dirty.add(rid)
         return r
 
     def _assign(self, rid: str) -> _Req | None:
         r = self._get(rid)
-        if r is not None and self.pending:
-            r.blocks += self.pending
-            self.pending = []
+        if r is not None:
+            for table, pending in zip(r.tables, self.pending):
+                if pending:
+                    table += pending
+                    pending.clear()
         return r
 
     def _next(self):
@@ -378,30 +404,28 @@ class FrameState(Mirror):
         return None
 
     # -- the pool's verbs that move blocks into and out of block tables ----------------------
-    # (a hybrid model's requests show group 0's table: the other groups' blocks move in the
-    # pool only)
+    # (a hybrid model's: into and out of the table of the group the op names)
     def take(self, ids, group: int = 0) -> None:
         super().take(ids)
-        if not group:
-            self._allocated(ids)
+        self._allocated(ids, group)
 
     def touch(self, ids, removed_from_queue, group: int = 0) -> None:
         super().touch(ids, removed_from_queue)
-        if not group:
-            self._allocated(ids)
+        self._allocated(ids, group)
 
     def remove_skipped(self, request_id: str, indices, group: int = 0) -> None:
         """Slots of a table that left the attention window hold the null block (0)."""
-        r = self._get(request_id) if not group else None
+        r = self._get(request_id)
         if r is not None:
+            table = r.tables[group]
             for i in indices:
-                if i < len(r.blocks):
-                    r.blocks[i] = 0
+                if i < len(table):
+                    table[i] = 0
                 else:                       # a hit's padding: the table starts with nulls
-                    r.blocks.append(0)
+                    table.append(0)
 
-    def _allocated(self, ids) -> None:
-        self.pending += ids
+    def _allocated(self, ids, group: int = 0) -> None:
+        self.pending[group] += ids
         op = self._next()
         if op is not None:
             self._assign(op.request_id)
@@ -418,16 +442,22 @@ class FrameState(Mirror):
     def free(self, ids, group: int = 0) -> None:
         super().free(ids)
         ids = list(ids)
-        if not ids or group:
+        if not ids:
             return
         # the table freed is a live request's (queued, or touched in this event); a request
-        # whose async load outlived its abort is freed later, when the load is done
+        # whose async load outlived its abort is freed later, when the load is done. (A
+        # window's frees of blocks that left it are no table's reverse: remove_skipped has
+        # already put the null block in their slots.)
         for rids in ((*self.running, *self.waiting, *self.reqs), self.before):
             for rid in rids:
                 r = self.reqs.get(rid)
-                blocks = r.blocks if r is not None else self.before[rid].block_ids
+                if r is not None:
+                    blocks = r.tables[group]
+                else:
+                    bt = self.before[rid].block_tables
+                    blocks = bt.tables[group] if bt is not None else self.before[rid].block_ids
                 if blocks and blocks[-1] == ids[0] and [b for b in reversed(blocks) if b] == ids:
-                    self._get(rid).blocks = []
+                    self._get(rid).tables[group] = []
                     op = self._next()
                     if op is not None and op.kind == "finish" and op.request_id == rid:
                         self.finish(rid, op.reason)
@@ -436,7 +466,7 @@ class FrameState(Mirror):
     # -- the requests' verbs ------------------------------------------------------------------
     def arrive(self, request_id: str) -> None:
         view = self.arrivals[request_id]
-        self.reqs[request_id] = _Req(view, status="waiting", num_tokens=view.num_prompt_tokens,
+        self.reqs[request_id] = _Req(view, self.groups, status="waiting", num_tokens=view.num_prompt_tokens,
                                      num_computed_tokens=0, num_preemptions=0, local_hit_blocks=0,
                                      external_hit_blocks=0, finish_reason=None,
                                      num_output_placeholders=0, blocks=())

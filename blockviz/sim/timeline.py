@@ -569,7 +569,7 @@ class Timeline:
         with self._lock:
             state = self._mirror_from(at, FrameState)
         return state.follow(RequestsAt(self, at), self.step_requests(index), waiting, running,
-                            self.block_size, self._async)
+                            self.block_size, self._async, len(self.kv_cache_groups or ()) or 1)
 
     @property
     def num_keyframes(self) -> int:
@@ -633,6 +633,7 @@ class Frames(Sequence):
 
 
 def _row(v: RequestView) -> tuple:
-    """What an op frame's request view shows of a request."""
-    return (v.status, v.block_ids, v.num_tokens, v.num_computed_tokens, v.num_preemptions,
+    """What an op frame's request view shows of a request (every group's table, several)."""
+    tables = v.block_tables.tables if v.block_tables is not None else None
+    return (v.status, v.block_ids, tables, v.num_tokens, v.num_computed_tokens, v.num_preemptions,
             v.local_hit_blocks, v.external_hit_blocks, v.finish_reason, v.num_output_placeholders)

@@ -254,3 +254,26 @@ def test_hash_keys_name_the_hash_once_across_groups():
     table = dict((lesson(n)[2](h), h) for h, _ in snap(n, 4).hash_table)
     assert split_block_key(table["H3#0"])[0] == split_block_key(table["H3#1"])[0]
     assert split_block_key(table["H3#1"])[1] == 1
+
+
+def test_step_into_shows_every_groups_table_at_each_op():
+    """Op frames follow each group's table: in sliding-window's step 4 the window's slot 0 turns
+    null at remove_skipped, full attention gets block 2 back at its get_new_blocks, the window
+    block 7 at its own; at every frame the tables hold exactly the blocks the ref counts count
+    (but between remove_skipped and the free that follows it: vLLM nulls the slot first)."""
+    n = "sliding-window"
+    tl = lesson(n)[1]
+    seen = []
+    for f in tl.frames(4):
+        a = f.requests["A"].block_tables.tables
+        seen.append((f.op.kind, getattr(f.op, "group", 0), a))
+        held = [b for t in a for b in t if b]
+        if f.op.kind != "remove_skipped":
+            assert sorted(held) == [b for b in range(1, len(f.ref_cnt)) for _ in range(f.ref_cnt[b])]
+    assert ("remove_skipped", 1, ((1, 3, 5), (0, 4, 6))) in seen
+    assert ("popleft", 0, ((1, 3, 5, 2), (0, 4, 6))) in seen
+    assert ("popleft", 1, ((1, 3, 5, 2), (0, 4, 6, 7))) in seen
+    # a hit's padding: gemma's B (step 7) gets two null slots, then its touched block, per window
+    f = [f for f in lesson("gemma-five-to-one")[1].frames(7) if f.op.kind == "touch"][-1]
+    assert f.requests["B"].block_tables.tables == ((0, 0, 5), (0, 0, 4), (0, 0, 3), (0, 0, 2), (0, 0, 1),
+                                                   (6, 12, 13))
