@@ -470,6 +470,8 @@ function create(parent, component) {
   function idsAt(target) {
     const t = target && target.closest ? target : null;
     if (!t) return null;
+    const seg = t.closest('[data-split-block]');   // a prompt split's segment: its blocks
+    if (seg) return seg.getAttribute('data-split-block').split(' ');
     const row = t.closest('[data-request], tr[data-hash]');
     const one = t.closest('[data-block]');
     if (one && !(row && row.contains(one) && one === row)) {

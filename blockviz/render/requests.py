@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from blockviz.i18n import t
+from blockviz.render.split import segments_bar_html
 from blockviz.render.theme import esc
+from blockviz.teach.explain import split_summary
 
 MAX_TABLE_CELLS = 40
 MAX_REQUESTS = 40
@@ -41,6 +43,19 @@ def _table(r, fresh: Collection[int], lang: str, max_cells: int = MAX_TABLE_CELL
     return "".join(cells)
 
 
+def _split_line(r, lang: str) -> str:
+    """Why its lookup hit or missed (sim.explain): the latest split as a bar, hovering a segment
+    lights the blocks it concerns, its title says the category's sentence (and the step an
+    evicted block left), then the counts."""
+    split = r.resumed_split or r.prompt_split
+    if split is None:
+        return ""
+    key = "split_resumed_title" if split is r.resumed_split else "split_title"
+    return (f'<div class="bv-small bv-split-line" data-bv="split-line">'
+            f'{segments_bar_html(split, lang)}'
+            f'{esc(t(key, lang))}: {esc(split_summary(split, lang))}</div>')
+
+
 def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = False,
                 max_cells: int = MAX_TABLE_CELLS) -> str:
     n, done = r.num_tokens, r.num_computed_tokens
@@ -63,6 +78,7 @@ def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = Fa
     if r.cache_salt:
         extra.append(f"cache_salt {esc(r.cache_salt)}")
     extras = f'<div class="bv-small">{" · ".join(extra)}</div>' if extra else ""
+    extras += _split_line(r, lang)
     cls = "bv-req bv-req-changed" if changed else "bv-req"
     return (f'<div class="{cls}" data-request="{esc(r.request_id)}">'
             f'<div><div class="bv-rid">{esc(r.request_id)}</div>'

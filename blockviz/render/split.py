@@ -2,14 +2,15 @@
 token order, its colour the category's (``theme.SPLIT_COLOUR``), each segment titled with its
 count and sentence — the request panel's bar and the capacity page's bars per pool size. Pure
 HTML; the segments carry ``data-cat`` (and, for a request's, ``data-start``/``data-end`` token
-positions and the blocks and steps they concern) so a page can link them to the board."""
+positions, ``data-split-block`` the blocks they concern, ``data-step`` the step that evicted
+them) so the board lights those blocks when a segment is hovered."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 from blockviz.i18n import t
 from blockviz.render.theme import SPLIT_COLOUR, esc
-from blockviz.teach.explain import TOKEN_ORDER
+from blockviz.teach.explain import TOKEN_ORDER, segment_sentence
 
 
 def _segment(cat: str, share: float, title: str, attrs: str = "") -> str:
@@ -31,10 +32,10 @@ def legend_html(cats: Sequence[str], lang: str) -> str:
                    f'</i>{esc(t(f"xc_{c}", lang))}</span>' for c in cats)
 
 
-def segments_bar_html(split, sentences: Mapping[str, str], lang: str) -> str:
+def segments_bar_html(split, lang: str) -> str:
     """A request's split (``sim.explain.Split``) in token order: one segment per detail segment,
-    titled with its category's sentence, carrying its token range and, where it has them, the
-    block ids it concerns (``data-blocks``) and the step that evicted it (``data-step``)."""
+    titled with its own sentence, carrying its token range and, where it has them, the
+    block ids it concerns (``data-split-block``) and the step that evicted it (``data-step``)."""
     n = max(1, split.num_tokens)
     out = []
     for start, end, cat, detail in split.segments:
@@ -43,9 +44,9 @@ def segments_bar_html(split, sentences: Mapping[str, str], lang: str) -> str:
                                         [d["cached_in_block"]] if "cached_in_block" in d else [])
         attrs = f' data-start="{start}" data-end="{end}"'
         if blocks:
-            attrs += f' data-blocks="{" ".join(map(str, blocks))}"'
+            attrs += f' data-split-block="{" ".join(map(str, blocks))}"'
         if "evicted_at" in d:
             attrs += f' data-step="{d["evicted_at"]["event"]}"'
-        title = f"{t(f'xc_{cat}', lang)} {start}–{end}: {sentences.get(cat, '')}"
+        title = f"{t(f'xc_{cat}', lang)} {start}–{end}: {segment_sentence((start, end, cat, detail), lang)}"
         out.append(_segment(cat, (end - start) / n, title, attrs))
     return f'<div class="bv-split" data-bv="split">{"".join(out)}</div>'

@@ -58,8 +58,8 @@ AMBER, RED, BLUE, PURPLE, ORANGE = _P["amber"], _P["red"], _P["blue"], _P["purpl
 # a prompt split's categories (sim.explain): what served a token, or why nothing did — the
 # palette's names (CSS reads var(--bv-<name>))
 SPLIT_COLOUR = {"hit": "green", "external_hit": "purple", "window": "amber", "evicted": "red",
-                "different_key": "blue", "cold": "grey", "skipped": "faint", "last_token": "orange",
-                "partial_block": "muted"}
+                "different_key": "blue", "cold": "grey", "skipped": "brown", "last_token": "orange",
+                "partial_block": "faint"}
 
 
 def css_vars(selector: str = ":root, :host") -> str:

@@ -91,3 +91,10 @@ def split_summary(split, lang: str) -> str:
     counts = dict(zip(KEYS, split.counts, strict=True))
     return " · ".join(f"{counts[cat]} {category_name(cat, lang)}" for cat in TOKEN_ORDER
                       if counts[cat])
+
+
+def segment_sentence(segment, lang: str) -> str:
+    """The sentence of one segment ``(start, end, category, detail)`` of a split alone."""
+    from types import SimpleNamespace
+    said = split_sentences(SimpleNamespace(segments=(segment,)), lang)
+    return said[0][1] if said else ""

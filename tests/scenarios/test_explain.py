@@ -209,3 +209,18 @@ def test_every_lesson_s_splits_sum_and_their_hits_are_the_stats(lesson):
                 assert st["preempted_hits"] - prev["preempted_hits"] == resumed_hits
         prev, before = st, s["requests"]
     assert seen
+
+
+def test_the_request_panel_draws_the_split_as_a_bar_with_a_segment_per_part():
+    from blockviz.render.requests import requests_html
+    _, tl = run(load_text("id: e\ntitle: {en: E}\nconfig: {model: null, num_blocks: 4, "
+                          f"block_size: 4}}\nsteps:\n  - arrive: {{id: A, prompt: {T[:9]}, max_tokens: 1}}\n"
+                          f"  - arrive: {{id: X, prompt: {F[:9]}, max_tokens: 1}}\n"
+                          f"  - arrive: {{id: B, prompt: {T[:13]}, max_tokens: 1}}\n"), payloads=False)
+    html = requests_html(tl.step(3), lang="en")
+    b = html[html.index('data-request="B"'):]
+    cats = [c for c in ("hit", "evicted", "cold", "partial_block") if f'data-cat="{c}"' in b]
+    assert cats == ["hit", "evicted", "cold", "partial_block"]
+    assert 'data-split-block="2" data-step="2"' in b          # the block that held it, when it left
+    assert "X&#x27;s allocation reused the block at step 2" in b
+    assert "prompt split: 4 hit · 4 evicted · 4 cold · 1 partial block" in b

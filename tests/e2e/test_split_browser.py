@@ -1,0 +1,40 @@
+"""The request panel's prompt split in a real browser: a bar per request, a segment per part of
+its lookup; hovering a segment lights the blocks it concerns on the board (issue 31)."""
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+READY = '[data-bv="board"][data-bv-ready="1"]'
+
+
+def test_hovering_a_split_segment_lights_its_blocks(browser, server, screenshots):
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{server}/?scenario=six-blocks&lang=en&step=2")
+    page.wait_for_selector(READY, timeout=90_000)
+    bar = page.locator('[data-bv="requests"] [data-request="B"] [data-bv="split"]')
+    expect(bar).to_have_count(1)
+    hit = bar.locator('.bv-split-seg[data-cat="hit"]')
+    assert hit.get_attribute("data-split-block") == "1 2"
+    hit.hover()
+    lit = page.locator('[data-bv="blocks"] .bv-card.bv-lit')
+    expect(lit).to_have_count(2)
+    assert sorted(lit.evaluate_all("es => es.map(e => e.dataset.block)")) == ["1", "2"]
+    assert "8 hit" in page.locator('[data-bv="requests"] [data-request="B"]').inner_text()
+    page.screenshot(path=str(screenshots / "split-six-blocks-2-en.png"))
+    page.close()
+
+
+def test_an_evicted_segment_names_its_block_and_step_in_chinese(browser, server, screenshots):
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{server}/?scenario=reset-running&lang=zh&step=6")
+    page.wait_for_selector(READY, timeout=90_000)
+    seg = page.locator('[data-bv="requests"] [data-request="A"] .bv-split-seg[data-cat="evicted"]')
+    expect(seg).to_have_count(3)
+    first = seg.first
+    assert first.get_attribute("data-step") == "5" and first.get_attribute("data-split-block") == "1"
+    assert "第 5 步 reset_prefix_cache" in first.get_attribute("title")
+    page.screenshot(path=str(screenshots / "split-reset-running-6-zh.png"))
+    page.close()
