@@ -38,3 +38,26 @@ def test_an_evicted_segment_names_its_block_and_step_in_chinese(browser, server,
     assert "第 5 步 reset_prefix_cache" in first.get_attribute("title")
     page.screenshot(path=str(screenshots / "split-reset-running-6-zh.png"))
     page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_capacity_page_stacks_each_pool_size_s_prompt_tokens(browser, server, screenshots, lang,
+                                                                tmp_path):
+    from blockviz.teach.tracegen import TraceWorkload, write_generated
+
+    from .test_capacity_browser import TRACE_WORDS, _curve_of, open_capacity
+    tab, loaded = TRACE_WORDS[lang][:2]
+    good = tmp_path / "chat.jsonl"
+    with open(good, "w", encoding="utf-8") as f:
+        write_generated(TraceWorkload(kind="multi_turn", requests=400, seed=3), f)
+    page = open_capacity(browser, server, lang)
+    page.get_by_role("tab", name=tab).click()
+    page.wait_for_selector(".st-key-w_capt_upload input[type=file]", state="attached", timeout=30_000)
+    _curve_of(page, good, loaded)
+    bars = page.locator('[data-bv="split-chart"] [data-bv="split"]')
+    assert bars.count() >= 4                                    # one per chosen pool size
+    assert bars.first.locator('.bv-split-seg[data-cat="hit"]').count() == 1
+    words = {"en": "Where the prompt tokens went", "zh": "提示词 token 的去向"}[lang]
+    page.get_by_text(words).first.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"capacity-split-{lang}.png"))
+    page.close()
