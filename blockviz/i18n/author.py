@@ -28,16 +28,15 @@ STRINGS: dict[str, tuple[str, str]] = {
     "preview_none": ("No valid version yet: the preview appears once the scenario is valid.",
                      "还没有合法的版本：场景合法后这里会出现预览。"),
     "open_in_player": ("Open in the player", "在播放器中打开"),
+    "open_in_player_stale": ("The preview shows an earlier text: once the text in the editor runs, "
+                             "it opens in the player.",
+                             "预览显示的是之前的文本：编辑器里的文本运行成功后，才能在播放器中打开它。"),
+    "preview_stale": ("This preview is of the last text that ran, not of the text in the editor: "
+                      "“Open in the player” waits until that text runs.",
+                      "这个预览来自上一次运行成功的文本，而不是编辑器里现在的文本：等现在的文本运行成功后，"
+                      "才能“在播放器中打开”。"),
     "open_in_player_help": ("Step through this scenario with every panel, step into events, self-check.",
                             "用完整的播放器逐步查看这个场景：所有面板、单步进入、自测。"),
-    "preview_too_big": ("The preview runs scenarios whose KV tensors fit in {limit} MiB; this one asks "
-                        "for {size:.0f} MiB. Set config.model: null (no payloads), or run it with the "
-                        "command line: download it (“Download .yaml” saves {file}) and run "
-                        "python -m blockviz play {file}",
-                        "预览只运行 KV 张量不超过 {limit} MiB 的场景；这个场景需要 {size:.0f} MiB。"
-                        "可以设置 config.model: null（不存 KV 数据），"
-                        "或者用命令行运行：先下载（“下载 .yaml”保存为 {file}），"
-                        "再运行 python -m blockviz play {file}"),
     "preview_slow": ("The preview stopped after {s} s at step {k} of {n}; run the whole scenario with the "
                      "command line: download it (“Download .yaml” saves {file}) and run "
                      "python -m blockviz play {file}",

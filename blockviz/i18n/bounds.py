@@ -60,4 +60,49 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "预览停在第 {k} 步（共 {n} 步）：应用里一个场景最多运行 {k} 步。完整运行请用命令行："
                        "先下载（“下载 .yaml”保存为 {file}），再运行 python -m blockviz play {file}"),
     "preview_step_limit": ("the app runs at most {k} steps of a scenario", "应用里最多运行场景的 {k} 步"),
+    # a session's preview run without its KV payloads (ui.data.preview_run)
+    "preview_no_payloads_size": (
+        "This preview runs without KV payloads: its KV store and the model's weights need {need}, and "
+        "the app's preview holds at most {limit} of tensors.",
+        "这个预览不带 KV 数据运行：它的 KV 存储和模型权重需要 {need}，"
+        "而应用的预览最多只能占用 {limit} 的张量。"),
+    "preview_no_payloads_bytes": (
+        "This preview runs without KV payloads: with them it passed the app's {limit} of tensors at "
+        "step {k} (the player keeps a copy of each step's written blocks).",
+        "这个预览不带 KV 数据运行：带着 KV 数据时，它在第 {k} 步超出了应用预览的 {limit} 张量上限"
+        "（播放器会为每一步写入的块保存一份副本）。"),
+    "preview_no_payloads_time": (
+        "This preview runs without KV payloads: computing them (the tiny model's forward passes) took "
+        "longer than the {s} s the preview gives them, at step {k}.",
+        "这个预览不带 KV 数据运行：计算 KV 数据（小模型的前向计算）超出了预览给它的 {s} 秒，停在第 {k} 步。"),
+    "preview_no_payloads_same": (
+        "The blocks are managed exactly as with payloads; only what a request generates comes from "
+        "the seeded stream that model: null uses instead of the tiny model, so generated blocks may "
+        "hash differently. To see the payloads, set a smaller model (or fewer blocks), or run it "
+        "with the command line: python -m blockviz play {file}",
+        "块的管理和带 KV 数据时完全一样；只是请求生成的 token 来自 model: null 时使用的带种子随机序列，"
+        "而不是小模型，所以生成出来的块的哈希可能不同。要看 KV 数据，请换一个更小的模型（或减少块数），"
+        "或者用命令行运行：python -m blockviz play {file}"),
+    # what to change when even that cannot run whole in the app
+    "preview_lighter_time": (
+        "To preview it whole here, make it lighter: fewer steps, shorter prompts or fewer decode "
+        "iterations (a preview runs at most {s} s).",
+        "要在这里完整预览，请把它变轻一些：少一些步骤、短一些的提示词或少一些解码迭代"
+        "（预览最多运行 {s} 秒）。"),
+    "preview_lighter_tokens": (
+        "To preview it whole here, compute fewer tokens: fewer or shorter prompts, fewer decode "
+        "iterations (a preview computes at most {n} tokens).",
+        "要在这里完整预览，请少计算一些 token：少一些或短一些的提示词、少一些解码迭代"
+        "（预览最多计算 {n} 个 token）。"),
+    "preview_lighter_engine_steps": (
+        "To preview it whole here, run fewer engine steps: fewer decode or step iterations (a "
+        "preview runs at most {n} engine steps).",
+        "要在这里完整预览，请少运行一些引擎步：少一些 decode 或 step 迭代（预览最多运行 {n} 个引擎步）。"),
+    "preview_lighter_bytes": (
+        "To preview it whole here, hold fewer tensors: set model: null, a smaller model, fewer "
+        "blocks or fewer checkpoints (a preview holds at most {limit}).",
+        "要在这里完整预览，请少占用一些张量：设置 model: null、换更小的模型、减少块数或检查点"
+        "（预览最多占用 {limit}）。"),
+    "preview_lighter_steps": ("To preview it whole here, split it into scenarios of at most {k} steps.",
+                              "要在这里完整预览，请把它拆成每个最多 {k} 步的场景。"),
 }

@@ -20,6 +20,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "config_line": ("{blocks} blocks × {size} tokens · {hash}",
                     "{blocks} 个块 × 每块 {size} 个 token · {hash}"),
     "no_payload_config": ("no KV payloads (model: null)", "无 KV 数据（model: null）"),
+    "no_payload_preview": ("no KV payloads in this preview (too big for the app: see “KV payload”)",
+                           "这个预览不带 KV 数据（对应用来说太大：见“KV 数据”）"),
     "keys_hint": ("Keys: ← → step · Space play/pause · Home / End",
                   "按键：← → 单步 · 空格 播放/暂停 · Home / End"),
     # controls

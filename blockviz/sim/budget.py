@@ -49,7 +49,12 @@ PREVIEW_BUDGET = Budget(tokens=2_000_000, engine_steps=200_000, tensor_bytes=512
 
 
 class BudgetExceeded(Exception):
-    """The run used up a dimension of its budget (the run stops at this step)."""
+    """The run used up a dimension of its budget (the run stops at this step): ``kind`` names it
+    ("time", "engine_steps", "tokens" or "bytes")."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def mib(n: int | float) -> str:
@@ -63,6 +68,29 @@ WHAT = ("the model's weights and the KV store", "this forward pass", "this check
 
 def _now() -> float:
     return time.monotonic()
+
+
+def store_bytes(config: Config) -> int:
+    """The tensors a run with payloads holds from its start: the paged KV store and the tiny
+    model's weights (0 without a model)."""
+    m = config.model
+    if m is None:
+        return 0
+    from blockviz.kv.model import weight_bytes
+    return config.kv_store_bytes + weight_bytes(m.num_layers, m.num_kv_heads, m.head_dim)
+
+
+def tier_bytes(config: Config) -> int:
+    """The external tier's pool of a run with payloads (0 without a model or a connector)."""
+    m, c = config.model, config.connector
+    return 0 if m is None or c is None else c.num_blocks * m.bytes_per_block(config.block_size)
+
+
+def fixed_bytes(config: Config) -> int:
+    """Every tensor a run with payloads holds for its whole length, known before it starts (what
+    :meth:`Meter.before_tensors` asks for): beyond it, a run holds only what its steps make
+    (checkpoints, the player's payload copies)."""
+    return store_bytes(config) + tier_bytes(config)
 
 
 class Meter:
@@ -79,12 +107,17 @@ class Meter:
         self.history_bytes = 0
         self.held: list[Callable[[], int]] = []
         self.watch: Callable[[Meter], None] | None = None   # after each engine step (progress)
+        self.exceeded: str | None = None     # the kind of the BudgetExceeded raised, if one was
+
+    def _refuse(self, kind: str, message: str) -> BudgetExceeded:
+        self.exceeded = kind
+        return BudgetExceeded(message, kind)
 
     # -- time -----------------------------------------------------------------------------
     def tick(self) -> None:
         s = self.budget.seconds
         if s is not None and self.clock() - self.start > s:
-            raise BudgetExceeded(f"the run's time budget of {s:g} s ran out during this step")
+            raise self._refuse("time", f"the run's time budget of {s:g} s ran out during this step")
 
     # -- work -----------------------------------------------------------------------------
     def engine_step(self, num_tokens: int) -> None:
@@ -93,7 +126,8 @@ class Meter:
         b = self.budget
         self.engine_steps += 1
         if b.engine_steps is not None and self.engine_steps > b.engine_steps:
-            raise BudgetExceeded(f"the run's budget of {b.engine_steps:,} engine steps is used up")
+            raise self._refuse("engine_steps", f"the run's budget of {b.engine_steps:,} engine steps is "
+                                               f"used up")
         self.compute(num_tokens)
         if self.watch is not None:
             self.watch(self)
@@ -102,8 +136,9 @@ class Meter:
         """Before the model computes ``num_tokens`` more tokens."""
         b = self.budget
         if b.tokens is not None and self.tokens + num_tokens > b.tokens:
-            raise BudgetExceeded(f"the run's budget of {b.tokens:,} computed tokens is used up "
-                                 f"({self.tokens:,} so far, this step asks for {num_tokens:,} more)")
+            raise self._refuse("tokens", f"the run's budget of {b.tokens:,} computed tokens is used up "
+                                         f"({self.tokens:,} so far, this step asks for {num_tokens:,} "
+                                         f"more)")
         self.tokens += num_tokens
 
     # -- bytes ----------------------------------------------------------------------------
@@ -117,9 +152,9 @@ class Meter:
             return
         used = self.in_use()
         if used + nbytes > limit:
-            raise BudgetExceeded(f"{what} needs {mib(nbytes)} of tensors; with {mib(used)} "
-                                 f"already held that is more than the run's budget of "
-                                 f"{mib(limit)}")
+            raise self._refuse("bytes", f"{what} needs {mib(nbytes)} of tensors; with {mib(used)} "
+                                        f"already held that is more than the run's budget of "
+                                        f"{mib(limit)}")
 
     def fix(self, nbytes: int, what: str) -> None:
         """Tensors held for the whole run (the store, the weights)."""
@@ -135,15 +170,11 @@ class Meter:
     def before_tensors(self, config: Config, payloads: bool) -> None:
         """Before the engine allocates its tensors, held for the whole run: the paged store and
         the model's weights, then the CPU tier's pool (all only with payloads)."""
-        m = config.model
-        if not payloads or m is None:
+        if not payloads or config.model is None:
             return
-        from blockviz.kv.model import weight_bytes
-        self.fix(config.kv_store_bytes + weight_bytes(m.num_layers, m.num_kv_heads, m.head_dim),
-                 "the model's weights and the KV store")
+        self.fix(store_bytes(config), "the model's weights and the KV store")
         if config.connector is not None:
-            self.fix(config.connector.num_blocks * m.bytes_per_block(config.block_size),
-                     "the external tier")
+            self.fix(tier_bytes(config), "the external tier")
 
     def attach(self, engine) -> None:
         """The engine's state exists: every forward pass is metered (when the budget bounds

@@ -136,9 +136,16 @@ def _undo() -> None:
         _set_text(prev, None, undo=False)
 
 
+def _previewed(ss) -> tuple | None:
+    """(text, run, outcome) of the preview when it is the editor's text, else None: the preview
+    may still show the last text that ran (while the text is invalid, or did not run)."""
+    good = ss.get(session.AUTHOR_GOOD)
+    return good if good is not None and good[0] == ss.get(session.AUTHOR_TEXT) else None
+
+
 def _open_in_player() -> None:
     ss = st.session_state
-    good = ss.get(session.AUTHOR_GOOD)
+    good = _previewed(ss)         # never the last text that ran instead of the one on screen
     if good is not None:
         ss[session.FORK] = None
         session.use_user_run(ss, good[1], int(ss.get(session.AUTHOR_STEP) or 0))
@@ -276,6 +283,12 @@ def _status(err, outcome, lang: str) -> None:
     if run.stopped is not None:
         k, n = run.stopped
         st.html(warn_html(t("preview_capped", lang, k=k, n=n, file=file)))
+    notes = session.payload_notices(run)
+    lighter = session.lighter_notice(run)
+    if lighter is not None:
+        notes.append(lighter)
+    if notes:                 # without payloads, and why; what to change when it still stopped
+        st.html(warn_html(" ".join(t(k, lang, **f) for k, f in notes)))
 
 
 def _preview_panel(lang: str) -> None:
@@ -285,10 +298,13 @@ def _preview_panel(lang: str) -> None:
         st.info(t("preview_none", lang))
         return
     run = good[1]
+    current = _previewed(ss) is not None
     if st.button(t("open_in_player", lang), key="b_open_player", type="primary",
-                 icon=":material/play_arrow:", on_click=_open_in_player,
-                 help=t("open_in_player_help", lang)):
+                 icon=":material/play_arrow:", on_click=_open_in_player, disabled=not current,
+                 help=t("open_in_player_help" if current else "open_in_player_stale", lang)) and current:
         go_to_player()
+    if not current:               # the preview is of another text than the editor's
+        st.caption(t("preview_stale", lang))
     step = max(0, min(int(ss.get(session.AUTHOR_STEP) or 0), run.last))
     ss[session.AUTHOR_STEP] = step
     # the player's board: the same panels, stepped in the browser; it tells us its step

@@ -51,6 +51,10 @@ class PlayerRun:
     tolerance: float
     stopped: tuple[int, int] | None = None   # (steps run, steps in all) when a step limit ended it
     steps_in_all: int | None = None          # the scenario's steps, when ``scenario`` keeps only those run
+    # (i18n key, fields): why this run has no KV payloads although its config has a model (a
+    # preview whose payloads did not fit its budget: ``preview_run``)
+    payloads_off: tuple[str, dict] | None = None
+    exceeded: str | None = None              # the dimension of its budget it stopped on (sim.budget)
 
     @property
     def total_steps(self) -> int:
@@ -76,7 +80,7 @@ class PlayerRun:
 
     @property
     def has_payload(self) -> bool:
-        return self.scenario.config.model is not None
+        return self.scenario.config.model is not None and self.payloads_off is None
 
     @property
     def has_external(self) -> bool:
@@ -113,10 +117,11 @@ def builtin_index() -> BuiltinIndex:
 
 
 def make_run(key: str, loaded, *, max_steps: int | None = None, budget=RUN_BUDGET,
-             on_step=None) -> PlayerRun:
+             on_step=None, payloads: bool = True) -> PlayerRun:
     """Run a loaded scenario to the end (or its first disallowed event, or the step that passes
     ``budget``: ``sim.budget``) and keep the timeline. With ``max_steps``, the run ends after that
-    many steps (``stopped`` says where). ``on_step(k)`` is called after each step k."""
+    many steps (``stopped`` says where). ``on_step(k)`` is called after each step k. ``payloads``
+    off: no KV tensors, even with a model."""
     from blockviz.kv import tolerance
     from blockviz.sim.runner import Stop, run
     stopped: list[tuple[int, int]] = []
@@ -127,13 +132,14 @@ def make_run(key: str, loaded, *, max_steps: int | None = None, budget=RUN_BUDGE
         if max_steps is not None and max_steps <= done < total:
             stopped.append((done, total))
             raise Stop
-    engine, timeline = run(loaded, progress=progress, budget=budget)
+    engine, timeline = run(loaded, progress=progress, budget=budget, payloads=payloads)
     device = timeline.payload_device or "cpu"
     kinds = tuple(step_kinds(timeline.step_ops(i)) for i in range(len(timeline)))
     series = metrics_series([timeline.step_stats(i) for i in range(len(timeline))],
                             has_external=loaded.scenario.config.connector is not None)
     return PlayerRun(key, loaded.scenario, timeline, HashLabels.for_timeline(timeline), kinds, series,
-                     tolerance(device), stopped[0] if stopped else None)
+                     tolerance(device), stopped[0] if stopped else None,
+                     exceeded=engine.meter.exceeded)
 
 
 @st.cache_resource(show_spinner="Running the scenario…", max_entries=64)
@@ -150,13 +156,45 @@ def builtin_run(sid: str) -> PlayerRun:
 # They run in a worker process (ui.worker) within PREVIEW_BUDGET (sim.budget), and keep at most
 # PREVIEW_MAX_STEPS steps: what comes back to the server (pickled) stays a few MB, whatever the
 # text asks for (an 80,000-step link is 2.6 KB).
-PREVIEW_MAX_KV_BYTES = 256 << 20
 PREVIEW_MAX_STEPS = 5_000
 
 
-def preview_refusal(loaded) -> tuple[str, dict] | None:
-    """(i18n key, fields) when a session's scenario is too big to run in the app."""
-    size = loaded.scenario.config.kv_store_bytes
-    if size > PREVIEW_MAX_KV_BYTES:
-        return "preview_too_big", {"limit": PREVIEW_MAX_KV_BYTES >> 20, "size": size / 2**20}
-    return None
+def preview_run(key: str, loaded, *, budget=PREVIEW_BUDGET, max_steps: int | None = PREVIEW_MAX_STEPS,
+                on_step=None) -> PlayerRun:
+    """A session's scenario, run as the app's preview can afford (in a worker): with its KV
+    payloads when they fit ``budget``, else without them, saying why (``payloads_off``).
+
+    * Its store, weights and external tier (:func:`sim.budget.fixed_bytes`, known before it
+      starts) over the budget's bytes: it runs without payloads at once.
+    * Else it runs with them on half the time left; should it pass the budget's bytes (the
+      player's payload copies, a checkpoint) or that time (the tiny model's forward passes are
+      most of a big run's time), it runs again without payloads on the time that is left.
+    A run without payloads manages its blocks the same way; what a request generates is drawn
+    from the seeded stream that ``model: null`` uses instead of the tiny model."""
+    from dataclasses import replace
+
+    from blockviz.sim import budget as B
+    cfg = loaded.scenario.config
+    if cfg.model is None:
+        return make_run(key, loaded, budget=budget, max_steps=max_steps, on_step=on_step)
+    need, limit = B.fixed_bytes(cfg), budget.tensor_bytes
+    if limit is not None and need > limit:
+        run = make_run(key, loaded, budget=budget, max_steps=max_steps, on_step=on_step, payloads=False)
+        return replace(run, payloads_off=("preview_no_payloads_size", {"need": B.mib(need),
+                                                                       "limit": B.mib(limit)}))
+    start = B._now()                 # (in a worker: its start, the reading of the text included)
+
+    def left() -> float | None:
+        return None if budget.seconds is None else max(0.0, budget.seconds - (B._now() - start))
+    first = left()
+    run = make_run(key, loaded, budget=replace(budget, seconds=None if first is None else first / 2),
+                   max_steps=max_steps, on_step=on_step)
+    why = run.exceeded
+    if why not in ("bytes", "time"):
+        return run
+    k = run.timeline.error_step
+    del run                          # its tensors go before the second run makes none
+    again = make_run(key, loaded, budget=replace(budget, seconds=left()), max_steps=max_steps,
+                     on_step=on_step, payloads=False)
+    fields = {"k": k, "limit": B.mib(limit or 0), "s": f"{(first or 0) / 2:.0f}"}
+    return replace(again, payloads_off=(f"preview_no_payloads_{why}", fields))

@@ -254,6 +254,8 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
                 t("free_order_" + cfg.free_order, lang)]
         if cfg.model is None:
             info.append(t("no_payload_config", lang))
+        elif not run.has_payload:             # a preview whose payloads did not fit the app
+            info.append(t("no_payload_preview", lang))
         summary = run.scenario.summary.get(lang) if run.scenario.summary else ""
         about = f'<div class="bv-small" style="margin-top:.4em">{theme.esc(summary)}</div>' if summary else ""
         st.html('<div class="bv"><div class="bv-small">' + "<br>".join(theme.esc(x) for x in info)
@@ -271,7 +273,9 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
 def _payload(run: data.PlayerRun, cursor: int, lang: str) -> None:
     ss = st.session_state
     if not run.has_payload:
-        st.info(t("no_payload_model", lang))
+        notes = session.payload_notices(run)
+        st.info(" ".join(t(k, lang, **md_fields(f, lang)) for k, f in notes) if notes
+                else t("no_payload_model", lang))
         return
     ops = run.timeline.step_ops(cursor)
     written = written_blocks(ops)

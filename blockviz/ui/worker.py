@@ -37,6 +37,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from blockviz.core.block import KVCacheBlock
 from blockviz.scenario import ScenarioError
 from blockviz.sim.budget import Budget, mib
 from blockviz.ui import state as session
@@ -73,7 +74,20 @@ class _Pickler(pickle.Pickler):
             return threading.Lock, ()
         if isinstance(obj, ScenarioError):   # a timeline's error, a link's: its own fields, not args
             return _rebuild_error, (type(obj), dict(obj.__dict__))
+        if isinstance(obj, KVCacheBlock):
+            # A request's block table holds the engine's blocks, and a free block links its queue
+            # neighbours: pickled as they are, a queue of thousands of blocks is a chain pickle
+            # walks by recursion (RecursionError past ~1,000). The server reads a block's id, never
+            # its links (the timeline replays the queue itself), so they stay behind.
+            return _rebuild_block, (obj.block_id, obj.ref_cnt, obj.block_hash, obj.is_null)
         return NotImplemented
+
+
+def _rebuild_block(block_id: int, ref_cnt: int, block_hash: bytes | None, is_null: bool) -> KVCacheBlock:
+    """A block as a worker's run left it, less its free-queue links."""
+    b = KVCacheBlock(block_id)
+    b.ref_cnt, b.block_hash, b.is_null = ref_cnt, block_hash, is_null
+    return b
 
 
 def _rebuild_error(cls, fields: dict) -> ScenarioError:
@@ -329,23 +343,23 @@ def _preview_child(conn, at, key: str, source: Source, budget: Budget, margin: i
             return
         s = loaded.scenario
         out.summary = Summary(s.id, s.title, len(s.steps), s.config.num_blocks, s.config.block_size)
-        out.refusal = data.preview_refusal(loaded)
-        if out.refusal is None:
-            conn.send(("located", _step_lines(loaded)))
-            at[PHASE] = RUNNING
+        conn.send(("located", _step_lines(loaded)))
+        at[PHASE] = RUNNING
 
-            def where(done: int) -> None:      # the step now running, for a stop from outside
-                at[DONE] = done
-            out.run = _kept(data.make_run(key, loaded, budget=budget, on_step=where, max_steps=max_steps))
+        def where(done: int) -> None:          # the step now running, for a stop from outside
+            at[DONE] = done
+        out.run = _kept(data.preview_run(key, loaded, budget=budget, on_step=where, max_steps=max_steps))
         conn.send(("done", dumps(out)))
     except ScenarioError as e:        # e.g. the config alone is over the budget
         conn.send(("error", (e.file, e.line, e.col, e.path, e.message)))
     except MemoryError:
         conn.send(("memory", None))
     except RuntimeError as e:
-        if "allocate" not in str(e):       # torch's allocator, at the process's memory cap
-            raise
-        conn.send(("memory", None))
+        if "allocate" in str(e):           # torch's allocator, at the process's memory cap
+            conn.send(("memory", None))
+        else:                              # a bug (a RecursionError too): said as one, not as memory
+            log.exception("preview worker failed")
+            conn.send(("crash", type(e).__name__))
     except BrokenPipeError:                # the server is gone: nothing to tell
         pass
     except Exception as e:  # a bug: the session gets a message, the log gets the traceback

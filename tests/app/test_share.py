@@ -102,11 +102,12 @@ def test_a_run_cut_short_says_so_on_every_step(page):
     assert any("提前停止" in w and "第 4 步" in w for w in p.warnings())
 
 
-def test_a_preview_refused_for_its_size_names_the_file_to_download(page):
+def test_a_preview_whose_payloads_do_not_fit_names_the_command_that_shows_them(page):
     big = STARTER.replace("  free_order: split", "  free_order: split\n  model: {num_layers: 4, "
                           "num_kv_heads: 8, head_dim: 64}").replace("num_blocks: 4 ", "num_blocks: 512")
     big = big.replace("block_size: 4", "block_size: 64")
     p = author(page)
     edit(p, big)
     html = p.html()
+    assert "This preview runs without KV payloads" in html and p.header() == "step 4 of 4"
     assert "python -m blockviz play my-scenario.yaml" in html and "FILE" not in html

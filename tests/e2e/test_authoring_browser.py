@@ -166,3 +166,20 @@ def test_a_fork_link_and_a_share_link_open_at_step_0_in_a_fresh_browser(browser,
     src = re.search(r'src="([^"]+)"', embed).group(1).replace("&amp;", "&")
     _fresh(browser, share_link, "step 0 of 3")          # ... the link and the embed open at 0
     _fresh(browser, src, "step 0 of 3")
+
+
+def test_a_4096_block_scenario_previews_and_opens_in_the_player(browser, server):
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "render" / "scenarios" / "big-pool.yaml").read_text()
+    page = open_author(browser, server)
+    write(page, text)
+    page.get_by_text("Valid: “A big pool”, 25 steps, 4095 blocks × 16 tokens.").wait_for(timeout=60_000)
+    wait_header(page, "step 25 of 25")
+    assert page.locator(f"{BOARD} canvas.bvb-cv").count() == 1          # the dense view
+    assert page.locator(".bv-errbox").count() == 0 and page.locator(NO_ERROR).count() == 0
+    click_key(page, "b_open_player")
+    page.wait_for_selector(".st-key-w_author_text", state="detached", timeout=30_000)
+    wait_header(page, "step 25 of 25")
+    act(page, "first")
+    wait_header(page, "step 0 of 25")
+    page.close()
