@@ -198,6 +198,15 @@ _rule(r"a connector with kv_cache_groups is not modelled: blockviz runs vLLM's O
       r"for one full-attention group only \(drop kv_cache_groups, or the connector\)",
       "connector 与 kv_cache_groups 不能同时使用：blockviz 只为单个全注意力组运行 vLLM 的 "
       "OffloadingConnector（请去掉 kv_cache_groups，或去掉 connector）")
+_rule(r"reset_connector with a KV connector is not modelled: blockviz runs vLLM's OffloadingConnector "
+      r"without its reset_cache \(drop reset_connector, or the connector\)",
+      "reset_connector 与 KV connector 不能同时使用：blockviz 运行的 vLLM OffloadingConnector 没有 "
+      "reset_cache（请去掉 reset_connector，或去掉 connector）")
+_rule(r"Failed to reset KV cache even when all the running requests are preempted and moved to the "
+      r"waiting queue\. This is likely due to the presence of running requests waiting for remote KV "
+      r"transfer, which is not supported yet\.",
+      "即使抢占了所有运行中的请求并把它们移回等待队列，KV 缓存仍然无法重置（vLLM 的原话）。这多半是因为"
+      "还有请求在等待远端 KV 传输，vLLM 目前还不支持这种情况。")
 # -- config.kv_cache_groups and prefix_cache_retention_interval (hybrid models) -----------------
 _rule(r"a (?P<t>\w+) group has no field '(?P<f>\w+)'", "{t} 类型的组没有字段 '{f}'")
 _rule(r"a (?P<t>\w+) group needs `(?P<f>\w+):` \(tokens, at least 1\)",

@@ -48,6 +48,17 @@ CASES = {
     "used before arrival": S + "  - finish: Z\n",
     "abort before arrival": S + "  - abort: Z\n",
     "abort bare": S + "  - abort\n",
+    "reset_connector with a connector": H + "config: {num_blocks: 6, block_size: 4, model: null, "
+                                        "connector: {num_blocks: 4}}\nsteps:\n"
+                                        "  - reset_prefix_cache: {reset_connector: true}\n",
+    "a forced reset while a load holds blocks": H + "config: {num_blocks: 6, block_size: 4, "
+        "model: null, connector: {num_blocks: 8, load_delay: 3}}\nsteps:\n"
+        "  - arrive: {id: A, prompt: [1, 2, 3, 4, 5, 6, 7, 8, 9], max_tokens: 1}\n"
+        "  - step: 2\n  - arrive: {id: B, prompt: [{random: 20}], max_tokens: 1}\n"
+        "  - step: 2\n  - arrive: {id: C, prompt: [1, 2, 3, 4, 5, 6, 7, 8, 10], max_tokens: 1}\n"
+        "  - reset_prefix_cache: {reset_running_requests: true}\n",
+    "watermark out of range": cfg("scheduler: {watermark: 1.5}"),
+    "unknown policy": cfg("scheduler: {policy: lifo}"),
     "duplicate request": S + A + A,
     "admit false": S + "  - admit: false\n",
     "unknown checkpoint": S + "  - rewind: nowhere\n",
