@@ -207,7 +207,9 @@ class BlockPool:
         return 1.0 - self.get_num_free_blocks() / total if total else 0.0
 
     def is_block_writable(self, block: KVCacheBlock) -> bool:
-        """Only a block held by one table and not (yet) shared through the cache may change."""
+        """vLLM's check: a block held by one table and not (yet) shared through the cache. In 0.33
+        only its Mamba code calls it; full attention shares blocks safely because a slot is
+        written once, at its token's position, never again."""
         return not block.is_null and block.ref_cnt == 1 and block.block_hash is None
 
     # -- allocation -----------------------------------------------------------------------

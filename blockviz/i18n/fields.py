@@ -106,7 +106,10 @@ STRINGS: dict[str, tuple[str, str]] = {
     "fd_arrive_id": ("the request's name (A, B, …)", "请求的名字（A、B……）"),
     "fd_arrive_prompt": ("token ids, words, or parts: tokens, text, same_as, random",
                          "token id、文字，或者片段：tokens、text、same_as、random"),
-    "fd_arrive_max_tokens": ("finishes after this many output tokens", "输出这么多 token 后结束"),
+    "fd_arrive_max_tokens": ("finishes after this many output tokens; unset, until max_model_len, as "
+                             "vLLM's OpenAI server sets it (SamplingParams' own default is 16)",
+                             "输出这么多 token 后结束；不写时一直到 max_model_len，与 vLLM 的 OpenAI "
+                             "服务一致（SamplingParams 自己的默认值是 16）"),
     "fd_arrive_output": ("scripted output tokens instead of the model's argmax",
                          "指定的输出 token（代替模型的 argmax）"),
     "fd_arrive_lora": ("a LoRA adapter's name: it changes the blocks' hashes",
