@@ -93,6 +93,7 @@ def test_the_report_is_the_replays_and_mins_at_its_sizes(tmp_path):
         for p in rep["points"]:
             n = p.pop("pool_blocks")
             assert p.pop("optimal_hits") == best[n]
+            assert sum(p.pop("split").values()) == p["queries"]   # where its prompt tokens went
             assert {"pool_blocks": n, **p} == replay_sequence(t, block_size=128, pool_blocks=n,
                                                               free_order=order)
     assert r["optimal_skipped"] is None
