@@ -391,7 +391,7 @@ def cmd_capacity(args) -> int:
     bpt, source = None, None
     if args.model:
         shape = KV_PRESETS[args.model]
-        bpt, source = shape.bytes_per_token, f"{args.model}: {shape.describe()}"
+        bpt, source = shape.bytes_per_token, f"{args.model}: {shape.describe(args.lang)}"
     elif args.kv_bytes_per_token:
         bpt, source = args.kv_bytes_per_token, "--kv-bytes-per-token"
     files = [tr for tr in args.traces for _ in args.free_order]

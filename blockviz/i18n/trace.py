@@ -125,6 +125,21 @@ STRINGS: dict[str, tuple[str, str]] = {
                         "每个计算的提示词 token {step_prefill_token_s:g} 秒 + 每个解码请求 "
                         "{step_decode_seq_s:g} 秒（模拟时间）"),
     "trace_tbl_kv": ("KV cache: {bytes} per token ({source})", "KV 缓存：每个 token {bytes}（{source}）"),
+    # a model preset's KV cache in words (sim.capacity.KVShape.describe)
+    "kv_per_layer": ("{heads} KV heads × head dim {dim} × 2 (K, V) × {bytes} bytes",
+                     "{heads} 个 KV 头 × 头维度 {dim} × 2（K、V）× {bytes} 字节"),
+    "kv_dense": ("{layers} layers × {per}", "{layers} 层 × {per}"),
+    "kv_hybrid": ("{layers} layers = {kinds}; vLLM's KV-cache groups of {size} layers: {groups}{pad}; a "
+                  "pool slot = {size} layers × {per}",
+                  "{layers} 层 = {kinds}；vLLM 的 KV 缓存组每组 {size} 层：{groups}{pad}；块池的一个槽位 = "
+                  "{size} 层 × {per}"),
+    "kv_kind_full_attention": ("{n} full attention", "{n} 层全注意力"),
+    "kv_kind_sliding_window": ("{n} sliding window ({size})", "{n} 层滑动窗口（{size}）"),
+    "kv_kind_chunked_local_attention": ("{n} chunked local ({size})", "{n} 层分块局部注意力（{size}）"),
+    "kv_groups_full_attention": ("{n} × full attention", "{n} 个全注意力组"),
+    "kv_groups_sliding_window": ("{n} × sliding window", "{n} 个滑动窗口组"),
+    "kv_groups_chunked_local_attention": ("{n} × chunked local", "{n} 个分块局部注意力组"),
+    "kv_padding": (", {n} padding layers", "，{n} 个填充层"),
     "trace_tbl_kv_groups": ("KV cache: {bytes} per token in each KV-cache group that keeps it ({source}); "
                             "the replay runs these groups",
                             "KV 缓存：保留这个 token 的每个 KV 缓存组里每个 token {bytes}（{source}）；"

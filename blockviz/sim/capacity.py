@@ -870,27 +870,26 @@ class KVShape:
                 blocks += whole
         return blocks * block_size * self.bytes_per_token
 
-    def describe(self) -> str:
-        per = (f"{self.kv_heads} KV heads × head dim {self.head_dim} × 2 (K, V) × "
-               f"{self.dtype_bytes} bytes")
+    def describe(self, lang: str = "en") -> str:
+        """The shape in words: a dense model's product; a hybrid model's layer mix, vLLM's groups
+        and what a pool slot holds."""
+        from blockviz.i18n import t
+        per = t("kv_per_layer", lang, heads=self.kv_heads, dim=self.head_dim, bytes=self.dtype_bytes)
         if not self.hybrid:
-            return f"{self.layers} layers × {per}"
-        kinds = " + ".join(f"{k.layers} {_KIND_WORDS[k.type]}" + (f" ({k.size:,})" if k.size else "")
+            return t("kv_dense", lang, layers=self.layers, per=per)
+        kinds = " + ".join(t(f"kv_kind_{k.type}", lang, n=k.layers, size=f"{k.size:,}" if k.size else "")
                            for k in self.mix)
-        groups = ", ".join(f"{n} × {_KIND_WORDS[t]}" for t, n in self._group_counts())
-        pad = f", {self.padding_layers} padding layers" if self.padding_layers else ""
-        return (f"{self.layers} layers = {kinds}; vLLM's KV-cache groups of {self.group_size} "
-                f"layers: {groups}{pad}; a pool slot = {self.group_size} layers × {per}")
+        groups = ("、" if lang == "zh" else ", ").join(t(f"kv_groups_{kind}", lang, n=n)
+                                                       for kind, n in self._group_counts())
+        pad = t("kv_padding", lang, n=self.padding_layers) if self.padding_layers else ""
+        return t("kv_hybrid", lang, layers=self.layers, kinds=kinds, size=self.group_size,
+                 groups=groups, pad=pad, per=per)
 
     def _group_counts(self) -> list[tuple[str, int]]:
         out: dict[str, int] = {}
         for g in self.kv_cache_groups:
             out[g.type] = out.get(g.type, 0) + 1
         return list(out.items())
-
-
-_KIND_WORDS = {"full_attention": "full attention", "sliding_window": "sliding window",
-               "chunked_local_attention": "chunked local"}
 
 
 def _mix(*kinds: tuple) -> tuple[LayerKind, ...]:
