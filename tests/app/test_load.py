@@ -29,15 +29,9 @@ pytestmark = pytest.mark.slow
 
 N_SESSIONS, CLICKS, PAUSE_S = 3, 8, 1.0
 
-HOSTILE = """\
-id: hostile
-title: hostile
-config: {num_blocks: 1000, block_size: 16}
-steps:
-  - arrive: {id: A, prompt: [{random: 12000}], max_tokens: 20000}
-  - decode: {steps: 9000}
-  - finish: A
-"""
+HOSTILE = ("id: hostile\ntitle: hostile\nconfig: {num_blocks: 4000, block_size: 16, model: null}\nsteps:\n"
+           "  - arrive: {id: A, prompt: [{random: 12000}], max_tokens: 1000000}\n"
+           + "  - decode: {steps: 10000}\n" * 8 + "  - finish: A\n")   # ~50 CPU-s of engine steps, no payloads
 
 
 def step_through(port: int, seen: list, until: threading.Event, counted: list) -> None:
@@ -115,9 +109,9 @@ def test_sessions_see_their_own_steps_and_previews_stay_within_the_cap():
     busy = [b for b in boxes if "the server is busy" in b]
     ran = [b for b in boxes if "the server is busy" not in b]
     assert len(boxes) == MAX_PREVIEWS + 1 and len(busy) >= 1 and ran
-    for box in ran:             # stopped by the budget inside a located step (the prefill's or the decode's)
+    for box in ran:             # stopped by the budget inside a located step (the prefill's or a decode's)
         m = re.search(r"Valid, but the run stops at step (\d)", box)
-        assert m and m.group(1) in "12" and f'data-line="{4 + int(m.group(1))}"' in box, box[-3000:]
+        assert m and f'data-line="{4 + int(m.group(1))}"' in box, box[-3000:]
         assert "the run&#x27;s time budget of 20 s ran out during this step" in box
     per_step = cpu / len(steps)
     print(f"{len(steps)} steps, server CPU {cpu:.2f} s in all ({per_step * 1000:.0f} ms a step, "

@@ -17,8 +17,9 @@ from .test_browser import IDLE, NO_ERROR
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-WORDS = {"en": ("Real traffic: a trace", "20,000 requests", "Replaying 24 runs in a worker process"),
-         "zh": ("真实流量：trace", "20,000 个请求", "正在工作进程中回放 24 轮")}
+# sequence mode's sweep is the one-pass curve (sim/curve.py): its progress names the pass
+WORDS = {"en": ("Real traffic: a trace", "20,000 requests", "One pass over the trace ("),
+         "zh": ("真实流量：trace", "20,000 个请求", "对 trace 读一遍（")}
 
 
 def _traces(tmp: Path) -> list[Path]:
