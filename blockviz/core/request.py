@@ -29,6 +29,16 @@ class RequestStatus(enum.StrEnum):
 FINISH_LENGTH = "length"
 FINISH_STOP = "stop"
 FINISH_ABORT = "abort"
+# vLLM's finished status for each finish reason
+FINISHED_STATUS = {FINISH_STOP: "FINISHED_STOPPED", FINISH_LENGTH: "FINISHED_LENGTH_CAPPED",
+                   FINISH_ABORT: "FINISHED_ABORTED"}
+
+
+def vllm_status(status: str, finish_reason: str | None) -> str:
+    """vLLM's ``RequestStatus`` name of a request (``RUNNING``, ``FINISHED_STOPPED``)."""
+    if status == RequestStatus.FINISHED:
+        return FINISHED_STATUS.get(finish_reason or FINISH_ABORT, "FINISHED_ABORTED")
+    return status.upper()
 
 
 class Request:

@@ -34,9 +34,15 @@ def next_marks(state) -> tuple[int | None, int | None]:
     return head, prefix
 
 
-def legend_html(lang: str) -> str:
-    spans = "".join(f'<span><i class="bv-sw {cls}"></i>{esc(t(key, lang))}</span>'
-                    for key, cls in BLOCK_LEGEND)
+def legend_html(lang: str, short: bool = False) -> str:
+    """The cards' colours and marks; ``short``: the null block's item in two words, the whole
+    explanation in its title (the board's one-line legend)."""
+    def item(key: str, cls: str) -> str:
+        if short and key == "null_block_long":
+            return (f'<span title="{esc(t(key, lang))}"><i class="bv-sw {cls}"></i>'
+                    f'{esc(t("null_block", lang))}</span>')
+        return f'<span><i class="bv-sw {cls}"></i>{esc(t(key, lang))}</span>'
+    spans = "".join(item(key, cls) for key, cls in BLOCK_LEGEND)
     return f'<div class="bv-legend">{spans}</div>'
 
 
@@ -53,7 +59,7 @@ def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang
     ref, h, toks = state.ref_cnt[i], state.block_hash[i], state.block_tokens[i]
     classes = ["bv-card", *BLOCK_KINDS[block_kind(i, ref, h)].classes]
     if i == 0:
-        body = (f'<div class="bv-top"><span class="bv-id">0</span></div>'
+        body = (f'<div class="bv-top"><span class="bv-id" data-bv="block-id">0</span></div>'
                 f'<div class="bv-ref">{esc(t("null_block", lang))}</div>')
         return f'<div class="{" ".join(classes)}" data-block="0">{body}</div>'
     if changed:
@@ -70,14 +76,16 @@ def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang
         tags.append(f'<span class="bv-evict-tag">{esc(t("next_evict_short", lang))}</span>')
     tag = f'<span class="bv-tags">{"".join(tags)}</span>' if tags else ""
     words = esc(token_text(toks, vocab, TOKENS_ON_CARD)) if toks else "&nbsp;"
+    # the count, and what it was before this step (``1→0``): one unit that never wraps
     if prev_ref is not None and prev_ref != ref:
-        count = f'<s class="bv-was">{prev_ref}</s>→<b class="bv-now">{ref}</b>'
+        count = f'<span class="bv-was">{prev_ref}</span>→<b class="bv-now">{ref}</b>'
     else:
         count = f"<b>{ref}</b>"
-    held = (f' <span class="bv-held" title="{esc(t("held_by", lang, ids=", ".join(held_by)))}">'
+    held = (f'<span class="bv-held" title="{esc(t("held_by", lang, ids=", ".join(held_by)))}">'
             f'{esc(" ".join(held_by))}</span>' if held_by else "")
-    body = (f'{tag}<div class="bv-top"><span class="bv-id">{i}</span>{hash_label}</div>'
-            f'<div class="bv-ref">ref_cnt {count}{held}</div>'
+    body = (f'{tag}<div class="bv-top"><span class="bv-id" data-bv="block-id">{i}</span>{hash_label}'
+            f'</div><div class="bv-ref"><span class="bv-refk">ref_cnt</span> '
+            f'<span class="bv-refn" data-bv="ref">{count}</span>{held}</div>'
             f'<div class="bv-tok" title="{esc(token_text(toks, vocab))}">{words}</div>'
             f'{_slots(len(toks), block_size)}')
     return f'<div class="{" ".join(classes)}" data-block="{i}">{body}</div>'

@@ -9,6 +9,7 @@
 
 const DEBOUNCE_MS = 250;
 const MOVE_MS = 420;
+const CARD_EM = 6.6;          // a block card's least width (its font's em): `ref_cnt 1→0` on one line
 const BOARDS = new WeakMap();
 const svg = (d) => `<svg viewBox="0 0 24 24" width="1.1em" height="1.1em" aria-hidden="true"><path d="${d}" fill="currentColor"/></svg>`;
 const ICONS = {
@@ -112,46 +113,53 @@ function create(parent, component) {
         <button type="button" data-act="last">${ICONS.last}</button>
       </div>
       <div class="bvb-head" data-bv="header"></div>
+      <div class="bvb-marks" data-bv="timeline" role="list"></div>
       <div class="bvb-tools">
+        <button type="button" data-act="why" class="bvb-whyb" aria-expanded="false"></button>
         <button type="button" data-act="into" class="bvb-into" aria-pressed="false"></button>
         <button type="button" data-act="lang" class="bvb-lang"></button>
       </div>
     </div>
-    <div class="bvb-marks" data-bv="timeline" role="list"></div>
-    <div class="bvb-say" data-bv="narration">
-      <div class="bvb-note"></div><div class="bvb-did"><div class="bvb-did-show"></div><div class="bvb-did-size"
-        aria-hidden="true" inert></div></div>
-    </div>
+    <div class="bvb-cap" data-bv="caption" aria-live="polite"></div>
     <div class="bvb-grid">
-      <div class="bvb-col">
+      <div class="bvb-col bvb-left">
         <section class="bvb-p bvb-blocks" data-bv="blocks"><div class="bvb-t" data-t="gpu_blocks"></div>
-          <div class="bvb-body"></div><div class="bvb-legend"></div></section>
-        <section class="bvb-p bvb-queue" data-bv="free-queue"><div class="bvb-t" data-t="free_queue"
-          data-hint="free_queue_hint"></div><div class="bvb-body"></div></section>
+          <div class="bvb-body"></div></section>
         <section class="bvb-p bvb-ext" data-bv="external" hidden><div class="bvb-t"
           data-t="external_tier"></div><div class="bvb-body"></div></section>
-      </div>
-      <div class="bvb-col">
-        <section class="bvb-p bvb-table" data-bv="hash-table"><div class="bvb-t" data-t="hash_table"></div>
-          <div class="bvb-body"></div></section>
         <section class="bvb-p bvb-reqs" data-bv="requests"><div class="bvb-t" data-t="requests"></div>
           <div class="bvb-body"></div></section>
       </div>
+      <div class="bvb-col bvb-right">
+        <section class="bvb-p bvb-ops" data-bv="ops"><div class="bvb-t" data-t="board_ops"><span
+          class="bvb-page" role="status"></span></div><div class="bvb-body"></div></section>
+        <section class="bvb-p bvb-table" data-bv="hash-table"><div class="bvb-t" data-t="hash_table"></div>
+          <div class="bvb-body"></div></section>
+      </div>
+      <section class="bvb-p bvb-queue" data-bv="free-queue"><div class="bvb-t" data-t="free_queue"
+        data-hint="free_queue_hint"></div><div class="bvb-body"></div></section>
+      <aside class="bvb-why" data-bv="why" hidden><div class="bvb-t"><span data-t="board_why_title"></span>
+        <button type="button" data-act="why" class="bvb-x" data-label="board_close">×</button></div>
+        <div class="bvb-body"></div><div class="bvb-why-legend"></div></aside>
     </div>
-    <div class="bvb-foot"><span class="bvb-keys"></span><span class="bvb-tip" role="status"></span></div>`;
+    <div class="bvb-foot"><div class="bvb-legend"></div><span class="bvb-keys"></span><span class="bvb-tip"
+      role="status"></span></div>`;
   parent.appendChild(root);
   const q = (s) => root.querySelector(s);
   const part = {
-    head: q('.bvb-head'), marks: q('.bvb-marks'), note: q('.bvb-note'), did: q('.bvb-did-show'),
-    didSize: q('.bvb-did-size'),
-    say: q('.bvb-say'), blocks: q('.bvb-blocks .bvb-body'), legend: q('.bvb-legend'),
+    head: q('.bvb-head'), marks: q('.bvb-marks'), cap: q('.bvb-cap'), grid: q('.bvb-grid'),
+    blocks: q('.bvb-blocks .bvb-body'), legend: q('.bvb-legend'), right: q('.bvb-right'),
+    ops: q('.bvb-ops .bvb-body'), page: q('.bvb-page'), why: q('.bvb-why .bvb-body'), whyBox: q('.bvb-why'),
+    whyLegend: q('.bvb-why-legend'), reqsBox: q('.bvb-reqs'), left: q('.bvb-left'),
     table: q('.bvb-table .bvb-body'), queue: q('.bvb-queue .bvb-body'), reqs: q('.bvb-reqs .bvb-body'),
     ext: q('.bvb-ext .bvb-body'), extBox: q('.bvb-ext'), keys: q('.bvb-keys'), tip: q('.bvb-tip'),
-    into: q('.bvb-into'), lang: q('.bvb-lang'), play: q('.bvb-play'),
+    into: q('.bvb-into'), lang: q('.bvb-lang'), play: q('.bvb-play'), whyBtn: q('.bvb-whyb'),
   };
+  const code = el('li', 'bv-codeli');          // step into: the op's pseudocode, under its line
   const st = {
     data: null, control: {}, step: 0, frame: null, lang: 'en', playing: false, timer: 0, seq: null,
     dataLang: null, sent: '', debounce: 0, scale: 1, fitKey: '', lit: null, want: -1, fits: 0,
+    why: false, page: 0, pages: 1, opsKey: '', unfold: new Set(), fitted: false, cols: '',
   };
   const b = { api: component, root };
 
@@ -159,14 +167,16 @@ function create(parent, component) {
   const d = () => st.data;
   const stepsOf = (lang) => d().steps[lang] || d().steps[d().langs[0]];
   const inWindow = (k) => k >= d().lo && k <= d().hi;
+  const framesOf = () => d().frames && (d().frames[st.lang] || d().frames[d().langs[0]]);
   const nFrames = (k) => {
-    const f = d().frames && (d().frames[st.lang] || d().frames[d().langs[0]]);
+    const f = framesOf();
     return f && inWindow(k) ? f[k - d().lo].length : 0;
   };
-  const hasFrames = () => !!(d().frames && (d().frames[st.lang] || d().frames[d().langs[0]]));
+  const hasFrames = () => !!framesOf();
   const flag = (f) => d().url === 'hash' && new RegExp(`[#&]${f}(&|$)`).test(window.location.hash);
   const reduced = () => (window.matchMedia && window.matchMedia('(prefers-reduced-motion: reduce)').matches) ||
     (st.playing && d().speed > 2) || flag('still') || !!d().dense;   // a big pool: no slides
+  const presenting = () => !!(d().presenter || flag('present'));
 
   // -- drawing ------------------------------------------------------------------------------
   // Every panel and label remembers what it was last given (e.__bv), and a write that would
@@ -180,13 +190,14 @@ function create(parent, component) {
   const put = (e, i) => once(e, `p${st.lang}:${i}`, st.data, () => morph(e, S(i)));
   const setText = (e, t) => once(e, `t${t}`, null, () => { e.textContent = t; });
   const setHtml = (e, h) => once(e, `h${h}`, null, () => { e.innerHTML = h; });
-  function setAttr(e, k, v) { if (e.getAttribute(k) !== v) e.setAttribute(k, v); }
+  function setAttr(e, k, v) {
+    if (v === null) { if (e.hasAttribute(k)) e.removeAttribute(k); } else if (e.getAttribute(k) !== v) e.setAttribute(k, v);
+  }
 
   function record(k, frame) {
-    const recs = stepsOf(st.lang);
-    const rec = recs[k - d().lo];
+    const rec = stepsOf(st.lang)[k - d().lo];
     if (frame === null || !hasFrames()) return [rec, null];
-    const fr = (d().frames[st.lang] || d().frames[d().langs[0]])[k - d().lo];
+    const fr = framesOf()[k - d().lo];
     return [rec, fr.length ? fr[Math.min(frame, fr.length - 1)] : null];
   }
 
@@ -222,59 +233,60 @@ function create(parent, component) {
     }
   }
 
-  function draw(animate) {
+  // The titles of the panels and the buttons' words, once per language.
+  function labels(ui) {
+    if (st.titles === ui) return;
+    st.titles = ui;
+    for (const t of root.querySelectorAll('[data-t]')) {
+      const hint = t.getAttribute('data-hint'), keep = t.querySelector('.bvb-page');
+      t.textContent = '';
+      t.append(document.createTextNode(ui[t.getAttribute('data-t')] || ''));
+      if (hint) { const s = el('small'); s.textContent = ui[hint]; t.append(s); }
+      if (keep) t.append(keep);
+    }
+    for (const x of root.querySelectorAll('[data-label]')) {
+      x.title = ui[x.getAttribute('data-label')] || ''; x.setAttribute('aria-label', x.title);
+    }
+  }
+
+  // A fit draws only what decides the board's height: the caption and the left column.
+  function draw(animate, fitting) {
     if (!d() || !d().num_steps) return;
     const k = st.step;
-    setAttr(root, 'data-bv-step', String(k));
-    setAttr(root, 'data-bv-frame', st.frame === null ? '' : String(st.frame));
-    setAttr(root, 'lang', st.lang === 'zh' ? 'zh-CN' : 'en');
-    root.classList.toggle('bvb-still', reduced());
-    root.classList.toggle('bvb-into-on', st.frame !== null);
-    root.classList.toggle('bvb-dense-on', !!d().dense);
     const ui = d().ui[st.lang] || d().ui[d().langs[0]];
-    if (st.titles !== ui) {                // the panels' titles, once per language
-      st.titles = ui;
-      for (const t of root.querySelectorAll('.bvb-t')) {
-        const hint = t.getAttribute('data-hint');
-        t.innerHTML = '';
-        t.append(document.createTextNode(ui[t.getAttribute('data-t')] || ''));
-        if (hint) { const s = el('small'); s.textContent = ui[hint]; t.append(s); }
-      }
-    }
+    labels(ui);
     if (!inWindow(k)) {
       setText(part.head, ui.board_loading);
       return;
     }
-    const before = animate && !reduced() ? positions() : null;   // (a layout: only to slide)
     const [rec, fr] = record(k, st.frame);
     const show = fr || rec;
-    put(part.head, show.header);
-    put(part.note, fr ? fr.op : rec.note);
-    if (fr) {                              // an op's pseudocode: in the flow, no copy
-      setHtml(part.did, S(fr.pseudocode) + S(fr.ops_list));
-      setText(part.didSize, '');
-    } else if (st.frame !== null) {
-      setText(part.did, d().num_stepsoFrames ? ui.board_no_frames : ui.board_loading);
-      setText(part.didSize, '');
-    } else {                               // what the engine did, twice: a hidden copy (its list
-      put(part.did, rec.did);              // capped) sizes the row and the copy shown fills it,
-      put(part.didSize, rec.did);          // so a long note beside it leaves room for more
-    }
-    root.classList.toggle('bvb-did-copy', !fr && st.frame === null);
-    part.say.classList.toggle('bvb-say-code', !!fr);
-    part.say.classList.toggle('bvb-say-did', !fr && !S(rec.note));
-    if (d().dense) {
-      dense(k);
-    } else {
-      put(part.blocks, show.blocks);
-    }
-    const legend = d().legend[st.lang] || d().legend[d().langs[0]];
-    setHtml(part.legend, legend);
+    put(part.cap, show.caption);
+    if (d().dense) dense(k); else { put(part.blocks, show.blocks); balance(); }
     put(part.queue, show.queue);
-    put(part.table, show.table);
-    put(part.reqs, show.requests);        // an op frame carries its own requests
     if (part.extBox.hidden !== !d().external) part.extBox.hidden = !d().external;
     if (d().external) put(part.ext, rec.external);
+    if (fitting) return;
+    const before = animate && !reduced() ? positions() : null;   // (a layout: only to slide)
+    setAttr(root, 'data-bv-step', String(k));
+    setAttr(root, 'data-bv-frame', st.frame === null ? '' : String(st.frame));
+    setAttr(root, 'data-bv-op', st.frame === null ? null : String(st.frame));
+    setAttr(root, 'lang', st.lang === 'zh' ? 'zh-CN' : 'en');
+    root.classList.toggle('bvb-still', reduced());
+    root.classList.toggle('bvb-into-on', st.frame !== null);
+    root.classList.toggle('bvb-dense-on', !!d().dense);
+    root.classList.toggle('bvb-present', presenting());
+    put(part.head, show.header);
+    put(part.ops, rec.ops);
+    put(part.why, rec.why);
+    put(part.table, show.table);
+    put(part.reqs, show.requests);        // an op frame carries its own requests
+    const legend = d().legend[st.lang] || d().legend[d().langs[0]];
+    setHtml(presenting() ? part.whyLegend : part.legend, legend);   // presenter mode: behind "why?"
+    setHtml(presenting() ? part.legend : part.whyLegend, '');
+    if (part.whyBox.hidden !== !st.why) part.whyBox.hidden = !st.why;
+    setAttr(part.whyBtn, 'aria-expanded', String(st.why));
+    part.whyBtn.classList.toggle('bvb-on', st.why);
     const ans = st.control.answer;                // a self-check answer, outlined at its step
     for (const e of root.querySelectorAll('.bv-answer')) e.classList.remove('bv-answer');
     if (ans && ans.step === k) {
@@ -285,8 +297,141 @@ function create(parent, component) {
     }
     drawMarks();
     drawButtons(ui);
+    opsLayout(fr ? S(fr.code) : null, ui);
     if (st.lit) light(st.lit);
     slide(before);
+  }
+
+  // -- the cards in balanced rows: as many columns as fit, then as few as keep the rows' count
+  // (no lone card on a row); the null block is a narrow column of its own
+  function balance() {
+    const grid = part.blocks.querySelector('.bv-blocks');
+    if (!grid) return;
+    const w = part.blocks.clientWidth, fs = parseFloat(getComputedStyle(grid).fontSize) || 16;
+    const n = grid.children.length - (grid.querySelector('.bv-null') ? 1 : 0);
+    const key = `${w}|${fs}|${n}|${st.lang}`;
+    if (part.blocks.__bvCols === key) return;
+    part.blocks.__bvCols = key;
+    // the least card: a card of this run at its widest (its largest id and hash label, a count
+    // that changed, two holders) drawn once, hidden, and measured, so the columns hold at every step
+    let need = CARD_EM * fs;
+    const model = grid.querySelector('.bv-card:not(.bv-null)');
+    if (model) {
+      const c = model.cloneNode(true);
+      c.style.cssText = 'position:absolute;visibility:hidden;width:max-content;left:0;top:0';
+      c.classList.remove('bv-changed');
+      for (const x of c.querySelectorAll('.bv-tok, .bv-tags')) x.remove();   // (they clip; not sized)
+      const id = c.querySelector('.bv-id'), top = c.querySelector('.bv-top');
+      if (id) id.textContent = String(d().num_blocks - 1);
+      if (top && !top.querySelector('.bv-hash')) top.append(el('span', 'bv-hash'));
+      if (top) top.querySelector('.bv-hash').textContent = d().widest_label || 'H88';
+      const refn = c.querySelector('.bv-refn'), ref = c.querySelector('.bv-ref');
+      if (refn) refn.innerHTML = '<span class="bv-was">8</span>→<b class="bv-now">8</b>';
+      if (ref && !ref.querySelector('.bv-held')) ref.append(el('span', 'bv-held'));
+      if (ref) ref.querySelector('.bv-held').textContent = 'A B';
+      grid.append(c);
+      need = Math.max(need, c.getBoundingClientRect().width + 2);
+      c.remove();
+    }
+    const gap = 0.5 * fs, side = grid.querySelector('.bv-null') ? 3.4 * fs + gap : 0;
+    const most = Math.max(1, Math.floor((w - side + gap) / (need + gap)));
+    const rows = Math.ceil(n / most);
+    let cols = Math.ceil(n / rows);
+    for (let c = cols; c <= most && rows > 1 && n % cols === 1; c++) if (Math.ceil(n / c) === rows && n % c !== 1) cols = c;
+    // (on the panel's box, which a step's HTML never replaces: the grid's own style is the step's)
+    part.blocks.style.setProperty('--bvb-cols', String(Math.max(1, cols)));
+    part.blocks.style.setProperty('--bvb-rows', String(Math.max(1, rows)));
+  }
+
+  // -- the ops panel: every line it shows is whole. When the lines overflow the panel, runs of
+  // one call fold into one line ("6 × execute_model"), then the lines page (↓ ↑, and it says so).
+  function opsLayout(codeHtml, ui) {
+    const list = part.ops.querySelector('.bv-oplist');
+    const cur = st.frame;
+    const key = `${st.lang}|${st.step}|${cur}|${st.scale}|${part.ops.clientHeight}|${st.page}|${[...st.unfold].join()}|${codeHtml ? codeHtml.length : 0}`;
+    if (key === st.opsKey) return;
+    st.opsKey = key;
+    setText(part.page, '');
+    if (!list) { if (code.isConnected) code.remove(); return; }
+    const lines = [...list.children].filter((e) => e.matches('[data-bv="op"]'));
+    for (const e of lines) { e.classList.remove('bv-cur', 'bv-off'); }
+    const curLine = cur === null ? null : lines.find((e) => !e.matches('.bv-opg') && Number(e.getAttribute('data-bv-index')) === cur);
+    if (curLine) {
+      curLine.classList.add('bv-cur');
+      if (code.__bv !== codeHtml) { code.__bv = codeHtml; code.innerHTML = codeHtml || ''; }
+      if (codeHtml) curLine.after(code); else if (code.isConnected) code.remove();
+    } else if (code.isConnected) code.remove();
+    const curRun = curLine ? curLine.getAttribute('data-bv-member') : null;
+    // every line first; then fold runs (the longest first) while they overflow
+    const runs = new Map();
+    for (const e of lines) {
+      const g = e.getAttribute('data-bv-run');
+      if (g !== null) { e.hidden = true; runs.set(g, 0); }
+    }
+    for (const e of lines) {
+      const m = e.getAttribute('data-bv-member');
+      if (m !== null) { e.hidden = false; runs.set(m, runs.get(m) + 1); }
+    }
+    const fit = root.classList.contains('bvb-fit');
+    const over = () => part.ops.scrollHeight > part.ops.clientHeight + 1;
+    if (!fit) { st.pages = 1; return; }        // (a page that scrolls shows every line)
+    const order = [...runs.entries()].sort((a, b2) => b2[1] - a[1]).map(([g]) => g);
+    let folded = 0;
+    for (const g of order) {
+      if (!over()) break;
+      if (g === curRun || st.unfold.has(g)) continue;
+      for (const e of lines) {
+        if (e.getAttribute('data-bv-member') === g) e.hidden = true;
+        else if (e.getAttribute('data-bv-run') === g) e.hidden = false;
+      }
+      folded++;
+    }
+    if (!over()) { st.pages = 1; if (folded) setText(part.page, ui.board_ops_folded); return; }
+    // pages: as many whole lines as the panel holds, the step-into line's page first
+    const shown = lines.filter((e) => !e.hidden);
+    // each page starts where the first line is drawn now (the lines before it hidden)
+    const box = part.ops.getBoundingClientRect(), room = part.ops.clientHeight - 1;
+    const at = shown.map((e) => e.getBoundingClientRect());
+    const lead = shown.length ? at[0].top - box.top : 0;
+    const pages = [];
+    let start = 0, top = shown.length ? at[0].top : 0;
+    for (let i = 0; i < shown.length; i++) {
+      const extra = shown[i] === curLine && code.isConnected ? code.getBoundingClientRect().height : 0;
+      if (at[i].bottom + extra - top + lead > room && i > start) { pages.push([start, i]); start = i; top = at[i].top; }
+    }
+    pages.push([start, shown.length]);
+    st.pages = pages.length;
+    if (curLine) {
+      const at = shown.indexOf(curLine);
+      const p = pages.findIndex(([a, z]) => at >= a && at < z);
+      if (p >= 0) st.page = p;
+    }
+    st.page = Math.max(0, Math.min(st.page, pages.length - 1));
+    const [a, z] = pages[st.page];
+    shown.forEach((e, i) => e.classList.toggle('bv-off', i < a || i >= z));
+    if (code.isConnected && (!curLine || curLine.classList.contains('bv-off'))) code.remove();
+    const n = Number(part.ops.querySelector('[data-n]')?.getAttribute('data-n')) || shown.length;
+    const first = Number(shown[a].getAttribute('data-bv-index')) + 1;
+    const lastLine = shown[z - 1];
+    const end = lastLine.matches('.bv-opg') ? Number(lastLine.querySelector('.bv-opn').textContent.split('–')[1])
+      : Number(lastLine.getAttribute('data-bv-index')) + 1;
+    setText(part.page, ui.board_ops_page.replace('{a}', first).replace('{b}', end).replace('{n}', n));
+  }
+
+  function turnPage(by) {
+    if (st.pages <= 1) return false;
+    const p = Math.max(0, Math.min(st.pages - 1, st.page + by));
+    if (p === st.page) return true;
+    st.page = p;
+    if (st.frame !== null) {             // step into: the page follows the op shown
+      const f = Number(part.ops.querySelector('.bv-opl:not(.bv-off):not([hidden])')?.getAttribute('data-bv-index'));
+      st.opsKey = '';
+      if (!Number.isNaN(f)) { show(st.step, f, 'jump'); return true; }
+    }
+    const ui = d().ui[st.lang] || d().ui[d().langs[0]];
+    st.opsKey = '';
+    opsLayout(null, ui);
+    return true;
   }
 
   function drawButtons(ui) {
@@ -306,7 +451,9 @@ function create(parent, component) {
     setHtml(part.play, st.playing ? ICONS.pause : ICONS.play);
     part.play.classList.toggle('bvb-on', st.playing);
     setText(part.into, ui.step_into);
-    if (part.into.disabled !== !!d().num_stepsoFrames) part.into.disabled = !!d().num_stepsoFrames;
+    setText(part.whyBtn, ui.board_why);
+    if (part.whyBtn.title !== ui.board_why_title) part.whyBtn.title = ui.board_why_title;
+    if (part.into.disabled !== !!d().no_frames) part.into.disabled = !!d().no_frames;
     setAttr(part.into, 'aria-pressed', String(st.frame !== null));
     part.into.classList.toggle('bvb-on', st.frame !== null);
     const other = d().langs.length > 1 ? d().langs.find((l) => l !== st.lang) : null;
@@ -472,7 +619,7 @@ function create(parent, component) {
     if (!t) return null;
     const seg = t.closest('[data-split-block]');   // a prompt split's segment: its blocks
     if (seg) return seg.getAttribute('data-split-block').split(' ');
-    const row = t.closest('[data-request], tr[data-hash]');
+    const row = t.closest('[data-request], tr[data-hash], .bv-opl');
     const one = t.closest('[data-block]');
     if (one && !(row && row.contains(one) && one === row)) {
       if (row && !one.closest('.bvb-queue, .bvb-blocks')) {
@@ -493,7 +640,7 @@ function create(parent, component) {
     for (const e of root.querySelectorAll('[data-block]')) {
       if (want.has(e.getAttribute('data-block'))) e.classList.add('bv-lit');
     }
-    for (const e of root.querySelectorAll('[data-request], tr[data-hash]')) {
+    for (const e of root.querySelectorAll('[data-request], tr[data-hash], .bv-opl')) {
       const mine = [...e.querySelectorAll('[data-block]')].some((x) => want.has(x.getAttribute('data-block')));
       if (mine) e.classList.add('bv-lit');
     }
@@ -573,6 +720,7 @@ function create(parent, component) {
     if (frame !== null && frame !== undefined) frame = Math.max(0, frame | 0);
     else frame = null;
     const moved = k !== st.step || frame !== st.frame;
+    if (k !== st.step) { st.page = 0; st.unfold.clear(); }
     st.step = k; st.frame = frame;
     if (!inWindow(k)) askWindow(k);
     draw(moved && how !== 'jump');
@@ -624,7 +772,7 @@ function create(parent, component) {
   }
 
   function toggleInto() {
-    if (d().num_stepsoFrames) return;
+    if (d().no_frames) return;
     show(st.step, st.frame === null ? 0 : null, 'jump');
     if (st.frame !== null && !hasFrames()) flush();   // the server ships the frames on request
   }
@@ -632,9 +780,14 @@ function create(parent, component) {
   function act(a) {
     if (a === 'play') play(!st.playing);
     else if (a === 'into') toggleInto();
+    else if (a === 'why') { st.why = !st.why; draw(false); }
     else if (a === 'lang') {
+      // the scale was fitted in both languages: only a redraw here; the page hears of it after
       const other = d().langs.find((l) => l !== st.lang);
-      if (other) { st.lang = other; st.fitKey = ''; draw(false); fit(); flush(); }
+      if (other) {
+        st.lang = other; st.opsKey = ''; draw(false);
+        requestAnimationFrame(() => setTimeout(flush, 0));
+      }
     } else { if (st.playing && a !== 'next') play(false); move(a); }
   }
 
@@ -643,6 +796,8 @@ function create(parent, component) {
     if (btn && root.contains(btn)) { act(btn.getAttribute('data-act')); return; }
     const mk = ev.target.closest('.bvb-mk');
     if (mk) { show(Number(mk.getAttribute('data-step')), st.frame === null ? null : 0, 'jump'); return; }
+    const g = ev.target.closest('.bv-opg');
+    if (g && root.contains(g)) { st.unfold.add(g.getAttribute('data-bv-run')); st.opsKey = ''; draw(false); return; }
     const z = ev.target.closest('[data-zoom]');
     if (z) { st.zoom = Math.max(1, Math.min(4, (st.zoom || 1) + Number(z.getAttribute('data-zoom')))); st.denseWidth = 0; draw(false); return; }
     // a tap links too (no hover on a touch screen)
@@ -657,8 +812,13 @@ function create(parent, component) {
       if (n && n.matches && n.matches(TYPING)) return;
       if (n && n.isContentEditable) return;
     }
+    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {     // the ops' pages, when they have any
+      if (turnPage(ev.key === 'ArrowDown' ? 1 : -1)) { ev.preventDefault(); ev.stopPropagation(); }
+      return;
+    }
+    if (ev.key === 'Escape' && st.why) { ev.preventDefault(); act('why'); return; }
     const map = { ArrowRight: 'next', ArrowLeft: 'prev', Home: 'first', End: 'last', ' ': 'play',
-                  PageDown: 'next', PageUp: 'prev' };
+                  PageDown: 'next', PageUp: 'prev', '?': 'why', w: 'why', W: 'why' };
     const a = map[ev.key];
     if (!a) return;
     ev.preventDefault();
@@ -675,7 +835,14 @@ function create(parent, component) {
   window.addEventListener('popstate', onPop);
   window.addEventListener('hashchange', onPop);
 
-  // -- fitting the whole board on one screen ----------------------------------------------------
+  // -- sizing for the room -----------------------------------------------------------------------
+  // The board fills the viewport below its top (a narrow screen: it flows in one column and the
+  // page scrolls, at its own size). One scale for the whole lesson: the largest at which what
+  // cannot page — the caption, the cards, the free queue — fits at every step in every language
+  // shipped; what grows with the step (the ops, the hash table, the requests) pages or scrolls
+  // inside its panel at that scale, so the tallest step does not shrink the others, and the
+  // language toggle needs no new fit.
+  const NARROW = 700;                 // px of board: below, one column that scrolls
   function avail() {
     const top = Math.max(0, Math.min(root.getBoundingClientRect().top + scrollTop(), 400));
     return window.innerHeight - top - 6;
@@ -694,60 +861,66 @@ function create(parent, component) {
     st.denseWidth = 0;
     root.style.setProperty('--bv-scale', String(s));
   }
-  function fits() { return root.scrollHeight <= avail() && root.scrollWidth <= root.clientWidth + 2; }
-  // The largest scale in [lo, hi) at which the step drawn fits, to within 1% (lo if none does);
-  // hHi is its height at hi. The board's height grows about linearly with the scale, so each try
-  // aims where the line through the last two tries meets the room (secant), kept inside the
-  // bracket of the best fitting and the least failing try: three or four layouts, not seven.
-  function searchScale(lo, hi, hHi) {
-    const room = avail();
-    let good = null;                               // [scale, height]: the largest fitting try
-    let bad = [hi, hHi];                           // the smallest failing one
-    let older = [0, 0], last = bad;                // the first aim is the line through 0
-    for (let it = 0; it < 6; it++) {
-      let s = older[0] + (room - older[1]) * (last[0] - older[0]) / (last[1] - older[1]);
-      const floor = good ? good[0] : lo;
-      if (!(s > floor && s < bad[0])) s = good ? (good[0] + bad[0]) / 2 : Math.max(lo, bad[0] * 0.9);
-      setScale(s); draw(false);
-      const tried = [s, root.scrollHeight];
-      if (fits()) good = tried; else bad = tried;
-      if (good && bad[0] - good[0] < 0.01 * bad[0]) break;
-      older = last; last = tried;
-    }
-    return good ? good[0] : lo;
+  // the scales a mode may take (at 1.25 the caption is 28 px and a block id 40 px; a lesson of up
+  // to 16 blocks fits at 1280×800 above it, tests/e2e/test_board_fits.py); normal mode keeps its
+  // caption at 20 px or more
+  function bounds() {
+    const w = window.innerWidth;
+    if (presenting()) return [0.9, Math.max(1.6, Math.min(2.6, w / 740))];
+    return [0.9, Math.max(1.1, Math.min(1.6, w / 1150))];
   }
   function fit() {
     if (!d() || !d().num_steps || !root.isConnected) return;
-    if (st.control.fit === false) { setScale(0.9); draw(false); return; }   // a preview beside an editor: it scrolls
-    const big = d().presenter || flag('present');       // a slide (#present) is shot large
-    const max = big ? (window.innerWidth >= 1700 ? 1.7 : 1.35) : 1.0;
-    const min = 0.5;
-    const keep = { step: st.step, frame: st.frame };
-    // the tallest steps decide: try every shipped step (at most 60, spread out)
-    const count = d().hi - d().lo + 1;
-    const every = Math.max(1, Math.ceil(count / 60));
-    const probe = [];
-    for (let i = d().lo; i <= d().hi; i += every) probe.push(i);
-    setScale(max);
-    root.classList.add('bvb-fitting');
-    // each round: every probed step at the current scale; the one overflowing most sets a
-    // smaller scale, and the next round checks them all again (wrapping can reorder them)
-    for (let round = 0; round < 4; round++) {
-      let worst = null, over = 0;
-      for (const k of probe) {
-        st.step = k; draw(false);
-        const o = root.scrollHeight - avail();
-        if (o > over) { over = o; worst = k; }
+    const keep = { step: st.step, frame: st.frame, lang: st.lang };
+    const flow = st.control.fit === false || root.clientWidth < NARROW;
+    root.classList.toggle('bvb-fit', !flow);
+    root.style.height = '';
+    if (flow) {                            // a preview beside an editor, a phone: it scrolls
+      setScale(st.control.fit === false ? 0.9 : 1);
+    } else {
+      const [lo, hi] = bounds();
+      const langs = d().langs.filter((l) => d().steps[l]);
+      const count = d().hi - d().lo + 1, every = Math.max(1, Math.ceil(count / 60));
+      const probe = [];
+      for (let i = d().lo; i <= d().hi; i += every) for (const l of langs) probe.push([i, l]);
+      root.classList.add('bvb-fitting');
+      const room = avail();
+      // how far the board overflows at scale s: the worst probe, or just the one given
+      const over = (s, only) => {
+        setScale(s);
+        let worst = null, most = -Infinity;
+        for (const p of only || probe) {
+          st.step = p[0]; st.lang = p[1]; st.frame = null; draw(false, true);
+          const o = Math.max(root.scrollHeight - room, root.scrollWidth - root.clientWidth - 2);
+          if (o > most) { most = o; worst = p; }
+        }
+        return [most, worst];
+      };
+      let [most, worst] = over(hi);
+      let best = hi;
+      if (most > 0) {
+        let good = lo, bad = hi;
+        for (let round = 0; round < 3 && worst; round++) {
+          while (bad - good > 0.01 * bad) {      // bisect on the worst step
+            const mid = (good + bad) / 2;
+            if (over(mid, [worst])[0] > 0) bad = mid; else good = mid;
+          }
+          [most, worst] = over(good);            // and check every step there
+          if (most <= 0) break;
+          bad = good; good = lo;
+        }
+        best = good;
+        setScale(best);
       }
-      if (worst === null || st.scale <= min) break;
-      st.step = worst;
-      setScale(searchScale(min, st.scale, over + avail()));
+      root.classList.remove('bvb-fitting');
+      root.style.height = `${room}px`;
     }
-    root.classList.remove('bvb-fitting');
-    st.step = keep.step; st.frame = keep.frame;
+    st.step = keep.step; st.frame = keep.frame; st.lang = keep.lang;
+    st.opsKey = '';
     draw(false);
     st.fits += 1;
     setAttr(root, 'data-bv-fits', String(st.fits));     // for tests: how many fits so far
+    setAttr(root, 'data-bv-scale', st.scale.toFixed(3));
   }
   let resizeT = 0;
   const onResize = () => { clearTimeout(resizeT); resizeT = setTimeout(() => { st.fitKey = ''; fit(); }, 150); };
@@ -784,8 +957,13 @@ function create(parent, component) {
       else if (!first) writeUrl(true);
     }
     if (first) { writeUrl(false); if (ro) ro.observe(root); }
+    // the requests sit under the cards when a few rows of cards leave room there, else under
+    // the ops and the hash table (a pool of more than 8 blocks)
+    const home = data.dense || data.num_blocks > 9 ? part.right : part.left;
+    if (part.reqsBox.parentNode !== home) home.append(part.reqsBox);
+    root.classList.toggle('bvb-reqs-right', home === part.right);
     if (st.playing) play(true);             // a new speed takes effect at once
-    const key = `${data.num_steps}|${data.lo}|${data.hi}|${data.presenter}|${st.lang}|${data.num_blocks}`;
+    const key = `${data.num_steps}|${data.lo}|${data.hi}|${data.presenter}|${data.langs.join()}|${data.num_blocks}`;
     draw(false);
     if (key !== st.fitKey || windowChanged) { st.fitKey = key; fit(); }
     if (first) root.setAttribute('data-bv-ready', '1');

@@ -37,7 +37,9 @@ MARK_CODES = {k: k[0] if k != "external" else "x" for k in KINDS}   # a, h, x, e
 
 UI_KEYS = ("nav_first", "nav_prev", "nav_play", "nav_pause", "nav_next", "nav_last", "step_into",
            "gpu_blocks", "free_queue", "free_queue_hint", "hash_table", "requests", "external_tier",
-           "board_keys", "board_lang", "board_dense_note", "block", "board_no_frames", "board_loading")
+           "board_keys", "board_lang", "board_dense_note", "block", "board_no_frames", "board_loading",
+           "board_ops", "board_ops_page", "board_ops_folded", "board_why", "board_why_title",
+           "board_close")
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,8 @@ class Pool:
 
 
 # the panels a step's record names: those an op frame changes, and those only a step has
-FRAME_PANELS = ("header", "queue", "table", "requests", "blocks", "op", "pseudocode", "ops_list")
-STEP_PANELS = ("header", "note", "did", "blocks", "queue", "table", "requests", "external")
+FRAME_PANELS = ("header", "caption", "code", "queue", "table", "requests", "blocks")
+STEP_PANELS = ("header", "caption", "why", "ops", "blocks", "queue", "table", "requests", "external")
 
 
 def _record(p: rstep.Panels, pool: Pool, frame: bool = False) -> dict[str, int]:
@@ -147,6 +149,7 @@ class BoardData:
     mark_names: dict[str, dict[str, str]]
     ui: dict[str, dict[str, str]]        # the board's own words, per language
     legend: dict[str, str]
+    widest_label: str                    # the widest hash label of the run (cards are sized for it)
     dense: bool                          # blocks as a dense grid (``cells``), not cards
     num_blocks: int
     cells: list[dict] | None
@@ -193,6 +196,12 @@ def _dense(state: Step) -> dict:
             "evict": evict}
 
 
+def widest_label(labels: HashLabels) -> str:
+    """The longest hash label a run can show (``H12``; ``H12#4`` with several KV-cache groups)."""
+    n = max(1, len(labels.label))
+    return f"H{n}" + (f"#{len(labels.groups) - 1}" if labels.hybrid else "")
+
+
 def _marks(kinds: Sequence[frozenset[str]]) -> list[str]:
     return ["".join(MARK_CODES[k] for k in KINDS if k in ks) for ks in kinds]
 
@@ -233,8 +242,8 @@ def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: 
         mark_names={lg: {MARK_CODES[k]: t("mk_" + k, lg) for k in KINDS} for lg in langs},
         ui={lg: {k: t(k, lg) for k in UI_KEYS} for lg in langs},
         legend={lg: (heatmap_legend_html(lg, tl.num_gpu_blocks) if dense
-                     else f'<div class="bv">{legend_html(lg)}</div>') for lg in langs},
-        dense=dense, num_blocks=tl.num_gpu_blocks,
+                     else f'<div class="bv">{legend_html(lg, short=True)}</div>') for lg in langs},
+        widest_label=widest_label(run.labels), dense=dense, num_blocks=tl.num_gpu_blocks,
         cells=[_dense(tl.step(i)) for i in range(lo, hi + 1)] if dense else None,
         kind_colours={c: BLOCK_KINDS[k].cell for k, c in KIND_CODES.items()},
         external=any("external" in r for r in steps[langs[0]]), presenter=presenter,

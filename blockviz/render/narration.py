@@ -30,6 +30,26 @@ def clip(text: str, limit: int = MAX_SENTENCE) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip(" ,、") + " …"
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of a longer text (a scenario with notes but no captions)."""
+    for i, ch in enumerate(text):
+        if ch in "。！？" or (ch in ".!?" and (i + 1 == len(text) or text[i + 1] == " ")):
+            return text[:i + 1]
+    return text
+
+
+def caption_html(caption: str | None, lang: str, *, error: str | None = None,
+                 teaching_only: bool = False) -> str:
+    """The step's one sentence, shown large (the scenario's caption), then, at the last step of a
+    run that stopped early, the error; the badge of a teaching-only event before it."""
+    badge = (f'<span class="bv-teaching-tag" title="{esc(t("teaching_only_why", lang))}">'
+             f'{esc(t("teaching_only", lang))}</span> ' if teaching_only else "")
+    text = f'<span class="bv-cap-text">{esc(caption)}</span>' if caption else ""
+    err = (f'<div class="bv-error" role="alert">{esc(t("error_stopped", lang, msg=error))}</div>'
+           if error else "")
+    return f'<div class="bv bv-caption">{badge}{text}{err}</div>' if (badge or text or err) else ""
+
+
 def note_html(note: str | None, lang: str, *, error: str | None = None) -> str:
     """The step's note (the author's words) and, at the last step of a run that stopped early,
     the error."""
@@ -77,9 +97,9 @@ def schedule_html(lines: Sequence[str], lang: str, *, teaching_only: bool = Fals
 
 def engine_did_html(snapshot, lang: str, labels, vocab, block_size: int,
                     max_items: int | None = None) -> str:
-    """What the engine did in a step, as every view shows it: the schedule of its engine steps
-    (with the teaching-only badge), then one sentence per op (``max_items``: the first that many,
-    then how many more)."""
+    """What the engine did in a step, in whole sentences: the schedule of its engine steps (with
+    the teaching-only badge), then one sentence per op (``max_items``: the first that many, then
+    how many more). The board keeps them behind "why?", beside the note."""
     return (schedule_html(schedule_lines(snapshot.engine_steps, lang), lang,
                           teaching_only=snapshot.teaching_only)
             + did_html(narrate_ops(snapshot.ops, lang, labels, vocab, block_size), lang,

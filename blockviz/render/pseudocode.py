@@ -7,8 +7,10 @@ split order of vLLM >= 0.24 and the classic append-only order of vLLM <= 0.23.
 """
 from __future__ import annotations
 
+from blockviz.core.request import vllm_status
 from blockviz.i18n import t
 from blockviz.render.theme import esc
+from blockviz.teach.labels import token_text
 
 PSEUDOCODE: dict[str, tuple[str, ...]] = {
     "add_request": (
@@ -232,3 +234,184 @@ def ops_list_html(ops, current: int, lang: str = "en") -> str:
                     else f'<li>{j + 1}. {esc(op.kind)}</li>' for j, op in enumerate(ops))
     return (f'<div class="bv"><div class="bv-small">{esc(t("ops_in_step", lang, n=len(ops)))}</div>'
             f'<ul class="bv-ops">{items}</ul></div>')
+
+
+# -- the ops panel: each op of a step one short line, after vLLM's call ---------------------------
+# Runs of at least this many ops of one call (not the pool's own: those are the lesson) fold into
+# one line when the panel is short of room (board.js decides; the markup carries both).
+GROUP_RUN = 3
+FOLDABLE = frozenset({"arrive", "admit", "schedule", "write", "sample", "finish", "evict", "save",
+                      "load", "drop", "verify", "lookup"})
+
+
+def _ids(ids) -> str:
+    """Block ids as chips the board links to the blocks (hover one, every panel lights it)."""
+    return " ".join(f'<span class="bv-ob" data-block="{int(b)}">{int(b)}</span>' for b in ids)
+
+
+def _ref_text(ids, refs: list[int], delta: int, lang: str) -> str:
+    """``ref 1→2`` when the blocks all had one count (``refs``: the counts before, updated here),
+    else ``ref +1 each``."""
+    before = {refs[b] for b in ids if 0 < b < len(refs)}
+    for b in ids:
+        if 0 < b < len(refs):
+            refs[b] = max(0, refs[b] + delta)
+    if len(before) == 1:
+        a = before.pop()
+        return t("ol_ref", lang, a=a, b=max(0, a + delta))
+    return t("ol_ref_up" if delta > 0 else "ol_ref_down", lang)
+
+
+def _op_line(op, lang: str, labels, vocab, block_size: int, refs: list[int]) -> tuple[str, str]:
+    """(call, effect) of one op: the call in vLLM's names (code), the effect as HTML."""
+    k, rid = op.kind, esc(getattr(op, "request_id", ""))
+    if k == "arrive":
+        return f"add_request({rid})", esc(t("ol_arrive", lang, rid=rid))
+    if k == "lookup":
+        call = f"get_computed_blocks({rid})"
+        if labels.hybrid:
+            n, spb = op.num_hit_tokens, op.shared_prefix_boundary
+            eff = t("ol_lookup_groups", lang, n=n) if n else t("ol_lookup_miss", lang)
+            return call, esc(eff + (t("ol_lookup_short", lang, spb=spb) if spb > n else ""))
+        if not op.block_ids:
+            return call, esc(t("ol_lookup_miss", lang))
+        n = len(op.block_ids) * block_size if block_size else "?"
+        eff = esc(t("ol_lookup_hit", lang, ids="\0", n=n)).replace("\0", _ids(op.block_ids))
+        if block_size and len(op.block_ids) == op.hit_tokens_limit // block_size \
+                and op.num_block_hashes > len(op.block_ids):
+            eff += esc(t("ol_lookup_capped", lang, limit=op.hit_tokens_limit))
+        return call, eff
+    if k == "alloc_failed":
+        return f"allocate_slots({rid})", esc(t("ol_alloc_failed", lang, need=op.blocks_needed,
+                                               free=op.blocks_free))
+    if k == "touch":
+        eff = esc(_ref_text(op.block_ids, refs, +1, lang))
+        if op.removed_from_queue:
+            eff += esc(t("ol_touch_free", lang))
+        return f"touch({_ids(op.block_ids)})", eff
+    if k == "popleft":
+        for b in op.block_ids:
+            if 0 < b < len(refs):
+                refs[b] = 1
+        return (f"get_new_blocks({len(op.block_ids)})",
+                esc(t("ol_popleft", lang, ids="\0")).replace("\0", _ids(op.block_ids)))
+    if k == "evict":
+        return (f"_maybe_evict_cached_block({_ids([op.block_id])})",
+                esc(t("ol_evict", lang, label=labels(op.block_hash))))
+    if k == "cache":
+        pairs = ", ".join(f'{_ids([b])}→<b class="bv-hl">{esc(labels(h))}</b>'
+                          for b, h in zip(op.block_ids, op.hashes))
+        masked = getattr(op, "masked", ())
+        eff = pairs
+        if masked:
+            eff += (" · " if pairs else "") + esc(t("ol_cache_masked", lang, ids="\0")).replace(
+                "\0", _ids(masked))
+        return f"cache_full_blocks({rid})", eff
+    if k == "admit":
+        ext = op.external_hit_tokens
+        key = "ol_admit_ext" if ext else "ol_admit"
+        return (f"running.append({rid})", esc(t(key, lang, rid=rid, local=op.local_hit_tokens,
+                                                ext=ext, new=op.num_new_tokens)))
+    if k == "schedule":
+        return "schedule()", esc(t("ol_schedule_decode" if op.decode else "ol_schedule_chunk", lang,
+                                   rid=rid, n=op.num_new_tokens))
+    if k == "preempt":
+        return f"_preempt_request({rid})", esc(t("ol_preempt", lang, rid=rid))
+    if k == "free":
+        return f"free_blocks({_ids(op.block_ids)})", esc(_ref_text(op.block_ids, refs, -1, lang))
+    if k == "free_head":
+        return f"prepend_n({_ids(op.block_ids)})", esc(t("ol_free_head", lang))
+    if k == "free_tail":
+        return f"append_n({_ids(op.block_ids)})", esc(t("ol_free_tail", lang))
+    if k == "reset":
+        return "reset_prefix_cache()", esc(t("ol_reset_ok" if op.ok else "ol_reset_no", lang))
+    if k == "write":
+        return "execute_model", esc(t("ol_write", lang, rid=rid, n=len(op.token_ids),
+                                      bid="\0")).replace("\0", _ids([op.block_id]))
+    if k == "load":
+        return "update_state_after_alloc", esc(t("ol_load", lang, rid=rid, bid="\0")).replace(
+            "\0", _ids([op.block_id]))
+    if k == "save":
+        return "build_connector_meta", esc(t("ol_save", lang, label=labels(op.block_hash),
+                                             bid="\0")).replace("\0", _ids([op.block_id]))
+    if k == "drop":
+        return "prepare_store", esc(t("ol_drop", lang, label=labels(op.block_hash)))
+    if k == "sample":
+        return "update_from_output", esc(t("ol_sample", lang, rid=rid,
+                                           token=token_text([op.token_id], vocab)))
+    if k == "finish":
+        return f"finish_requests({rid})", esc(vllm_status("finished", op.reason))
+    if k == "verify":
+        diff = op.max_abs_diff
+        return "(blockviz) verify", esc(t("ol_verify_same", lang, rid=rid) if diff == 0
+                                        else t("ol_verify_diff", lang, rid=rid, diff=f"{diff:.1e}"))
+    if k == "remove_skipped":
+        call = f"remove_skipped_blocks({rid})"
+        if not op.block_ids:
+            return call, esc(t("ol_skipped_hit", lang, n=len(op.block_indices)))
+        return call, (_ids(op.block_ids) + " · "
+                      + esc(t("ol_skipped", lang, slots=", ".join(map(str, op.block_indices)))))
+    if k == "rewind":
+        refs[:] = [0] * len(refs)           # (the next step's counts are the checkpoint's)
+        return f"rewind({esc(op.checkpoint)})", esc(t("ol_rewind", lang))
+    if k == "restart":
+        refs[:] = [0] * len(refs)
+        return "restart()", esc(t("ol_restart", lang))
+    return esc(k), ""
+
+
+def _call_name(call: str) -> str:
+    return call.split("(", 1)[0]
+
+
+def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
+             ref_before: tuple[int, ...] = (), max_lines: int | None = None) -> str:
+    """The ops panel of a step: each op one short line, ``call  effect`` (vLLM's function and what
+    it did: ``touch(1, 2)  ref 1→2``), numbered as "step into" walks them, the whole sentence in its
+    title, its blocks linked. A run of ``GROUP_RUN`` or more ops of one call that is not the pool's
+    own (writes, samples, admissions) also has a folded line (``6 × execute_model``, hidden) that
+    the board shows instead when the panel is short of room. ``max_lines``: at most that many
+    lines, then how many more (a big pool's step can run hundreds)."""
+    from blockviz.teach.narrate import describe_op
+    if not ops:
+        return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="0">'
+                f'<div class="bv-muted">{esc(t("no_ops", lang))}</div></div>')
+    refs = list(ref_before)
+    lines = [_op_line(op, lang, labels, vocab, block_size, refs) for op in ops]
+    shown = len(ops) if max_lines is None else min(len(ops), max_lines)
+    items: list[str] = []
+    run = 0
+    j = 0
+    while j < shown:
+        name = _call_name(lines[j][0])
+        end = j
+        while end < shown and _call_name(lines[end][0]) == name and ops[end].kind == ops[j].kind:
+            end += 1
+        folded = end - j >= GROUP_RUN and ops[j].kind in FOLDABLE
+        if folded:
+            run += 1
+            ids = [b for op in ops[j:end] for b in (getattr(op, "block_ids", None)
+                                                       or ([op.block_id] if hasattr(op, "block_id")
+                                                           else []))]
+            rids = list(dict.fromkeys(getattr(op, "request_id", "") for op in ops[j:end]))
+            who = esc(", ".join(r for r in rids if r))
+            what = " · ".join(x for x in (who, _ids(ids)) if x)
+            items.append(f'<li class="bv-opl bv-opg" data-bv="op" data-bv-run="{run}" '
+                         f'data-bv-index="{j}" hidden><span class="bv-opn">{j + 1}–{end}</span>'
+                         f'<code class="bv-call">{esc(t("ol_group", lang, n=end - j))} {esc(name)}'
+                         f'</code> <span class="bv-eff">{what}</span></li>')
+        for i in range(j, end):
+            call, eff = lines[i]
+            title = esc(describe_op(ops[i], lang, labels, vocab, block_size))
+            group = ""
+            if labels.hybrid and getattr(ops[i], "group", None) is not None:
+                group = f'<span class="bv-opg-tag">g{ops[i].group}</span>'
+            member = f' data-bv-member="{run}"' if folded else ""
+            items.append(f'<li class="bv-opl" data-bv="op" data-bv-index="{i}"{member} title="{title}">'
+                         f'<span class="bv-opn">{i + 1}</span>{group}<code class="bv-call">{call}</code>'
+                         f' <span class="bv-eff">{eff}</span></li>')
+        j = end
+    if shown < len(ops):
+        items.append(f'<li class="bv-more">… {esc(t("ol_more", lang, n=len(ops) - shown))}</li>')
+    return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="{len(ops)}">'
+            f'<ol class="bv-oplist">{"".join(items)}</ol></div>')

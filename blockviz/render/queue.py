@@ -15,6 +15,7 @@ from blockviz.teach.labels import HashLabels
 
 HEAD_CELLS = 48   # cells drawn from the head of a long queue ...
 TAIL_CELLS = 12   # ... and from its tail, with a count of the rest between them
+ONE_LINE = 32     # a queue of up to this many cells never wraps
 
 
 def _cell(b: int, state, labels: HashLabels, to_head: Collection[int], to_tail: Collection[int],
@@ -70,6 +71,10 @@ def queue_html(state, *, labels: HashLabels, lang: str = "en", to_head: Collecti
         items[0] = f'<span class="bv-keep">{head}{arrow}{items[0]}</span>'
         items[-1] = f'<span class="bv-keep">{items[-1]}{arrow}{tail}</span>'
     order = " ".join(str(b) for b in shown)
-    return (f'<div class="bv bv-panel"><div class="bv-queue" data-queue="{order}" '
+    # a queue a lesson's pool can hold whole stays on one line, its cells sized for the longest
+    # it can get (the pool's blocks), so they keep their size from step to step
+    most = min(len(state.ref_cnt) - 1, head_cells + tail_cells + 2)   # (+2: "… n more …")
+    line = (f' bv-queue-line" style="--bvq-n:{max(1, most)}' if most <= ONE_LINE else "")
+    return (f'<div class="bv bv-panel"><div class="bv-queue{line}" data-queue="{order}" '
             f'aria-label="{esc(t("free_queue", lang))}: {order}">'
             + arrow.join(items) + '</div></div>')

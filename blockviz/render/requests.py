@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from blockviz.core.request import vllm_status
 from blockviz.i18n import t
 from blockviz.render.split import segments_bar_html
 from blockviz.render.theme import esc
@@ -80,7 +81,9 @@ def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = Fa
     extras = f'<div class="bv-small">{" · ".join(extra)}</div>' if extra else ""
     extras += _split_line(r, lang)
     cls = "bv-req bv-req-changed" if changed else "bv-req"
-    return (f'<div class="{cls}" data-request="{esc(r.request_id)}">'
+    return (f'<div class="{cls}" data-request="{esc(r.request_id)}" '
+            f'data-bv-request="{esc(r.request_id)}" '
+            f'data-bv-status="{esc(vllm_status(r.status, r.finish_reason).lower())}">'
             f'<div><div class="bv-rid">{esc(r.request_id)}</div>'
             f'<span class="bv-st bv-st-{esc(r.status)}">{esc(t("status_" + r.status, lang))}</span></div>'
             f'<div><div class="bv-bt">{_table(r, fresh, lang, max_cells)}</div>'

@@ -13,12 +13,18 @@ from blockviz.i18n.errors import error_text
 from blockviz.render import blocks as rblocks
 from blockviz.render.external import external_html
 from blockviz.render.hash_table import hash_table_html
-from blockviz.render.narration import clip, engine_did_html, note_html, step_header_html
+from blockviz.render.narration import (
+    caption_html,
+    clip,
+    engine_did_html,
+    first_sentence,
+    note_html,
+    step_header_html,
+)
 from blockviz.render.payload import verify_html
-from blockviz.render.pseudocode import ops_list_html, pseudocode_html
+from blockviz.render.pseudocode import ops_html, pseudocode_html
 from blockviz.render.queue import queue_html
 from blockviz.render.requests import requests_html
-from blockviz.render.theme import esc
 from blockviz.sim.step import Step
 from blockviz.teach.labels import HashLabels
 from blockviz.teach.narrate import describe_op
@@ -28,16 +34,15 @@ from blockviz.teach.narrate import describe_op
 class Panels:
     """Every panel of one step, as escaped HTML (what render hands the board)."""
     header: str
-    note: str                     # the author's note (and the run's error at the last step)
-    did: str                      # what the engine did (its schedule, then one sentence per op)
+    caption: str                  # the step's one sentence, shown large (a frame: its op's sentence)
+    why: str                      # behind "why?": the author's note, the schedule, every op in words
+    ops: str                      # the ops panel: each op one line, vLLM's call and its effect
+    code: str                     # stepping into an event: the pseudocode of the op, its line lit
     blocks: str | None            # None: too many blocks for cards (the dense view draws them)
     blocks_legend: str
     queue: str
     table: str
     requests: str
-    op: str                       # the current op in words (stepping into an event)
-    pseudocode: str               # "" unless stepping into an event
-    ops_list: str
     external: str
     verify: str
     written: tuple[int, ...]      # blocks whose K/V this step wrote (the payload panel's hint)
@@ -64,7 +69,7 @@ def holders(step: Step) -> dict[int, tuple[str, ...]]:
 
 
 # A big pool's panels on the board are shorter (they scroll inside one screen; a step paints fast)
-COMPACT = {"rows": 24, "requests": 16, "cells": 16, "head": 24, "tail": 6, "did": 24}
+COMPACT = {"rows": 24, "requests": 16, "cells": 16, "head": 24, "tail": 6, "did": 24, "ops": 40}
 
 
 def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunInfo = RunInfo(),
@@ -95,24 +100,32 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunI
     reqs = requests_html(s, lang=lang, fresh=c.fresh, changed=c.requests,
                          **({"max_requests": COMPACT["requests"], "max_cells": COMPACT["cells"]}
                             if compact else {}))
-    code = ops = op = ""
-    if s.frame is not None:
+    labelled = {"lang": lang, "labels": labels, "vocab": vocab, "block_size": bs}
+    code = ""
+    if s.frame is not None:                # an op frame: its op is the sentence; its code lit
+        line = (clip(describe_op(s.op, lang, labels, vocab, bs)) if s.op is not None
+                else t("no_ops", lang))
+        caption = caption_html(line, lang)
         if s.op is not None:
-            op = (f'<div class="bv"><div class="bv-op">'
-                  f'{esc(clip(describe_op(s.op, lang, labels, vocab, bs)))}</div></div>')
             code = pseudocode_html(s.op, lang=lang, free_order=info.free_order,
                                    vllm_function=s.op.fn)
-            ops = ops_list_html(s.ops, s.frame, lang)
-        else:
-            op = f'<div class="bv"><div class="bv-op">{esc(t("no_ops", lang))}</div></div>'
+    else:
+        said = s.caption.get(lang) if s.caption is not None else None
+        if not said:                       # a scenario without captions: its note's first sentence
+            said = first_sentence(note) if note else event_label(s.event, lang)
+        caption = caption_html(said, lang, error=error, teaching_only=s.teaching_only)
+    ops = "" if s.frame is not None else ops_html(
+        s.ops, **labelled, ref_before=c.prev_ref_cnt,
+        **({"max_lines": COMPACT["ops"]} if compact else {}))
     on_gpu = {h for h, _ in s.hash_table}
     ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang, on_gpu=on_gpu,
                          tier=s.tier)
            if s.external is not None else "")
     written = tuple(sorted({o.block_id for o in s.ops if o.kind in ("write", "load")}))
-    did = engine_did_html(s, lang, labels, vocab, bs,
-                          **({"max_items": COMPACT["did"]} if compact else {}))
-    return Panels(header=header, note=note_html(note, lang, error=error), did=did, blocks=blocks,
-                  blocks_legend=legend, queue=queue, table=table, requests=reqs, op=op,
-                  pseudocode=code, ops_list=ops, external=ext,
+    why = "" if s.frame is not None else (
+        note_html(note, lang, error=error)
+        + engine_did_html(s, lang, labels, vocab, bs,
+                          **({"max_items": COMPACT["did"]} if compact else {})))
+    return Panels(header=header, caption=caption, why=why, ops=ops, code=code, blocks=blocks,
+                  blocks_legend=legend, queue=queue, table=table, requests=reqs, external=ext,
                   verify=verify_html(s.ops, lang, info.tolerance), written=written)

@@ -328,6 +328,7 @@ PAGE_CSS = """
 
 # Streamlit's own widgets, made large for a projector (presenter mode only).
 PRESENTER_CSS = """
+[data-testid="stMainBlockContainer"] { padding-left: .8rem; padding-right: .8rem; }
 [data-testid="stMainBlockContainer"] [data-testid="stBaseButton-secondary"],
 [data-testid="stMainBlockContainer"] [data-testid="stBaseButton-primary"] {
     font-size: 1.35rem; min-height: 3rem; padding: .2rem 1.1rem; }

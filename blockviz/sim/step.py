@@ -49,6 +49,7 @@ class Step:
     num_frames: int = 0               # the event's ops
     event: Event | None = None        # the scenario's event (None: the start)
     start_note: Text | None = None    # the scenario's note before any event (step 0 only)
+    start_caption: Text | None = None  # ... and its caption (step 0 only)
     # the pool
     ref_cnt: tuple[int, ...] = ()
     block_hash: tuple[bytes | None, ...] = ()
@@ -83,6 +84,11 @@ class Step:
     @property
     def note(self) -> Text | None:
         return self.start_note if self.event is None else self.event.note
+
+    @property
+    def caption(self) -> Text | None:
+        """The step's one sentence (the scenario's ``caption``; ``start_caption`` at step 0)."""
+        return self.start_caption if self.event is None else self.event.caption
 
     @property
     def frame_ops(self) -> tuple:

@@ -210,6 +210,7 @@ class Timeline:
         self._budget = engine.scheduler_config.max_num_batched_tokens
         self._async = engine.scheduler_config.async_scheduling
         self._start_note = engine.scenario.start_note
+        self._start_caption = engine.scenario.start_caption
         # a hybrid model's KV-cache groups (config.kv_cache_groups), None for one full-attention
         # group: what the narration names an op's group by
         self.kv_cache_groups = engine.scenario.config.kv_cache_groups
@@ -492,6 +493,7 @@ class Timeline:
         return Step(
             index=index, num_frames=self._num_ops[index], event=self._steps[index],
             start_note=self._start_note if index == 0 else None,
+            start_caption=self._start_caption if index == 0 else None,
             ref_cnt=tuple(m.ref), block_hash=tuple(m.hash),
             block_tokens=m.block_tokens(frozen=True), free_queue=m.queue(),
             hash_table=tuple(m.table.values()), requests=RequestsAt(self, index),

@@ -22,10 +22,14 @@ PAGES = [
 
 
 def main() -> None:
-    # A presenter link opens with the sidebar folded away (the teacher drives with the keyboard).
-    presenter_link = session.presenter_flag(st.query_params.get("presenter"))
+    # Presenter mode (a link's, or turned on in the sidebar) folds the sidebar away: the board
+    # gets the whole width, the teacher drives with the keyboard. (A sidebar the user folded or
+    # opened by hand keeps the user's choice: Streamlit remembers it.)
+    ss = st.session_state
+    presenter = (bool(ss.get(session.PRESENTER)) if ss.get(session.INITIALIZED)
+                 else session.presenter_flag(st.query_params.get("presenter")))
     st.set_page_config(layout="wide", page_title="blockviz", page_icon="🧱",
-                       initial_sidebar_state="collapsed" if presenter_link else "auto")
+                       initial_sidebar_state="collapsed" if presenter else "auto")
     lang = st.session_state.get(session.LANG)
     if lang not in LANGS:            # a first visit: the link's language titles the pages too
         link = st.query_params.get("lang")

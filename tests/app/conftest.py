@@ -129,7 +129,7 @@ class Page:
         if not d["lo"] <= k <= d["hi"]:
             return ""
         rec = d["steps"][lang][k - d["lo"]]
-        keys = ["header", "note", "did", "blocks", "queue", "table", "requests", "external"]
+        keys = ["header", "caption", "why", "ops", "blocks", "queue", "table", "requests", "external"]
         parts = {x: rec[x] for x in keys if x in rec}
         frames = d.get("frames", {}).get(lang)
         if frame is not None and frames:

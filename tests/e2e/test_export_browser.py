@@ -90,8 +90,8 @@ def test_the_png_is_the_board(chromium_path, root, screenshots, lang, monkeypatc
 
 
 # every panel the board fills from the string pool: (record field, the element it goes into)
-PANELS = (("header", ".bvb-head"), ("note", ".bvb-note"), ("did", ".bvb-did-show"),
-          ("did", ".bvb-did-size"), ("blocks", ".bvb-blocks .bvb-body"),
+PANELS = (("header", ".bvb-head"), ("caption", ".bvb-cap"), ("why", ".bvb-why .bvb-body"),
+          ("blocks", ".bvb-blocks .bvb-body"),
           ("queue", ".bvb-queue .bvb-body"), ("table", ".bvb-table .bvb-body"),
           ("requests", ".bvb-reqs .bvb-body"), ("external", ".bvb-ext .bvb-body"))
 

@@ -112,8 +112,8 @@ def test_card_colours_have_fixed_meanings(six, six_labels):
 def test_card_shows_id_ref_count_hash_label_and_tokens(six, six_labels):
     html = blocks_at(six, six_labels, 2)
     card1 = html[html.index('data-block="1"'):html.index('data-block="2"')]
-    assert '<span class="bv-id">1</span>' in card1
-    assert "ref_cnt <b>2</b>" in card1
+    assert '<span class="bv-id" data-bv="block-id">1</span>' in card1
+    assert '<span class="bv-refk">ref_cnt</span> <span class="bv-refn" data-bv="ref"><b>2</b></span>' in card1
     assert '<span class="bv-hash">H1</span>' in card1
     assert "1 2 3 4" in card1
     assert card1.count('class="bv-on"') == 4          # a full block: four filled slots
@@ -293,7 +293,10 @@ def test_a_teaching_only_step_is_badged_in_the_player_and_the_export():
         # only A was scheduled: B, running too, got nothing in that step
         assert _sched_items(badged)[0].startswith("A")
         assert "B" not in _sched_items(badged)[0]
-        assert words in build_panels(tl, tl.step(3), lang, labels=labels).did   # every view's panel
+        shown = build_panels(tl, tl.step(3), lang, labels=labels)
+        assert words in shown.why and words in shown.caption     # on the board: beside the caption
+        assert "bv-teaching-tag" in shown.caption
+        assert "bv-teaching" not in build_panels(tl, tl.step(2), lang, labels=labels).caption
 
 
 @pytest.mark.parametrize("lang, more", [("en", "… 76 more"), ("zh", "… 还有 76 个")])
@@ -318,6 +321,11 @@ def test_the_dense_board_cuts_the_engine_list(big):
     cut = build_panels(big, big.step(step), "en", labels=labels, compact=True)
     def sentences(html):                # the list of what the engine did (not the schedule)
         return html.split('class="bv-did"', 1)[1].count("<li")
-    n = sentences(full.did)
+    n = sentences(full.why)
     assert n > COMPACT["did"] + 1, n
-    assert sentences(cut.did) == COMPACT["did"] + 1 and f"{n - COMPACT['did']} more" in cut.did
+    assert sentences(cut.why) == COMPACT["did"] + 1 and f"{n - COMPACT['did']} more" in cut.why
+    # the ops panel too: its first lines, then how many more
+    ops = len(big.step(step).ops)
+    assert full.ops.count('data-bv="op"') >= ops
+    shown = cut.ops.count('data-bv-index=')
+    assert shown <= COMPACT["ops"] + COMPACT["ops"] // 3 and f"{ops - COMPACT['ops']} more ops" in cut.ops
