@@ -80,6 +80,7 @@ class Snapshot(_Open):
     index: StrictInt
     event: dict | None
     note: dict | None
+    caption: dict | None
     blocks: list[Block]
     free_queue: list[StrictInt]
     hash_table: dict[str, list[StrictInt]]
@@ -206,3 +207,15 @@ def test_schema_command_describes_the_format(cli):
     for event in ("arrive", "admit", "decode", "step", "finish", "preempt",
                   "reset_prefix_cache", "checkpoint", "rewind", "note"):
         assert event in step
+
+
+def test_every_step_carries_its_caption(six, root):
+    """The step's one sentence beside its note: {en, zh} (either may be null), steps[0]'s from
+    start_caption; a step without one says null."""
+    from blockviz.scenario import load
+    sc = load(root / "scenarios" / "six-blocks.yaml").scenario
+    steps = six["steps"]
+    assert steps[0]["caption"] == {"en": sc.start_caption.en, "zh": sc.start_caption.zh}
+    for s, ev in zip(steps[1:], sc.steps):
+        assert s["caption"] == {"en": ev.caption.en, "zh": ev.caption.zh}
+    assert list(steps[1])[:4] == ["index", "event", "note", "caption"]

@@ -82,7 +82,7 @@ def _step_dict(s: Step, frames: Iterable | None, lazy: bool, groups: int = 0,
         for key, ids in s.hash_table:
             h, g = _split(key, groups)
             hash_table[f"{h}#{g}" if groups > 1 else h] = list(ids)
-    note = s.note
+    note, caption = s.note, s.caption
     event = None if s.event is None else s.event.event_dict()
     if s.teaching_only:
         event = {**event, "teaching_only": True}
@@ -90,6 +90,7 @@ def _step_dict(s: Step, frames: Iterable | None, lazy: bool, groups: int = 0,
         "index": s.index,
         "event": event,
         "note": None if note is None else {"en": note.get("en"), "zh": note.get("zh")},
+        "caption": None if caption is None else {"en": caption.en, "zh": caption.zh},
         "blocks": blocks,
         "free_queue": list(s.free_queue),
         "hash_table": hash_table,
