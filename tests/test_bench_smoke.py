@@ -125,8 +125,12 @@ def test_quick_board_run_measures_the_board_in_a_browser(tmp_path):
     assert load["self_check"]["sessions"] == 1 and load["self_check"]["reruns_per_s"] > 0
     assert not load["self_check"]["failed"]
     assert board["load"]["server_cores"] >= 0
+    six, big = board["cases"]
+    assert six["lang_ms"]["n"] == 4 and 0 < six["lang_ms"]["median"]      # the board's 中文/English
+    assert big["lang_ms"] is None                      # a big pool ships one language: no toggle
     names = [b["name"] for b in board["budgets"]]
-    assert len(names) == 6 and any("4,096 blocks" in n for n in names)
+    assert len(names) == 7 and any("4,096 blocks" in n for n in names)
+    assert any("toggle" in n for n in names)
 
 
 def test_sched_sides_take_the_same_steps():

@@ -959,7 +959,7 @@ function create(parent, component) {
     if (first) { writeUrl(false); if (ro) ro.observe(root); }
     // the requests sit under the cards when a few rows of cards leave room there, else under
     // the ops and the hash table (a pool of more than 8 blocks)
-    const home = data.dense || data.num_blocks > 9 ? part.right : part.left;
+    const home = !data.dense && data.num_blocks > 9 ? part.right : part.left;
     if (part.reqsBox.parentNode !== home) home.append(part.reqsBox);
     root.classList.toggle('bvb-reqs-right', home === part.right);
     if (st.playing) play(true);             // a new speed takes effect at once
