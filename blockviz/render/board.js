@@ -373,7 +373,13 @@ function create(parent, component) {
       if (m !== null) { e.hidden = false; runs.set(m, runs.get(m) + 1); }
     }
     const fit = root.classList.contains('bvb-fit');
-    const over = () => part.ops.scrollHeight > part.ops.clientHeight + 1;
+    // does the last line shown (or the code under the step-into line) end below the panel?
+    const over = () => {
+      const vis = lines.filter((e) => !e.hidden);
+      let bottom = vis.length ? vis[vis.length - 1].getBoundingClientRect().bottom : 0;
+      if (code.isConnected) bottom = Math.max(bottom, code.getBoundingClientRect().bottom);
+      return bottom > part.ops.getBoundingClientRect().top + part.ops.clientHeight - 1;
+    };
     if (!fit) { st.pages = 1; return; }        // (a page that scrolls shows every line)
     const order = [...runs.entries()].sort((a, b2) => b2[1] - a[1]).map(([g]) => g);
     let folded = 0;
