@@ -246,7 +246,7 @@ FOLDABLE = frozenset({"arrive", "admit", "schedule", "write", "sample", "finish"
 
 def _ids(ids) -> str:
     """Block ids as chips the board links to the blocks (hover one, every panel lights it)."""
-    return " ".join(f'<span class="bv-ob" data-block="{int(b)}">{int(b)}</span>' for b in ids)
+    return " ".join(f'<i data-block="{int(b)}">{int(b)}</i>' for b in ids)
 
 
 def _ref_text(ids, refs: list[int], delta: int, lang: str) -> str:
@@ -367,12 +367,11 @@ def _call_name(call: str) -> str:
 def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
              ref_before: tuple[int, ...] = (), max_lines: int | None = None) -> str:
     """The ops panel of a step: each op one short line, ``call  effect`` (vLLM's function and what
-    it did: ``touch(1, 2)  ref 1→2``), numbered as "step into" walks them, the whole sentence in its
-    title, its blocks linked. A run of ``GROUP_RUN`` or more ops of one call that is not the pool's
+    it did: ``touch(1, 2)  ref 1→2``), numbered as "step into" walks them, its blocks linked (the
+    whole sentences are behind "why?"). A run of ``GROUP_RUN`` or more ops of one call that is not the pool's
     own (writes, samples, admissions) also has a folded line (``6 × execute_model``, hidden) that
     the board shows instead when the panel is short of room. ``max_lines``: at most that many
     lines, then how many more (a big pool's step can run hundreds)."""
-    from blockviz.teach.narrate import describe_op
     if not ops:
         return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="0">'
                 f'<div class="bv-muted">{esc(t("no_ops", lang))}</div></div>')
@@ -402,12 +401,11 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
                          f'</code> <span class="bv-eff">{what}</span></li>')
         for i in range(j, end):
             call, eff = lines[i]
-            title = esc(describe_op(ops[i], lang, labels, vocab, block_size))
             group = ""
             if labels.hybrid and getattr(ops[i], "group", None) is not None:
                 group = f'<span class="bv-opg-tag">g{ops[i].group}</span>'
             member = f' data-bv-member="{run}"' if folded else ""
-            items.append(f'<li class="bv-opl" data-bv="op" data-bv-index="{i}"{member} title="{title}">'
+            items.append(f'<li class="bv-opl" data-bv="op" data-bv-index="{i}"{member}>'
                          f'<span class="bv-opn">{i + 1}</span>{group}<code class="bv-call">{call}</code>'
                          f' <span class="bv-eff">{eff}</span></li>')
         j = end
