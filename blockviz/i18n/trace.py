@@ -380,11 +380,11 @@ STRINGS: dict[str, tuple[str, str]] = {
     "curve_read_no_best": ("The best possible (Belady's MIN) is {why}.",
                            "最好的可能（Belady 的 MIN）：{why}。"),
     "curve_col_best": ("best possible", "最好的可能"),
-    "curve_phase_curve": ("One pass over the trace ({order})", "对 trace 读一遍（{order}）"),
-    "curve_phase_optimal": ("Belady's MIN at size {k} of {n}", "Belady 的 MIN：第 {k} / {n} 个大小"),
+    "curve_phase_curve": ("One pass over the trace, free order {order},", "对 trace 读一遍，释放顺序 {order}，"),
+    "curve_phase_optimal": ("Belady's MIN at size {k} of {n}", "Belady 的 MIN（第 {k} / {n} 个大小），"),
     "curve_progress": ("{what} in a worker process: {pct}% · {done} of {total} request passes · "
                        "{rate} requests/s · {s}{left}",
-                       "{what}，在工作进程中：{pct}% · 第 {done} / {total} 个请求 · 每秒 {rate} 个 · "
+                       "{what}在工作进程中：{pct}% · 已处理 {done} / {total} 请求次 · 每秒 {rate} 个 · "
                        "{s}{left}"),
     "curve_done": ("Done: the whole curve of {requests} requests for both free orders, and Belady's MIN "
                    "at {n} sizes, in {s} s.",

@@ -306,29 +306,31 @@ def _generate_form(lang: str) -> None:
 
 def _sweep_form(trace: TraceFile, lang: str) -> bool:
     with st.form("capt_form", border=True):
-        cols = st.columns(5)
-        with cols[0]:
+        top = st.columns([2, 3, 3])          # two rows: at 1280 px five columns cut the labels
+        with top[0]:
             st.selectbox(t("cap_block_size", lang), TRACE_BLOCK_SIZES, index=0, key="w_capt_block_size",
                          help=t("capt_block_size_help", lang))
-        with cols[1]:
+        with top[1]:
             st.segmented_control(t("capt_mode", lang), TRACE_MODES, key="w_capt_mode", required=True,
                                  default="sequence", format_func=lambda m: t(f"capt_mode_{m}", lang),
                                  help=t("capt_mode_help", lang))
-        with cols[2]:
-            st.number_input(t("capt_num_sizes", lang), 2, 16, 8, step=1, key="w_capt_num_sizes",
-                            help=t("capt_num_sizes_help", lang))
-            st.checkbox(t("capt_optimal", lang), True, key="w_capt_optimal",
-                        help=t("capt_optimal_help", lang))
-        if st.session_state.get("w_capt_replay", 0) > trace.requests:   # another trace's value
-            st.session_state["w_capt_replay"] = trace.requests
-        with cols[3]:
-            st.number_input(t("capt_replay", lang), 1, max(1, trace.requests),
-                            min(trace.requests, DEFAULT_REPLAY), step=1000, key="w_capt_replay",
-                            help=t("capt_replay_help", lang))
-        with cols[4]:
+        with top[2]:
             st.selectbox(t("capt_model", lang), (NO_MODEL, *KV_PRESETS), index=1, key="w_capt_model",
                          format_func=lambda m: t("capt_model_none", lang) if m == NO_MODEL else m,
                          help=t("capt_model_help", lang))
+        if st.session_state.get("w_capt_replay", 0) > trace.requests:   # another trace's value
+            st.session_state["w_capt_replay"] = trace.requests
+        low = st.columns([2, 3, 3], vertical_alignment="bottom")
+        with low[0]:
+            st.number_input(t("capt_num_sizes", lang), 2, 16, 8, step=1, key="w_capt_num_sizes",
+                            help=t("capt_num_sizes_help", lang))
+        with low[1]:
+            st.number_input(t("capt_replay", lang), 1, max(1, trace.requests),
+                            min(trace.requests, DEFAULT_REPLAY), step=1000, key="w_capt_replay",
+                            help=t("capt_replay_help", lang))
+        with low[2]:
+            st.checkbox(t("capt_optimal", lang), True, key="w_capt_optimal",
+                        help=t("capt_optimal_help", lang))
         with st.expander(t("capt_timed_settings", lang)):
             st.caption(t("capt_timed_help", lang))
             tcols = st.columns(len(TIMED_FORM))

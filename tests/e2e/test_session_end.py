@@ -18,8 +18,8 @@ from .test_browser import IDLE, NO_ERROR
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # sequence mode's sweep is the one-pass curve (sim/curve.py): its progress names the pass
-WORDS = {"en": ("Real traffic: a trace", "20,000 requests", "One pass over the trace ("),
-         "zh": ("真实流量：trace", "20,000 个请求", "对 trace 读一遍（")}
+WORDS = {"en": ("Real traffic: a trace", "20,000 requests", "One pass over the trace, free order"),
+         "zh": ("真实流量：trace", "20,000 个请求", "对 trace 读一遍，释放顺序")}
 
 
 def _traces(tmp: Path) -> list[Path]:
