@@ -37,6 +37,29 @@ STRINGS: dict[str, tuple[str, str]] = {
     "external_hit": ("external hit", "外部命中"),
     "new_block": ("new", "新分配"),
     "computed": ("computed", "已计算"),
+    # a hybrid model's KV-cache groups (config.kv_cache_groups), as the board draws them
+    "grp_tag": ("g{g}", "g{g}"),
+    "grp_full_attention": ("full", "全注意力"),
+    "grp_sliding_window": ("sliding window {n}", "滑动窗口 {n}"),
+    "grp_chunked_local_attention": ("chunked local {n}", "分块局部 {n}"),
+    "grp_short_full_attention": ("full", "全注意力"),
+    "grp_short_sliding_window": ("window {n}", "窗口 {n}"),
+    "grp_short_chunked_local_attention": ("chunk {n}", "分块 {n}"),
+    "grp_title": ("KV-cache group {g}: {name}", "KV 缓存组 {g}：{name}"),
+    "grp_legend": ("KV-cache groups (one table each per request, one shared pool)",
+                   "KV 缓存组（每个请求每组一张块表，共用一个块池）"),
+    "grp_null_entry": ("null block: this group no longer needs the slot (its tokens are outside the "
+                       "window or chunk), so vLLM's null_block (block 0) stands in",
+                       "null 块：这个组不再需要这个位置（它的 token 已在窗口或分块之外），由 vLLM 的 "
+                       "null_block（块 0）占位"),
+    "grp_null_short": ("0 = slot no longer needed (null block)", "0 = 不再需要的位置（null 块）"),
+    "grp_key": ("H3#1 = H3 cached for group 1", "H3#1 = 组 1 登记的 H3"),
+    "grp_key_title": ("The prefix hash table is keyed by hash and group (vLLM's "
+                      "BlockHashWithGroupId): one prompt's block hash is one key per group that "
+                      "caches it.",
+                      "前缀 hash 表的键是 hash 加组号（vLLM 的 BlockHashWithGroupId）：同一个块 hash "
+                      "在每个登记它的组里各是一个键。"),
+    "hash_group": ("hash#group", "hash#组"),
     "tokens": ("tokens", "个 token"),
     "status_waiting": ("waiting", "等待中"),
     "status_running": ("running", "运行中"),

@@ -55,7 +55,8 @@ def _slots(n_tokens: int, block_size: int) -> str:
 
 def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang: str,
               changed: bool, victim: bool, evict_next: bool = False, prev_ref: int | None = None,
-              held_by: tuple[str, ...] = ()) -> str:
+              held_by: tuple[str, ...] = (), group: str = "") -> str:
+    """One block's card; ``group``: a hybrid model's badge of the KV-cache group it serves."""
     ref, h, toks = state.ref_cnt[i], state.block_hash[i], state.block_tokens[i]
     classes = ["bv-card", *BLOCK_KINDS[block_kind(i, ref, h)].classes]
     if i == 0:
@@ -83,7 +84,7 @@ def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang
         count = f"<b>{ref}</b>"
     held = (f'<span class="bv-held" title="{esc(t("held_by", lang, ids=", ".join(held_by)))}">'
             f'{esc(" ".join(held_by))}</span>' if held_by else "")
-    body = (f'{tag}<div class="bv-top"><span class="bv-id" data-bv="block-id">{i}</span>{hash_label}'
+    body = (f'{tag}{group}<div class="bv-top"><span class="bv-id" data-bv="block-id">{i}</span>{hash_label}'
             f'</div><div class="bv-ref"><span class="bv-refk">ref_cnt</span> '
             f'<span class="bv-refn" data-bv="ref">{count}</span>{held}</div>'
             f'<div class="bv-tok" title="{esc(token_text(toks, vocab))}">{words}</div>'
@@ -94,28 +95,32 @@ def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang
 def blocks_html(state, *, labels: HashLabels, vocab=None, block_size: int = 0, lang: str = "en",
                 changed: Collection[int] = (), legend: bool = True,
                 prev_ref: Sequence[int] | None = None,
-                held_by: Mapping[int, tuple[str, ...]] | None = None) -> str:
+                held_by: Mapping[int, tuple[str, ...]] | None = None,
+                groups: Mapping[int, str] | None = None) -> str:
     """Cards for every block (small pools): id, ref_cnt (``1→2`` when ``prev_ref`` differs), the
     requests holding it, hash label, tokens, slot fill; the next allocation's block and the block
-    whose cached prefix goes next are marked apart."""
+    whose cached prefix goes next are marked apart. ``groups``: block id -> the badge of the
+    KV-cache group it serves (a hybrid model)."""
     victim, evict = next_marks(state)
     changed = frozenset(changed)
     held_by = held_by or {}
+    groups = groups or {}
     cards = "".join(card_html(i, state, labels=labels, vocab=vocab, block_size=block_size, lang=lang,
                               changed=i in changed, victim=i == victim, evict_next=i == evict,
                               prev_ref=None if prev_ref is None else prev_ref[i],
-                              held_by=held_by.get(i, ()))
+                              held_by=held_by.get(i, ()), group=groups.get(i, ""))
                     for i in range(len(state.ref_cnt)))
     width = f"max-width:{len(state.ref_cnt) * 12}em"   # a few blocks: cards stay card-sized
     return (f'<div class="bv bv-panel"><div class="bv-blocks" role="list" style="{width}">{cards}</div>'
             f'{legend_html(lang) if legend else ""}</div>')
 
 
-def heatmap_legend_html(lang: str, n: int) -> str:
+def heatmap_legend_html(lang: str, n: int, extra: str = "") -> str:
+    """The dense view's legend (``extra``: more of it, a hybrid model's groups)."""
     sw = "".join(f'<span><i class="bv-sw" style="background:{c};border-color:{GREY}">'
                  f'</i>{esc(t(key, lang))}</span>' for c, key in CATEGORIES)
     sw += (f'<span><i class="bv-sw bv-changed"></i>{esc(t("changed", lang))}</span>'
            f'<span><i class="bv-sw bv-victim"></i>{esc(t("next_victim", lang))}</span>'
            f'<span><i class="bv-sw bv-evict-next"></i>{esc(t("next_evict", lang))}</span>')
     return (f'<div class="bv"><div class="bv-small">{esc(t("heatmap_note", lang, n=f"{n:,}"))}</div>'
-            f'<div class="bv-legend">{sw}</div></div>')
+            f'<div class="bv-legend">{sw}</div>{extra}</div>')

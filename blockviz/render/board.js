@@ -625,6 +625,11 @@ function create(parent, component) {
     if (!t) return null;
     const seg = t.closest('[data-split-block]');   // a prompt split's segment: its blocks
     if (seg) return seg.getAttribute('data-split-block').split(' ');
+    const gt = t.closest('[data-bv-group-table]');   // a hybrid model's group row: an entry is its
+    if (gt) {                                        // block, the group's badge the row's blocks
+      const at = t.closest('[data-block]');
+      return at ? [at.getAttribute('data-block')] : [...gt.querySelectorAll('[data-block]')].map((e) => e.getAttribute('data-block'));
+    }
     const row = t.closest('[data-request], tr[data-hash], .bv-opl');
     const one = t.closest('[data-block]');
     if (one && !(row && row.contains(one) && one === row)) {

@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 from importlib import resources
 
 from blockviz.i18n import event_label, t
+from blockviz.render import groups as rgroups
 from blockviz.render import step as rstep
 from blockviz.render.blocks import heatmap_legend_html, legend_html, next_marks
 from blockviz.render.markers import KINDS
@@ -202,6 +203,14 @@ def widest_label(labels: HashLabels) -> str:
     return f"H{n}" + (f"#{len(labels.groups) - 1}" if labels.hybrid else "")
 
 
+def _legend(run: BoardRun, lang: str, dense: bool) -> str:
+    """The board's legend: the blocks' colours and marks, and a hybrid model's KV-cache groups."""
+    groups = rgroups.legend_html(run.labels.groups, lang) if run.labels.hybrid else ""
+    if dense:
+        return heatmap_legend_html(lang, run.timeline.num_gpu_blocks, extra=groups)
+    return f'<div class="bv">{legend_html(lang, short=True)}{groups}</div>'
+
+
 def _marks(kinds: Sequence[frozenset[str]]) -> list[str]:
     return ["".join(MARK_CODES[k] for k in KINDS if k in ks) for ks in kinds]
 
@@ -241,8 +250,7 @@ def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: 
         marks=_marks(run.kinds), mark_colours={MARK_CODES[k]: MARKER_COLOURS[k] for k in KINDS},
         mark_names={lg: {MARK_CODES[k]: t("mk_" + k, lg) for k in KINDS} for lg in langs},
         ui={lg: {k: t(k, lg) for k in UI_KEYS} for lg in langs},
-        legend={lg: (heatmap_legend_html(lg, tl.num_gpu_blocks) if dense
-                     else f'<div class="bv">{legend_html(lg, short=True)}</div>') for lg in langs},
+        legend={lg: _legend(run, lg, dense) for lg in langs},
         widest_label=widest_label(run.labels), dense=dense, num_blocks=tl.num_gpu_blocks,
         cells=[_dense(tl.step(i)) for i in range(lo, hi + 1)] if dense else None,
         kind_colours={c: BLOCK_KINDS[k].cell for k, c in KIND_CODES.items()},

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from blockviz.core.hashing import split_block_key
 from blockviz.i18n import t
+from blockviz.render import groups as rgroups
 from blockviz.render.theme import esc
 from blockviz.teach.labels import HashLabels
 
@@ -57,7 +59,7 @@ def hash_table_html(table, *, labels: HashLabels, state=None, lang: str = "en",
             notes += f' <span class="bv-tag bv-tag-new">{esc(t("tag_new_hash", lang))}</span>'
         cls = ' class="bv-row-new"' if h in added else ""
         rows.append(f'<tr{cls} data-hash="{esc(labels(h))}"><td><span class="bv-tree">{indent}</span>'
-                    f'<span class="bv-hl">{esc(labels(h))}</span></td>'
+                    f'<span class="bv-hl">{_key_html(h, labels, lang)}</span></td>'
                     f'<td class="bv-muted">{esc(labels(parent)) if parent else "—"}</td>'
                     f'<td>{chips}{notes}</td></tr>')
     if len(tree) > max_rows:
@@ -69,7 +71,9 @@ def hash_table_html(table, *, labels: HashLabels, state=None, lang: str = "en",
                     f'</span></td></tr>')
     if not rows:
         return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("empty", lang))}</div></div>'
-    head = (f'<tr><th>hash</th><th>{esc(t("parent", lang))}</th>'
+    key = (f'<th title="{esc(t("grp_key_title", lang))}">{esc(t("hash_group", lang))}</th>'
+           if labels.hybrid else "<th>hash</th>")
+    head = (f'<tr>{key}<th>{esc(t("parent", lang))}</th>'
             f'<th>{esc(t("block_ids", lang))}</th></tr>')
     return f'<div class="bv bv-panel"><table class="bv-table">{head}{"".join(rows)}</table></div>'
 
@@ -78,3 +82,14 @@ def _chip(b: int, state) -> str:
     free = state is not None and state.ref_cnt[b] == 0
     style = "border-style:dashed" if free else ""
     return f'<span class="bv-b bv-local" style="{style}" data-block="{b}">{b}</span>'
+
+
+def _key_html(h: bytes, labels: HashLabels, lang: str) -> str:
+    """The row's key: its hash label, and with several KV-cache groups the group it is keyed by
+    (vLLM's BlockHashWithGroupId: ``H3#1``, the ``#1`` naming group 1 in its title)."""
+    g = split_block_key(h)[1]
+    if g is None or not labels.hybrid:
+        return esc(labels(h))
+    spec = labels.groups[g]
+    return (f'{esc(labels.bare(h))}<span class="bv-hg" data-bv-group="{g}" '
+            f'title="{esc(rgroups.group_title(g, spec, lang))}">#{g}</span>')

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from blockviz.core.request import vllm_status
 from blockviz.i18n import t
+from blockviz.render.groups import group_title
 from blockviz.render.theme import esc
 from blockviz.teach.labels import token_text
 
@@ -403,7 +404,9 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
             call, eff = lines[i]
             group = ""
             if labels.hybrid and getattr(ops[i], "group", None) is not None:
-                group = f'<span class="bv-opg-tag">g{ops[i].group}</span>'
+                g = ops[i].group         # the group it touched, named in full in its title
+                group = (f'<span class="bv-opg-tag" data-bv-group="{g}" '
+                         f'title="{esc(group_title(g, labels.groups[g], lang))}">g{g}</span>')
             member = f' data-bv-member="{run}"' if folded else ""
             items.append(f'<li class="bv-opl" data-bv="op" data-bv-index="{i}"{member}>'
                          f'<span class="bv-opn">{i + 1}</span>{group}<code class="bv-call">{call}</code>'

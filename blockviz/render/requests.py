@@ -7,6 +7,7 @@ from collections.abc import Collection
 
 from blockviz.core.request import vllm_status
 from blockviz.i18n import t
+from blockviz.render import groups as rgroups
 from blockviz.render.split import segments_bar_html
 from blockviz.render.theme import esc
 from blockviz.teach.explain import split_summary
@@ -23,12 +24,19 @@ def ordered_requests(snapshot) -> list:
     return [reqs[rid] for rid in order if rid in reqs]
 
 
-def _table(r, fresh: Collection[int], lang: str, max_cells: int = MAX_TABLE_CELLS) -> str:
-    ids = r.block_ids
+def _table(r, fresh: Collection[int], lang: str, max_cells: int = MAX_TABLE_CELLS,
+           ids: tuple[int, ...] | None = None) -> str:
+    """The block table's cells (``ids``: one group's table, where a hybrid model's null entries
+    are block 0 drawn as the null block)."""
+    ids = r.block_ids if ids is None else ids
     if not ids:
         return f'<span class="bv-muted">{esc(t("no_blocks", lang))}</span>'
     cells = []
     for j, b in enumerate(ids[:max_cells]):
+        if b == 0:
+            cells.append(f'<span class="bv-b bv-b-null" title="{esc(t("grp_null_entry", lang))}" '
+                         f'data-block="0">0</span>')
+            continue
         if j < r.local_hit_blocks:
             cls, why = "bv-b bv-local", t("local_hit", lang)
         elif j < r.local_hit_blocks + r.external_hit_blocks:
@@ -42,6 +50,18 @@ def _table(r, fresh: Collection[int], lang: str, max_cells: int = MAX_TABLE_CELL
         more = t("more_items", lang, n=len(ids) - max_cells)
         cells.append(f'<span class="bv-more">… {esc(more)}</span>')
     return "".join(cells)
+
+
+def _group_tables(r, fresh: Collection[int], lang: str, max_cells: int, groups) -> str:
+    """A hybrid model's request: one row of block ids per KV-cache group, each led by its group's
+    badge (a finished request holds none: one muted line)."""
+    bt = r.block_tables
+    if bt is None or not any(bt.tables):
+        return f'<div class="bv-bt">{_table(r, fresh, lang, max_cells, ())}</div>'
+    return "".join(f'<div class="bv-bt bv-gt" data-bv-group-table="{g}">'
+                   f'{rgroups.table_label_html(g, spec, lang)}'
+                   f'{_table(r, fresh, lang, max_cells, bt.tables[g])}</div>'
+                   for g, spec in enumerate(groups))
 
 
 def _split_line(r, lang: str) -> str:
@@ -58,7 +78,8 @@ def _split_line(r, lang: str) -> str:
 
 
 def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = False,
-                max_cells: int = MAX_TABLE_CELLS) -> str:
+                max_cells: int = MAX_TABLE_CELLS, groups=None) -> str:
+    """A request's row; ``groups``: a hybrid model's KV-cache groups (a table row per group)."""
     n, done = r.num_tokens, r.num_computed_tokens
     pct = 100.0 * done / n if n else 0.0
     if r.status == "finished":  # nothing is pending for a request that is done
@@ -81,24 +102,29 @@ def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = Fa
     extras = f'<div class="bv-small">{" · ".join(extra)}</div>' if extra else ""
     extras += _split_line(r, lang)
     cls = "bv-req bv-req-changed" if changed else "bv-req"
+    tables = (_group_tables(r, fresh, lang, max_cells, groups) if groups
+              else f'<div class="bv-bt">{_table(r, fresh, lang, max_cells)}</div>')
     return (f'<div class="{cls}" data-request="{esc(r.request_id)}" '
             f'data-bv-request="{esc(r.request_id)}" '
             f'data-bv-status="{esc(vllm_status(r.status, r.finish_reason).lower())}">'
             f'<div><div class="bv-rid">{esc(r.request_id)}</div>'
             f'<span class="bv-st bv-st-{esc(r.status)}">{esc(t("status_" + r.status, lang))}</span></div>'
-            f'<div><div class="bv-bt">{_table(r, fresh, lang, max_cells)}</div>'
+            f'<div>{tables}'
             f'<div class="bv-bar" title="{esc(tokens)}"><i style="width:{pct:.1f}%"></i></div>'
             f'<div class="bv-small">{esc(tokens)}</div>{extras}</div></div>')
 
 
 def requests_html(snapshot, *, lang: str = "en", fresh: Collection[int] = (),
                   changed: Collection[str] = (), max_requests: int = MAX_REQUESTS,
-                  max_cells: int = MAX_TABLE_CELLS) -> str:
+                  max_cells: int = MAX_TABLE_CELLS, groups=None) -> str:
+    """Every request's row and the legend; ``groups`` (two or more KV-cache groups): each request's
+    table per group (the board's legend names the groups)."""
     reqs = ordered_requests(snapshot)
     if not reqs:
         return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("no_requests", lang))}</div></div>'
     changed = frozenset(changed)
-    rows = [request_row(r, lang=lang, fresh=fresh, changed=r.request_id in changed, max_cells=max_cells)
+    rows = [request_row(r, lang=lang, fresh=fresh, changed=r.request_id in changed, max_cells=max_cells,
+                        groups=groups)
             for r in reqs[:max_requests]]
     if len(reqs) > max_requests:
         rows.append(f'<div class="bv-more">… {esc(t("more_items", lang, n=len(reqs) - max_requests))}</div>')

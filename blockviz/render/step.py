@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import error_text
 from blockviz.render import blocks as rblocks
+from blockviz.render import groups as rgroups
 from blockviz.render.external import external_html
 from blockviz.render.hash_table import hash_table_html
 from blockviz.render.narration import (
@@ -62,7 +63,8 @@ def holders(step: Step) -> dict[int, tuple[str, ...]]:
     for r in step.requests.values():
         if r.status == "finished":
             continue
-        for b in r.block_ids:
+        bt = r.block_tables          # a hybrid model: every group's table
+        for b in (r.block_ids if bt is None else [b for table in bt.tables for b in table]):
             if b and step.ref_cnt[b] > 0:
                 out.setdefault(b, []).append(r.request_id)
     return {b: tuple(ids) for b, ids in out.items()}
@@ -87,9 +89,13 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunI
     error = (error_text(timeline.error, lang) if timeline.error is not None and s.index == last
              else None)
     big = compact or rblocks.use_heatmap(s.num_gpu_blocks)   # compact: the board's dense view
+    groups = labels.groups if labels.hybrid else None      # a hybrid model's KV-cache groups
+    badges = None if big or not groups else {
+        b: rgroups.badge_html(g, groups[g], lang, short=True, cls="bv-grp bv-grp-card")
+        for b, g in rgroups.block_groups(s).items()}
     blocks = None if big else rblocks.blocks_html(
         s, labels=labels, vocab=vocab, block_size=bs, lang=lang, changed=c.blocks, legend=False,
-        prev_ref=c.prev_ref_cnt, held_by=holders(s))
+        prev_ref=c.prev_ref_cnt, held_by=holders(s), groups=badges)
     legend = (rblocks.heatmap_legend_html(lang, s.num_gpu_blocks) if big
               else f'<div class="bv">{rblocks.legend_html(lang)}</div>')
     cut = ({"head_cells": COMPACT["head"], "tail_cells": COMPACT["tail"]} if compact else {})
@@ -97,7 +103,7 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunI
     table = hash_table_html(s.hash_table, labels=labels, state=s, lang=lang,
                             added=c.hashes_added, removed=c.hashes_removed,
                             **({"max_rows": COMPACT["rows"]} if compact else {}))
-    reqs = requests_html(s, lang=lang, fresh=c.fresh, changed=c.requests,
+    reqs = requests_html(s, lang=lang, fresh=c.fresh, changed=c.requests, groups=groups,
                          **({"max_requests": COMPACT["requests"], "max_cells": COMPACT["cells"]}
                             if compact else {}))
     labelled = {"lang": lang, "labels": labels, "vocab": vocab, "block_size": bs}

@@ -253,6 +253,23 @@ CSS = """
 .bv-bar i { position: absolute; left: 0; top: 0; bottom: 0; background: var(--bv-blue); }
 .bv-small { font-size: .8em; color: var(--bv-muted); }
 
+/* a hybrid model's KV-cache groups (render/groups.py): a badge names a group wherever it shows
+   (a request's table row, a card, the hash key's #g, the legend); a null entry is the null block */
+.bv-grp { display: inline-block; font-size: .72em; font-weight: 600; line-height: 1.3;
+          border: 1px solid var(--bv-ink); border-radius: .3em; padding: 0 .35em;
+          background: var(--bv-paper); color: var(--bv-ink); white-space: nowrap; }
+.bv-grp b { font-weight: 800; }
+.bv-gt { margin: .08em 0; }
+.bv-gt .bv-b { line-height: 1.2; }
+.bv-grp-row { min-width: 10.4em; margin-right: .2em; }
+.bv-card .bv-grp-card { position: absolute; top: -.8em; left: .35em; font-size: .66em; z-index: 1; }
+.bv-b.bv-b-null { border-color: var(--bv-null); color: var(--bv-paper);
+    background: repeating-linear-gradient(135deg, var(--bv-null) 0 .25em, var(--bv-null-stripe) .25em .5em); }
+.bv-grp-legend { margin-top: .1em; }
+.bv-grp-legend .bv-grp { font-size: 1em; }
+.bv-legend .bv-b-null { min-width: 1.6em; }
+.bv-hg { color: var(--bv-ink); font-size: .85em; }
+
 /* narration */
 .bv-note { font-size: 1.12em; line-height: 1.5; background: var(--bv-panel);
            border-left: .3em solid var(--bv-blue);

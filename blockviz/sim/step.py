@@ -140,5 +140,6 @@ def changed_blocks(a: Step, b: Step) -> frozenset[int]:
 
 def changed_requests(a: Mapping[str, RequestView], b: Mapping[str, RequestView]) -> frozenset[str]:
     def key(v: RequestView | None):
-        return None if v is None else (v.status, v.block_ids, v.num_tokens, v.num_computed_tokens)
+        return None if v is None else (v.status, v.block_ids, v.num_tokens, v.num_computed_tokens,
+                                       v.block_tables)    # (a hybrid model: every group's table)
     return frozenset(rid for rid in {*a, *b} if key(a.get(rid)) != key(b.get(rid)))
