@@ -341,6 +341,9 @@ function create(parent, component) {
     // (on the panel's box, which a step's HTML never replaces: the grid's own style is the step's)
     part.blocks.style.setProperty('--bvb-cols', String(Math.max(1, cols)));
     part.blocks.style.setProperty('--bvb-rows', String(Math.max(1, rows)));
+    // still one card over (10 in rows of 3): the last row takes the card before it (3 3 2 2)
+    part.blocks.toggleAttribute('data-bv-brk', rows > 1 && cols >= 3 && n % cols === 1);
+    part.blocks.style.setProperty('--bvb-c1', grid.querySelector('.bv-null') ? '2' : '1');
   }
 
   // -- the ops panel: every line it shows is whole. When the lines overflow the panel, runs of

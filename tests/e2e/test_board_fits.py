@@ -1,10 +1,14 @@
 """The board reads from the back of the room: every built-in lesson, every step, at 1280×800 and
 1920×1080, normal and presenter mode, in English and 中文 — the sizes a class can read (computed
 style), every op line of the step whole and inside the viewport (not cut by a panel that scrolls),
-every ref count on one line, every panel on screen; and at 390×844 (a phone) a caption of 16 px or
+every ref count and hash name on one line, the free queue on one line, the block cards in balanced
+rows (no card alone on a row), one scale for every step of a lesson, every panel on screen, and at
+1920×1080 a board that reaches the bottom of the screen; at 390×844 (a phone) a caption of 16 px or
 more. The matrix walks each lesson's offline page (the board with its data inlined: no server), one
-page per lesson, size and mode, stepping in the page and checking each step in one evaluate; the
-app itself is checked on six-blocks (tests/e2e/test_browser.py and the presenter test below)."""
+page per lesson, size and mode, stepping in the page and checking each step in one evaluate (both
+languages in that page, with the board's own toggle); the app itself is checked on six-blocks
+(tests/e2e/test_browser.py and the presenter test below). The 27 lessons' matrix (1,680 step
+views) takes 3.5–5 min on the 2-core CI machine, 6–14 s a lesson: marked slow."""
 from __future__ import annotations
 
 import time
@@ -24,11 +28,12 @@ ROOM = 17          # lessons of up to 16 blocks (and the null block) get present
 # the least sizes, px: (caption, block id, ref count, op line)
 PRESENTER = (28, 40, 24, 18)
 NORMAL = (20, 0, 0, 0)
+FILL = 0.9         # at 1920×1080 the board reaches at least this far down the screen
 PANELS = ("caption", "blocks", "free-queue", "ops", "hash-table", "requests")
 
 # In the page: show every step (a click on its timeline mark, as a user would) and measure it. One
 # evaluate per lesson, size, mode and language; the failures come back as lines.
-WALK = """(root, [least, panels]) => {
+WALK = """(root, [least, panels, fill]) => {
   const [minCap, minId, minRef, minOp] = least;
   const vw = window.innerWidth, vh = window.innerHeight;
   const out = { bad: [], least: [1e9, 1e9, 1e9, 1e9], steps: 0, ops: 0 };
@@ -66,6 +71,11 @@ WALK = """(root, [least, panels]) => {
       small('ref count', e, minRef, 2);
       if (e.getClientRects().length !== 1) out.bad.push(`step ${k}: ref count "${e.textContent}" wraps`);
     }
+    for (const e of root.querySelectorAll('[data-bv="blocks"] .bv-hash, [data-bv="hash-table"] .bv-hl')) {
+      if (e.getClientRects().length > 1 || (shown(e) && e.getBoundingClientRect().height > 2 * px(e) * 1.1)) {
+        out.bad.push(`step ${k}: hash name "${e.textContent}" wraps`);
+      }
+    }
     const ops = [...root.querySelectorAll('[data-bv="ops"] [data-bv="op"]')].filter(shown);
     out.ops += ops.length;
     for (const e of ops) {
@@ -75,6 +85,25 @@ WALK = """(root, [least, panels]) => {
     }
     const any = root.querySelector('[data-bv="ops"] [data-bv="op"]');
     if (!ops.length && any) out.bad.push(`step ${k}: no op shown`);
+    // the scale is the lesson's, not the step's
+    const scale = root.getAttribute('data-bv-scale');
+    if (out.scale === undefined) out.scale = scale;
+    else if (scale !== out.scale) out.bad.push(`step ${k}: scale ${scale} != ${out.scale}`);
+    // the free queue on one line; the cards in balanced rows (no card alone on a row)
+    const tops = (sel) => [...root.querySelectorAll(sel)].map((e) => Math.round(e.getBoundingClientRect().y));
+    const cells = [...root.querySelectorAll('.bv-queue-line .bv-q')].map((e) => {
+      const r = e.getBoundingClientRect();
+      return r.y + r.height / 2;                    // (cells marked "→ tail" are taller)
+    });
+    const n = cells.length;
+    if (n && Math.max(...cells) - Math.min(...cells) > 2) out.bad.push(`step ${k}: the queue wraps`);
+    const rows = {};
+    for (const y of tops('[data-bv="blocks"] .bv-card:not(.bv-null)')) rows[y] = (rows[y] || 0) + 1;
+    const counts = Object.values(rows);
+    if (counts.length > 1 && counts.includes(1)) out.bad.push(`step ${k}: a lone card (${counts})`);
+    // the board uses the screen: its panels reach down to the bottom of a big one
+    const used = root.getBoundingClientRect().bottom / vh;
+    if (fill && used < fill) out.bad.push(`step ${k}: the board ends at ${(100 * used).toFixed(0)}% of it`);
     for (const name of panels) {
       const p = root.querySelector(`[data-bv="${name}"]`);
       const r = p.getBoundingClientRect();
@@ -106,8 +135,8 @@ def pages(tmp_path_factory):
     return out
 
 
-def _walk(page, least) -> dict:
-    return page.locator(BOARD).evaluate(WALK, [list(least), list(PANELS)])
+def _walk(page, least, fill: float = 0.0) -> dict:
+    return page.locator(BOARD).evaluate(WALK, [list(least), list(PANELS), fill])
 
 
 @pytest.mark.slow
@@ -123,7 +152,7 @@ def test_every_step_reads_from_the_back_of_the_room(browser, pages, sid):
             page.goto(path.as_uri() + ("#step=0&still&present" if presenter else "#step=0&still"))
             page.wait_for_selector(READY, timeout=20_000)
             for lang in ("en", "zh"):
-                got = _walk(page, least)
+                got = _walk(page, least, FILL if width >= 1920 else 0.0)
                 seen += got["steps"]
                 mode = "presenter" if presenter else "normal"
                 failures += [f"{width}x{height} {mode} {lang} {b}" for b in got["bad"]]
@@ -133,7 +162,7 @@ def test_every_step_reads_from_the_back_of_the_room(browser, pages, sid):
     page.goto(path.as_uri() + "#step=0&still")
     page.wait_for_selector(READY, timeout=20_000)
     for lang in ("en", "zh"):
-        got = page.locator(BOARD).evaluate(WALK, [[16, 0, 0, 0], []])
+        got = page.locator(BOARD).evaluate(WALK, [[16, 0, 0, 0], [], 0])
         failures += [f"phone {lang} {b}" for b in got["bad"] if "caption" in b or "not shown" in b]
         page.locator(f'{BOARD} [data-act="lang"]').click()
     page.close()
