@@ -7,7 +7,7 @@ rows (no card alone on a row), one scale for every step of a lesson, every panel
 more. The matrix walks each lesson's offline page (the board with its data inlined: no server), one
 page per lesson, size and mode, stepping in the page and checking each step in one evaluate (both
 languages in that page, with the board's own toggle); the app itself is checked on six-blocks
-(tests/e2e/test_browser.py and the presenter test below). The 27 lessons' matrix (1,680 step
+(tests/e2e/test_browser.py and the presenter test below). The 27 lessons' matrix (1,624 step
 views) takes 3.5–5 min on the 2-core CI machine, 6–14 s a lesson: marked slow."""
 from __future__ import annotations
 
