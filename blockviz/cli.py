@@ -346,11 +346,14 @@ def cmd_export(args) -> int:
     from pathlib import Path
 
     from blockviz.export import ExportError, board_png, check_step, export_html
+    from blockviz.live.replay import RecordingError, is_recording
     from blockviz.render.board import MissingAsset
     from blockviz.teach.labels import HashLabels
     fmt = args.format or ("png" if args.output and args.output.lower().endswith(".png") else "html")
     out = args.output
     try:
+        if is_recording(args.file):
+            return _export_recording(args, fmt)
         loaded = _load(args.file)
         engine, timeline = _run(args, loaded)
         check_step(timeline, args.step, args.file)
@@ -369,8 +372,31 @@ def cmd_export(args) -> int:
     except (ExportError, MissingAsset) as e:
         print(str(e), file=sys.stderr)
         return EXIT_SCENARIO
+    except RecordingError as e:
+        print(e.localized(args.lang), file=sys.stderr)
+        return EXIT_SCENARIO
     except OSError as e:           # not the output (that is said above): name what failed
         print(f"{e.filename or args.file}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_SCENARIO
+    print(out)
+    return 0
+
+
+def _export_recording(args, fmt: str) -> int:
+    """``blockviz export RECORDING.jsonl``: the recording on the board, a batch a step (issue 30);
+    errors are raised to cmd_export, which says them."""
+    from pathlib import Path
+
+    from blockviz.export import board_png, export_recording_html
+    from blockviz.live.replay import read_recording
+    rec = read_recording(args.file)
+    out = args.output or f"{Path(args.file).stem}-step{args.step}.{fmt}"
+    doc = export_recording_html(rec, lang=args.lang, start=args.step)
+    made = doc.encode("utf-8") if fmt == "html" else board_png(doc, args.step)
+    try:
+        Path(out).write_bytes(made)
+    except OSError as e:
+        print(f"{out}: cannot write the file: {e.strerror}", file=sys.stderr)
         return EXIT_SCENARIO
     print(out)
     return 0
@@ -427,8 +453,10 @@ def build_parser() -> argparse.ArgumentParser:
     ve.add_argument("file")
     ve.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     ve.set_defaults(fn=cmd_verify)
-    x = sub.add_parser("export", help="a step as a PNG, or the whole run as one offline HTML file")
-    x.add_argument("file")
+    x = sub.add_parser("export", help="a step as a PNG, or the whole run as one offline HTML file "
+                                      "(a scenario, or a KV-event recording: a batch a step)")
+    x.add_argument("file", help="a scenario, a lesson's id, or a recording of vLLM's KV events "
+                                "(blockviz live --record: vllm-kv-events-capture/1)")
     x.add_argument("--step", type=int, default=0,
                    help="the step to draw (png) or to open at (html); default 0")
     x.add_argument("--format", choices=["png", "html"], default=None,

@@ -75,6 +75,12 @@ def export_html(timeline, *, title: str = "", lang: str = "en", start: int = 0,
     # op frames come from the server: a file has none
     data = dataclasses.replace(board_data(run, langs=langs, whole=True, url="hash", lang=lang),
                                no_frames=True)
+    return _page(data, start, board_css(), title=title, lang=lang, file=file)
+
+
+def _page(data, start: int, css: str, *, title: str, lang: str, file: str) -> str:
+    """The board's offline page: its data (a BoardData) opening at step ``start``, sent as the app
+    sends it ({board, control}), and the component's stylesheet, inlined; board.js booted on them."""
     control = BoardControl(goto={"step": int(start), "frame": None, "seq": 0, "run": "export"})
     sent = json.dumps({"board": data.to_dict(), "control": control.to_dict()},   # as the app sends
                       ensure_ascii=False, separators=(",", ":"))
@@ -85,11 +91,25 @@ def export_html(timeline, *, title: str = "", lang: str = "en", start: int = 0,
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(title or 'blockviz')}</title><style>{PAGE_CSS}</style></head>"
             f'<body><div id="bv-host"></div><div class="bvx-foot">{esc(made)}</div>'
-            f'<script type="text/css" id="bv-css">{_inline(board_css())}</script>'
+            f'<script type="text/css" id="bv-css">{_inline(css)}</script>'
             f'<script type="application/json" id="bv-data">'
             f"{_inline(sent)}</script>"
             f'<script type="module">{asset("board.js").replace("export default function", "function")}'
             f"{BOOT}</script></body></html>\n")
+
+
+def export_recording_html(rec, *, lang: str = "en", start: int = 0, words=None) -> str:
+    """A KV-event recording (blockviz.live.replay.Recording) as one offline HTML file: the board
+    stepping through its batches, both languages; ``#step=k`` opens step k (0: before the first
+    batch; k: after batch k)."""
+    from blockviz.render.replay import recording_board, replay_css
+    last = len(rec.steps)
+    if not 0 <= start <= last:
+        raise ExportError(f"{rec.name}: step {start} is out of range: this recording has steps 0 "
+                          f"(before the first batch) to {last} (after its last batch)")
+    data = recording_board(rec, langs=[lang, other_lang(lang)], lang=lang, url="hash", words=words)
+    return _page(data, start, replay_css(), title=t("rp_title", lang, name=rec.name), lang=lang,
+                 file=rec.name)
 
 
 # -- PNG from the board ----------------------------------------------------------------------

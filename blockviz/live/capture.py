@@ -78,13 +78,17 @@ class CaptureWriter:
 
 class CaptureReader:
     """Iterates a recording's messages; ``header`` is known after the first line has been read
-    (it is read on construction), ``bad_lines`` collects what was skipped."""
+    (it is read on construction), ``bad_lines`` collects what was skipped. ``path``: a file's
+    path, or a binary file object (an upload held in memory)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path | IO[bytes]) -> None:
+        if hasattr(path, "readline"):
+            self.path, self._f = None, path
+        else:
+            self.path = Path(path)
+            self._f = open(self.path, "rb")  # noqa: SIM115 - closed when iteration ends
         self.header: dict | None = None
         self.bad_lines: list[BadLine] = []
-        self._f = open(self.path, "rb")  # noqa: SIM115 - closed when iteration ends
         self._lineno = 0
         self._first = self._next_line()
         if self._first is not None:

@@ -172,11 +172,12 @@ def group_name(key: tuple) -> str:
 @dataclass
 class Delta:
     """What one batch changed: hashes stored (new or another copy), removed (the last copy gone,
-    with what was known of it), whether it cleared the GPU cache."""
+    with what was known of it), whether it cleared the GPU cache; and the batch's events."""
     stored: list[tuple[tuple, Any]] = field(default_factory=list)
     removed: list[tuple[tuple, Any, Entry]] = field(default_factory=list)
     cleared: bool = False
     num_events: int = 0
+    events: list = field(default_factory=list)     # the batch's events, as applied
 
 
 class CacheState:
@@ -194,7 +195,7 @@ class CacheState:
     # -- applying events -------------------------------------------------------------------------
     def apply_batch(self, seq: int | None, events: list, where: Where | None = None) -> Delta:
         where = where or Where(seq=seq)
-        delta = Delta(num_events=len(events))
+        delta = Delta(num_events=len(events), events=events)
         for i, ev in enumerate(events):
             cls = ev.__class__
             if cls is BlockStored:

@@ -75,7 +75,7 @@ def tenant_label(tenant: tuple, lang: str) -> str:
 
 
 # -- the forest ----------------------------------------------------------------------------------
-class _Forest:
+class Forest:
     """Roots and children of one group's cached hashes (children in store order), and each root's
     newest store: the trees that changed last are drawn first (the drawing is capped)."""
 
@@ -143,7 +143,7 @@ class _Words:
         self.more = t("lv_more_blocks", lang)
 
 
-def _row(forest: _Forest, chain: list, recent: set, words, w: _Words, orphan: bool) -> str:
+def _row(forest: Forest, chain: list, recent: set, words, w: _Words, orphan: bool) -> str:
     g = forest.g
     blocks = [g[h] for h in chain]
     first, last = blocks[0], blocks[-1]
@@ -187,7 +187,7 @@ def _row(forest: _Forest, chain: list, recent: set, words, w: _Words, orphan: bo
             f'<ol class="bvl-chain">{"".join(items)}</ol></details>')
 
 
-def _tree(forest: _Forest, root, recent: set, words, w: _Words, rows: _Rows, orphan: bool) -> str:
+def _tree(forest: Forest, root, recent: set, words, w: _Words, rows: _Rows, orphan: bool) -> str:
     """One tree, depth first; a chain is one row. Iterative (a deep tree cannot overflow)."""
     out = []
     stack = [(root, 0, orphan)]
@@ -219,7 +219,7 @@ def _tree(forest: _Forest, root, recent: set, words, w: _Words, rows: _Rows, orp
 
 def group_html(key: tuple, g: dict, *, rank: int, ranks: int, recent: set, removed: list,
                words, lang: str, rows: _Rows) -> str:
-    forest = _Forest(g)
+    forest = Forest(g)
     kinds = {e.kind for e in g.values() if e.kind}
     head = t("lv_group", lang, group=group_name(key), kind=", ".join(sorted(kinds)) or "?",
              n=len(g), trees=len(forest.roots))

@@ -7,6 +7,12 @@ thread per endpoint (blockviz.live.feed), shared by every session looking at it,
 nobody has looked for a while. A session only reads it: once a second (a fragment), under the
 feed's lock, the view is drawn (blockviz.render.live) and sent to a components-v2 element that
 swaps it in, keeping open what the user opened.
+
+A recording (``vllm-kv-events-capture/1``, what ``blockviz live --record`` writes) is opened by
+upload and plays on the board (board.js, with the forest as its main panel: blockviz.render.replay)
+— each batch a step. The upload is bounded (``MAX_UPLOAD_MB``; the reader reads no more, keeps at
+most ``replay.MAX_STEPS`` steps and a bounded forest each), and a file that is not a recording is
+refused with a located message; nothing is written to the server's disk.
 """
 from __future__ import annotations
 
@@ -15,24 +21,39 @@ import time
 
 import streamlit as st
 
-from blockviz.i18n import t
+from blockviz.i18n import other_lang, t
 from blockviz.live import endpoints
+from blockviz.live import replay as lreplay
 from blockviz.live.feed import LiveFeed
 from blockviz.render import live as rlive
+from blockviz.render import replay as rreplay
 from blockviz.render import theme
-from blockviz.render.board import asset
+from blockviz.render.board import BoardControl, asset
 from blockviz.scenario.lessons import lesson_files
 from blockviz.ui.nav import default_lang, language_toggle, session_lang
 
 NAME = "blockviz_live"
+REPLAY_NAME = "blockviz_replay"
 REFRESH_S = 1.0
 W_ENDPOINT, W_WORDS, W_FOLLOW = "w_live_endpoint", "w_live_words", "w_live_follow"
+W_SOURCE, W_UPLOAD = "w_live_source", "w_live_upload"
+REPLAY_KEY = "live_replay"                 # the board's widget key
+# session state: the recording opened (its upload's id, the Recording or the error), the board's
+# data and the export, made once per language and words
+RP_FILE, RP_REC, RP_ERR, RP_MADE = "lv_rp_file", "lv_rp_rec", "lv_rp_err", "lv_rp_made"
+MAX_UPLOAD_MB = lreplay.MAX_BYTES >> 20
 
 
 @functools.cache
 def _renderer():
     return st.components.v2.component(NAME, html="", css=rlive.live_css(), js=asset("live.js"),
                                       isolate_styles=True)
+
+
+@functools.cache
+def _replay_renderer():
+    return st.components.v2.component(REPLAY_NAME, html="", css=rreplay.replay_css(),
+                                      js=asset("board.js"), isolate_styles=True)
 
 
 @st.cache_resource(show_spinner=False, max_entries=endpoints.MAX_SPECS)
@@ -85,6 +106,12 @@ def page() -> None:
         language_toggle(lang)
     st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("lv_title", lang))}</div>'
             f'<div class="bv-small">{theme.esc(t("lv_intro", lang))}</div></div>')
+    st.session_state.setdefault(W_SOURCE, "live")
+    source = st.segmented_control(t("lv_source", lang), ("live", "recording"), key=W_SOURCE,
+                                  required=True, format_func=lambda s: t(f"lv_source_{s}", lang))
+    if source == "recording":
+        recording(lang)
+        return
     specs = endpoints.allowed()
     cols = st.columns([3, 2, 1])
     with cols[0]:
@@ -101,3 +128,70 @@ def page() -> None:
     if not follow:
         st.caption(t("lv_status_paused", lang))
     st.fragment(_view, run_every=REFRESH_S if follow else None)(spec.text, lang, lesson)
+
+
+# -- a recording on the board ------------------------------------------------------------------------
+def _open(f) -> None:
+    """Read an upload (once per upload): the Recording, or why it cannot be played."""
+    ss = st.session_state
+    ss[RP_FILE], ss[RP_REC], ss[RP_ERR], ss[RP_MADE] = f.file_id, None, None, None
+    try:
+        ss[RP_REC] = lreplay.read_recording(f.getvalue(), name=f.name)
+    except lreplay.RecordingError as e:
+        ss[RP_ERR] = e
+
+
+def _made(rec, lang: str, lesson: str | None) -> tuple[str, str]:
+    """The board's data (JSON) and the exported page, made once per language and words."""
+    ss = st.session_state
+    key = (ss.get(RP_FILE), lang, lesson)
+    made = ss.get(RP_MADE)
+    if made is None or made[0] != key:
+        from blockviz.export import export_recording_html
+        words = _words(lesson) if lesson else None
+        board = rreplay.recording_board(rec, langs=[lang, other_lang(lang)], lang=lang,
+                                        words=words).to_json()
+        made = ss[RP_MADE] = (key, board, export_recording_html(rec, lang=lang, words=words))
+    return made[1], made[2]
+
+
+def recording(lang: str) -> None:
+    ss = st.session_state
+    cols = st.columns([3, 2])
+    with cols[0]:
+        f = st.file_uploader(t("rp_upload", lang), type=["jsonl", "json", "txt"], key=W_UPLOAD,
+                             max_upload_size=MAX_UPLOAD_MB, help=t("rp_upload_help", lang))
+    with cols[1]:
+        names = list(lesson_files())
+        lesson = st.selectbox(t("lv_words", lang), [None, *names], key=W_WORDS,
+                              format_func=lambda v: t("lv_words_none", lang) if v is None else v,
+                              help=t("lv_words_help", lang))
+    st.caption(t("rp_upload_limit", lang, mb=MAX_UPLOAD_MB, steps=f"{lreplay.MAX_STEPS:,}"))
+    if f is None:
+        ss[RP_FILE], ss[RP_REC], ss[RP_ERR], ss[RP_MADE] = None, None, None, None
+        return
+    if ss.get(RP_FILE) != f.file_id:
+        _open(f)
+    err = ss.get(RP_ERR)
+    if err is not None:
+        st.error(err.localized(lang))
+        return
+    rec = ss.get(RP_REC)
+    if rec is None:
+        return
+    board, page_html = _made(rec, lang, lesson)
+    said = t("rp_opened", lang, name=rec.name, n=f"{rec.batches:,}", messages=f"{rec.messages:,}")
+    if rec.cut:
+        said += " " + t("rp_cut", lang, n=f"{len(rec.steps):,}", cut=f"{rec.cut:,}")
+    if rec.notes.total:
+        said += " " + t("rp_noted", lang, n=f"{rec.notes.total:,}")
+    row = st.columns([4, 1])
+    row[0].caption(said)
+    row[1].download_button(t("rp_export", lang), page_html.encode("utf-8"),
+                           file_name=f"{rec.name.rsplit('.', 1)[0]}.html", mime="text/html",
+                           key="w_live_export", help=t("rp_export_help", lang))
+    control = BoardControl(goto={"step": 0, "frame": None, "seq": 1, "run": ss.get(RP_FILE)},
+                           fit=True)
+    _replay_renderer()(key=REPLAY_KEY, data={"board": board, "control": control.to_dict()},
+                       default={"pos": None, "want": None}, on_pos_change=lambda: None,
+                       on_want_change=lambda: None)

@@ -3,6 +3,7 @@ cannot name another), in both languages; the subscriber it starts is the server'
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,53 @@ def test_only_the_operators_endpoints(page, feeds, lang, title):
     shown = view(p)
     assert ('bound to' if lang == "en" else "绑定在") in shown and "tcp://127.0.0.1:6" in shown
     assert "cached now" in shown if lang == "en" else "当前缓存" in shown
+
+
+# -- a recording on the board ----------------------------------------------------------------------
+CAPTURES = Path(__file__).resolve().parent.parent / "live" / "captures"
+
+
+def replay_board(p) -> dict | None:
+    """The board the page mounted for a recording: its data (parsed) and its control."""
+    found = [e for e in p.at.get("bidi_component") if e.proto.component_name == L.REPLAY_NAME]
+    if not found:
+        return None
+    sent = json.loads(found[0].proto.json)
+    return json.loads(sent["board"]) | {"control": sent["control"]}
+
+
+def open_recording(p, name: str, content: bytes, lang: str = "en"):
+    if lang != "en":
+        p.at.segmented_control(key="w_lang").set_value(lang)
+        p.run()
+    p.at.segmented_control(key=L.W_SOURCE).set_value("recording")
+    p.run()
+    p.at.file_uploader(key=L.W_UPLOAD).set_value((name, content, "application/jsonl"))
+    return p.run()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_recording_opens_on_the_board(page, feeds, lang):
+    p = page().goto("live")
+    subscribed = len(feeds)
+    open_recording(p, "pressure.jsonl", (CAPTURES / "pressure.jsonl").read_bytes(), lang)
+    assert not p.at.error
+    d = replay_board(p)
+    assert d is not None and d["num_steps"] == 6 and d["langs"] == [lang, "en" if lang == "zh" else "zh"]
+    assert d["control"]["goto"]["step"] == 0
+    assert len(feeds) == subscribed              # a recording subscribes to nothing
+    k = {x: d["strings"][i] for x, i in d["steps"][lang][3].items()}   # after seq 2
+    assert "BlockRemoved" in k["ops"] and 'data-block="GPU/0:973aa91ed5b18194"' in k["ops"]
+    assert "bvr-gone" in k["blocks"] and 'data-block="GPU/0:1a1eb4e3edd9361a"' in k["blocks"]
+    assert ("batch 3 of 5" if lang == "en" else "第 3 批，共 5 批") in k["header"]
+    assert p.at.download_button(key="w_live_export") is not None
+
+
+@pytest.mark.parametrize("lang, said", [
+    ("en", "notes.jsonl, line 1: not a KV-event recording"),
+    ("zh", "notes.jsonl，第 1 行：不是 KV 事件录制")])
+def test_a_bad_recording_is_refused_where_it_is_bad(page, feeds, lang, said):
+    p = page().goto("live")
+    open_recording(p, "notes.jsonl", b"id: six-blocks\nsteps: []\n", lang)
+    assert [said in e.value for e in p.at.error] == [True]
+    assert replay_board(p) is None
