@@ -27,7 +27,8 @@ def group_title(g: int, spec, lang: str) -> str:
 def badge_html(g: int, spec, lang: str, *, short: bool = False, cls: str = "bv-grp") -> str:
     """The group's badge (``g1 sliding window 8``), as every panel names a group."""
     return (f'<span class="{cls}" data-bv-group="{g}" title="{esc(group_title(g, spec, lang))}">'
-            f'<b>{esc(t("grp_tag", lang, g=g))}</b> {esc(group_name(spec, lang, short))}</span>')
+            f'<b>{esc(t("grp_tag", lang, g=g))}</b> <span class="bv-grp-n">'
+            f'{esc(group_name(spec, lang, short))}</span></span>')
 
 
 def block_groups(step) -> dict[int, int]:

@@ -263,6 +263,7 @@ CSS = """
 .bv-gt .bv-b { line-height: 1.2; }
 .bv-grp-row { min-width: 10.4em; margin-right: .2em; }
 .bv-card .bv-grp-card { position: absolute; top: -.8em; left: .35em; font-size: .66em; z-index: 1; }
+.bv-card.bv-victim .bv-grp-n, .bv-card.bv-evict-next .bv-grp-n { display: none; }   /* room: the tags */
 .bv-b.bv-b-null { border-color: var(--bv-null); color: var(--bv-paper);
     background: repeating-linear-gradient(135deg, var(--bv-null) 0 .25em, var(--bv-null-stripe) .25em .5em); }
 .bv-grp-legend { margin-top: .1em; }
