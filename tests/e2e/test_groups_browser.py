@@ -130,7 +130,8 @@ def test_hovering_a_groups_entry_lights_that_card(browser, lessons):
             page.mouse.move(2, 2)
     # the group's badge lights every block of its row (the null block among them)
     req.locator('[data-bv-group-table="1"] .bv-grp').hover()
-    assert sorted(int(x) for x in lit.evaluate_all("(es) => es.map((e) => e.dataset.block)")) == sorted({*a[1]})
+    ids = lit.evaluate_all("(es) => es.map((e) => e.dataset.block)")
+    assert sorted(int(x) for x in ids) == sorted({*a[1]})
     # a card of group 1 lights its entry in group 1's row and none in group 0's
     page.mouse.move(2, 2)
     page.locator(f'{BOARD} [data-bv="blocks"] .bv-card[data-block="{a[1][-1]}"]').hover()
