@@ -380,7 +380,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "curve_read_no_best": ("The best possible (Belady's MIN) is {why}.",
                            "最好的可能（Belady 的 MIN）：{why}。"),
     "curve_col_best": ("best possible", "最好的可能"),
-    "curve_phase_curve": ("One pass over the trace, free order {order},", "对 trace 读一遍，释放顺序 {order}，"),
+    "curve_phase_curve": ("One pass over the trace, free order {order},",
+                          "对 trace 读一遍，释放顺序 {order}，"),
     "curve_phase_optimal": ("Belady's MIN at size {k} of {n}", "Belady 的 MIN（第 {k} / {n} 个大小），"),
     "curve_progress": ("{what} in a worker process: {pct}% · {done} of {total} request passes · "
                        "{rate} requests/s · {s}{left}",

@@ -29,9 +29,10 @@ pytestmark = pytest.mark.slow
 
 N_SESSIONS, CLICKS, PAUSE_S = 3, 8, 1.0
 
+# ~50 CPU-s of engine steps and no payloads: the preview's 20 s budget stops it inside a step
 HOSTILE = ("id: hostile\ntitle: hostile\nconfig: {num_blocks: 4000, block_size: 16, model: null}\nsteps:\n"
            "  - arrive: {id: A, prompt: [{random: 12000}], max_tokens: 1000000}\n"
-           + "  - decode: {steps: 10000}\n" * 8 + "  - finish: A\n")   # ~50 CPU-s of engine steps, no payloads
+           + "  - decode: {steps: 10000}\n" * 8 + "  - finish: A\n")
 
 
 def step_through(port: int, seen: list, until: threading.Event, counted: list) -> None:

@@ -157,10 +157,12 @@ def test_a_sweep_runs_in_a_worker_shows_progress_and_stops_on_stop(page, lang):
     p.run()
     (value, text), = [(e.proto.value, e.proto.text) for e in p.at.get("progress")]
     # sequence mode: one pass per free order, then Belady's MIN size by size
-    words = {"en": r"(One pass over the trace, free order (split|append) \(vLLM [≥≤] 0\.2[34]\),|Belady's MIN at "
-                   r"size \d+ of \d+) in a worker process: \d+% · [\d,]+ of [\d,]+ request passes",
-             "zh": r"(对 trace 读一遍，释放顺序 (split|append)（vLLM [≥≤] 0\.2[34]），|Belady 的 MIN（第 \d+ / \d+ "
-                   r"个大小），)在工作进程中：\d+% · 已处理 [\d,]+ / [\d,]+ 请求次"}[lang]
+    words = {"en": r"(One pass over the trace, free order (split|append) \(vLLM [≥≤] 0\.2[34]\),"
+                   r"|Belady's MIN at size \d+ of \d+) in a worker process: \d+% · [\d,]+ of [\d,]+ "
+                   r"request passes",
+             "zh": r"(对 trace 读一遍，释放顺序 (split|append)（vLLM [≥≤] 0\.2[34]），"
+                   r"|Belady 的 MIN（第 \d+ / \d+ 个大小），)在工作进程中："
+                   r"\d+% · 已处理 [\d,]+ / [\d,]+ 请求次"}[lang]
     assert re.match(words, text), text
     pid = job.pid
     p.click("b_stop_bv_capt_sweep_job")
