@@ -125,13 +125,15 @@ def frame_dict(f: Step) -> dict:
 
 
 def timeline_dict(scenario_id: str, engine, timeline: Timeline, *, frames: bool = True) -> dict:
+    return _document(scenario_id, engine, timeline, frames, lazy=False)
+
+
+def _document(scenario_id: str, engine, timeline: Timeline, frames: bool, lazy: bool) -> dict:
     groups = len(engine.config.kv_cache_groups or ())
-    doc = {
-        "scenario": scenario_id,
-        "config": config_dict(engine),
-        "steps": [step_dict(timeline.step(i), timeline.frames(i) if frames else None, groups,
-                            engine.block_size) for i in range(len(timeline))],
-    }
+    steps = (_step_dict(timeline.step(i), timeline.frames(i) if frames else None, lazy,
+                        groups=groups, block_size=engine.block_size) for i in range(len(timeline)))
+    doc = {"scenario": scenario_id, "config": config_dict(engine),
+           "steps": Lazy(steps) if lazy else list(steps)}
     kv_cache = kv_cache_dict(engine)
     if kv_cache is not None:
         doc["kv_cache"] = kv_cache
@@ -201,12 +203,5 @@ def write_timeline(write: Callable[[str], object], scenario_id: str, engine, tim
                    on_step: Callable[[int], None] | None = None) -> None:
     """The contract document, as ``json.dump(timeline_dict(...))`` writes it, byte for byte, but
     one step (and one frame) at a time: memory stays that of one step, whatever their number."""
-    groups = len(engine.config.kv_cache_groups or ())
-    steps = (_step_dict(timeline.step(i), timeline.frames(i) if frames else None, lazy=True,
-                        groups=groups, block_size=engine.block_size)
-             for i in range(len(timeline)))
-    doc = {"scenario": scenario_id, "config": config_dict(engine), "steps": Lazy(steps)}
-    kv_cache = kv_cache_dict(engine)
-    if kv_cache is not None:
-        doc["kv_cache"] = kv_cache
-    write_json(write, doc, indent, on_item=on_step)
+    write_json(write, _document(scenario_id, engine, timeline, frames, lazy=True), indent,
+               on_item=on_step)

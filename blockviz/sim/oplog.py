@@ -7,14 +7,11 @@ serving a step replays them without making a record at all.
 
 Nothing here is written per kind of op. Each record declares how its fields pack (``packed``, and
 the field types) and what it does to the observable state (``effect``); :class:`Codec` turns those
-declarations into three functions, generated once as plain Python so they run as fast as
-hand-written loops: ``pack`` (a record to ints, or None to keep it as it is), ``walk`` (ints back to
-records) and ``replayer(state class)`` (ints straight to calls of the state's verbs, skipping
-the records whose effect the state does not have). Layout of a record: its kind's code, then per
-field in declaration order::
+declarations, once, into three plain Python functions: ``pack`` (a record to ints, or None to keep
+it as it is), ``walk`` (ints back to records) and ``replayer(state class)`` (ints straight to calls
+of the state's verbs). A record is its kind's code, then per field in declaration order::
 
-    int, request identity, Choice     one int
-    bool                              0 or 1
+    int, bool, Choice, request        one int (a request is its identity in the log)
     tuple[int, ...]                   its length, then its items
     bytes                             an index into ``OpLog.hashes``, as two 16-bit halves (so the
                                       index never widens the array)
@@ -23,115 +20,79 @@ field in declaration order::
 
 Code 0 (``GENERIC``) is a record kept as it is: an index into ``OpLog.records``.
 
-Requests are named by *identity*: an index into a :class:`Registry` of the request views the
-engine captured, one per request object (a rewind restores copies, which are new identities). The
-registry holds what derived fields read: a request's token list and block-hash list (both the
-engine's own, append-only). Every derivation is checked when packing.
+Requests are named by *identity*: one per request object the engine captured (a rewind restores
+copies, which are new identities), keyed by its token list, which the view shares with the engine
+and which only ever grows. Derived fields read that list and the request's block hashes; every
+derivation is checked when packing.
 """
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from blockviz.core import ops as O
+from blockviz.core import ops
 from blockviz.core.events import AllBlocksCleared, BlockRemoved, BlockStored
 from blockviz.core.hashing import hash_to_event_int
 
 GENERIC = 0
-# The replay loop tests codes in this order: the common kinds first.
+# The generated loops test codes in this order: the common kinds first.
 _HOT = ("write", "sample", "schedule", "popleft", "free", "free_head", "free_tail", "touch", "cache",
         "evict", "lookup", "admit", "finish", "arrive", "preempt")
+_DERIVED = (ops.Tokens, ops.Hashes, ops.ParentHash)
+_TYPES = {"int": "int", "bool": "bool", "tuple[int, ...]": "ids", "bytes": "hash"}
 
 
-class Registry:
-    """Request identities: the captured views, one per request object (keyed by its token list,
-    which the view shares with the engine and which only ever grows)."""
-
-    def __init__(self) -> None:
-        self.views: list = []                # the first view captured of each identity
-        self._index: dict[int, int] = {}     # id(token list) -> identity
-
-    def identity(self, view) -> int:
-        key = id(view.all_token_ids)
-        i = self._index.get(key)
-        if i is None:
-            i = self._index[key] = len(self.views)
-            self.views.append(view)
-        return i
-
-    def rid(self, i: int) -> str:
-        return self.views[i].request_id
-
-    def tokens(self, i: int) -> list[int]:
-        return self.views[i].all_token_ids
-
-    def hashes(self, i: int) -> list[bytes]:
-        return self.views[i].block_hashes or []
-
-
-# -- the codec, generated from the records' declarations --------------------------------------
 def _spec(record: type, name: str):
-    """How field ``name`` of ``record`` packs: a core.ops form, a type tag, or None."""
+    """How field ``name`` of ``record`` packs: a core.ops form, a type tag, or None (it does not)."""
     form = getattr(record, "packed", {}).get(name)
     if form is not None:
         return form
     if name == "request_id":
         return "request"
     hint = record.__annotations__[name]
-    hint = getattr(hint, "__forward_arg__", hint)      # NamedTuple keeps them as ForwardRefs
-    return {"int": "int", "bool": "bool", "tuple[int, ...]": "ids", "bytes": "hash"}.get(hint)
+    return _TYPES.get(getattr(hint, "__forward_arg__", hint))   # NamedTuple keeps ForwardRefs
 
 
 class Codec:
-    """pack / walk / replayers for ``records``, generated from their declarations. ``source`` is
-    the generated code (to read, or to debug)."""
+    """pack / walk / replayers for ``records``, generated from their declarations (``source``:
+    the generated code, to read)."""
 
-    def __init__(self, records: Sequence[type] = O.RECORDS) -> None:
+    def __init__(self, records: Sequence[type] = ops.RECORDS) -> None:
         self.records = tuple(records)
         self.code = {r.kind: k + 1 for k, r in enumerate(self.records)}
         self.specs = {r.kind: [(f, _spec(r, f)) for f in r._fields] for r in self.records}
-        self.packable = {r.kind for r in self.records
-                         if all(s is not None for _, s in self.specs[r.kind])}
-        order = [k for k in _HOT if k in self.packable]
-        self.order = order + [r.kind for r in self.records if r.kind in self.packable
-                              and r.kind not in order]
+        packable = [r.kind for r in self.records if None not in dict(self.specs[r.kind]).values()]
+        self.order = [k for k in _HOT if k in packable] + [k for k in packable if k not in _HOT]
+        self.env: dict[str, Any] = {"GENERIC": GENERIC, "apply": apply}
+        for r in self.records:
+            self.env[f"R_{r.kind}"] = r
+            self.env.update({f"V_{r.kind}_{name}": s.values for name, s in self.specs[r.kind]
+                             if isinstance(s, ops.Choice)})
         self.source: dict[str, str] = {}
         self.pack = self._compile("pack", self._pack_source())
         self.walk = self._compile("walk", self._walk_source())
         self._replayers: dict[type, Any] = {}
 
-    def _env(self) -> dict:
-        env: dict[str, Any] = {"GENERIC": GENERIC, "array": array, "apply": apply}
-        for r in self.records:
-            env[f"R_{r.kind}"] = r
-            for name, spec in self.specs[r.kind]:
-                if isinstance(spec, O.Choice):
-                    env[f"V_{r.kind}_{name}"] = spec.values
-        return env
-
     def _compile(self, name: str, source: str, state: type | None = None):
         self.source[name] = source
-        env = self._env() | {"C": state}
+        env = dict(self.env, C=state)
         exec(compile(source, f"<blockviz.sim.oplog {name}>", "exec"), env)  # noqa: S102
         return env[name]
 
     # -- pack: a record -> ints, or None -----------------------------------------------------
     def _pack_source(self) -> str:
-        out = ["def pack(op, ident, reg, log):",
-               "    kind = op.kind"]
+        out = ["def pack(op, ident, log):", "    kind = op.kind",
+               "    toks, hashes_of = log.tokens, log.hashes_of"]
         for n, kind in enumerate(self.order):
-            out.append(f"    {'if' if n == 0 else 'elif'} kind == {kind!r}:")
+            out.append(f"    {'elif' if n else 'if'} kind == {kind!r}:")
             out += ["        " + line for line in self._pack_body(kind)]
-        out.append("    return None")
-        return "\n".join(out) + "\n"
+        return "\n".join(out + ["    return None"]) + "\n"
 
     def _pack_body(self, kind: str) -> list[str]:
+        check, pre, items = [], [], [str(self.code[kind])]
         specs = self.specs[kind]
-        check: list[str] = []
-        pre: list[str] = []
-        items = [str(self.code[kind])]
-        if any(s == "request" or isinstance(s, O.Tokens | O.Hashes | O.ParentHash) for _, s in specs):
+        if any(s == "request" or isinstance(s, _DERIVED) for _, s in specs):
             check += ["i = ident.get(op.request_id)", "if i is None:", "    return None"]
         for name, s in specs:
             v = f"op.{name}"
@@ -146,115 +107,96 @@ class Codec:
             elif s == "hash":
                 pre += [f"k_{name} = len(log.hashes)", f"log.hashes.append({v})"]
                 items += [f"k_{name} >> 16", f"k_{name} & 0xFFFF"]
-            elif isinstance(s, O.Choice):
+            elif isinstance(s, ops.Choice):
                 check += [f"if {v} not in V_{kind}_{name}:", "    return None"]
                 items.append(f"V_{kind}_{name}.index({v})")
-            elif isinstance(s, O.Tokens):
-                check += [f"if tuple(reg.tokens(i)[op.{s.start}:op.{s.start} + len({v})]) != {v}:",
-                          "    return None"]
-                items.append(f"len({v})")
-            elif isinstance(s, O.Hashes):
-                check += [f"if tuple(reg.hashes(i)[op.{s.start}:op.{s.start} + len(op.{s.like})])"
-                          f" != {v}:", "    return None"]
-            elif isinstance(s, O.ParentHash):
-                check += [f"if (reg.hashes(i)[op.{s.start} - 1] if op.{s.start} > 0 else None)"
-                          f" != {v}:", "    return None"]
+            else:                                   # derived: it must hold, or keep the record
+                if isinstance(s, ops.Tokens):
+                    items.append(f"len({v})")
+                derived = self._derive(s, f"len({v})", "tuple", "op.")
+                check += [f"if {derived} != {v}:", "    return None"]
         return check + pre + [f"return [{', '.join(items)}]"]
 
-    # -- decoding: the stored values of one record ------------------------------------------
-    def _decode(self, kind: str, needed: set[str] | None) -> tuple[list[str], str]:
-        """Lines that read record ``kind`` at ``a[p]`` into locals named after its fields (only
-        ``needed`` ones, all if None, and then lists of ints as tuples; ``n_<field>`` for a
-        Tokens count, ``i`` for the request), and the expression of the position after it."""
-        lines: list[str] = []
-        base, off = "p", 1
+    # -- reading a record back ------------------------------------------------------------------
+    def _read(self, kind: str, want: set[str] | None) -> list[str]:
+        """Lines that read record ``kind`` at ``a[p]`` into locals named after its fields (those in
+        ``want``, every one if None; ``i`` the request's identity, ``n_<field>`` a Tokens count,
+        ``k<j>`` the j-th tuple's length) and leave ``p`` after it. Ids read as tuples only when
+        ``want`` is None (the verbs take the array's slices)."""
         specs = self.specs[kind]
-        derived = {s.start for _, s in specs if isinstance(s, O.Tokens | O.Hashes | O.ParentHash)}
-        want = (None if needed is None else
-                needed | (derived if needed & {n for n, s in specs if isinstance(
-                    s, O.Tokens | O.Hashes | O.ParentHash)} else set()))
+        if want is not None:                    # a derived field reads its start (and its like)
+            for name, s in specs:
+                if name in want and isinstance(s, _DERIVED):
+                    want |= {s.start, getattr(s, "like", s.start)}
+        need_i = any(isinstance(s, _DERIVED) and (want is None or name in want)
+                     for name, s in specs)
+        lines, off, ks = [], 1, []          # a field is at p + off + the lengths before it
 
-        def wanted(name: str) -> bool:
-            return want is None or name in want
-
-        def at(k: int = 0) -> str:
-            return base if off + k == 0 else f"{base} + {off + k}"
+        def at(d: int = 0) -> str:
+            return " + ".join(["p", *ks, *([str(off + d)] if off + d else [])])
 
         for name, s in specs:
+            keep = want is None or name in want
             if s == "ids":
-                lines.append(f"k_{name} = a[{at()}]")
-                if wanted(name):
-                    items = f"a[{at(1)}:{at(1)} + k_{name}]"
-                    lines.append(f"{name} = {items if needed is not None else f'tuple({items})'}")
-                lines.append(f"q_{name} = {at(1)} + k_{name}")
-                base, off = f"q_{name}", 0
+                k = f"k{len(ks)}"
+                items = f"a[{at(1)}:{at(1)} + {k}]"
+                lines.append(f"{k} = a[{at()}]")
+                if keep:
+                    lines.append(f"{name} = {items if want is not None else f'tuple({items})'}")
+                ks.append(k)
+            elif isinstance(s, ops.Hashes | ops.ParentHash):
                 continue
-            if s == "hash":
-                if wanted(name):
-                    lines.append(f"{name} = H[a[{at()}] << 16 | a[{at(1)}]]")
-                off += 2
-                continue
-            if isinstance(s, O.Hashes | O.ParentHash):
-                continue
-            if s == "request":
-                if wanted(name) or any(isinstance(x, O.Tokens | O.Hashes | O.ParentHash)
-                                       and wanted(f) for f, x in specs):
-                    lines.append(f"i = a[{at()}]")
-                    if wanted(name):
-                        lines.append(f"{name} = rid(i)")
-            elif isinstance(s, O.Tokens):
-                if wanted(name):
-                    lines.append(f"n_{name} = a[{at()}]")
-            elif wanted(name):
-                value = {"bool": f"a[{at()}] == 1"}.get(s, f"a[{at()}]")
-                if isinstance(s, O.Choice):
-                    value = f"V_{kind}_{name}[a[{at()}]]"
-                lines.append(f"{name} = {value}")
-            off += 1
-        return lines, at()
+            else:
+                value = f"a[{at()}]"
+                if s == "request" and (keep or need_i):
+                    lines.append(f"i = {value}")
+                    value = "rid(i)"
+                if keep:
+                    if s == "hash":
+                        value = f"H[a[{at()}] << 16 | a[{at(1)}]]"
+                    elif s == "bool":
+                        value = f"{value} == 1"
+                    elif isinstance(s, ops.Choice):
+                        value = f"V_{kind}_{name}[{value}]"
+                    lines.append(f"{'n_' if isinstance(s, ops.Tokens) else ''}{name} = {value}")
+            off += 2 if s == "hash" else 1
+        return lines + [f"p = {at()}"]
 
-    def _derive(self, kind: str, name: str, spec, as_span: bool) -> str:
-        """The expression of derived field ``name`` (after ``_decode``)."""
-        if isinstance(spec, O.Tokens):
-            if as_span:
-                return f"i, {spec.start}, n_{name}"
-            return f"tuple(toks(i)[{spec.start}:{spec.start} + n_{name}])"
-        if isinstance(spec, O.Hashes):
-            return f"hashes_of(i)[{spec.start}:{spec.start} + len({spec.like})]"
-        return f"(hashes_of(i)[{spec.start} - 1] if {spec.start} > 0 else None)"
+    @staticmethod
+    def _derive(s, count: str, how: str, field: str = "") -> str:
+        """A derived field (form ``s``) of request ``i``, its fields read as ``field`` + name and
+        a Tokens field's length as ``count``: a ``tuple``, or for an effect's arguments (``how``
+        "span") the verbs' forms (Tokens as source, start, count)."""
+        start = field + s.start
+        if isinstance(s, ops.ParentHash):
+            return f"(hashes_of(i)[{start} - 1] if {start} > 0 else None)"
+        if isinstance(s, ops.Hashes):
+            span = f"hashes_of(i)[{start}:{start} + len({field}{s.like})]"
+        elif how == "span":
+            return f"i, {start}, {count}"
+        else:
+            span = f"toks(i)[{start}:{start} + {count}]"
+        return f"tuple({span})" if how == "tuple" else span
 
-    # -- walk: ints -> records ---------------------------------------------------------------
+    _HEAD = ["    rid, toks, hashes_of, H = log.rid, log.tokens, log.hashes_of, log.hashes"]
+
     def _walk_source(self) -> str:
-        out = ["def walk(a, p, n, reg, log):",
-               "    rid, toks, hashes_of, H = reg.rid, reg.tokens, reg.hashes, log.hashes",
-               "    while p < n:",
-               "        code = a[p]"]
+        out = ["def walk(a, p, n, log):", *self._HEAD, "    while p < n:", "        code = a[p]",
+               "        at = p"]
         for kind in self.order:
-            lines, after = self._decode(kind, None)
-            args = []
-            for name, s in self.specs[kind]:
-                if isinstance(s, O.Tokens | O.Hashes | O.ParentHash):
-                    value = self._derive(kind, name, s, False)
-                    if isinstance(s, O.Hashes):
-                        value = f"tuple({value})"
-                    args.append(f"{name}={value}")
-                else:
-                    args.append(f"{name}={name}")
-            out.append(f"        if code == {self.code[kind]}:")
-            out += ["            " + line for line in lines]
-            out.append(f"            yield p, R_{kind}({', '.join(args)})")
-            out.append(f"            p = {after}")
-            out.append("            continue")
-        out += ["        yield p, log.records[a[p + 1]]   # GENERIC",
-                "        p += 2"]
+            args = [f"{name}={self._derive(s, 'n_' + name, 'tuple')}" if isinstance(s, _DERIVED)
+                    else f"{name}={name}" for name, s in self.specs[kind]]
+            out += [f"        if code == {self.code[kind]}:",
+                    *("            " + line for line in self._read(kind, None)),
+                    f"            yield at, R_{kind}({', '.join(args)})", "            continue"]
+        out += ["        yield at, log.records[a[p + 1]]   # GENERIC", "        p += 2"]
         return "\n".join(out) + "\n"
 
-    # -- replay: ints -> the state's verbs ----------------------------------------------------
     def replayer(self, state: type):
-        """``replay(m, a, p=0, n=None, limit=-1)`` for instances ``m`` of ``state`` (or of a
+        """``replay(m, a, p=0, n=None, limit=-1)`` for an instance ``m`` of ``state`` (or of a
         subclass, which it treats as a ``state``): apply the records of ``a[p:n]`` (at most
-        ``limit`` of them) through their effects, calling ``state``'s verbs on ``m``; returns the
-        position after the last one."""
+        ``limit`` of them) through their effects, calling ``state``'s verbs; returns the position
+        after the last one."""
         fn = self._replayers.get(state)
         if fn is None:
             fn = self._replayers[state] = self._compile(f"replay_{state.__name__}",
@@ -262,59 +204,39 @@ class Codec:
         return fn
 
     def _replay_source(self, state: type) -> str:
-        name = f"replay_{state.__name__}"
         verbs = {r.kind: r.effect for r in self.records
                  if r.effect is not None and callable(getattr(state, r.effect[0], None))}
-        used = sorted({verbs[k][0] for k in verbs if k in self.packable})
-        out = [f"def {name}(m, a, p=0, n=None, limit=-1):",
-               "    n = len(a) if n is None else n",
-               "    reg, log = m.reg, m.log",
-               "    rid, toks, hashes_of, H = reg.rid, reg.tokens, reg.hashes, log.hashes",
-               *(f"    v_{v} = C.{v}" for v in used),
-               "    while p < n and limit != 0:",
-               "        limit -= 1",
-               "        code = a[p]"]
-        for n_, kind in enumerate(self.order):
-            effect = verbs.get(kind)
-            args = () if effect is None else effect[1:]
-            lines, after = self._decode(kind, set(args))
-            out.append(f"        {'if' if n_ == 0 else 'elif'} code == {self.code[kind]}:")
-            body = list(lines) if effect is not None else self._skip(kind)
-            if effect is not None:
-                specs = dict(self.specs[kind])
-                call = [self._derive(kind, f, specs[f], True)
-                        if isinstance(specs[f], O.Tokens | O.Hashes | O.ParentHash) else f
-                        for f in args]
-                body.append(f"v_{effect[0]}(m, {', '.join(call)})")
-                body.append(f"p = {after}")
-            out += ["            " + line for line in body]
-        out += ["        elif code == GENERIC:",
-                "            apply(m, log.records[a[p + 1]], C)",
-                "            p += 2",
-                "        else:",
-                "            raise ValueError(f'op code {code} at {p}')",
-                "    return p"]
+        out = [f"def replay_{state.__name__}(m, a, p=0, n=None, limit=-1):",
+               "    n = len(a) if n is None else n", "    log = m.log", *self._HEAD,
+               *(f"    v_{v} = C.{v}" for v in sorted({e[0] for e in verbs.values()})),
+               "    while p < n and limit != 0:", "        limit -= 1", "        code = a[p]"]
+        for j, kind in enumerate(self.order):
+            effect = verbs.get(kind, (None,))
+            specs = dict(self.specs[kind])
+            body = self._read(kind, set(effect[1:]))
+            if effect[0] is not None:
+                args = [self._derive(specs[f], "n_" + f, "span") if isinstance(specs[f], _DERIVED)
+                        else f for f in effect[1:]]
+                body.append(f"v_{effect[0]}(m, {', '.join(args)})")
+            out += [f"        {'elif' if j else 'if'} code == {self.code[kind]}:",
+                    *("            " + line for line in body)]
+        out += ["        elif code == GENERIC:", "            apply(m, log.records[a[p + 1]], C)",
+                "            p += 2", "        else:",
+                "            raise ValueError(f'op code {code} at {p}')", "    return p"]
         return "\n".join(out) + "\n"
-
-    def _skip(self, kind: str) -> list[str]:
-        """Lines that step over record ``kind`` without reading its values."""
-        lines, after = self._decode(kind, set())
-        return [line for line in lines if line.startswith(("k_", "q_"))] + [f"p = {after}"]
 
 
 def apply(state, op, cls: type | None = None) -> None:
     """Apply one op record through its effect, with the verbs of ``cls`` (default: the state's
     class). Tokens fields reach the verb as (source, start, count): ``state.token_source`` gives
     an explicit token tuple a source."""
-    effect = op.effect
-    verb = None if effect is None else getattr(cls or type(state), effect[0], None)
+    verb = None if op.effect is None else getattr(cls or type(state), op.effect[0], None)
     if verb is None:
         return
-    forms = getattr(op, "packed", {})
     args: list = []
-    for name in effect[1:]:
+    for name in op.effect[1:]:
         value = getattr(op, name)
-        if isinstance(forms.get(name), O.Tokens):
+        if isinstance(getattr(op, "packed", {}).get(name), ops.Tokens):
             args += (state.token_source(tuple(value)), 0, len(value))
         else:
             args.append(value)
@@ -325,19 +247,36 @@ CODEC = Codec()
 
 
 class OpLog:
-    """The records of a run, packed (see the module docstring)."""
+    """The records of a run, packed (see the module docstring), and the requests they name."""
 
-    def __init__(self, registry: Registry) -> None:
-        self.reg = registry
+    def __init__(self) -> None:
+        self.views: list = []                # the first view captured of each identity
+        self._identity: dict[int, int] = {}  # id(token list) -> identity
         self.records: list = []              # records kept as they are (GENERIC)
         self.hashes: list[bytes] = []        # the hashes records name, in order
 
-    def pack(self, ops: Sequence, ident: Mapping[str, int]) -> list[int]:
-        """``ops`` as ints; ``ident`` maps each request id they name to its identity."""
+    def identity(self, view) -> int:
+        key = id(view.all_token_ids)
+        i = self._identity.get(key)
+        if i is None:
+            i = self._identity[key] = len(self.views)
+            self.views.append(view)
+        return i
+
+    def rid(self, i: int) -> str:
+        return self.views[i].request_id
+
+    def tokens(self, i: int) -> list[int]:
+        return self.views[i].all_token_ids
+
+    def hashes_of(self, i: int) -> list[bytes]:
+        return self.views[i].block_hashes or []
+
+    def pack(self, records: Sequence, ident: Mapping[str, int]) -> list[int]:
+        """``records`` as ints; ``ident`` maps each request id they name to its identity."""
         out: list[int] = []
-        pack, reg = CODEC.pack, self.reg
-        for op in ops:
-            ints = pack(op, ident, reg, self)
+        for op in records:
+            ints = CODEC.pack(op, ident, self)
             if ints is None:
                 out += (GENERIC, len(self.records))
                 self.records.append(op)
@@ -345,14 +284,8 @@ class OpLog:
                 out += ints
         return out
 
-    def walk(self, packed: Sequence[int], p: int = 0, n: int | None = None
-             ) -> Iterator[tuple[int, Any]]:
-        """(position of the record in ``packed``, the record) for each record of
-        ``packed[p:n]``, in order."""
-        return CODEC.walk(packed, p, len(packed) if n is None else n, self.reg, self)
-
     def unpack(self, packed: Sequence[int], p: int = 0, n: int | None = None) -> tuple:
-        return tuple(op for _, op in self.walk(packed, p, n))
+        return tuple(op for _, op in CODEC.walk(packed, p, len(packed) if n is None else n, self))
 
 
 # -- KV events, packed the same way ---------------------------------------------------------
@@ -370,64 +303,58 @@ class EventLog:
         self.log, self.block_size = log, block_size
         self.records: list = []
 
-    def pack(self, events: Sequence, ops: Sequence, ident: Mapping[str, int],
+    def pack(self, events: Sequence, records: Sequence, ident: Mapping[str, int],
              first_hash: int = 0) -> list[int]:
-        """``ops``: the step's records, already packed; ``first_hash``: the first of the hashes
-        packing them added to the log (a BlockRemoved names one of those)."""
-        caches = [op for op in ops if op.kind == "cache"]
-        removed: dict[int, int] | None = None
+        """``records``: the step's op records, already packed; ``first_hash``: the first of the
+        hashes packing them added to the log (a BlockRemoved names one of those)."""
+        caches = iter([op for op in records if op.kind == "cache"])
+        hashes, removed = self.log.hashes, None
         out: list[int] = []
-        k = 0
         for e in events:
-            name = type(e).__name__
-            if name == "BlockStored" and k < len(caches):
-                op = caches[k]
-                k += 1
+            if isinstance(e, BlockStored) and (op := next(caches, None)) is not None:
                 i = ident[op.request_id]
                 if self._stored(i, op.first_block_index, len(op.block_ids)) == e:
                     out += (EV_STORED, i, op.first_block_index, len(op.block_ids))
                     continue
-            elif name == "BlockRemoved" and len(e.block_hashes) == 1:
-                if removed is None:
-                    hashes = self.log.hashes
-                    removed = {hash_to_event_int(hashes[j]): j
-                               for j in range(first_hash, len(hashes))}
+            elif isinstance(e, BlockRemoved) and len(e.block_hashes) == 1:
+                removed = removed or {hash_to_event_int(hashes[j]): j
+                                      for j in range(first_hash, len(hashes))}
                 j = removed.get(e.block_hashes[0])
                 if j is not None and e == BlockRemoved(e.block_hashes):
                     out += (EV_REMOVED, j >> 16, j & 0xFFFF)
                     continue
-            elif name == "AllBlocksCleared":
+            elif isinstance(e, AllBlocksCleared):
                 out.append(EV_CLEARED)
                 continue
             out += (EV_GENERIC, len(self.records))
             self.records.append(e)
         return out
 
-    def _stored(self, i: int, first: int, n: int):
-        reg, bs = self.log.reg, self.block_size
-        hashes, view = reg.hashes(i), reg.views[i]
+    def _stored(self, i: int, first: int, n: int) -> BlockStored:
+        log, bs = self.log, self.block_size
+        hashes = log.hashes_of(i)
         return BlockStored(
             block_hashes=tuple(hash_to_event_int(h) for h in hashes[first:first + n]),
             parent_block_hash=hash_to_event_int(hashes[first - 1]) if first > 0 else None,
-            token_ids=tuple(reg.tokens(i)[first * bs:(first + n) * bs]), block_size=bs,
-            lora_name=view.lora, extra_keys=(None,) * n or None)   # (a LoRA's: kept whole)
+            token_ids=tuple(log.tokens(i)[first * bs:(first + n) * bs]), block_size=bs,
+            lora_name=log.views[i].lora, extra_keys=(None,) * n or None)   # (a LoRA's: kept whole)
 
-    def unpack(self, packed: Sequence[int], p: int, n: int) -> tuple:
+    def unpack(self, a: Sequence[int], p: int, n: int) -> tuple:
         out = []
         while p < n:
-            code = packed[p]
+            code = a[p]
             if code == EV_STORED:
-                out.append(self._stored(packed[p + 1], packed[p + 2], packed[p + 3]))
+                out.append(self._stored(a[p + 1], a[p + 2], a[p + 3]))
                 p += 4
             elif code == EV_REMOVED:
-                j = packed[p + 1] << 16 | packed[p + 2]
-                out.append(BlockRemoved((hash_to_event_int(self.log.hashes[j]),)))
+                out.append(BlockRemoved((hash_to_event_int(self.log.hashes[a[p + 1] << 16
+                                                                          | a[p + 2]]),)))
                 p += 3
             elif code == EV_CLEARED:
                 out.append(AllBlocksCleared())
                 p += 1
             else:
-                out.append(self.records[packed[p + 1]])
+                out.append(self.records[a[p + 1]])
                 p += 2
         return tuple(out)
 
@@ -438,7 +365,6 @@ _WIDER = {"B": "H", "H": "i", "i": "q"}
 def grow(a: array, values) -> array:
     """``a`` extended by ``values``: 1 or 2 bytes an int while every value fits, then 4, then 8 (the
     array is widened, once, when a value first needs it). Returns the array to keep."""
-    values = values if isinstance(values, list | tuple | array) else list(values)
     n = len(a)
     while True:
         try:

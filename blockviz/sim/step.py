@@ -12,7 +12,7 @@ timeline serves whole steps (``Timeline.step``, ``Timeline.frames``).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -90,56 +90,26 @@ class Step:
         """The step's one sentence (the scenario's ``caption``; ``start_caption`` at step 0)."""
         return self.start_caption if self.event is None else self.event.caption
 
-    @property
-    def frame_ops(self) -> tuple:
-        """The ops that led here from the point before: the frame's op, or the event's ops."""
-        if self.frame is None:
-            return self.ops
-        return () if self.op is None else (self.op,)
-
     @cached_property
     def changes(self) -> Changes:
         before = self if self.before is None else self.before()
-        ops = self.frame_ops
-        to_head, to_tail = moved_to_ends(ops)
-        now = {h for h, _ in self.hash_table}
-        old = [h for h, _ in before.hash_table]
+        ops = self.ops if self.frame is None else (self.op,) if self.op is not None else ()
+        moved = {kind: frozenset(b for op in ops if op.kind == kind for b in op.block_ids)
+                 for kind in ("free_head", "free_tail", "popleft")}
+        now, old = {h for h, _ in self.hash_table}, [h for h, _ in before.hash_table]
+        a, b = before, self
+        same = getattr(a.block_tokens, "same", None) or (lambda i, other: a.block_tokens[i] == other[i])
+
+        def shown(v: RequestView | None):
+            return v and (v.status, v.block_ids, v.num_tokens, v.num_computed_tokens,
+                          v.block_tables)          # (a hybrid model: every group's table)
         return Changes(
-            blocks=changed_blocks(before, self), to_head=to_head, to_tail=to_tail,
+            blocks=frozenset(i for i in range(len(b.ref_cnt))
+                             if a.ref_cnt[i] != b.ref_cnt[i] or a.block_hash[i] != b.block_hash[i]
+                             or not same(i, b.block_tokens)),
+            to_head=moved["free_head"], to_tail=moved["free_tail"], fresh=moved["popleft"],
             hashes_added=frozenset(now.difference(old)),
-            hashes_removed=tuple(h for h in old if h not in now), fresh=popped_blocks(ops),
-            requests=changed_requests(before.requests, self.requests),
+            hashes_removed=tuple(h for h in old if h not in now),
+            requests=frozenset(rid for rid in {*a.requests, *b.requests}
+                               if shown(a.requests.get(rid)) != shown(b.requests.get(rid))),
             prev_ref_cnt=before.ref_cnt)
-
-
-def moved_to_ends(ops: Iterable) -> tuple[frozenset[int], frozenset[int]]:
-    """Blocks freed to the head and to the tail of the free queue in ``ops``."""
-    head: set[int] = set()
-    tail: set[int] = set()
-    for op in ops:
-        if op.kind == "free_head":
-            head.update(op.block_ids)
-        elif op.kind == "free_tail":
-            tail.update(op.block_ids)
-    return frozenset(head), frozenset(tail)
-
-
-def popped_blocks(ops: Iterable) -> frozenset[int]:
-    """Blocks get_new_blocks handed out in ``ops``."""
-    return frozenset(b for op in ops if op.kind == "popleft" for b in op.block_ids)
-
-
-def changed_blocks(a: Step, b: Step) -> frozenset[int]:
-    """Blocks whose ref count, hash or tokens differ from ``a`` to ``b``."""
-    ta, tb = a.block_tokens, b.block_tokens
-    same = getattr(ta, "same", None) or (lambda i, other: ta[i] == other[i])
-    return frozenset(i for i in range(len(b.ref_cnt))
-                     if a.ref_cnt[i] != b.ref_cnt[i] or a.block_hash[i] != b.block_hash[i]
-                     or not same(i, tb))
-
-
-def changed_requests(a: Mapping[str, RequestView], b: Mapping[str, RequestView]) -> frozenset[str]:
-    def key(v: RequestView | None):
-        return None if v is None else (v.status, v.block_ids, v.num_tokens, v.num_computed_tokens,
-                                       v.block_tables)    # (a hybrid model: every group's table)
-    return frozenset(rid for rid in {*a, *b} if key(a.get(rid)) != key(b.get(rid)))

@@ -7,6 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+# The fields of a request that its ops change (the rest are fixed when it arrives, or are the
+# engine's own lists)
+CHANGING = ("status", "num_tokens", "num_computed_tokens", "num_preemptions", "local_hit_blocks",
+            "external_hit_blocks", "finish_reason", "num_output_placeholders")
+
 
 @dataclass(frozen=True)
 class BlockTables:

@@ -15,7 +15,7 @@ from blockviz.render.narration import did_html, note_html, step_header_html
 from blockviz.render.queue import queue_html
 from blockviz.render.requests import requests_html
 from blockviz.render.theme import css, esc
-from blockviz.sim.step import moved_to_ends
+from blockviz.sim.step import Step
 from blockviz.teach.labels import HashLabels
 
 
@@ -73,7 +73,8 @@ def test_queue_marks_nothing_in_a_step_that_frees_nothing(six, six_labels):
     # step 5 is a checkpoint: nothing moved, so nothing is marked
     cells = classes_by_block(queue_at(six, six_labels, 5), "bv-q")
     assert all(not ({"bv-to-head", "bv-to-tail"} & c) for c in cells.values())
-    assert moved_to_ends([FreeHead((3,)), FreeTail((2, 1))]) == (frozenset({3}), frozenset({2, 1}))
+    moved = Step(index=1, ops=(FreeHead((3,)), FreeTail((2, 1))), before=lambda: Step(index=0))
+    assert (moved.changes.to_head, moved.changes.to_tail) == (frozenset({3}), frozenset({2, 1}))
 
 
 def test_long_queue_is_cut_with_a_count(big):
