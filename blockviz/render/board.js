@@ -605,7 +605,9 @@ function create(parent, component) {
       const rc = cv.getBoundingClientRect();
       const c = Math.floor((ev.clientX - rc.left - axis) / cell), r = Math.floor((ev.clientY - rc.top - 14) / cell);
       const i = r * cols + c;
-      part.tip.textContent = c >= 0 && c < cols && i >= 0 && i < n ? `${ui.block} ${i}` : '';
+      const g = rec.groups && d().group_names ? rec.groups[i] : '.';   // a hybrid model: its group
+      const named = g && g !== '.' ? ` · ${(d().group_names[st.lang] || [])[Number(g)] || ''}` : '';
+      part.tip.textContent = c >= 0 && c < cols && i >= 0 && i < n ? `${ui.block} ${i}${named}` : '';
     };
     // the free queue as a strip, head on the left
     const strip = box.querySelector('.bvb-strip');

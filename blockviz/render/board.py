@@ -156,6 +156,7 @@ class BoardData:
     cells: list[dict] | None
     kind_colours: dict[str, str]
     external: bool                       # the run has an external tier (its panel is shown)
+    group_names: dict[str, list[str]] | None = None   # a hybrid model's groups, "g1 sliding window 8"
     presenter: bool
     speed: float                         # play speed
     url: bool | str                      # write the step into the URL: True ?step=, "hash" #step=
@@ -186,15 +187,22 @@ class BoardControl:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _dense(state: Step) -> dict:
-    """A dense step: a letter per block (its kind), the free queue in order as letters, marks."""
+def _dense(state: Step, hybrid: bool = False) -> dict:
+    """A dense step: a letter per block (its kind), the free queue in order as letters, marks;
+    ``hybrid``: the KV-cache group each block serves too (``groups``: a digit per block, "." for
+    none — at most 8 groups, scenario.schema.MAX_KV_CACHE_GROUPS; see render.groups.block_groups)."""
     ref, hashes, changed = state.ref_cnt, state.block_hash, state.changes.blocks
     cells = "".join(KIND_CODES[block_kind(i, ref[i], hashes[i])] for i in range(len(ref)))
     queue = "".join(cells[b] for b in state.free_queue)
     head, evict = next_marks(state)
-    return {"cells": cells, "qcells": queue, "qids": [state.free_queue[0], state.free_queue[-1]]
-            if state.free_queue else [], "changed": sorted(changed)[:2000], "victim": head,
-            "evict": evict}
+    out = {"cells": cells, "qcells": queue, "qids": [state.free_queue[0], state.free_queue[-1]]
+           if state.free_queue else [], "changed": sorted(changed)[:2000], "victim": head,
+           "evict": evict}
+    if hybrid:
+        served = rgroups.block_groups(state)
+        out["groups"] = "".join(str(served[b]) if b in served else "." for b in range(len(ref)))
+    return out
+
 
 
 def widest_label(labels: HashLabels) -> str:
@@ -252,7 +260,9 @@ def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: 
         ui={lg: {k: t(k, lg) for k in UI_KEYS} for lg in langs},
         legend={lg: _legend(run, lg, dense) for lg in langs},
         widest_label=widest_label(run.labels), dense=dense, num_blocks=tl.num_gpu_blocks,
-        cells=[_dense(tl.step(i)) for i in range(lo, hi + 1)] if dense else None,
+        cells=[_dense(tl.step(i), run.labels.hybrid) for i in range(lo, hi + 1)] if dense else None,
         kind_colours={c: BLOCK_KINDS[k].cell for k, c in KIND_CODES.items()},
         external=any("external" in r for r in steps[langs[0]]), presenter=presenter,
-        speed=speed, url=url, strings=pool.strings)
+        speed=speed, url=url, strings=pool.strings,
+        group_names={lg: [rgroups.group_label(g, spec, lg) for g, spec in enumerate(run.labels.groups)]
+                     for lg in langs} if run.labels.hybrid else None)

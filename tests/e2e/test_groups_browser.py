@@ -140,3 +140,29 @@ def test_hovering_a_groups_entry_lights_that_card(browser, lessons):
     card = page.locator(f'{BOARD} [data-bv="blocks"] .bv-card[data-block="{a[1][-1]}"] .bv-grp')
     assert card.text_content().strip() == "g1 window 8"
     page.close()
+
+
+def test_a_dense_cell_says_its_group_on_hover(browser, tmp_path):
+    from blockviz.export import export_html
+    from blockviz.scenario.load import load_text
+    from blockviz.sim.runner import run
+    text = ("id: big\ntitle: {en: big, zh: big}\nconfig:\n  num_blocks: 64\n  block_size: 2\n"
+            "  kv_cache_groups:\n    - {type: full_attention}\n"
+            "    - {type: sliding_window, sliding_window: 2}\n"
+            "steps:\n  - arrive: {id: A, prompt: [{tokens: [1, 2, 3, 4, 5, 6, 7]}], max_tokens: 3}\n"
+            "  - step: 1\n")
+    _, tl = run(load_text(text, "big.yaml"), payloads=False)
+    from blockviz.render.groups import block_groups
+    served = block_groups(tl.step(1))
+    b1 = next(b for b, g in served.items() if g == 1)
+    path = tmp_path / "big.html"
+    path.write_text(export_html(tl, title="big", lang="en", titles={"en": "big", "zh": "big"},
+                                file="big.yaml"), encoding="utf-8")
+    page = _open(browser, path, 1)
+    cv = page.locator(f'{BOARD} .bvb-cv')
+    cols = int(cv.get_attribute("data-cols"))
+    box = cv.bounding_box()
+    cell = (box["width"] - 34) / cols
+    page.mouse.move(box["x"] + 34 + (b1 % cols + 0.5) * cell, box["y"] + 14 + (b1 // cols + 0.5) * cell)
+    assert page.locator(f'{BOARD} .bvb-tip').text_content() == f"block {b1} · g1 sliding window 2"
+    page.close()

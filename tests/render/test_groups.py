@@ -192,3 +192,24 @@ def test_the_dense_view_draws_the_groups_too():
     assert [rows[g][1] for g in (0, 1)] == [[str(b) for b in t] for t in bt.tables]
     assert "0" in rows[1][1]                          # chunks behind the current one: the null block
     assert "chunked local 4" in d.legend["en"] and "bv-grp-legend" in d.legend["en"]
+
+
+def test_a_dense_cell_knows_its_group_and_one_group_ships_none():
+    text = ("id: big\ntitle: {en: big, zh: big}\nconfig:\n  num_blocks: 40\n  block_size: 2\n"
+            "  kv_cache_groups:\n    - {type: full_attention}\n"
+            "    - {type: sliding_window, sliding_window: 2}\n"
+            "steps:\n  - arrive: {id: A, prompt: [{tokens: [1, 2, 3, 4, 5, 6, 7]}], max_tokens: 3}\n"
+            "  - step: 1\n")
+    _, tl = run(load_text(text, "big.yaml"), payloads=False)
+    d = B.board_data(board_run(tl, {"en": "big", "zh": "big"}), langs=["en", "zh"])
+    assert d.dense and d.group_names == {"en": ["g0 full", "g1 sliding window 2"],
+                                         "zh": ["g0 全注意力", "g1 滑动窗口 2"]}
+    for k in range(len(tl)):
+        served = block_groups(tl.step(k))
+        assert d.cells[k]["groups"] == "".join(str(served[b]) if b in served else "."
+                                               for b in range(tl.num_gpu_blocks))
+    assert "1" in d.cells[1]["groups"] and "0" in d.cells[1]["groups"]
+    one = load_text(text.split("  kv_cache_groups")[0] + "\nsteps:" + text.split("steps:")[1], "one.yaml")
+    _, tl1 = run(one, payloads=False)
+    d1 = B.board_data(board_run(tl1, {"en": "big"}), langs=["en"])
+    assert d1.dense and "groups" not in d1.cells[1] and "group_names" not in d1.to_dict()
