@@ -424,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(fn=cmd_validate)
     j = sub.add_parser("json", help="run a scenario and print every step as JSON (the contract)")
     j.add_argument("file")
-    j.add_argument("--indent", type=trace_cli._int_in(0, MAX_INDENT), default=None, metavar="N",
+    j.add_argument("--indent", type=trace_cli.int_in(0, MAX_INDENT), default=None, metavar="N",
                    help=f"indent the JSON by N spaces (0 to {MAX_INDENT}; default: one line per step)")
     j.add_argument("--no-frames", action="store_true", help="leave out the op-level frames")
     j.add_argument("--no-payloads", action="store_true",
@@ -473,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--progress", action="store_true",
                          help="show the run's progress on stderr even when it is not a terminal")
     for cmd in (v, j, pl, ve, x, me):  # an option refused: one line naming it, exit status 2
-        cmd.error = types.MethodType(trace_cli._one_line_error, cmd)
+        cmd.error = types.MethodType(trace_cli.one_line_error, cmd)
     s = sub.add_parser("schema", help="print the scenario format as JSON Schema")
     s.set_defaults(fn=cmd_schema)
     trace_cli.add_parser(sub)   # blockviz trace capacity | generate | check

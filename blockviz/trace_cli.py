@@ -38,13 +38,13 @@ class _Refused(Exception):
     """An option's value is refused; the message names the option."""
 
 
-def _one_line_error(parser: argparse.ArgumentParser, message: str):
+def one_line_error(parser: argparse.ArgumentParser, message: str):
     """argparse's errors as one line: ``blockviz trace capacity: --pool-blocks: ...``, exit 2."""
     print(f"{parser.prog}: {' '.join(message.split())}", file=sys.stderr)
     sys.exit(EXIT_INPUT)
 
 
-def _int_in(lo: int, hi: int):
+def int_in(lo: int, hi: int):
     def parse(text: str) -> int:
         try:
             value = int(text.replace("_", ""))
@@ -97,10 +97,10 @@ def _seconds(text: str) -> float:
 
 # Timed mode's options: (option name, keyword of replay_timed, parse, help)
 TIMED_OPTIONS = (
-    ("--max-num-batched-tokens", "max_num_batched_tokens", _int_in(1, 1 << 24),
+    ("--max-num-batched-tokens", "max_num_batched_tokens", int_in(1, 1 << 24),
      "the token budget of a step (vLLM's max_num_batched_tokens)"),
-    ("--max-num-seqs", "max_num_seqs", _int_in(1, 1 << 16), "requests running at once, at most"),
-    ("--max-model-len", "max_model_len", _int_in(2, 1 << 20),
+    ("--max-num-seqs", "max_num_seqs", int_in(1, 1 << 16), "requests running at once, at most"),
+    ("--max-model-len", "max_model_len", int_in(2, 1 << 20),
      "a request's length cap: a prompt this long or longer is rejected, outputs stop there"),
     ("--step-base", "step_base_s", _seconds, "seconds every engine step costs"),
     ("--step-prefill-token", "step_prefill_token_s", _seconds,
@@ -110,7 +110,7 @@ TIMED_OPTIONS = (
 
 
 def _block_size(text: str) -> int:
-    value = _int_in(1, TRACE_BLOCK_TOKENS)(text)
+    value = int_in(1, TRACE_BLOCK_TOKENS)(text)
     if TRACE_BLOCK_TOKENS % value:
         raise argparse.ArgumentTypeError(t("trace_err_block_size", "en", value=value))
     return value
@@ -126,7 +126,7 @@ def add_parser(sub) -> None:
                         description="Replay request traces in the Mooncake format (JSON Lines: "
                                     "timestamp, input_length, output_length, hash_ids of 512-token "
                                     "blocks) through blockviz's vLLM block manager.")
-    tp.error = types.MethodType(_one_line_error, tp)
+    tp.error = types.MethodType(one_line_error, tp)
     tsub = tp.add_subparsers(dest="trace_command", required=True,
                              metavar="{capacity,generate,check}")
     c = tsub.add_parser("capacity", help="hit rate against pool size, both free orders, the ceiling",
@@ -151,7 +151,7 @@ def add_parser(sub) -> None:
         c.add_argument(opt, dest=dest, type=parse, default=None,
                        metavar="SECONDS" if parse is _seconds else "N",
                        help=f"timed mode: {help_} (default {_show_default(TIMED_DEFAULTS[dest])})")
-    c.add_argument("--limit", type=_int_in(1, 1 << 40), default=None, metavar="N",
+    c.add_argument("--limit", type=int_in(1, 1 << 40), default=None, metavar="N",
                    help="only the first N requests of each trace")
     c.add_argument("--json", action="store_true",
                    help="print run-trace's JSON, one object per (trace, free order) per line")
@@ -169,11 +169,11 @@ def add_parser(sub) -> None:
     kv.add_argument("--model", choices=list(KV_PRESETS), default=None,
                     help="show capacities in GiB for this model's KV cache (16-bit); a hybrid model "
                          "(gpt-oss, gemma-3, llama-4-scout) is also replayed with its KV-cache groups")
-    kv.add_argument("--kv-bytes-per-token", type=_int_in(1, 1 << 30), default=None, metavar="BYTES",
+    kv.add_argument("--kv-bytes-per-token", type=int_in(1, 1 << 30), default=None, metavar="BYTES",
                     help="show capacities in GiB at this many KV bytes per token")
     c.add_argument("--executor", choices=list(EXECUTORS), default="local",
                    help="local worker processes (default) or a Ray cluster (pip install 'blockviz[ray]')")
-    c.add_argument("--workers", type=_int_in(1, 1024), default=None,
+    c.add_argument("--workers", type=int_in(1, 1024), default=None,
                    help="local executor: worker processes (default: min(CPUs, tasks))")
     c.add_argument("--ray-address", default=None,
                    help="Ray executor: the cluster's address (default: start a local Ray)")
@@ -184,15 +184,15 @@ def add_parser(sub) -> None:
                         description="The workload kinds of the capacity page, at trace scale.")
     g.add_argument("kind", choices=list(KINDS))
     d = TraceWorkload()
-    g.add_argument("--requests", type=_int_in(1, 10_000_000), default=d.requests)
-    g.add_argument("--seed", type=_int_in(0, 1 << 62), default=d.seed)
+    g.add_argument("--requests", type=int_in(1, 10_000_000), default=d.requests)
+    g.add_argument("--seed", type=int_in(0, 1 << 62), default=d.seed)
     for name, help_ in (("prefix_tokens", "a system prompt / an example set, in tokens"),
                         ("new_tokens", "mean fresh tokens per request"),
                         ("output_tokens", "mean output_length"),
                         ("num_prefixes", "distinct system prompts / example sets"),
                         ("max_turns", "multi_turn: turns per conversation"),
                         ("max_live", "multi_turn: conversations open at once")):
-        g.add_argument("--" + name.replace("_", "-"), type=_int_in(1, 1 << 18),
+        g.add_argument("--" + name.replace("_", "-"), type=int_in(1, 1 << 18),
                        default=getattr(d, name), help=f"{help_} (default {getattr(d, name)})")
     g.add_argument("--rate", type=_positive, default=d.rate, help="mean arrivals per second")
     g.add_argument("-o", "--output", default=None, help="the file to write (default: stdout)")
@@ -204,7 +204,7 @@ def add_parser(sub) -> None:
     k.add_argument("--lang", choices=LANGS, default="en")
     k.set_defaults(fn=cmd_check)
     for p in (c, g, k):
-        p.error = types.MethodType(_one_line_error, p)
+        p.error = types.MethodType(one_line_error, p)
 
 
 # -- progress ---------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ def test_wall_time_stops_a_forward_pass_between_its_chunks(monkeypatch):
     """The clock jumps past the budget once B's prefill has begun: the run stops between chunks
     of its attention, inside the event, not after it."""
     late = {"now": False, "chunks": 0}
-    monkeypatch.setattr(B, "_now", lambda: 100.0 if late["now"] else 0.0)
+    monkeypatch.setattr(B, "now", lambda: 100.0 if late["now"] else 0.0)
     monkeypatch.setattr(M, "ATTN_CHUNK_ELEMENTS", 64)
     real = M.TinyModel.forward_paged
 

@@ -124,7 +124,7 @@ class _Open:
         self.key: str | None = None   # a mapping's key whose value comes next
 
 
-def _events(text: str):
+def yaml_events(text: str):
     """libyaml's event stream of ``text``. (A seam: the app's worker process wraps it to report
     the line it has read to, so that a parse stopped from outside can say where it was.)"""
     return yaml.parse(text, Loader=_Loader)
@@ -163,7 +163,7 @@ class _Builder:
 
     def build(self, text: str) -> Any:
         scalar_event, marks, open_ = yaml.ScalarEvent, self.marks, self.open
-        for event in _events(text):
+        for event in yaml_events(text):
             # the common case first, inline: a plain item of a sequence (a token id, say)
             if (type(event) is scalar_event and event.tag is None and event.anchor is None
                     and open_ and type(open_[-1].value) is list and self.deferred is None):

@@ -66,7 +66,9 @@ WHAT = ("the model's weights and the KV store", "this forward pass", "this check
         "the external tier", "the payload copies for the player")
 
 
-def _now() -> float:
+def now() -> float:
+    """The clock a run's wall-time budget reads (a seam: the app's worker process sets it to count
+    from its own start)."""
     return time.monotonic()
 
 
@@ -99,7 +101,7 @@ class Meter:
 
     def __init__(self, budget: Budget, clock: Callable[[], float] | None = None) -> None:
         self.budget = budget
-        self.clock = clock or (lambda: _now())
+        self.clock = clock or (lambda: now())
         self.start = self.clock()
         self.tokens = 0
         self.engine_steps = 0

@@ -182,10 +182,10 @@ def preview_run(key: str, loaded, *, budget=PREVIEW_BUDGET, max_steps: int | Non
         run = make_run(key, loaded, budget=budget, max_steps=max_steps, on_step=on_step, payloads=False)
         return replace(run, payloads_off=("preview_no_payloads_size", {"need": B.mib(need),
                                                                        "limit": B.mib(limit)}))
-    start = B._now()                 # (in a worker: its start, the reading of the text included)
+    start = B.now()                 # (in a worker: its start, the reading of the text included)
 
     def left() -> float | None:
-        return None if budget.seconds is None else max(0.0, budget.seconds - (B._now() - start))
+        return None if budget.seconds is None else max(0.0, budget.seconds - (B.now() - start))
     first = left()
     run = make_run(key, loaded, budget=replace(budget, seconds=None if first is None else first / 2),
                    max_steps=max_steps, on_step=on_step)

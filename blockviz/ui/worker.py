@@ -307,12 +307,12 @@ def _preview_child(conn, at, key: str, source: Source, budget: Budget, margin: i
     try:
         _settle(budget, margin, 5)
         from blockviz.sim import budget as B
-        B._now = _since_start(t0)     # the one run of this process: its 20 s count from here
+        B.now = _since_start(t0)     # the one run of this process: its 20 s count from here
         import importlib
 
         from blockviz.ui import data
         L = importlib.import_module("blockviz.scenario.load")   # the module (the package exports a function)
-        L._events = _reading_events(L._events, at)
+        L.yaml_events = _reading_events(L.yaml_events, at)
         try:
             text = _decode(source)
         except _Refused as e:
