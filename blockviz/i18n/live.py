@@ -257,6 +257,13 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "plays on the board, one batch a step; nothing is kept on the server.",
                        "一个 vllm-kv-events-capture/1 文件：`blockviz live --record` 写的就是它。"
                        "它在看板上回放，每批一步；服务器上不保留任何东西。"),
+    "rp_intro": ("A recording of vLLM's KV events, batch by batch: the cached hashes after each "
+                 "batch as a forest of prefix chains, the batch's events beside it.",
+                 "vLLM 的 KV 事件录制，逐批回放：每一批之后缓存的哈希画成前缀链森林，旁边是这一批的"
+                 "事件。"),
+    "rp_none_yet": ("Open a recording in the sidebar: a file `blockviz live ENDPOINT --record "
+                    "FILE` wrote.",
+                    "在侧边栏打开一段录制：`blockviz live ENDPOINT --record FILE` 写出的文件。"),
     "rp_upload_limit": ("At most {mb} MB; the first {steps} batches play.",
                         "最多 {mb} MB；回放前 {steps} 批。"),
     "rp_opened": ("{name}: {n} batch(es) from {messages} message(s).",

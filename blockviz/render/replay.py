@@ -292,15 +292,15 @@ REPLAY_CSS = """
 .bvb-grid { grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); }
 .bvb-fit .bvb-blocks { flex: 1 1 0; min-height: 0; display: flex; flex-direction: column; }
 .bvb-fit .bvb-blocks .bvb-body { flex: 1 1 0; min-height: 0; overflow: auto; }
-.bvb-fitting .bvb-blocks .bvb-body { height: 14em; overflow: hidden; }
-.bvr-forest { font-size: .95em; }
+.bvb-fitting .bvb-blocks .bvb-body { height: 10em; overflow: hidden; }
+.bvr-forest { font-size: 1em; }
 .bvr-group { border: 1px solid var(--bv-rule); border-radius: .4em; padding: .3em .5em; margin: 0 0 .5em 0; }
 .bvr-gh { font-weight: 700; margin-bottom: .2em; }
 .bvr-tenant { font-weight: 600; color: var(--bv-purple); margin: .35em 0 .1em 0; }
 .bvr-row { margin-left: calc(var(--bvr-d) * 1.2em); padding: .08em 0 .08em .4em; line-height: 1.6;
            border-left: 1px dashed var(--bv-border); }
 .bvr-h { font-style: normal; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-         font-size: .85em; display: inline-block; border: 1px solid var(--bv-green);
+         font-size: .92em; display: inline-block; border: 1px solid var(--bv-green);
          background: var(--bv-green-bg-free); border-radius: .25em; padding: 0 .25em;
          margin: 0 .15em .1em 0; line-height: 1.3; cursor: default; }
 .bvr-h.bvr-new { background: var(--bv-green-bg); border-width: 2px; font-weight: 700; }
@@ -319,7 +319,7 @@ REPLAY_CSS = """
 .bv-opl.bvr-BlockRemoved .bv-call { color: var(--bv-red); }
 .bv-opl.bvr-BlockStored .bv-call { color: var(--bv-green); }
 .bv-opl.bvr-AllBlocksCleared .bv-call { color: var(--bv-blue); }
-.bv-opl .bvr-h { font-size: .8em; }
+.bv-opl .bvr-h { font-size: .85em; }
 .bvb-linking .bvr-h.bv-lit { outline: .18em solid var(--bv-ink); outline-offset: .05em; opacity: 1; }
 .bvb-why ul { margin: .2em 0 .5em 0; padding-left: 1.2em; font-size: .9em; }
 .bvr-legend { display: flex; gap: 1.2em; flex-wrap: wrap; }

@@ -36,7 +36,7 @@ NAME = "blockviz_live"
 REPLAY_NAME = "blockviz_replay"
 REFRESH_S = 1.0
 W_ENDPOINT, W_WORDS, W_FOLLOW = "w_live_endpoint", "w_live_words", "w_live_follow"
-W_SOURCE, W_UPLOAD = "w_live_source", "w_live_upload"
+W_SOURCE, W_UPLOAD, W_RP_WORDS = "w_live_source", "w_live_upload", "w_live_rp_words"
 REPLAY_KEY = "live_replay"                 # the board's widget key
 # session state: the recording opened (its upload's id, the Recording or the error), the board's
 # data and the export, made once per language and words
@@ -104,11 +104,14 @@ def page() -> None:
     st.html(theme.css(False))
     with st.sidebar:
         language_toggle(lang)
-    st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("lv_title", lang))}</div>'
-            f'<div class="bv-small">{theme.esc(t("lv_intro", lang))}</div></div>')
     st.session_state.setdefault(W_SOURCE, "live")
+    source = st.session_state[W_SOURCE]
+    intro = t("lv_intro" if source == "live" else "rp_intro", lang)
+    st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("lv_title", lang))}</div>'
+            f'<div class="bv-small">{theme.esc(intro)}</div></div>')
     source = st.segmented_control(t("lv_source", lang), ("live", "recording"), key=W_SOURCE,
-                                  required=True, format_func=lambda s: t(f"lv_source_{s}", lang))
+                                  required=True, format_func=lambda s: t(f"lv_source_{s}", lang),
+                                  label_visibility="collapsed")
     if source == "recording":
         recording(lang)
         return
@@ -156,19 +159,20 @@ def _made(rec, lang: str, lesson: str | None) -> tuple[str, str]:
 
 
 def recording(lang: str) -> None:
+    """The recording's controls in the sidebar (the file, the words, the export), the board under
+    the page's title: it gets the screen's height."""
     ss = st.session_state
-    cols = st.columns([3, 2])
-    with cols[0]:
+    with st.sidebar:
         f = st.file_uploader(t("rp_upload", lang), type=["jsonl", "json", "txt"], key=W_UPLOAD,
                              max_upload_size=MAX_UPLOAD_MB, help=t("rp_upload_help", lang))
-    with cols[1]:
+        st.caption(t("rp_upload_limit", lang, mb=MAX_UPLOAD_MB, steps=f"{lreplay.MAX_STEPS:,}"))
         names = list(lesson_files())
-        lesson = st.selectbox(t("lv_words", lang), [None, *names], key=W_WORDS,
-                              format_func=lambda v: t("lv_words_none", lang) if v is None else v,
-                              help=t("lv_words_help", lang))
-    st.caption(t("rp_upload_limit", lang, mb=MAX_UPLOAD_MB, steps=f"{lreplay.MAX_STEPS:,}"))
+        lesson = st.selectbox(t("lv_words", lang), ["", *names], key=W_RP_WORDS,
+                              format_func=lambda v: v or t("lv_words_none", lang),
+                              help=t("lv_words_help", lang)) or None
     if f is None:
         ss[RP_FILE], ss[RP_REC], ss[RP_ERR], ss[RP_MADE] = None, None, None, None
+        st.info(t("rp_none_yet", lang))
         return
     if ss.get(RP_FILE) != f.file_id:
         _open(f)
@@ -185,9 +189,9 @@ def recording(lang: str) -> None:
         said += " " + t("rp_cut", lang, n=f"{len(rec.steps):,}", cut=f"{rec.cut:,}")
     if rec.notes.total:
         said += " " + t("rp_noted", lang, n=f"{rec.notes.total:,}")
-    row = st.columns([4, 1])
-    row[0].caption(said)
-    row[1].download_button(t("rp_export", lang), page_html.encode("utf-8"),
+    with st.sidebar:
+        st.caption(said)
+        st.download_button(t("rp_export", lang), page_html.encode("utf-8"),
                            file_name=f"{rec.name.rsplit('.', 1)[0]}.html", mime="text/html",
                            key="w_live_export", help=t("rp_export_help", lang))
     control = BoardControl(goto={"step": 0, "frame": None, "seq": 1, "run": ss.get(RP_FILE)},
