@@ -34,6 +34,13 @@ def test_counters_leave_resumed_lookups_out_and_count_a_preemption_at_its_next_o
         m, st = s["vllm_metrics"], s["stats"]
         assert (m["prefix_cache_queries_total"], m["prefix_cache_hits_total"]) == (
             st["queries"], st["hits"])          # never the preempted_* re-lookups
+        # the JSON's own totals count both (docs/scenarios.md, "Two kinds of totals")
+        assert (st["prefix_cache_queries"], st["prefix_cache_hits"]) == (
+            st["queries"] + st["preempted_queries"], st["hits"] + st["preempted_hits"])
+    last = d["steps"][-1]
+    assert (last["stats"]["prefix_cache_queries"], last["stats"]["prefix_cache_hits"]) == (24, 12)
+    assert (last["vllm_metrics"]["prefix_cache_queries_total"],
+            last["vllm_metrics"]["prefix_cache_hits_total"]) == (13, 4)
     preempted_at = next(s["index"] for s in d["steps"] if s["stats"]["preemptions"])
     counted_at = next(s["index"] for s in d["steps"] if s["vllm_metrics"]["num_preemptions_total"])
     assert counted_at > preempted_at      # B's PREEMPTED event leaves with its next token
