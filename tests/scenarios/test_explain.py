@@ -159,6 +159,27 @@ def test_e10_the_external_tier_supplies_what_the_gpu_evicted():
                                 "medium": "CPU"}]
 
 
+def test_caching_off_skips_the_lookup_and_says_why():
+    d = doc("num_blocks: 8, block_size: 4, enable_caching: false",
+            f"""  - arrive: {{id: A, prompt: {T[:9]}, max_tokens: 1}}
+  - arrive: {{id: B, prompt: {T[:9]}, max_tokens: 1}}
+""")
+    assert split(d, "B") == {"skipped": 9}
+    assert detail(d, "B")[0]["reason"] == "caching_disabled"
+    assert d["steps"][-1]["stats"]["queries"] == 0             # vLLM records nothing
+
+
+def test_a_new_process_s_random_seed_makes_every_key_different():
+    d = doc("num_blocks: 8, block_size: 4, hash_algo: xxhash",
+            f"""  - arrive: {{id: A, prompt: {T[:9]}, max_tokens: 1}}
+  - restart
+  - arrive: {{id: B, prompt: {T[:9]}, max_tokens: 1}}
+""")
+    assert split(d, "B") == {"different_key": 8, "partial_block": 1}
+    first = detail(d, "B")[0]
+    assert (first["which"], first["other_request"], first["present"]) == (["hash_seed"], "A", False)
+
+
 def test_evictions_by_a_reset_say_so():
     d = doc("num_blocks: 8, block_size: 4", f"""  - arrive: {{id: A, prompt: {T[:9]}, max_tokens: 1}}
   - reset_prefix_cache
