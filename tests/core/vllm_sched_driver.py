@@ -25,7 +25,10 @@ from __future__ import annotations
 import copy
 import importlib
 import itertools
+import json
 import os
+import subprocess
+from pathlib import Path
 from types import SimpleNamespace as NS
 
 import pytest
@@ -228,7 +231,8 @@ class VllmRun:
                 "waiting": [r.request_id for r in itertools.chain(s.kv_holding_waiting, s.waiting)],
                 "running": [r.request_id for r in s.running], "requests": reqs,
                 "kv_events": [event_view(e) for e in events],
-                "vllm_metrics": {**self.metrics(), "used_blocks": pool.num_gpu_blocks - 1 - len(free)}}
+                "vllm_metrics": {**self.metrics(), "used_blocks": pool.num_gpu_blocks - 1 - len(free),
+                                 "cached_free_blocks": sum(b.block_hash is not None for b in free)}}
 
     def metrics(self) -> dict:
         """What vLLM's stat loggers hold after the engine steps so far: the Prometheus logger's
@@ -284,7 +288,7 @@ def project_view(snap: dict) -> dict:
 
 METRIC_KEYS = ("prefix_cache_queries_total", "prefix_cache_hits_total", "num_preemptions_total",
                "num_requests_running", "num_requests_waiting", "num_requests_waiting_by_reason",
-               "kv_cache_usage_perc", "logged_hit_rate", "used_blocks")
+               "kv_cache_usage_perc", "logged_hit_rate", "used_blocks", "cached_free_blocks")
 
 
 def run_both(v, loaded, *, timeline_dict=None):
@@ -344,3 +348,47 @@ def first_difference(ours: list[dict], theirs: list[dict]) -> str | None:
             if a[key] != b[key]:
                 return f"step {i}: {key}: project {a[key]} != vLLM {b[key]}"
     return None
+
+
+# -- the shared run-sched tool's oracle (its own Python and vLLM tree) ----------------------------
+def sched_oracle_or_skip() -> tuple[str, str, Path]:
+    """(the run-sched oracle's Python, vLLM 0.33.0's source root, the tool's ``sched/`` folder),
+    made by ``shared/tools/vllm-diff/sched/setup.sh`` under ``$SCHED_ORACLE_HOME``; or a skip
+    saying what is missing."""
+    root = Path(__file__).resolve().parents[2]
+    tool = Path(os.environ.get("BLOCKVIZ_VLLM_DIFF", root.parent / "shared" / "tools" / "vllm-diff"))
+    sched = tool / "sched"
+    if not (sched / "sched_oracle.py").is_file():
+        pytest.skip(f"no run-sched oracle at {sched} (set BLOCKVIZ_VLLM_DIFF)")
+    home = Path(os.environ.get("SCHED_ORACLE_HOME") or Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "blockviz-sched-oracle")
+    py, src = home / "venv" / "bin" / "python", home / "src" / "0.33.0"
+    if not py.is_file() or not (src / "vllm/v1/core/sched/scheduler.py").is_file():
+        pytest.skip(f"no run-sched oracle under {home}: run `bash {sched}/setup.sh` "
+                    "(set SCHED_ORACLE_HOME)")
+    return str(py), str(src), sched
+
+
+def _oracle_env(src: str) -> dict:
+    return {**os.environ, "VLLM_FULL_SRC": src, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def run_sched_random(oracle, out: Path, count: int, seed: int) -> list[Path]:
+    """The scenarios ``run-sched COUNT SEED`` diffs (its generator, the same files)."""
+    py, src, sched = oracle
+    p = subprocess.run([py, str(sched / "gen_real_scenarios.py"), str(out), str(count), str(seed)],
+                       capture_output=True, text=True, env=_oracle_env(src), timeout=1800)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return sorted(out.glob("*.yaml"), key=lambda f: int(f.stem.rsplit("-", 1)[-1]))
+
+
+def run_sched_oracle(oracle, scenario: Path, doc: dict, tmp: Path) -> dict:
+    """vLLM's real Scheduler on ``scenario`` as ``run-sched`` runs it (token ids read from
+    blockviz's JSON ``doc``): one snapshot per event with vLLM's PrefixCacheStats, cumulated."""
+    py, src, sched = oracle
+    proj = tmp / "project.json"
+    proj.write_text(json.dumps(doc))
+    p = subprocess.run([py, str(sched / "sched_oracle.py"), str(scenario), "--project", str(proj)],
+                       capture_output=True, text=True, env=_oracle_env(src), timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout)
