@@ -361,8 +361,12 @@ def split_bars_html(points: Sequence[Point], lang: str = "en", *, block_size: in
         tokens = p.pool_blocks * block_size
         g = gib(tokens, bytes_per_token)
         label = f"{tokens:,}" + ("" if g is None else f" · {g:,.3g} GiB")
+        split, q = p.extra["split"], max(1, p.queries)
+        fig = " · ".join(f'{t(f"xc_{c}", lang)} {100 * split.get(c, 0) / q:.1f}%'
+                         for c in ("hit", "evicted"))      # what the pool served, what more could
         rows.append(f'<div class="bv-split-row"><span class="bv-small">{esc(label)}</span>'
-                    f'{counts_bar_html(p.extra["split"], lang, p.queries)}</div>')
+                    f'{counts_bar_html(split, lang, p.queries)}'
+                    f'<span class="bv-small bv-split-fig">{esc(fig)}</span></div>')
     return (f'<div class="bv bv-split-chart" data-bv="split-chart">'
             f'<div class="bv-small">{esc(t("capt_split_axis_rows", lang))}</div>{"".join(rows)}'
             f'<div>{legend_html(TRACE_KEYS, lang)}</div></div>')

@@ -8,9 +8,8 @@ from collections.abc import Collection
 from blockviz.core.request import vllm_status
 from blockviz.i18n import t
 from blockviz.render import groups as rgroups
-from blockviz.render.split import segments_bar_html
+from blockviz.render.split import segments_bar_html, summary_html
 from blockviz.render.theme import esc
-from blockviz.teach.explain import split_summary
 
 MAX_TABLE_CELLS = 40
 MAX_REQUESTS = 40
@@ -74,7 +73,7 @@ def _split_line(r, lang: str) -> str:
     key = "split_resumed_title" if split is r.resumed_split else "split_title"
     return (f'<div class="bv-small bv-split-line" data-bv="split-line">'
             f'{segments_bar_html(split, lang)}'
-            f'{esc(t(key, lang))}: {esc(split_summary(split, lang))}</div>')
+            f'{esc(t(key, lang))}: {summary_html(split, lang)}</div>')
 
 
 def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = False,

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 
 from blockviz.i18n import t
 from blockviz.render.theme import SPLIT_COLOUR, esc
-from blockviz.teach.explain import TOKEN_ORDER, segment_sentence
+from blockviz.sim.explain import KEYS
+from blockviz.teach.explain import TOKEN_ORDER, category_name, segment_sentence
 
 
 def _segment(cat: str, share: float, title: str, attrs: str = "") -> str:
@@ -27,9 +28,21 @@ def counts_bar_html(counts: Mapping[str, int], lang: str, total: int | None = No
     return f'<div class="bv-split" data-bv="split">{segs}</div>'
 
 
+def _key(cat: str, words: str) -> str:
+    return (f'<span class="bv-split-key" data-cat="{cat}"><i style="background:'
+            f'var(--bv-{SPLIT_COLOUR[cat]})"></i>{esc(words)}</span>')
+
+
 def legend_html(cats: Sequence[str], lang: str) -> str:
-    return "".join(f'<span class="bv-split-key"><i style="background:var(--bv-{SPLIT_COLOUR[c]})">'
-                   f'</i>{esc(t(f"xc_{c}", lang))}</span>' for c in cats)
+    return "".join(_key(c, t(f"xc_{c}", lang)) for c in cats)
+
+
+def summary_html(split, lang: str) -> str:
+    """A request's split in words under its bar, each count behind its colour (the bar's key):
+    "4 hit · 4 last-token rule", a swatch before each."""
+    counts = dict(zip(KEYS, split.counts, strict=True))
+    return "".join(_key(cat, f"{counts[cat]} {category_name(cat, lang)}") for cat in TOKEN_ORDER
+                   if counts[cat])
 
 
 def segments_bar_html(split, lang: str) -> str:

@@ -206,11 +206,16 @@ CSS = """
 .bv-split { display: flex; height: .9em; border-radius: .2em; overflow: hidden; min-width: 6em;
             border: 1px solid var(--bv-rule); background: var(--bv-panel); }
 .bv-split-seg { display: block; height: 100%; }
-.bv-split-row { display: grid; grid-template-columns: 8.5em 1fr; gap: .5em; align-items: center;
+.bv-split-row { display: grid; grid-template-columns: 8.5em 1fr 13em; gap: .5em; align-items: center;
                 margin: .15em 0; }
 .bv-split-key { display: inline-flex; align-items: center; gap: .3em; margin-right: .8em;
                 font-size: .85em; }
 .bv-split-key i { display: inline-block; width: .8em; height: .8em; border-radius: .15em; }
+/* a request's split: under its token bar, as wide (on its own line in a finished request's
+   one-line row), the counts in the line's own size */
+.bv-split-line { flex: 1 1 100%; }
+.bv-split-line .bv-split { max-width: 22em; margin: .2em 0 .1em; }
+.bv-split-line .bv-split-key { font-size: 1em; margin-right: .6em; }
 
 /* hash table */
 .bv-table { border-collapse: collapse; width: 100%; font-size: .95em; }

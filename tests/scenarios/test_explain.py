@@ -4,6 +4,8 @@ tests/core/test_vllm_scheduler.py), and, for every built-in lesson, splits that 
 looked up and hits that add up to the prefix-cache stats the lesson reports."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from blockviz.scenario import load, load_text
@@ -244,4 +246,8 @@ def test_the_request_panel_draws_the_split_as_a_bar_with_a_segment_per_part():
     assert cats == ["hit", "evicted", "cold", "partial_block"]
     assert 'data-split-block="2" data-step="2"' in b          # the block that held it, when it left
     assert "X&#x27;s allocation reused the block at step 2" in b
-    assert "prompt split: 4 hit · 4 evicted · 4 cold · 1 partial block" in b
+    # the counts under the bar, each behind its segment's colour (the bar's key)
+    line = b[b.index("prompt split: "):b.index("</div>", b.index("prompt split: "))]
+    keys = re.findall(r'data-cat="(\w+)"><i style="background:var\(--bv-(\w+)\)"></i>([^<]+)<', line)
+    assert keys == [("hit", "green", "4 hit"), ("evicted", "red", "4 evicted"),
+                    ("cold", "grey", "4 cold"), ("partial_block", "faint", "1 partial block")]

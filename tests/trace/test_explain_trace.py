@@ -71,3 +71,18 @@ def test_capacity_explain_prints_the_split_and_adds_it_to_the_json(cli, tmp_path
     assert "已被驱逐" in zh.stdout
     refused = cli("trace", "capacity", str(f), "--pool-blocks", "3", "--explain", "--mode", "timed")
     assert refused.returncode == 2 and "--explain" in refused.stderr
+
+
+def test_each_pool_size_s_bar_says_its_hit_and_evicted_share():
+    """The capacity page's bars (render.capacity.split_bars_html): beside each bar, its hit and
+    evicted shares in words — "a bigger cache would buy at most the evicted part" read off."""
+    from blockviz.render.capacity import split_bars_html
+    from blockviz.sim.capacity import Point
+    split = {"hit": 300, "evicted": 450, "cold": 200, "last_token": 40, "partial_block": 10}
+    pts = [Point(pool_blocks=8, free_order="split", queries=1000, hits=300, evictions=5,
+                 extra={"split": split})]
+    en = split_bars_html(pts, "en", block_size=16)
+    assert '<span class="bv-small bv-split-fig">hit 30.0% · evicted 45.0%</span>' in en
+    assert en.index("128") < en.index('data-bv="split"') < en.index("hit 30.0%")
+    zh = split_bars_html(pts, "zh", block_size=16)
+    assert "命中 30.0% · 已被驱逐 45.0%" in zh
