@@ -238,6 +238,11 @@ STRINGS: dict[str, tuple[str, str]] = {
     "sc_no_ops": ("No operation of this step touches it.", "这一步没有相关的操作。"),
 
     # self-check in the player
+    "learn": ("Learn by doing (opens beside the board)", "动手学（在棋盘旁边打开）"),
+    "sc_into": ("Stepping into an event: a prediction is about a whole step, so self-check waits "
+                "until you step out.",
+                "正在单步进入一个事件：预测针对的是完整的一步，所以自测会等你退出单步后再继续。"),
+    "sc_close": ("Close self-check", "关闭自测"),
     "selfcheck": ("Self-check", "自测"),
     "selfcheck_help": ("Before each step is shown, predict what it will do; then check.",
                        "在每一步显示之前，先预测它会做什么，再核对。"),
@@ -327,6 +332,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "part_clear": ("Clear", "清空"),
     "part_bad": ("This part is not valid: {msg}", "这一部分不合法：{msg}"),
     "max_tokens": ("max_tokens (0 = no limit)", "max_tokens（0 = 不限）"),
+    "fork_more": ("cache_salt, LoRA (optional)", "cache_salt、LoRA（可选）"),
     "cache_salt": ("cache_salt (optional)", "cache_salt（可选）"),
     "lora": ("LoRA name (optional)", "LoRA 名称（可选）"),
     "decode_steps": ("Iterations", "迭代次数"),

@@ -843,6 +843,20 @@ function create(parent, component) {
   }
   document.addEventListener('keydown', onKey, true);
 
+  // A click or a press on the page outside the board (a Streamlit button: try it yourself, an
+  // export) starts a rerun about "this step": the board tells Python its step first. Stepping
+  // alone tells Python nothing while no panel follows the step (report off), so without this the
+  // click would act on the step Python last heard of.
+  function onOutside(ev) {
+    if (!d() || !root.isConnected || (ev.type === 'keydown' && ev.key !== 'Enter' && ev.key !== ' ')) return;
+    const path = ev.composedPath ? ev.composedPath() : [ev.target];
+    if (path.includes(root)) return;
+    if (ev.type === 'keydown' && !path.some((n) => n && n.matches && n.matches('button, [role="button"]'))) return;
+    flush();
+  }
+  document.addEventListener('pointerdown', onOutside, true);
+  document.addEventListener('keydown', onOutside, true);
+
   function onPop() {
     if (!d() || !d().url) return;
     const at = readUrl();
@@ -993,6 +1007,8 @@ function create(parent, component) {
   b.destroy = () => {
     clearInterval(st.timer); clearTimeout(st.debounce); clearTimeout(resizeT);
     document.removeEventListener('keydown', onKey, true);
+    document.removeEventListener('pointerdown', onOutside, true);
+    document.removeEventListener('keydown', onOutside, true);
     window.removeEventListener('popstate', onPop);
     window.removeEventListener('hashchange', onPop);
     window.removeEventListener('resize', onResize);

@@ -349,6 +349,14 @@ PAGE_CSS = """
 [data-testid="stSidebarUserContent"] { padding-top: .5rem; }
 """
 
+# The player with a learning panel (self-check, try it yourself) beside the board: less page
+# margin, so the board keeps its width; the panel scrolls inside the screen, never the page.
+SIDE_PANEL_CSS = """<style>
+[data-testid="stMainBlockContainer"]:has(.st-key-side_panel) { padding-left: 1.5rem; padding-right: 1.5rem; }
+.st-key-side_panel { max-height: calc(100vh - 4.6rem); overflow-y: auto; overflow-x: hidden;
+                  padding-right: .35rem; }
+</style>"""
+
 # Streamlit's own widgets, made large for a projector (presenter mode only).
 PRESENTER_CSS = """
 [data-testid="stMainBlockContainer"] { padding-left: .8rem; padding-right: .8rem; }

@@ -22,24 +22,28 @@ PAGES = [
 
 
 def main() -> None:
-    # Presenter mode (a link's, or turned on in the sidebar) folds the sidebar away: the board
-    # gets the whole width, the teacher drives with the keyboard. (A sidebar the user folded or
-    # opened by hand keeps the user's choice: Streamlit remembers it.)
     ss = st.session_state
-    presenter = (bool(ss.get(session.PRESENTER)) if ss.get(session.INITIALIZED)
-                 else session.presenter_flag(st.query_params.get("presenter")))
-    st.set_page_config(layout="wide", page_title="blockviz", page_icon="🧱",
-                       initial_sidebar_state="collapsed" if presenter else "auto")
-    lang = st.session_state.get(session.LANG)
+    lang = ss.get(session.LANG)
     if lang not in LANGS:            # a first visit: the link's language titles the pages too
         link = st.query_params.get("lang")
         lang = link if link in LANGS else "en"
     pages = {path: st.Page(fn, title=t(key, lang), url_path=path, default=default)
              for fn, key, path, default in PAGES}
     register_pages(pages)
+    page = st.navigation(list(pages.values()))
+    # Presenter mode (a link's, or turned on in the sidebar) folds the sidebar away: the board
+    # gets the whole width, the teacher drives with the keyboard. So does the player while a
+    # learning panel is open beside the board (it takes the sidebar's width, and the board keeps
+    # its own). (A sidebar the user folded or opened by hand keeps the user's choice: Streamlit
+    # remembers it.)
+    presenter = (bool(ss.get(session.PRESENTER)) if ss.get(session.INITIALIZED)
+                 else session.presenter_flag(st.query_params.get("presenter")))
+    fold = presenter or (page is pages[PLAYER_PATH] and session.side_open(ss))
+    st.set_page_config(layout="wide", page_title="blockviz", page_icon="🧱",
+                       initial_sidebar_state="collapsed" if fold else "auto")
     worker.warm()
     try:
-        st.navigation(list(pages.values())).run()
+        page.run()
     except Exception as e:  # the page boundary: never an exception box (Streamlit's own
         # rerun/stop signals are BaseExceptions and pass); the log keeps the traceback
         logging.getLogger(__name__).exception("page failed")

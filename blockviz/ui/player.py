@@ -73,6 +73,17 @@ def _set_selfcheck() -> None:
     st.session_state[session.SELFCHECK] = bool(st.session_state.get("w_selfcheck"))
 
 
+def _close_selfcheck() -> None:
+    st.session_state[session.SELFCHECK] = False
+
+
+def _fork_here() -> None:
+    """Try it yourself, at the step the board shows: a click outside the board has it tell
+    Python its step first (board.js), which this run may not have taken yet."""
+    _board_pos()
+    tryit.start_fork(_current_run(), st.session_state[session.CURSOR])
+
+
 def _current_run() -> data.PlayerRun:
     """The session's own run when it shows one (an authored scenario, a fork), else a built-in."""
     ss = st.session_state
@@ -115,28 +126,36 @@ def page() -> None:
 
 
 @functools.cache
-def _stylesheets(presenter: bool) -> tuple[str, str]:
-    """The page's two stylesheets (built once; they are sent on every rerun)."""
-    return theme.css(presenter), AUTHOR_CSS
+def _stylesheets(presenter: bool) -> tuple[str, ...]:
+    """The page's stylesheets (built once; they are sent on every rerun)."""
+    return theme.css(presenter), AUTHOR_CSS, theme.SIDE_PANEL_CSS
 
 
 def _body(run: data.PlayerRun) -> None:
     ss = st.session_state
     lang, presenter = ss[session.LANG], ss.get(session.PRESENTER, False)
     cursor, frame = ss[session.CURSOR], ss.get(session.FRAME)
-    # The board tells Python its step only while a panel below it follows the step.
-    report = bool(ss.get(session.SELFCHECK) or tryit.current_fork(run) is not None
-                  or any(ss.get(session.OPEN + k) for k in ("x_payload", "x_metrics", "x_events")))
-    board.show(run, ss, key=BOARD, step=cursor, frame=frame, lang=lang, presenter=presenter,
-               speed=ss.get(session.SPEED, 1.0), url=session.linked(ss),
-               report=report or session.showing_user(ss),
-               answer=tryit.board_answer(run) if ss.get(session.SELFCHECK) else None,
-               on_pos=_board_pos, on_want=_board_want)
+    side = session.side_open(ss)
+    # The board tells Python its step only while a panel beside or below it follows the step.
+    report = bool(side or any(ss.get(session.OPEN + k) for k in ("x_payload", "x_metrics", "x_events")))
+    # The board and the learning panel share one row, the board always first: opening the panel
+    # narrows the board (it refits to its container's width) but never moves it in the page, so
+    # the browser keeps it (a moved component is mounted afresh).
+    cols = st.columns(SIDE_WEIGHTS if side else [1], gap="medium")
+    with cols[0]:
+        board.show(run, ss, key=BOARD, step=cursor, frame=frame, lang=lang, presenter=presenter,
+                   speed=ss.get(session.SPEED, 1.0), url=session.linked(ss),
+                   report=report or session.showing_user(ss),
+                   answer=tryit.board_answer(run) if ss.get(session.SELFCHECK) else None,
+                   on_pos=_board_pos, on_want=_board_want)
+    if side:
+        with cols[1], st.container(key="side_panel"):
+            _learn_panels(run, cursor, frame, lang)
     if presenter:
         _sync_url()
         return
-    _learn_row(run, cursor, lang)
-    _learn_panels(run, cursor, frame, lang)
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium", key="learn"):
+        _export_buttons(run, cursor, lang)
     # The tensors and the metrics open on demand: closed, they cost nothing (no plotly).
     pcol, mcol = st.columns(2, gap="medium")
     with pcol:
@@ -161,19 +180,22 @@ def _body(run: data.PlayerRun) -> None:
     _sync_url()
 
 
-def _learn_row(run: data.PlayerRun, cursor: int, lang: str) -> None:
-    """The switches of the learning tools: self-check on/off, try it yourself (fork here)."""
+SIDE_WEIGHTS = [3, 1]        # the board, the learning panel beside it
+
+
+def _learn_switches(run: data.PlayerRun, lang: str) -> None:
+    """The learning tools' switches, in the sidebar (on screen whatever the board's height):
+    self-check on/off, try it yourself (fork at the board's step). Each opens its panel beside
+    the board."""
     ss = st.session_state
-    row = st.container(horizontal=True, vertical_alignment="center", gap="medium", key="learn")
-    with row:
-        ss["w_selfcheck"] = bool(ss.get(session.SELFCHECK))
-        st.toggle(t("selfcheck", lang), key="w_selfcheck", on_change=_set_selfcheck,
-                  help=t("selfcheck_help", lang))
-        st.button(t("fork_here", lang), key="b_fork", icon=":material/call_split:",
-                  on_click=tryit.start_fork, args=(run, cursor), help=t("fork_help", lang))
-        _export_buttons(run, cursor, lang)
+    st.caption(t("learn", lang))
+    ss["w_selfcheck"] = bool(ss.get(session.SELFCHECK))
+    st.toggle(t("selfcheck", lang), key="w_selfcheck", on_change=_set_selfcheck,
+              help=t("selfcheck_help", lang))
+    st.button(t("fork_here", lang), key="b_fork", icon=":material/call_split:", on_click=_fork_here,
+              help=t("fork_help", lang), disabled=session.fork_shown(ss))
     msg = ss.get(session.FK_MSG)
-    if tryit.current_fork(run) is None and msg and msg[2]:   # a fork that could not start
+    if not session.fork_shown(ss) and msg and msg[2]:   # a fork that could not start
         st.error(t(msg[0], lang, **md_fields(msg[1], lang)))
         ss[session.FK_MSG] = None
 
@@ -193,14 +215,16 @@ def _export_buttons(run: data.PlayerRun, cursor: int, lang: str) -> None:
                            icon=":material/image:", on_click="ignore")
     else:
         st.button(t("export_png", lang), key="b_export_png", icon=":material/image:",
-                  on_click=_make_png, args=(run, cursor, lang), help=t("export_png_help", lang))
+                  on_click=_make_png, args=(run, lang), help=t("export_png_help", lang))
     if ss.get(session.PNG_ERROR):
         st.error(ss.pop(session.PNG_ERROR))
 
 
-def _make_png(run: data.PlayerRun, cursor: int, lang: str) -> None:
+def _make_png(run: data.PlayerRun, lang: str) -> None:
     from blockviz.export import ExportError, board_png
     ss = st.session_state
+    _board_pos()                  # the step the board shows now (see _fork_here)
+    cursor = ss[session.CURSOR]
     try:
         ss[session.PNG] = ((run.key, cursor, lang), board_png(panels.export_doc(run, cursor, lang), cursor))
     except ExportError as e:
@@ -208,11 +232,17 @@ def _make_png(run: data.PlayerRun, cursor: int, lang: str) -> None:
 
 
 def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str) -> None:
-    """Self-check (predict the next step) and the fork's event form, under the blocks and the
+    """Self-check (predict the next step) and the fork's event form, beside the blocks and the
     free queue they are about."""
     ss = st.session_state
-    if ss.get(session.SELFCHECK) and frame is None:
-        tryit.selfcheck_panel(run, cursor, lang)
+    if ss.get(session.SELFCHECK):
+        if frame is None:
+            tryit.selfcheck_panel(run, cursor, lang)
+        else:                     # stepping into an event: a prediction is of a whole step
+            with st.container(border=True, key="selfcheck"):
+                st.caption(t("sc_into", lang))
+        st.button(t("sc_close", lang), key="b_sc_close", icon=":material/close:",
+                  on_click=_close_selfcheck)
     fork = tryit.current_fork(run)
     if fork is not None:
         tryit.fork_panel(run, fork, lang)
@@ -260,6 +290,8 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
         about = f'<div class="bv-small" style="margin-top:.4em">{theme.esc(summary)}</div>' if summary else ""
         st.html('<div class="bv"><div class="bv-small">' + "<br>".join(theme.esc(x) for x in info)
                 + f"</div>{about}</div>")
+        if not presenter:
+            _learn_switches(run, lang)
         ss["w_speed"] = ss.get(session.SPEED, 1.0)
         st.segmented_control(t("speed", lang), session.SPEEDS, key="w_speed", required=True,
                              format_func=lambda v: f"{v:g}×", on_change=_set_speed)

@@ -153,6 +153,18 @@ def showing_user(state: Mapping) -> bool:
     return state.get(SOURCE) == "user" and state.get(USER_RUN) is not None
 
 
+def fork_shown(state: Mapping) -> bool:
+    """The player shows the session's fork (its "try it yourself" panel is open)."""
+    return (state.get(FORK) is not None and showing_user(state)
+            and state.get(FORK_KEY) == state[USER_RUN].key)
+
+
+def side_open(state: Mapping) -> bool:
+    """A learning panel (self-check, try it yourself) is open beside the board: never in presenter
+    mode, which shows the board alone."""
+    return not state.get(PRESENTER) and (bool(state.get(SELFCHECK)) or fork_shown(state))
+
+
 # -- deep links ---------------------------------------------------------------------------
 def _shown(value: str) -> str:
     """A query value as it may appear in a warning: short, no markdown code fences."""

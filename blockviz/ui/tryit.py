@@ -90,10 +90,8 @@ def _show_fork(fork: Fork, run: data.PlayerRun, code: str | None) -> None:
 
 def current_fork(run: data.PlayerRun) -> Fork | None:
     """The fork the player is showing, if it is showing one."""
-    fork = st.session_state.get(session.FORK)
-    if fork is None or not session.showing_user(st.session_state):
-        return None
-    return fork if st.session_state.get(session.FORK_KEY) == run.key else None
+    ss = st.session_state
+    return ss[session.FORK] if session.fork_shown(ss) and ss.get(session.FORK_KEY) == run.key else None
 
 
 # -- callbacks -------------------------------------------------------------------------------
@@ -250,10 +248,10 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
     live = [rid for rid, r in reqs.items() if r.status != "finished"]
     running = list(last.running)
     with st.container(border=True, key="fork_panel"):
-        st.html(heading_html(t("fork_title", lang, k=fork.upto), t("fork_appends", lang, n=run.last))
-                + f'<div class="bv"><div class="bv-small">{esc(t("fork_intro", lang))}</div></div>')
-        kind = st.segmented_control(t("fork_event", lang), EVENT_KINDS, key="w_fk_kind", default="arrive",
-                                    required=True, format_func=lambda k: t("ev_kind_" + k, lang))
+        st.html(heading_html(t("fork_title", lang, k=fork.upto), t("fork_appends", lang, n=run.last)))
+        # (one line in a panel beside the board: the event's kind as a list, the intro as its help)
+        kind = st.selectbox(t("fork_event", lang), EVENT_KINDS, key="w_fk_kind",
+                            format_func=lambda k: t("ev_kind_" + k, lang), help=t("fork_intro", lang))
         if kind == "arrive":
             _arrive_form(lang, everyone, fork)
         elif kind == "decode":
@@ -273,12 +271,16 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
                 ss["w_fk_pre"] = running[-1] if running else None
             st.selectbox(t("preempt_id", lang), running, key="w_fk_pre",
                          placeholder=t("no_running", lang))
-        row = st.container(horizontal=True, gap="small", key="fork_buttons")
-        with row:
+        with st.container(horizontal=True, gap="small", key="fork_buttons"):
             st.button(t("fork_add", lang), key="b_fk_add", type="primary", icon=":material/add:",
                       on_click=_add_from_form)
             st.button(t("fork_undo", lang), key="b_fk_undo", icon=":material/undo:", on_click=_undo,
                       disabled=not ss.get(session.FK_HISTORY))
+        msg = ss.get(session.FK_MSG)             # what the last event did: under its button
+        if msg:
+            key, fields, error = msg
+            (st.error if error else st.success)(t(key, lang, **md_fields(fields, lang)))
+        with st.container(horizontal=True, gap="small", key="fork_files"):
             st.download_button(t("fork_download", lang), fork.text(), file_name=fork.file_name,
                                mime="application/x-yaml", key="b_fk_download",
                                icon=":material/download:", on_click="ignore")
@@ -286,10 +288,6 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
                          on_click=_to_author):
                 go_to_author()
             st.button(t("fork_back", lang), key="b_fk_back", icon=":material/close:", on_click=_back)
-        msg = ss.get(session.FK_MSG)
-        if msg:
-            key, fields, error = msg
-            (st.error if error else st.success)(t(key, lang, **md_fields(fields, lang)))
         _fork_link(lang)
 
 
@@ -309,35 +307,36 @@ def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:
     taken = set(everyone) | {e["arrive"]["id"] for e in fork.extra
                              if isinstance(e, dict) and "arrive" in e}
     taken |= {s.args.id for s in fork.base.steps[:fork.upto] if s.kind == "arrive"}
-    if not ss.get("w_fk_id"):
-        ss["w_fk_id"] = next_request_id(taken)
+    # written on every run, not only when empty: a run that set it can be cut short by the next
+    # (the board's own rerun as the panel opens) before the browser drew it, and only a run that
+    # writes a widget's key sends its value
+    ss["w_fk_id"] = ss.get("w_fk_id") or next_request_id(taken)
     parts = ss.get(session.FK_PARTS) or []
-    c1, c2, c3, c4 = st.columns([1, 1, 1.2, 1.2])
+    # (a panel beside the board is narrow: two fields a row at most, the optional ones folded)
+    c1, c2 = st.columns(2)
     c1.text_input(t("req_id", lang), key="w_fk_id", max_chars=64)
     c2.number_input(t("max_tokens", lang), 0, 100_000, 0, key="w_fk_max")
-    c3.text_input(t("cache_salt", lang), key="w_fk_salt", max_chars=256)
-    c4.text_input(t("lora", lang), key="w_fk_lora", max_chars=64)
+    with st.expander(t("fork_more", lang), expanded=bool(ss.get("w_fk_salt") or ss.get("w_fk_lora"))):
+        st.text_input(t("cache_salt", lang), key="w_fk_salt", max_chars=256)
+        st.text_input(t("lora", lang), key="w_fk_lora", max_chars=64)
     shown = (f'<b data-prompt>{esc(" + ".join(_part_text(p) for p in parts))}</b>' if parts
              else f'<span class="bv-muted" data-prompt>{esc(t("prompt_none", lang))}</span>')
     st.html(f'<div class="bv"><span class="bv-small">{esc(t("prompt_parts", lang))}:</span> {shown}</div>')
-    p1, p2, p3, p4 = st.columns([1.1, 2.2, 0.9, 0.9], vertical_alignment="bottom")
-    kind = p1.selectbox(t("part_kind", lang), PART_KINDS, key="w_fk_pk",
+    kind = st.selectbox(t("part_kind", lang), PART_KINDS, key="w_fk_pk",
                         format_func=lambda k: t("part_" + k, lang))
-    with p2:
-        if kind == "tokens":
-            st.text_input(t("part_tokens_in", lang), key="w_fk_ptok", placeholder="1 2 3 4")
-        elif kind == "text":
-            st.text_input(t("part_text_in", lang), key="w_fk_ptext", placeholder="the cat sat")
-        elif kind == "same_as":
-            a, b = st.columns(2)
-            a.selectbox(t("part_same_as_in", lang), everyone, key="w_fk_psame")
-            b.number_input(t("part_first", lang), 0, 1_000_000, 0, key="w_fk_pfirst")
-        else:
-            st.number_input(t("part_random_in", lang), 1, 4096, 4, key="w_fk_prand")
-    p3.button(t("part_add", lang), key="b_fk_part", icon=":material/playlist_add:", on_click=_add_part,
-              width="stretch")
-    p4.button(t("part_clear", lang), key="b_fk_clear", on_click=_clear_parts, disabled=not parts,
-              width="stretch")
+    if kind == "tokens":
+        st.text_input(t("part_tokens_in", lang), key="w_fk_ptok", placeholder="1 2 3 4")
+    elif kind == "text":
+        st.text_input(t("part_text_in", lang), key="w_fk_ptext", placeholder="the cat sat")
+    elif kind == "same_as":
+        a, b = st.columns(2)
+        a.selectbox(t("part_same_as_in", lang), everyone, key="w_fk_psame")
+        b.number_input(t("part_first", lang), 0, 1_000_000, 0, key="w_fk_pfirst")
+    else:
+        st.number_input(t("part_random_in", lang), 1, 4096, 4, key="w_fk_prand")
+    with st.container(horizontal=True, gap="small", key="fork_parts"):
+        st.button(t("part_add", lang), key="b_fk_part", icon=":material/playlist_add:", on_click=_add_part)
+        st.button(t("part_clear", lang), key="b_fk_clear", on_click=_clear_parts, disabled=not parts)
 
 
 # -- self-check -----------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def test_fork_two_events_download_and_replay_to_the_same_state(page):
     assert "get_computed_blocks(C): walking its hash chain from the start, 2 block(s) hit" in p.html()
     assert p.queue() == "3 5 6"                                  # 1, 2 hit; 4 taken from the head
     # event 2: finish C
-    p.at.button_group(key="w_fk_kind").set_value("finish")
+    p.at.selectbox(key="w_fk_kind").set_value("finish")
     p.run()
     p.at.multiselect(key="w_fk_fin").set_value(["C"])
     p.click("b_fk_add")
@@ -118,12 +118,12 @@ def test_a_fork_is_in_the_url_and_its_link_opens_it_at_step_0(page):
 def test_a_refused_event_keeps_the_fork_and_says_why(page):
     p = page({"scenario": "six-blocks", "step": "2"})
     p.click("b_fork")
-    p.at.button_group(key="w_fk_kind").set_value("preempt")
+    p.at.selectbox(key="w_fk_kind").set_value("preempt")
     p.run()
     assert p.at.selectbox(key="w_fk_pre").options == ["A", "B"]
     p.click("b_fk_add")                                         # preempt B (the last running)
     assert p.header() == "step 3 of 3" and "B is preempted" in p.html()
-    p.at.button_group(key="w_fk_kind").set_value("arrive")
+    p.at.selectbox(key="w_fk_kind").set_value("arrive")
     p.run()
     p.at.text_input(key="w_fk_id").set_value("A")               # a duplicate id
     add_part(p, "tokens", w_fk_ptok="1 2 3")
@@ -141,7 +141,7 @@ def test_a_refused_event_keeps_the_fork_and_says_why(page):
 def test_fork_edit_on_the_author_page(page):
     p = page({"scenario": "six-blocks", "step": "3"})
     p.click("b_fork")
-    p.at.button_group(key="w_fk_kind").set_value("reset_prefix_cache")
+    p.at.selectbox(key="w_fk_kind").set_value("reset_prefix_cache")
     p.run()
     p.click("b_fk_add")
     assert "reset_prefix_cache refused" in p.html()             # B still holds blocks

@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from .test_board_fits import NORMAL, WALK
+from .test_board_fits import PANELS as FITS_PANELS
 from .test_browser import BOARD, HEADER, IDLE, NO_ERROR, READY, act, open_page, queue_text, wait_header
 
 pytestmark = pytest.mark.browser
@@ -92,32 +94,90 @@ def test_an_invalid_edit_shows_the_located_error(browser, server, screenshots, l
     page.close()
 
 
+SIDE = ".st-key-side_panel"
+SIZES = [(1280, 800), (1920, 1080)]
+
+
+def _rects(page) -> dict:
+    """The board's and the side panel's boxes, the sidebar's width, the viewport."""
+    board = page.locator(BOARD).evaluate("e => { const r = e.getBoundingClientRect(); "
+                                         "return [r.left, r.top, r.right, r.bottom]; }")
+    side = page.locator(SIDE).evaluate("e => { const r = e.getBoundingClientRect(); "
+                                       "return [r.left, r.top, r.right, r.bottom]; }") \
+        if page.locator(SIDE).count() else None
+    sidebar = page.evaluate("() => { const s = document.querySelector('[data-testid=stSidebar]'); "
+                            "return s ? s.getBoundingClientRect().width : 0; }")
+    return {"board": board, "side": side, "sidebar": sidebar,
+            "view": page.evaluate("() => [innerWidth, innerHeight]")}
+
+
+def _beside(page, field: str) -> dict:
+    """The board and the panel side by side, both on screen, the board whole (it fits), and the
+    panel's input ``field`` (a CSS selector) on screen too: predict with the board in view, no
+    scrolling of the page or of the panel."""
+    r = _rects(page)
+    (bl, bt, br, bb), (sl, st_, sr, sb), (w, h) = r["board"], r["side"], r["view"]
+    assert 0 <= bl and br <= sl and sr <= w, r                 # board | panel, inside the width
+    assert 0 <= bt and bb <= h + 1 and sb <= h + 1 and abs(bt - st_) < 4, r   # both inside the height
+    assert br - bl >= 0.6 * w, r                               # the board keeps most of the width
+    assert page.evaluate("() => scrollY === 0 && document.scrollingElement.scrollTop === 0")
+    box = page.locator(f"{SIDE} {field}").bounding_box()
+    fl, ft, fr, fb = box["x"], box["y"], box["x"] + box["width"], box["y"] + box["height"]
+    assert box["height"] > 10 and sl <= fl and fr <= sr and st_ <= ft and fb <= min(sb, h), (box, r)
+    return r
+
+
+@pytest.mark.parametrize("width,height", SIZES)
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_fork_panel_screenshot(browser, server, screenshots, lang):
-    page = open_page(browser, server, f"scenario=six-blocks&step=4&lang={lang}")
-    click_key(page, "b_fork")
-    page.wait_for_selector(".st-key-fork_panel", timeout=30_000)
+def test_self_check_and_try_it_open_beside_the_board(browser, server, screenshots, lang, width, height):
+    page = open_page(browser, server, f"scenario=six-blocks&lang={lang}", width, height)
+    for _ in range(3):                                   # the board steps in the browser alone
+        page.keyboard.press("ArrowRight")
+    wait_header(page, "step 3 of 8" if lang == "en" else "第 3 步 / 共 8 步")
+    page.locator(BOARD).evaluate("e => { e.__kept = true; }")
+    page.locator(".st-key-w_selfcheck label").click()    # the switch, in the sidebar
+    page.wait_for_selector(f"{SIDE} .st-key-w_sc_queue input", timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
-    page.locator(".st-key-w_fk_pk").scroll_into_view_if_needed()
-    page.wait_for_timeout(500)
-    page.screenshot(path=str(screenshots / f"fork-{lang}-1280x800.png"))
-    assert page.locator(NO_ERROR).count() == 0
-    page.close()
-
-
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_self_check_screenshot(browser, server, screenshots, lang):
-    page = open_page(browser, server, f"scenario=six-blocks&step=3&lang={lang}")
-    page.locator(".st-key-w_selfcheck label").click()
-    page.wait_for_selector(".st-key-w_sc_queue input", timeout=30_000)
-    page.locator(".st-key-w_sc_queue input").fill("4 3 5 6 1 2")
-    page.locator(".st-key-w_sc_queue input").press("Enter")
+    expect = "Predict step 4" if lang == "en" else "预测第 4 步"
+    page.locator(SIDE).get_by_text(expect).wait_for(timeout=30_000)   # the board's step, + 1
+    page.wait_for_function("() => { const s = document.querySelector('[data-testid=stSidebar]'); "
+                           "return !s || s.getBoundingClientRect().width < 50; }", timeout=30_000)
+    page.wait_for_timeout(600)                           # the board refits to its narrower box
+    _beside(page, ".st-key-w_sc_queue input")            # the prediction's box
+    assert page.locator(BOARD).evaluate("e => e.__kept === true")     # not mounted afresh
+    box = page.locator(f"{SIDE} .st-key-w_sc_queue input")
+    box.fill("4 3 5 6 1 2")
+    box.press("Enter")
+    page.wait_for_timeout(300)                           # the run that Enter starts, then idle
     page.wait_for_selector(IDLE, timeout=30_000)
     click_key(page, "b_sc_check")
-    page.wait_for_selector('[data-correct="false"]', timeout=30_000)
-    page.locator(".st-key-selfcheck").scroll_into_view_if_needed()
-    page.wait_for_timeout(500)
-    page.screenshot(path=str(screenshots / f"selfcheck-{lang}-1280x800.png"))
+    verdict = page.locator(f'{SIDE} [data-correct="false"]')
+    verdict.wait_for(timeout=30_000)
+    assert verdict.bounding_box()["y"] < height                # the verdict is on screen too
+    page.mouse.move(width - 2, height - 2)               # no hover-link in the shot
+    page.screenshot(path=str(screenshots / f"selfcheck-{lang}-{width}x{height}.png"))
+    assert page.locator(NO_ERROR).count() == 0
+    got = page.locator(BOARD).evaluate(WALK, [list(NORMAL), list(FITS_PANELS)])   # the narrower board
+    assert got["steps"] == 9 and not got["bad"], got["bad"]            # still fits, every step
+    page.locator(f'{BOARD} .bvb-mk[data-step="3"]').click()            # back to step 3
+    page.locator(SIDE).get_by_text(expect).wait_for(timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=30_000)
+    click_key(page, "b_sc_close")
+    page.wait_for_selector(SIDE, state="detached", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]')"
+                           ".getBoundingClientRect().width > 150", timeout=30_000)    # back
+    click_key(page, "b_fork")                            # forks at the board's step
+    page.wait_for_selector(f"{SIDE} .st-key-fork_panel", timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=30_000)
+    title = "Try it yourself — forked at step 3" if lang == "en" else "自己动手试试 —— 从第 3 步分叉"
+    page.locator(SIDE).get_by_text(title).wait_for(timeout=30_000)
+    assert page.locator(f"{SIDE} .st-key-w_fk_id input").input_value() == "C"
+    page.wait_for_timeout(600)
+    _beside(page, ".st-key-w_fk_id input")               # the new request's first field
+    _beside(page, ".st-key-b_fk_add button")             # and its button
+    assert page.locator(BOARD).evaluate("e => e.__kept === true")
+    page.mouse.move(width - 2, height - 2)               # no hover-link in the shot
+    page.screenshot(path=str(screenshots / f"fork-{lang}-{width}x{height}.png"))
     assert page.locator(NO_ERROR).count() == 0
     page.close()
 
