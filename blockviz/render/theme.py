@@ -350,11 +350,12 @@ PAGE_CSS = """
 """
 
 # The player with a learning panel (self-check, try it yourself) beside the board: less page
-# margin, so the board keeps its width; the panel scrolls inside the screen, never the page.
+# margin, so the board keeps its width; the panel scrolls inside the screen, never the page (a
+# wheel at the panel's end does not scroll on into the page, which would lift the board away).
 SIDE_PANEL_CSS = """<style>
 [data-testid="stMainBlockContainer"]:has(.st-key-side_panel) { padding-left: 1.5rem; padding-right: 1.5rem; }
 .st-key-side_panel { max-height: calc(100vh - 4.6rem); overflow-y: auto; overflow-x: hidden;
-                  padding-right: .35rem; }
+                  overscroll-behavior: contain; padding-right: .35rem; }
 </style>"""
 
 # Streamlit's own widgets, made large for a projector (presenter mode only).

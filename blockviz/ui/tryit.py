@@ -313,7 +313,7 @@ def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:
     ss["w_fk_id"] = ss.get("w_fk_id") or next_request_id(taken)
     parts = ss.get(session.FK_PARTS) or []
     # (a panel beside the board is narrow: two fields a row at most, the optional ones folded)
-    c1, c2 = st.columns(2)
+    c1, c2 = st.columns(2, vertical_alignment="bottom")     # (a label may wrap: boxes level)
     c1.text_input(t("req_id", lang), key="w_fk_id", max_chars=64)
     c2.number_input(t("max_tokens", lang), 0, 100_000, 0, key="w_fk_max")
     with st.expander(t("fork_more", lang), expanded=bool(ss.get("w_fk_salt") or ss.get("w_fk_lora"))):

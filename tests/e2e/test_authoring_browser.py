@@ -105,9 +105,14 @@ def _rects(page) -> dict:
     side = page.locator(SIDE).evaluate("e => { const r = e.getBoundingClientRect(); "
                                        "return [r.left, r.top, r.right, r.bottom]; }") \
         if page.locator(SIDE).count() else None
+    # the page's scrollers (the side panel's ancestors) that are not at their top
+    scrolled = page.locator(SIDE).evaluate(
+        "e => { const out = []; for (let a = e.parentElement; a; a = a.parentElement) "
+        "if (a.scrollTop > 0) out.push([a.dataset.testid || a.tagName, a.scrollTop]); "
+        "return out.concat(scrollY ? [['window', scrollY]] : []); }") if page.locator(SIDE).count() else None
     sidebar = page.evaluate("() => { const s = document.querySelector('[data-testid=stSidebar]'); "
                             "return s ? s.getBoundingClientRect().width : 0; }")
-    return {"board": board, "side": side, "sidebar": sidebar,
+    return {"board": board, "side": side, "sidebar": sidebar, "scrolled": scrolled,
             "view": page.evaluate("() => [innerWidth, innerHeight]")}
 
 
@@ -120,7 +125,7 @@ def _beside(page, field: str) -> dict:
     assert 0 <= bl and br <= sl and sr <= w, r                 # board | panel, inside the width
     assert 0 <= bt and bb <= h + 1 and sb <= h + 1 and abs(bt - st_) < 4, r   # both inside the height
     assert br - bl >= 0.6 * w, r                               # the board keeps most of the width
-    assert page.evaluate("() => scrollY === 0 && document.scrollingElement.scrollTop === 0")
+    assert r["scrolled"] == [], r                              # the page is not scrolled
     box = page.locator(f"{SIDE} {field}").bounding_box()
     fl, ft, fr, fb = box["x"], box["y"], box["x"] + box["width"], box["y"] + box["height"]
     assert box["height"] > 10 and sl <= fl and fr <= sr and st_ <= ft and fb <= min(sb, h), (box, r)
@@ -162,6 +167,11 @@ def test_self_check_and_try_it_open_beside_the_board(browser, server, screenshot
     page.locator(f'{BOARD} .bvb-mk[data-step="3"]').click()            # back to step 3
     page.locator(SIDE).get_by_text(expect).wait_for(timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
+    page.mouse.move(width - 40, height // 2)             # scroll the panel to its end, as a
+    for _ in range(12):                                  # learner would, with the wheel: the
+        page.mouse.wheel(0, 400)                         # page does not scroll on after it
+    page.wait_for_timeout(300)
+    assert _rects(page)["scrolled"] == []
     click_key(page, "b_sc_close")
     page.wait_for_selector(SIDE, state="detached", timeout=30_000)
     page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]')"
