@@ -19,7 +19,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "xc_last_token": ("last-token rule", "末 token 规则"),
     "xc_partial_block": ("partial block", "不满的块"),
     "xc_cold": ("cold", "从未算过"),
-    "xc_evicted": ("evicted", "已被驱逐"),
+    "xc_evicted": ("evicted", "已淘汰"),
     "xc_different_key": ("different key", "键不同"),
     "xc_window": ("window", "窗口"),
     "xc_skipped": ("skipped", "不读缓存"),
@@ -65,7 +65,7 @@ STRINGS: dict[str, tuple[str, str]] = {
                   "块 {b}（{why}）。"),
     "xs_window_not_retained": ("never kept there: the retention interval caches few such blocks",
                                "那里从未保留：保留间隔只缓存少数这样的块"),
-    "xs_window_evicted": ("evicted there", "在那里已被驱逐"),
+    "xs_window_evicted": ("evicted there", "在那里已淘汰"),
     "xs_window_cold": ("never computed", "从未算过"),
     "xs_skipped_prompt_logprobs": ("{n} tokens: the request asks for prompt logprobs, so vLLM does "
                                    "not read the prefix cache for it (it still writes it).",

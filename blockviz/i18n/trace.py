@@ -94,14 +94,14 @@ STRINGS: dict[str, tuple[str, str]] = {
     "capt_split_how": ("Hit: served by the cache. Evicted: cached earlier, reused since — the most a "
                        "bigger pool could add. Cold: no earlier request computed it. Last-token rule "
                        "and partial block: structural, no cache serves them.",
-                       "命中：由缓存提供。已被驱逐：之前缓存过、后来被复用——更大的块池最多只能多换回这部分。"
+                       "命中：由缓存提供。已淘汰：之前缓存过、后来被复用——更大的块池最多只能多换回这部分。"
                        "从未算过：之前没有请求算过。末 token 规则和不满的块：结构性的，任何缓存都提供不了。"),
     "trace_tbl_split_title": ("Where the prompt tokens went (share of the queried tokens):",
                               "提示词 token 的去向（占查询 token 的比例）："),
     "trace_tbl_split_how": ("evicted: cached before, reused by an allocation since — what a bigger "
                             "pool could have kept; cold: no earlier request had computed it; "
                             "last-token and partial block: structural, no cache serves them.",
-                            "已被驱逐：之前缓存过，后来被分配新块时复用——更大的块池本可以留住；"
+                            "已淘汰：之前缓存过，后来被分配新块时复用——更大的块池本可以留住；"
                             "从未算过：之前没有请求算过；末 token 规则和不满的块：结构性的，"
                             "任何缓存都提供不了。"),
     "trace_tbl_hit_rate": ("hit rate", "命中率"),

@@ -68,7 +68,7 @@ def test_capacity_explain_prints_the_split_and_adds_it_to_the_json(cli, tmp_path
     text = cli("trace", "capacity", str(f), "--pool-blocks", "3,9", "--explain")
     assert text.returncode == 0 and "evicted" in text.stdout and "cold" in text.stdout
     zh = cli("trace", "capacity", str(f), "--pool-blocks", "3,9", "--explain", "--lang", "zh")
-    assert "已被驱逐" in zh.stdout
+    assert "已淘汰" in zh.stdout
     refused = cli("trace", "capacity", str(f), "--pool-blocks", "3", "--explain", "--mode", "timed")
     assert refused.returncode == 2 and "--explain" in refused.stderr
 
@@ -85,4 +85,4 @@ def test_each_pool_size_s_bar_says_its_hit_and_evicted_share():
     assert '<span class="bv-small bv-split-fig">hit 30.0% · evicted 45.0%</span>' in en
     assert en.index("128") < en.index('data-bv="split"') < en.index("hit 30.0%")
     zh = split_bars_html(pts, "zh", block_size=16)
-    assert "命中 30.0% · 已被驱逐 45.0%" in zh
+    assert "命中 30.0% · 已淘汰 45.0%" in zh
