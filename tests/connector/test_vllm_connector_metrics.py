@@ -90,3 +90,73 @@ def test_random_scenarios_count_as_vllm_s_loggers():
     hits = sum(_check(random_scenario(7000 + seed, sync=seed % 2 == 1, policy=policy))
                for seed in range(8) for policy in ("lru", "arc"))
     assert hits > 0
+
+
+# -- the tier's lessons: each event's splits against the lookups vLLM counted -----------------------
+def _lesson_as_oracle_scenario(lesson: str):
+    """(the lesson's JSON, the lesson in the oracle's format, for each oracle event the lesson's
+    event index): explicit prompt tokens from blockviz's run; narration-only events left out."""
+    from blockviz.scenario import load
+    from blockviz.scenario.lessons import resolve
+    from blockviz.sim.contract import timeline_dict
+    from blockviz.sim.runner import run
+    loaded = load(resolve(lesson))
+    engine, tl = run(loaded, payloads=False)
+    assert tl.error is None
+    doc = timeline_dict(lesson, engine, tl, frames=False)
+    prompts = {rid: r["token_ids"][:r["num_prompt_tokens"]]
+               for s in doc["steps"] for rid, r in s["requests"].items()}
+    c = loaded.scenario.config
+    cfg = {"block_size": c.block_size, "num_blocks": c.num_blocks,
+           "cpu_chunks": c.connector.num_blocks, "load_delay": c.connector.load_delay,
+           "store_delay": c.connector.store_delay, "eviction_policy": c.connector.eviction_policy,
+           "sync_load_budget_tokens": c.connector.sync_load_budget_tokens}
+    steps, index = [], []
+    for i, st in enumerate(loaded.scenario.steps, 1):
+        if st.kind == "arrive":
+            a = st.args
+            steps.append({"arrive": {"id": a.id, "prompt": prompts[a.id],
+                                     "max_tokens": a.max_tokens, "admit": a.admit}})
+        elif st.kind == "step":
+            steps.append({"step": st.args})
+        elif st.kind == "reset_prefix_cache":
+            steps.append({"reset_prefix_cache": {}})
+        elif st.kind is None:
+            continue
+        else:
+            raise AssertionError(f"{lesson}: no oracle form for {st.kind}")
+        index.append(i)
+    return doc, {"id": lesson, "config": cfg, "steps": steps}, index
+
+
+@needs_oracle
+@pytest.mark.parametrize("lesson", ["external-tier", "async-load"])
+def test_the_tier_lessons_hits_are_what_vllm_counts(lesson):
+    """At each event, the GPU hits and the connector's external hits vLLM recorded (its
+    SchedulerStats, per engine step) are the hit and external_hit of the splits blockviz made at
+    that event's admissions, and the queries their prompts: every lookup explained, as vLLM
+    counts it."""
+    doc, scen, index = _lesson_as_oracle_scenario(lesson)
+    theirs = run_oracle(scen, ORACLE)["timeline"]
+    seen: set = set()
+    external = 0
+    for t, i in zip(theirs, index, strict=True):
+        gpu = dict.fromkeys(("requests", "queries", "hits"), 0)
+        ext = dict.fromkeys(("queries", "hits"), 0)
+        for rec in t["engine_steps"]:
+            for k in gpu:
+                gpu[k] += (rec.get("gpu_prefix_cache_stats") or {}).get(k, 0)
+            for k in ext:
+                ext[k] += (rec.get("connector_prefix_cache_stats") or {}).get(k, 0)
+        new = {rid: r for rid, r in doc["steps"][i]["requests"].items()
+               if r["prompt_split"] is not None and rid not in seen}
+        seen |= set(new)
+        splits = [r["prompt_split"] for r in new.values()]
+        assert all(sum(p.values()) == r["num_prompt_tokens"] for p, r in zip(
+            splits, new.values(), strict=True))
+        assert (gpu["requests"], gpu["queries"], gpu["hits"]) == (
+            len(new), sum(r["num_prompt_tokens"] for r in new.values()),
+            sum(p["hit"] for p in splits)), (lesson, i)
+        assert ext["hits"] == sum(p["external_hit"] for p in splits), (lesson, i)
+        external += ext["hits"]
+    assert external > 0
