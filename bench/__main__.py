@@ -1,5 +1,5 @@
 """``python -m bench [core] [scale] [tensors] [tier] [board] [capacity] [json_stream] [sched] [load]
-[figures] [live] [curve] [--repeat N] [--quick] [--out FILE]``
+[figures] [live] [curve] [replay] [--repeat N] [--quick] [--out FILE]``
 
 Runs the chosen benchmarks (all by default), prints medians and the ratios measured side by side
 in the same run, the budgets met or missed, and writes a JSON report (default
@@ -13,12 +13,26 @@ import sys
 import time
 from pathlib import Path
 
-from . import board, capacity, core_ops, curve, figures, json_stream, live, load, scale, sched, tensors, tier
+from . import (
+    board,
+    capacity,
+    core_ops,
+    curve,
+    figures,
+    json_stream,
+    live,
+    load,
+    replay,
+    scale,
+    sched,
+    tensors,
+    tier,
+)
 from .timing import machine
 
 # Each a module with NAME, run(repeat, quick, say) -> dict (with optional "budgets") and render(dict).
 BENCHMARKS = {m.NAME: m for m in (core_ops, scale, tensors, tier, board, capacity, json_stream,
-                                   sched, load, figures, live, curve)}
+                                   sched, load, figures, live, curve, replay)}
 LATER: dict[str, str] = {}      # names of benchmarks announced but not written yet -> why
 DEFAULT_REPORT = Path(__file__).resolve().parent / "reports" / "latest.json"
 

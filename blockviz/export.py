@@ -98,16 +98,19 @@ def _page(data, start: int, css: str, *, title: str, lang: str, file: str) -> st
             f"{BOOT}</script></body></html>\n")
 
 
-def export_recording_html(rec, *, lang: str = "en", start: int = 0, words=None) -> str:
+def export_recording_html(rec, *, lang: str = "en", start: int = 0, words=None,
+                          data=None) -> str:
     """A KV-event recording (blockviz.live.replay.Recording) as one offline HTML file: the board
     stepping through its batches, both languages; ``#step=k`` opens step k (0: before the first
-    batch; k: after batch k)."""
+    batch; k: after batch k). ``data``: its board data, made already (the page's)."""
     from blockviz.render.replay import recording_board, replay_css
-    last = len(rec.steps)
+    if data is None:
+        data = recording_board(rec, langs=[lang, other_lang(lang)], lang=lang, words=words)
+    data = dataclasses.replace(data, url="hash")
+    last = data.num_steps - 1
     if not 0 <= start <= last:
         raise ExportError(f"{rec.name}: step {start} is out of range: this recording has steps 0 "
                           f"(before the first batch) to {last} (after its last batch)")
-    data = recording_board(rec, langs=[lang, other_lang(lang)], lang=lang, url="hash", words=words)
     return _page(data, start, replay_css(), title=t("rp_title", lang, name=rec.name), lang=lang,
                  file=rec.name)
 

@@ -86,7 +86,8 @@ def test_quick_run_writes_a_report(tmp_path):
     assert f"report written to {out}" in proc.stdout
     report = json.loads(out.read_text())
     assert set(report["benchmarks"]) == {"core", "scale", "tensors", "tier", "board", "capacity",
-                                         "json_stream", "sched", "load", "figures", "live", "curve"}
+                                         "json_stream", "sched", "load", "figures", "live", "curve",
+                                         "replay"}
     core = report["benchmarks"]["core"]
     assert {c["num_blocks"] for c in core["cases"]} == {1024, 16384}
     scale = report["benchmarks"]["scale"]
@@ -98,6 +99,8 @@ def test_quick_run_writes_a_report(tmp_path):
                                                    "decode 32 hybrid 1:1"]
     load = report["benchmarks"]["load"]
     assert load["steps"] >= load["sessions"] and load["ratio"] > 0 and load["cpu_per_step_during_s"] > 0
+    replay = report["benchmarks"]["replay"]
+    assert all(0 < r["shipped"] <= r["steps"] <= r["batches"] for r in replay["sizes"])
     for b in report["budgets"]:
         assert {"name", "value", "limit", "met", "unit"} <= set(b)
 

@@ -7,9 +7,10 @@ time, its events in order), what it changed (hashes stored, the last copy of has
 clear), the notes it raised, and the rank's cache afterwards as a snapshot — what the board draws
 as the prefix forest. No Streamlit and no HTML here (:mod:`blockviz.render.replay` draws it).
 
-Bounded: the bytes read (``max_bytes``), the steps kept (``max_steps``: the first ones; the rest is
-counted) and the hashes a step's snapshot keeps (``max_forest`` per rank, the newest stores; the
-rest is counted). A file that yields no batch at all is refused with a located reason
+Bounded: the bytes read (``max_bytes``), the steps kept (``max_steps``: the first ones; the
+messages after them are counted, not decoded) and the hashes a step's snapshot keeps
+(``max_forest`` per rank, the newest stores; the rest is counted); ``bench replay`` times a
+recording at the limit. A file that yields no batch at all is refused with a located reason
 (:class:`RecordingError`, in English and 中文); one that yields some plays, its skipped lines
 and messages listed as notes.
 """
@@ -28,7 +29,7 @@ from blockviz.live.stream import Reduction
 
 MAX_BYTES = 8 << 20           # a recording read whole (the app's upload limit too)
 MAX_STEPS = 1_000             # steps kept; a longer recording is counted past them
-MAX_FOREST = 300              # hashes a step's snapshot keeps per rank (the newest stores)
+MAX_FOREST = 200              # hashes a step's snapshot keeps per rank (the newest stores)
 MAX_STEP_NOTES = 12           # notes kept per step
 
 
@@ -89,16 +90,12 @@ class Recording:
     name: str
     header: dict | None
     steps: list[BatchStep]
-    batches: int                # batches applied in all (``steps`` keeps the first max_steps)
+    batches: int                # batches applied (``steps`` keeps the first max_steps)
     ranks: int
-    notes: Notes                # every note of the whole recording (counted, capped)
-    messages: int
+    notes: Notes                # every note of the part read (counted, capped)
+    messages: int               # messages read
     skipped: int                # messages that could not be read at all
-
-    @property
-    def cut(self) -> int:
-        """Batches applied past the steps kept."""
-        return self.batches - len(self.steps)
+    unread: int = 0             # messages after the steps were full: not decoded
 
 
 class _StepNotes(Notes):
@@ -144,10 +141,14 @@ def is_recording(path: str | Path) -> bool:
 
 
 def read_recording(source: str | Path | bytes, *, name: str | None = None,
-                   max_bytes: int = MAX_BYTES, max_steps: int = MAX_STEPS,
-                   max_forest: int = MAX_FOREST) -> Recording:
+                   max_bytes: int | None = None, max_steps: int | None = None,
+                   max_forest: int | None = None) -> Recording:
     """A recording's steps: ``source`` is a file's path or its bytes (an upload; ``name`` is
-    what messages call it). RecordingError when it is too large or yields no batch."""
+    what messages call it). RecordingError when it is too large or yields no batch. The limits
+    default to the module's (MAX_BYTES, MAX_STEPS, MAX_FOREST)."""
+    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
+    max_steps = MAX_STEPS if max_steps is None else max_steps
+    max_forest = MAX_FOREST if max_forest is None else max_forest
     if isinstance(source, (bytes, bytearray)):
         name = name or "recording"
         size = len(source)
@@ -214,8 +215,12 @@ def read_recording(source: str | Path | bytes, *, name: str | None = None,
             notes=notes.take()))
 
     red.on_apply = on_apply
-    for rec in reader:
+    messages = iter(reader)
+    for rec in messages:
         red.feed(rec)
+        if len(steps) >= max_steps:
+            break
+    unread = sum(1 for _ in messages)     # (counted, not decoded)
     red.finish()
     lines = [b.line for b in reader.bad_lines]
     for bad in reader.bad_lines:
@@ -233,4 +238,5 @@ def read_recording(source: str | Path | bytes, *, name: str | None = None,
                                  note=first.text("en"), note_zh=first.text("zh"))
         raise RecordingError("no_batch", name, format=FORMAT)
     return Recording(name=name, header=header, steps=steps, batches=red.batches,
-                     ranks=len(red.ranks), notes=notes, messages=red.messages, skipped=red.skipped)
+                     ranks=len(red.ranks), notes=notes, messages=red.messages, skipped=red.skipped,
+                     unread=unread)

@@ -31,6 +31,7 @@ from blockviz.render.theme import esc
 
 MARKS = {"s": "green", "r": "red", "c": "blue"}       # stored, removed, cleared: palette names
 MARK_KEYS = {"s": "lv_stored", "r": "lv_removed", "c": "lv_cleared"}
+MAX_BOARD_CHARS = 12_000_000   # the board's strings, all languages: the steps past it are not shipped
 CHIPS_PER_LINE = 24          # hashes named on one event line; more are counted
 ROWS = 120                   # forest rows drawn per step; more are counted
 TOKENS = 48                  # characters of a row's token text
@@ -97,10 +98,10 @@ def ops_html(step, lang: str) -> str:
 
 
 # -- the main panel: the forest after the batch -------------------------------------------------
-def _title(h, e, words, lang: str) -> str:
-    """A forest chip's title: the whole hash, when it was stored, its tokens."""
-    return t("rp_hash_title", lang, hash=short_hex(h), seq=e.seq if e.seq is not None else "?",
-             tokens=token_text(e.tokens, words, 60))
+def _title(h, e, lang: str) -> str:
+    """A forest chip's title: the whole hash and the seq that stored it (its row shows the
+    tokens; a title each would triple a step's size)."""
+    return t("rp_hash_title", lang, hash=short_hex(h), seq=e.seq if e.seq is not None else "?")
 
 
 def _row(key: tuple, forest: Forest, chain: list, depth: int, new: set, words, lang: str) -> str:
@@ -110,7 +111,7 @@ def _row(key: tuple, forest: Forest, chain: list, depth: int, new: set, words, l
     for h in chain:
         e = g[h]
         cls = "bvr-h bvr-new" if (key, h) in new else "bvr-h"
-        chips.append(_chip(key, h, cls, _title(h, e, words, lang)) + (f'<sup class="bvr-x">×{e.count}</sup>'
+        chips.append(_chip(key, h, cls, _title(h, e, lang)) + (f'<sup class="bvr-x">×{e.count}</sup>'
                                                   if e.count > 1 else ""))
         if toks is not None and len(toks) < TOKENS:
             toks = None if e.tokens is None else toks + list(e.tokens)
@@ -149,7 +150,7 @@ def _group(key: tuple, g: dict, new: set, removed: list, words, lang: str, rows:
                 for k in reversed(forest.children.get(chain[-1], [])):
                     stack.append((k, depth + 1))
     if removed:
-        items = " ".join(_chip(key, h, "bvr-h bvr-gone", _title(h, e, words, lang))
+        items = " ".join(_chip(key, h, "bvr-h bvr-gone", _title(h, e, lang))
                          for h, e in removed[:CHIPS_PER_LINE])
         more = (f' <span class="bvr-more">+{len(removed) - CHIPS_PER_LINE}</span>'
                 if len(removed) > CHIPS_PER_LINE else "")
@@ -259,25 +260,35 @@ def start_record(lang: str) -> dict[str, str]:
 
 
 def recording_board(rec, *, langs, lang: str | None = None, url: bool | str = False,
-                    words=None, speed: float = 1.0) -> BoardData:
-    """Every step of ``rec`` as the board's data, in ``langs`` (the first, or ``lang``, shown
-    first): step 0 before the first batch, step k after batch k (``rec.steps[k - 1]``)."""
+                    words=None, speed: float = 1.0, max_chars: int | None = None) -> BoardData:
+    """The steps of ``rec`` as the board's data, in ``langs`` (the first, or ``lang``, shown
+    first): step 0 before the first batch, step k after batch k (``rec.steps[k - 1]``). The
+    steps whose panels fit in ``max_chars`` (``num_steps - 1`` batches: the page says when that is
+    fewer than the recording's; default MAX_BOARD_CHARS)."""
+    max_chars = MAX_BOARD_CHARS if max_chars is None else max_chars
     pool = Pool()
     n = len(rec.steps)
-    steps: dict[str, list] = {}
-    for lg in langs:
-        out = [{k: pool(v) for k, v in start_record(lg).items()}]
-        for s in rec.steps:
-            rec_ = {"header": header_html(s, n, rec.ranks, lg), "caption": caption_html(s, lg),
-                    "why": why_html(s, lg), "ops": ops_html(s, lg), "blocks": forest_html(s, lg, words)}
-            out.append({k: pool(v) for k, v in rec_.items()})
-        steps[lg] = out
+    steps: dict[str, list] = {lg: [{k: pool(v) for k, v in start_record(lg).items()}]
+                              for lg in langs}
+    size = sum(map(len, pool.strings))
+    shipped = []
+    for s in rec.steps:
+        before = len(pool.strings)
+        for lg in langs:
+            panels = {"header": header_html(s, n, rec.ranks, lg), "caption": caption_html(s, lg),
+                      "why": why_html(s, lg), "ops": ops_html(s, lg),
+                      "blocks": forest_html(s, lg, words)}
+            steps[lg].append({k: pool(v) for k, v in panels.items()})
+        size += sum(map(len, pool.strings[before:]))
+        shipped.append(s)
+        if size > max_chars:
+            break
     return BoardData(
-        version=VERSION, num_steps=n + 1, lo=0, hi=n, langs=list(langs),
+        version=VERSION, num_steps=len(shipped) + 1, lo=0, hi=len(shipped), langs=list(langs),
         lang=langs[0] if lang is None else lang, steps=steps, frames=None, no_frames=True,
         events={lg: [t("rp_start_label", lg)] + [t("rp_event_label", lg, seq=s.seq, n=len(s.events))
-                                                  for s in rec.steps] for lg in langs},
-        marks=[""] + [_marks(s) for s in rec.steps],
+                                                  for s in shipped] for lg in langs},
+        marks=[""] + [_marks(s) for s in shipped],
         mark_colours={c: f"var(--bv-{name})" for c, name in MARKS.items()},
         mark_names={lg: {c: t(k, lg) for c, k in MARK_KEYS.items()} for lg in langs},
         ui={lg: {k: t(UI_OVERRIDES.get(k, k), lg) for k in UI_KEYS} for lg in langs},

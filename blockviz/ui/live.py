@@ -144,17 +144,15 @@ def _open(f) -> None:
         ss[RP_ERR] = e
 
 
-def _made(rec, lang: str, lesson: str | None) -> tuple[str, str]:
-    """The board's data (JSON) and the exported page, made once per language and words."""
+def _made(rec, lang: str, lesson: str | None):
+    """The board's data (a BoardData) and its JSON, made once per language and words."""
     ss = st.session_state
     key = (ss.get(RP_FILE), lang, lesson)
     made = ss.get(RP_MADE)
     if made is None or made[0] != key:
-        from blockviz.export import export_recording_html
         words = _words(lesson) if lesson else None
-        board = rreplay.recording_board(rec, langs=[lang, other_lang(lang)], lang=lang,
-                                        words=words).to_json()
-        made = ss[RP_MADE] = (key, board, export_recording_html(rec, lang=lang, words=words))
+        data = rreplay.recording_board(rec, langs=[lang, other_lang(lang)], lang=lang, words=words)
+        made = ss[RP_MADE] = (key, data, data.to_json())
     return made[1], made[2]
 
 
@@ -183,15 +181,19 @@ def recording(lang: str) -> None:
     rec = ss.get(RP_REC)
     if rec is None:
         return
-    board, page_html = _made(rec, lang, lesson)
+    data, board = _made(rec, lang, lesson)
     said = t("rp_opened", lang, name=rec.name, n=f"{rec.batches:,}", messages=f"{rec.messages:,}")
-    if rec.cut:
-        said += " " + t("rp_cut", lang, n=f"{len(rec.steps):,}", cut=f"{rec.cut:,}")
+    if rec.unread:
+        said += " " + t("rp_unread", lang, n=f"{len(rec.steps):,}", unread=f"{rec.unread:,}")
+    if data.num_steps - 1 < len(rec.steps):
+        said += " " + t("rp_board_cut", lang, n=f"{data.num_steps - 1:,}")
     if rec.notes.total:
         said += " " + t("rp_noted", lang, n=f"{rec.notes.total:,}")
     with st.sidebar:
         st.caption(said)
-        st.download_button(t("rp_export", lang), page_html.encode("utf-8"),
+        from blockviz.export import export_recording_html
+        st.download_button(t("rp_export", lang),
+                           lambda: export_recording_html(rec, lang=lang, data=data).encode("utf-8"),
                            file_name=f"{rec.name.rsplit('.', 1)[0]}.html", mime="text/html",
                            key="w_live_export", help=t("rp_export_help", lang))
     control = BoardControl(goto={"step": 0, "frame": None, "seq": 1, "run": ss.get(RP_FILE)},

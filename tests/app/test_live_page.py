@@ -112,3 +112,17 @@ def test_a_bad_recording_is_refused_where_it_is_bad(page, feeds, lang, said):
     open_recording(p, "notes.jsonl", b"id: six-blocks\nsteps: []\n", lang)
     assert [said in e.value for e in p.at.error] == [True]
     assert replay_board(p) is None
+
+
+def test_a_recording_past_the_bounds_says_what_plays(page, feeds, monkeypatch):
+    from blockviz.live import replay as lreplay
+    from blockviz.render import replay as rreplay
+    monkeypatch.setattr(lreplay, "MAX_STEPS", 4)
+    monkeypatch.setattr(rreplay, "MAX_BOARD_CHARS", 1)       # one batch, then the limit
+    p = page().goto("live")
+    open_recording(p, "pressure.jsonl", (CAPTURES / "pressure.jsonl").read_bytes())
+    d = replay_board(p)
+    assert d["num_steps"] == 2
+    said = " ".join(c.value for c in p.at.sidebar.caption)
+    assert "Only the first 4 play: 1 more message(s) were not read." in said
+    assert "The board holds the first 1 (its size limit)." in said

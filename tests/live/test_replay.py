@@ -39,7 +39,7 @@ def test_each_batch_is_a_step_whose_forest_is_the_reference_state(decoded):
     want = parse_decoded(decoded)
     rec = read_recording(capture, max_forest=10**6)
     assert [s.seq for s in rec.steps] == [seq for seq, _ in want]
-    assert rec.batches == len(rec.steps) and rec.cut == 0
+    assert rec.batches == len(rec.steps) and rec.unread == 0
     for step, (seq, state) in zip(rec.steps, want):
         assert snapshot(step) == state, f"{capture.name}: after seq {seq}"
         assert step.hidden == 0 and step.cached == sum(len(v) for v in state.values())
@@ -72,14 +72,21 @@ def test_a_restart_starts_the_forest_over_and_says_so():
     assert "the publisher restarted" in board.strings[board.steps["en"][6]["caption"]]
 
 
-def test_bounds_cut_steps_and_forest_and_say_so():
+def test_bounds_cut_steps_forest_and_board_and_say_so():
     rec = read_recording(PRESSURE, max_steps=2, max_forest=3)
-    assert len(rec.steps) == 2 and rec.batches == 5 and rec.cut == 3
+    assert len(rec.steps) == 2 and rec.batches == 2 and rec.unread == 3   # (not decoded)
     first = rec.steps[0]
     assert first.cached == 4 and first.hidden == 1
     assert sum(len(g) for g in first.groups.values()) == 3
     board = recording_board(rec, langs=["en", "zh"])
     assert "1 older cached hash(es) not drawn" in board.strings[board.steps["en"][1]["blocks"]]
+    whole = recording_board(read_recording(PRESSURE), langs=["en", "zh"])
+    size = sum(map(len, whole.strings))
+    cut = recording_board(read_recording(PRESSURE), langs=["en", "zh"], max_chars=size // 2)
+    assert 1 < cut.num_steps < whole.num_steps == 6
+    assert sum(map(len, cut.strings)) < size
+    assert len(cut.marks) == len(cut.events["zh"]) == len(cut.steps["zh"]) == cut.num_steps
+    assert cut.hi == cut.num_steps - 1
     with pytest.raises(RecordingError) as e:
         read_recording(PRESSURE, max_bytes=100)
     assert e.value.key == "too_large" and "MB" in e.value.localized("zh")
