@@ -2,6 +2,8 @@
 its lookup; hovering a segment lights the blocks it concerns on the board (issue 31)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -57,6 +59,12 @@ def test_the_capacity_page_stacks_each_pool_size_s_prompt_tokens(browser, server
     bars = page.locator('[data-bv="split-chart"] [data-bv="split"]')
     assert bars.count() >= 4                                    # one per chosen pool size
     assert bars.first.locator('.bv-split-seg[data-cat="hit"]').count() == 1
+    # beside each bar its hit and evicted shares, in words (what a bigger pool could add)
+    fig = page.locator('[data-bv="split-chart"] .bv-split-fig')
+    assert fig.count() == bars.count()
+    hit, evicted = {"en": ("hit", "evicted"), "zh": ("命中", "已淘汰")}[lang]
+    assert re.fullmatch(rf"{hit} \d+\.\d% · {evicted} \d+\.\d%", fig.first.inner_text()), (
+        fig.first.inner_text())
     words = {"en": "Where the prompt tokens went", "zh": "提示词 token 的去向"}[lang]
     page.get_by_text(words).first.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / f"capacity-split-{lang}.png"))
