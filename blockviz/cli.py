@@ -54,7 +54,7 @@ def cmd_app(args) -> int:
     cmd = [sys.executable, "-m", "streamlit", "run", str(script)]
     for key, value in STREAMLIT_OPTIONS.items():
         cmd += [f"--{key}", value]
-    try:   # --live ENDPOINT...: the Live page's endpoints (blockviz.live.endpoints), not streamlit's
+    try:   # --live ENDPOINT..., --recording FILE...: the Live page's (blockviz.live), not streamlit's
         args.streamlit_args, _ = live_cli.app_live_args(args.streamlit_args)
     except ValueError as e:
         print(f"blockviz app: {e}", file=sys.stderr)
@@ -412,7 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Start the player (the built-in six-block lesson) at "
                                    "http://localhost:8501. --live ENDPOINT (repeatable) lets the "
                                    "Live page subscribe there (default: tcp://127.0.0.1:5557 only); "
-                                   "every other argument goes to `streamlit run`, e.g. "
+                                   "--recording FILE (repeatable) offers a KV-event recording on "
+                                   "the Live page (opened at /live?recording=NAME); every other "
+                                   "argument goes to `streamlit run`, e.g. "
                                    "--server.port 8600.")
     a.add_argument("streamlit_args", nargs=argparse.REMAINDER,
                    help="options for streamlit run (e.g. --server.port 8600)")

@@ -264,6 +264,13 @@ STRINGS: dict[str, tuple[str, str]] = {
     "rp_none_yet": ("Open a recording in the sidebar: a file `blockviz live ENDPOINT --record "
                     "FILE` wrote.",
                     "在侧边栏打开一段录制：`blockviz live ENDPOINT --record FILE` 写出的文件。"),
+    "rp_server": ("Recordings on this server", "本服务器上的录制"),
+    "rp_server_none": ("(none: upload one)", "（不用：上传一个）"),
+    "rp_server_help": ("The files the server was started with (blockviz app --recording FILE); "
+                       "an uploaded file is shown instead while there is one.",
+                       "服务器启动时给定的文件（blockviz app --recording FILE）；上传了文件时显示"
+                       "上传的文件。"),
+    "rp_err_unreadable": ("cannot read it: {e}", "无法读取：{e}"),
     "rp_upload_limit": ("At most {mb} MB; the first {steps} batches play.",
                         "最多 {mb} MB；回放前 {steps} 批。"),
     "rp_opened": ("{name}: {n} batch(es) from {messages} message(s).",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ MAX_BYTES = 8 << 20           # a recording read whole (the app's upload limit t
 MAX_STEPS = 1_000             # steps kept; a longer recording is counted past them
 MAX_FOREST = 200              # hashes a step's snapshot keeps per rank (the newest stores)
 MAX_STEP_NOTES = 12           # notes kept per step
+ENV = "BLOCKVIZ_RECORDINGS"   # the recordings `blockviz app --recording FILE` offers (a JSON list)
+MAX_SERVER_FILES = 16
 
 
 # what capture.CaptureReader says of a bad first line -> its words (i18n)
@@ -118,6 +121,47 @@ class _StepNotes(Notes):
 def _frozen(e) -> Cached:
     return Cached(e.parent, e.tokens, e.count, e.block_size, e.lora_name, e.extra_keys, e.kind,
                   e.seq, e.chain_known)
+
+
+def split_app_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """``blockviz app``'s arguments -> (the others, the --recording files as absolute paths).
+    ValueError for a --recording without a file, or one that is not a readable file."""
+    rest, files, i = [], [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--recording" or a.startswith("--recording="):
+            if a == "--recording":
+                if i + 1 >= len(args):
+                    raise ValueError("--recording needs a file, e.g. --recording kv.jsonl "
+                                     "(blockviz live ENDPOINT --record kv.jsonl writes one)")
+                path, i = args[i + 1], i + 2
+            else:
+                path, i = a.split("=", 1)[1], i + 1
+            p = Path(path).expanduser().resolve()
+            if not p.is_file():
+                raise ValueError(f"--recording {path}: no such file")
+            files.append(str(p))
+            continue
+        rest.append(a)
+        i += 1
+    if len(files) > MAX_SERVER_FILES:
+        raise ValueError(f"at most {MAX_SERVER_FILES} --recording files")
+    return rest, files
+
+
+def server_recordings(env: dict | None = None) -> list[Path]:
+    """The recordings the operator started the app with (BLOCKVIZ_RECORDINGS); only those can be
+    opened from the server's disk (a page names one by its index, never by a path)."""
+    raw = (os.environ if env is None else env).get(ENV)
+    if not raw:
+        return []
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return []
+    if not isinstance(value, list):
+        return []
+    return [Path(v) for v in value[:MAX_SERVER_FILES] if isinstance(v, str)]
 
 
 def is_recording(path: str | Path) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import time
+from pathlib import Path
 
 import streamlit as st
 
@@ -37,6 +38,7 @@ REPLAY_NAME = "blockviz_replay"
 REFRESH_S = 1.0
 W_ENDPOINT, W_WORDS, W_FOLLOW = "w_live_endpoint", "w_live_words", "w_live_follow"
 W_SOURCE, W_UPLOAD, W_RP_WORDS = "w_live_source", "w_live_upload", "w_live_rp_words"
+W_RP_SERVER = "w_live_rp_server"           # a recording the server was started with (its index)
 REPLAY_KEY = "live_replay"                 # the board's widget key
 # session state: the recording opened (its upload's id, the Recording or the error), the board's
 # data and the export, made once per language and words
@@ -54,6 +56,17 @@ def _renderer():
 def _replay_renderer():
     return st.components.v2.component(REPLAY_NAME, html="", css=rreplay.replay_css(),
                                       js=asset("board.js"), isolate_styles=True)
+
+
+@st.cache_resource(show_spinner=False, max_entries=lreplay.MAX_SERVER_FILES)
+def _server_recording(path: str, mtime: float, size: int):
+    """A recording the operator named (read once per version of the file, shared: read only)."""
+    try:
+        return lreplay.read_recording(path), None
+    except lreplay.RecordingError as e:
+        return None, e
+    except OSError as e:
+        return None, lreplay.RecordingError("unreadable", Path(path).name, e=e.strerror or str(e))
 
 
 @st.cache_resource(show_spinner=False, max_entries=endpoints.MAX_SPECS)
@@ -99,12 +112,18 @@ def _view(spec_text: str, lang: str, lesson: str | None) -> None:
 
 def page() -> None:
     lang = session_lang(default_lang())
+    server = lreplay.server_recordings()
+    ss = st.session_state
+    asked = st.query_params.get("recording")  # /live?recording=NAME: one the server was started with
+    names = [p.name for p in server]
+    if asked is not None and asked in names:
+        ss[W_SOURCE], ss[W_RP_SERVER] = "recording", names.index(asked)
     if st.query_params:                 # the player's link does not describe this page
         st.query_params.clear()
     st.html(theme.css(False))
     with st.sidebar:
         language_toggle(lang)
-    st.session_state.setdefault(W_SOURCE, "live")
+    st.session_state.setdefault(W_SOURCE, "recording" if server else "live")
     source = st.session_state[W_SOURCE]
     intro = t("lv_intro" if source == "live" else "rp_intro", lang)
     st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("lv_title", lang))}</div>'
@@ -160,7 +179,14 @@ def recording(lang: str) -> None:
     """The recording's controls in the sidebar (the file, the words, the export), the board under
     the page's title: it gets the screen's height."""
     ss = st.session_state
+    server = lreplay.server_recordings()
     with st.sidebar:
+        chosen = None
+        if server:
+            ss.setdefault(W_RP_SERVER, 0)
+            chosen = st.selectbox(t("rp_server", lang), [None, *range(len(server))], key=W_RP_SERVER,
+                                  format_func=lambda i: t("rp_server_none", lang) if i is None
+                                  else server[i].name, help=t("rp_server_help", lang))
         f = st.file_uploader(t("rp_upload", lang), type=["jsonl", "json", "txt"], key=W_UPLOAD,
                              max_upload_size=MAX_UPLOAD_MB, help=t("rp_upload_help", lang))
         st.caption(t("rp_upload_limit", lang, mb=MAX_UPLOAD_MB, steps=f"{lreplay.MAX_STEPS:,}"))
@@ -168,11 +194,22 @@ def recording(lang: str) -> None:
         lesson = st.selectbox(t("lv_words", lang), ["", *names], key=W_RP_WORDS,
                               format_func=lambda v: v or t("lv_words_none", lang),
                               help=t("lv_words_help", lang)) or None
-    if f is None:
+    if f is None and isinstance(chosen, int) and 0 <= chosen < len(server):
+        path = server[chosen]            # (an upload, when there is one, is what the user wants)
+        try:
+            st_ = path.stat()
+            ss[RP_REC], ss[RP_ERR] = _server_recording(str(path), st_.st_mtime, st_.st_size)
+            ident = f"server:{path}:{st_.st_mtime}:{st_.st_size}"
+        except OSError as e:
+            ss[RP_REC], ident = None, f"server:{path}"
+            ss[RP_ERR] = lreplay.RecordingError("unreadable", path.name, e=e.strerror or str(e))
+        if ss.get(RP_FILE) != ident:
+            ss[RP_FILE], ss[RP_MADE] = ident, None
+    elif f is None:
         ss[RP_FILE], ss[RP_REC], ss[RP_ERR], ss[RP_MADE] = None, None, None, None
         st.info(t("rp_none_yet", lang))
         return
-    if ss.get(RP_FILE) != f.file_id:
+    elif ss.get(RP_FILE) != f.file_id:
         _open(f)
     err = ss.get(RP_ERR)
     if err is not None:
@@ -192,7 +229,7 @@ def recording(lang: str) -> None:
     with st.sidebar:
         st.caption(said)
         from blockviz.export import export_recording_html
-        st.download_button(t("rp_export", lang),
+        st.download_button(t("rp_export", lang),  # (made when clicked)
                            lambda: export_recording_html(rec, lang=lang, data=data).encode("utf-8"),
                            file_name=f"{rec.name.rsplit('.', 1)[0]}.html", mime="text/html",
                            key="w_live_export", help=t("rp_export_help", lang))

@@ -126,3 +126,34 @@ def test_a_recording_past_the_bounds_says_what_plays(page, feeds, monkeypatch):
     said = " ".join(c.value for c in p.at.sidebar.caption)
     assert "Only the first 4 play: 1 more message(s) were not read." in said
     assert "The board holds the first 1 (its size limit)." in said
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """The server started with two recordings (blockviz app --recording FILE --recording FILE)."""
+    from blockviz.live import replay as lreplay
+    files = [str(CAPTURES / "pressure.jsonl"), str(CAPTURES / "tenants-and-lora.jsonl")]
+    monkeypatch.setenv(lreplay.ENV, json.dumps(files))
+    return files
+
+
+def test_a_recording_the_server_was_started_with_opens_at_once(page, feeds, served):
+    p = page().goto("live")
+    assert feeds == []                                   # recording mode: nothing subscribed
+    d = replay_board(p)
+    assert d is not None and d["num_steps"] == 6         # pressure.jsonl, the first
+    p.at.query_params["recording"] = "tenants-and-lora.jsonl"     # /live?recording=NAME
+    p.run()
+    d = replay_board(p)
+    assert d["num_steps"] == 5
+    assert "cache_salt acme" in d["strings"][d["steps"]["en"][4]["blocks"]]
+
+
+@pytest.mark.parametrize("asked", ["/etc/passwd", "../live/captures/six-blocks.jsonl", "2", ""])
+def test_a_link_names_only_the_servers_recordings(page, feeds, served, asked):
+    p = page().goto("live")
+    p.at.query_params["recording"] = asked
+    p.run()
+    d = replay_board(p)
+    assert d["num_steps"] == 6                           # the first of the server's, as without
+    assert p.at.selectbox(key=L.W_RP_SERVER).value == 0

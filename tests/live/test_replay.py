@@ -190,3 +190,17 @@ def test_export_of_a_bad_recording_says_where(tmp_path, capsys):
     assert main(["export", str(bad), "--lang", "zh"]) == 2
     err = capsys.readouterr().err
     assert "bad.jsonl，第 1 行" in err and "不是 KV 事件录制" in err
+
+
+def test_app_recording_args(tmp_path):
+    from blockviz.live import replay as R
+    rest, files = R.split_app_args(["--server.port", "1", "--recording", str(PRESSURE),
+                                    f"--recording={PRESSURE}"])
+    assert rest == ["--server.port", "1"] and files == [str(PRESSURE.resolve())] * 2
+    with pytest.raises(ValueError, match="no such file"):
+        R.split_app_args(["--recording", str(tmp_path / "nope.jsonl")])
+    with pytest.raises(ValueError, match="needs a file"):
+        R.split_app_args(["--recording"])
+    env = {R.ENV: json.dumps(files)}
+    assert R.server_recordings(env) == [PRESSURE.resolve()] * 2
+    assert R.server_recordings({R.ENV: "not json"}) == [] == R.server_recordings({})
