@@ -113,3 +113,16 @@ def test_the_exported_recording_steps_offline_and_links(browser, tmp_path, scree
     expect(head).to_have_text("第 4 批，共 5 批")
     page.screenshot(path=str(screenshots / "replay-export-zh-1280x800.png"))
     assert asked == []
+
+
+def test_blockviz_app_recording_opens_by_link(browser):
+    """``blockviz app --recording FILE``: /live?recording=NAME opens it on the board."""
+    from .conftest import app_server
+    with app_server("--recording", str(PRESSURE), "--recording",
+                    str(CAPTURES / "tenants-and-lora.jsonl"), log_name="e2e-replay-server.log") as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{url}/live?recording=tenants-and-lora.jsonl")
+        page.wait_for_selector(f'{BOARD}[data-bv-ready="1"]', timeout=90_000)
+        page.locator(f'{BOARD} [data-act="last"]').click()
+        expect(page.locator(f"{BOARD} .bv-stepno")).to_have_text("batch 4 of 4")
+        expect(page.locator(f'{BOARD} [data-bv="blocks"]')).to_contain_text("cache_salt globex")
