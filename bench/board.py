@@ -2,8 +2,12 @@
 real server (``blockviz app``), at 6 blocks (six-blocks) and at 4,096 blocks (a generated
 shared-prefix workload whose pool is full and evicting at the step measured).
 
-  * **first paint**: from the page's load event (Streamlit's page and scripts loaded) to the
-    board's first painted step — the script run, the board's data and its first draw;
+  * **first board**: from the page's load event (Streamlit's page and scripts loaded) to the
+    board's first painted step, in a fresh browser context on a warm server — split in two at the
+    moment the board's data reaches the board (the script run, Streamlit's component code and the
+    data's transfer; then the board's draw and its fit to the screen); and the server's CPU for
+    that tab's script run, which shows the lesson's board data is built once per server, not per
+    session (a built-in run's board JSON is in ``st.cache_resource``: blockviz/ui/cache.py);
   * **key → paint**: an arrow key dispatched in the page to the frame after the new step painted,
     runs of five → then five ←, a short pause between keys (a rerun, had there been one, would land
     in it); median and worst;
@@ -18,8 +22,9 @@ shared-prefix workload whose pool is full and evicting at the step measured).
     step, so each step is one rerun; every simulated session steps once every 2 s (a learner
     reading the question), and the server's cores and the reruns per second are reported.
 
-Budgets (issue 14): → to painted step under 50 ms median and 150 ms worst at 6 and 4,096 blocks; a
-lesson's first board paint under 1.5 s; 60 sessions stepping at once keep the server under one core.
+Budgets (issues 14 and 28): → to painted step under 50 ms median and 150 ms worst at 6 and 4,096
+blocks; a lesson's first board within 1.0 s of the load event; the 中文/English toggle to the painted
+board under 100 ms; 60 sessions stepping at once keep the server under one core.
 """
 from __future__ import annotations
 
@@ -38,11 +43,16 @@ BIG = {"kind": "shared_prefix", "num_blocks": 4_096, "block_size": 16, "seed": 1
        "max_live": 32, "prefix_blocks": 96, "new_tokens": 1_024, "num_prefixes": 8}
 BIG_ID = "bench-4096"
 CASES = [("six-blocks", 0), (BIG_ID, 200)]
-BUDGET_MEDIAN_MS, BUDGET_WORST_MS, BUDGET_FIRST_S, BUDGET_CORES = 50.0, 150.0, 1.5, 1.0
+BUDGET_MEDIAN_MS, BUDGET_WORST_MS, BUDGET_FIRST_S, BUDGET_CORES = 50.0, 150.0, 1.0, 1.0
 BUDGET_LANG_MS = 100.0         # the language toggle redraws the board (issue 28)
 SESSIONS, BROWSER_TABS, SELF_CHECK_PAUSE_S = 60, 3, 2.0
 READY = '[data-bv="board"][data-bv-ready="1"]'
-SINCE_LOAD = "() => performance.now() - performance.getEntriesByType('navigation')[0].loadEventEnd"
+# ms from the load event to now, to the board's data arriving and to its first step painted (the
+# frame after it was drawn: board.js marks both)
+SINCE_LOAD = """() => { const L = performance.getEntriesByType('navigation')[0].loadEventEnd;
+  const at = (k) => { const e = performance.getEntriesByName(k);
+                      return e.length ? e[0].startTime - L : null; };
+  return [performance.now() - L, at('bv-data'), at('bv-painted')]; }"""
 
 KEY_TO_PAINT = """(n) => new Promise(done => {
   const out = [];
@@ -122,12 +132,17 @@ def _server(scenarios: Path):
 
 
 def _open(browser, url: str, width: int = 1280, height: int = 800):
-    page = browser.new_page(viewport={"width": width, "height": height})
+    """A fresh browser context's page on ``url``, once its board is up; and the seconds from the
+    page's load event (its HTML and scripts in) to the board's first painted step, to the board's
+    data arriving, and from then to that step."""
+    page = browser.new_page(viewport={"width": width, "height": height})   # (a context of its own)
     page.goto(url)
     page.wait_for_selector(READY, timeout=180_000)
-    # ms from the page's load event (its HTML and scripts in) to the board's first painted step
-    first = page.evaluate(SINCE_LOAD)
-    return page, first / 1000.0
+    page.wait_for_function("() => performance.getEntriesByName('bv-painted').length > 0", timeout=60_000)
+    now, data, painted = page.evaluate(SINCE_LOAD)
+    first = painted if painted is not None else now
+    split = (data / 1000.0, (painted - data) / 1000.0) if data is not None and painted is not None else None
+    return page, first / 1000.0, split
 
 
 def run(repeat: int, quick: bool, say) -> dict:
@@ -150,18 +165,26 @@ def run(repeat: int, quick: bool, say) -> dict:
                 if quick and sid == BIG_ID:
                     start = 20
                 say(f"  {sid}: first paint and {keys} keys, {repeat} page load(s) after a warm-up load")
-                page, _ = _open(browser, f"{server.url}/?scenario={sid}&step={start}&lang=en")
+                page, _, _ = _open(browser, f"{server.url}/?scenario={sid}&step={start}&lang=en")
                 page.close()                       # the server's first run of it: not the page's cost
-                firsts, times, toggles = [], [], []
+                firsts, splits, cpus, times, toggles = [], [], [], [], []
                 for _ in range(repeat):
-                    page, first = _open(browser, f"{server.url}/?scenario={sid}&step={start}&lang=en")
+                    cpu0 = _cpu_s(server.proc.pid)
+                    page, first, split = _open(browser, f"{server.url}/?scenario={sid}&step={start}&lang=en")
+                    cpus.append(_cpu_s(server.proc.pid) - cpu0)
                     firsts.append(first)
+                    if split:
+                        splits.append(split)
                     page.wait_for_timeout(800)
                     times += page.evaluate(KEY_TO_PAINT, keys)
                     toggles += page.evaluate(LANG_TOGGLE, 4 if quick else 8)
                     page.close()
                 blocks = int(big["num_blocks"]) if sid == BIG_ID else 6
                 cases.append({"scenario": sid, "blocks": blocks, "first_paint_s": median(firsts),
+                              "first_all_s": firsts,
+                              "first_split_s": ([median([a for a, _ in splits]),
+                                                 median([b for _, b in splits])] if splits else None),
+                              "server_cpu_per_tab_s": median(cpus),
                               "key_ms": {"median": median(times), "worst": max(times), "n": len(times)},
                               "lang_ms": ({"median": median(toggles), "worst": max(toggles),
                                            "n": len(toggles)} if toggles else None)})
@@ -271,7 +294,7 @@ def _budgets(cases: list[dict], load: dict) -> list[dict]:
                         "value": c["lang_ms"]["median"], "limit": BUDGET_LANG_MS,
                         "met": c["lang_ms"]["median"] < BUDGET_LANG_MS, "unit": "ms"})
         if c["blocks"] <= 32:
-            out.append({"name": "first board paint after the page loads (a lesson)",
+            out.append({"name": "first board after the page's load event (a lesson, warm server)",
                         "value": c["first_paint_s"], "limit": BUDGET_FIRST_S,
                         "met": c["first_paint_s"] < BUDGET_FIRST_S, "unit": "s"})
     if load:     # simulated tabs send nothing: only true if the real tabs sent nothing either
@@ -289,12 +312,17 @@ def render(result: dict) -> str:
     def toggle(c: dict) -> str:
         lm = c.get("lang_ms")
         return f"{lm['median']:.1f} / {lm['worst']:.1f} ms" if lm else "—"
-    rows = [[c["scenario"], f"{c['blocks']:,}", f"{c['first_paint_s']:.2f} s",
+    def first(c: dict) -> str:
+        split = c.get("first_split_s")
+        cpu = c.get("server_cpu_per_tab_s")
+        return (f"{c['first_paint_s']:.2f} s" + (f" ({split[0]:.2f} + {split[1]:.2f})" if split else "")
+                + (f", server {1000 * cpu:.0f} ms CPU" if cpu is not None else ""))
+    rows = [[c["scenario"], f"{c['blocks']:,}", first(c),
              f"{c['key_ms']['median']:.1f} ms", f"{c['key_ms']['worst']:.1f} ms", str(c["key_ms"]["n"]),
              toggle(c)]
             for c in result["cases"]]
-    text = table(["scenario", "blocks", "first paint", "→ paint median", "→ paint worst", "keys",
-                  "中文/EN median / worst"], rows)
+    text = table(["scenario", "blocks", "first board (to data + board's fit), median",
+                  "→ paint median", "→ paint worst", "keys", "中文/EN median / worst"], rows)
     load = result.get("load")
     if load:
         text += (f"\n{load['sessions']} sessions stepping for {load['seconds']:.1f} s "

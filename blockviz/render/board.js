@@ -307,11 +307,13 @@ function create(parent, component) {
   function balance() {
     const grid = part.blocks.querySelector('.bv-blocks');
     if (!grid) return;
-    const w = part.blocks.clientWidth, fs = parseFloat(getComputedStyle(grid).fontSize) || 16;
     const n = grid.children.length - (grid.querySelector('.bv-null') ? 1 : 0);
-    const key = `${w}|${fs}|${n}|${st.lang}`;
+    // the columns follow the board's width and scale (each fit measures the width once): a step
+    // that keeps them reads no layout here (reading it made every step of a fit lay out twice)
+    const key = `${st.boxW}|${st.scale}|${n}|${st.lang}`;
     if (part.blocks.__bvCols === key) return;
     part.blocks.__bvCols = key;
+    const w = part.blocks.clientWidth, fs = parseFloat(getComputedStyle(grid).fontSize) || 16;
     // the least card: a card of this run at its widest (its largest id and hash label, a count
     // that changed, two holders) drawn once, hidden, and measured, so the columns hold at every step
     let need = CARD_EM * fs;
@@ -902,9 +904,11 @@ function create(parent, component) {
   function fit() {
     if (!d() || !d().num_steps || !root.isConnected) return;
     const keep = { step: st.step, frame: st.frame, lang: st.lang };
+    let layouts = 0;
     const flow = st.control.fit === false || root.clientWidth < NARROW;
     root.classList.toggle('bvb-fit', !flow);
     root.style.height = '';
+    st.boxW = root.clientWidth;
     if (flow) {                            // a preview beside an editor, a phone: it scrolls
       setScale(st.control.fit === false ? 0.9 : 1);
     } else {
@@ -915,33 +919,45 @@ function create(parent, component) {
       for (let i = d().lo; i <= d().hi; i += every) for (const l of langs) probe.push([i, l]);
       root.classList.add('bvb-fitting');
       const room = avail();
-      // how far the board overflows at scale s: the worst probe, or just the one given
+      // at scale s, the probes drawn: how far the worst overflows (px), how much bigger than the
+      // room it is (a ratio), and each probe's overflow
       const over = (s, only) => {
         setScale(s);
-        let worst = null, most = -Infinity;
+        let most = -Infinity, need = 0;
+        const each = [];
         for (const p of only || probe) {
+          layouts++;
           st.step = p[0]; st.lang = p[1]; st.frame = null; draw(false, true);
-          const o = Math.max(root.scrollHeight - room, root.scrollWidth - root.clientWidth - 2);
-          if (o > most) { most = o; worst = p; }
+          const h = root.scrollHeight, w = root.scrollWidth, cw = root.clientWidth + 2;
+          const o = Math.max(h - room, w - cw);
+          most = Math.max(most, o);
+          need = Math.max(need, h / room, w / cw);
+          each.push([o, p]);
         }
-        return [most, worst];
+        return [most, need, each];
       };
-      let [most, worst] = over(hi);
-      let best = hi;
+      const worstOf = (each) => each.sort((a, b) => b[0] - a[0]).slice(0, 3).map((x) => x[1]);
+      // A scale change restyles every line of the board (~30 ms on a loaded 2-core machine): few
+      // are tried. From the top scale's overflow, a first guess where the worst step would just
+      // fit if the board's size went with the scale (it grows as fast or faster: a row of cards
+      // more); then bisect to 1% on the three worst steps, and check every step there.
+      let [most, need, each] = over(hi);
+      let good = hi;
       if (most > 0) {
-        let good = lo, bad = hi;
-        for (let round = 0; round < 3 && worst; round++) {
-          while (bad - good > 0.01 * bad) {      // bisect on the worst step
-            const mid = (good + bad) / 2;
-            if (over(mid, [worst])[0] > 0) bad = mid; else good = mid;
+        let bad = hi, worst = worstOf(each), s = Math.max(lo, (hi / need) * 0.99);
+        good = lo;
+        for (let round = 0; round < 3; round++) {
+          while (bad - good > 0.01 * bad) {
+            if (over(s, worst)[0] > 0) bad = s; else good = s;
+            s = (good + bad) / 2;
           }
-          [most, worst] = over(good);            // and check every step there
+          [most, need, each] = over(good);           // every step there
           if (most <= 0) break;
-          bad = good; good = lo;
+          bad = good; good = lo; worst = worstOf(each); s = Math.max(lo, (bad / need) * 0.99);
         }
-        best = good;
-        setScale(best);
+        if (most > 0) good = lo;
       }
+      setScale(good);
       root.classList.remove('bvb-fitting');
       root.style.height = `${room}px`;
     }
@@ -951,6 +967,7 @@ function create(parent, component) {
     st.fits += 1;
     setAttr(root, 'data-bv-fits', String(st.fits));     // for tests: how many fits so far
     setAttr(root, 'data-bv-scale', st.scale.toFixed(3));
+    setAttr(root, 'data-bv-layouts', String(layouts));  // (for tests: the steps laid out to fit)
   }
   let resizeT = 0;
   const onResize = () => { clearTimeout(resizeT); resizeT = setTimeout(() => { st.fitKey = ''; fit(); }, 150); };
@@ -967,6 +984,7 @@ function create(parent, component) {
   b.load = (data, control) => {
     if (!data || !data.num_steps) { st.data = null; return; }
     const first = st.data === null;
+    if (first) performance.mark('bv-data');     // (bench/board.py times the first board from here)
     const reportOn = !!control.report && (first || !st.control.report);
     const windowChanged = !first && (data.lo !== st.data.lo || data.hi !== st.data.hi);
     st.data = data;
@@ -996,7 +1014,10 @@ function create(parent, component) {
     const key = `${data.num_steps}|${data.lo}|${data.hi}|${data.presenter}|${data.langs.join()}|${data.num_blocks}`;
     draw(false);
     if (key !== st.fitKey || windowChanged) { st.fitKey = key; fit(); }
-    if (first) root.setAttribute('data-bv-ready', '1');
+    if (first) {
+      root.setAttribute('data-bv-ready', '1');
+      requestAnimationFrame(() => setTimeout(() => performance.mark('bv-painted'), 0));
+    }
     if (reportOn) { st.sent = ''; flush(); }   // a panel below now follows the step: tell it where
   };
   function onPopInit() {
