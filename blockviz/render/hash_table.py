@@ -1,7 +1,7 @@
 """The prefix hash table (``BlockHashToBlockMap``): hash label → block id(s), drawn as the chain
 parent → child (a tree: each hash hangs under its parent), with duplicates (one hash, two or more
 blocks — the map does not de-duplicate) flagged, hashes added in this step highlighted and hashes
-evicted in this step struck through."""
+evicted in this step struck through, above the rest."""
 from __future__ import annotations
 
 from collections.abc import Collection
@@ -46,7 +46,11 @@ def hash_table_html(table, *, labels: HashLabels, state=None, lang: str = "en",
     """``table``: ((hash, block ids), ...) in map order. ``state`` (optional) gives ref_cnt, to
     draw free blocks dashed. ``removed``: hashes evicted in this step."""
     added = frozenset(added)
-    rows = []
+    # the hashes evicted in this step first, struck through: the step's change, where the eye
+    # starts (below a long tree they were under the panel's fold at 1280×800)
+    rows = [f'<tr class="bv-row-gone" data-hash="{esc(labels(h))}"><td>{esc(labels(h))}</td>'
+            f'<td></td><td><span class="bv-tag bv-tag-gone">{esc(t("tag_evicted", lang))}'
+            f'</span></td></tr>' for h in removed]
     tree = _tree(table, labels)
     for depth, h, ids in tree[:max_rows]:
         parent = labels.parent.get(h)
@@ -65,10 +69,6 @@ def hash_table_html(table, *, labels: HashLabels, state=None, lang: str = "en",
     if len(tree) > max_rows:
         rows.append(f'<tr><td colspan="3" class="bv-more">… '
                     f'{esc(t("more_items", lang, n=f"{len(tree) - max_rows:,}"))} …</td></tr>')
-    for h in removed:
-        rows.append(f'<tr class="bv-row-gone" data-hash="{esc(labels(h))}"><td>{esc(labels(h))}</td>'
-                    f'<td></td><td><span class="bv-tag bv-tag-gone">{esc(t("tag_evicted", lang))}'
-                    f'</span></td></tr>')
     if not rows:
         return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("empty", lang))}</div></div>'
     key = (f'<th title="{esc(t("grp_key_title", lang))}">{esc(t("hash_group", lang))}</th>'

@@ -150,6 +150,8 @@ def test_hash_table_strikes_the_hashes_evicted_in_this_step(six, six_labels):
     gone = [a["data-hash"] for a in Elements(html).with_class("bv-row-gone")]
     assert gone == ["H1", "H2"]
     assert len(v.hash_table) == 6
+    rows = [a["data-hash"] for tag, a in Elements(html).items if tag == "tr" and "data-hash" in a]
+    assert rows[:2] == gone and len(rows) == 8        # above the table's six: where the eye starts
 
 
 def test_duplicates_are_visible(dup):
