@@ -209,6 +209,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "ol_reset_ok": ("→ True: every hash cleared", "→ True：清空所有 hash"),
     "ol_reset_no": ("→ False: blocks still held", "→ False：仍有块被持有"),
     "ol_write": ("{rid}: {n} tokens → {bid}", "{rid}：{n} 个 token → {bid}"),
+    "ol_write_one": ("{rid}: 1 token → {bid}", "{rid}：1 个 token → {bid}"),
     "ol_load": ("{rid}: block {bid} ← CPU", "{rid}：块 {bid} ← CPU"),
     "ol_save": ("{label} (block {bid}) → CPU", "{label}（块 {bid}）→ CPU"),
     "ol_drop": ("the CPU tier drops {label}", "CPU 层丢弃 {label}"),

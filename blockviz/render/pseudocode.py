@@ -327,7 +327,8 @@ def _op_line(op, lang: str, labels, vocab, block_size: int, refs: list[int]) -> 
     if k == "reset":
         return "reset_prefix_cache()", esc(t("ol_reset_ok" if op.ok else "ol_reset_no", lang))
     if k == "write":
-        return "execute_model", esc(t("ol_write", lang, rid=rid, n=len(op.token_ids),
+        key = "ol_write_one" if len(op.token_ids) == 1 else "ol_write"      # ("1 token", not "1 tokens")
+        return "execute_model", esc(t(key, lang, rid=rid, n=len(op.token_ids),
                                       bid="\0")).replace("\0", _ids([op.block_id]))
     if k == "load":
         return "update_state_after_alloc", esc(t("ol_load", lang, rid=rid, bid="\0")).replace(
