@@ -315,9 +315,9 @@ STRINGS: dict[str, tuple[str, str]] = {
     "rp_cap_stored_one": ("1 hash stored", "存储了 1 个哈希"),
     "rp_cap_stored_many": ("{n} hashes stored", "存储了 {n} 个哈希"),
     "rp_cap_removed_one": ("1 hash removed (evicted: its block was reused)",
-                           "移除了 1 个哈希（被驱逐：它的块被重新使用）"),
+                           "移除了 1 个哈希（被淘汰：它的块被重新使用）"),
     "rp_cap_removed_many": ("{n} hashes removed (evicted: their blocks were reused)",
-                            "移除了 {n} 个哈希（被驱逐：它们的块被重新使用）"),
+                            "移除了 {n} 个哈希（被淘汰：它们的块被重新使用）"),
     "rp_cap_copies": ("{n} removal(s) of one copy of a hash still cached in another block",
                       "{n} 次移除的只是一个哈希的一份拷贝，它仍缓存在另一个块里"),
     "rp_cap_unknown": ("{n} removal(s) of hashes never seen stored (cached before the recording "

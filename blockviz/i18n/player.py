@@ -40,8 +40,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "ops_in_step": ("The {n} operations of this event:", "这一事件的 {n} 个操作："),
     # panels and legends
     "next_victim_short": ("next", "下一个"),
-    "next_evict": ("next cached prefix to be evicted", "下一个被驱逐的缓存前缀"),
-    "next_evict_short": ("evicts next", "下个驱逐"),
+    "next_evict": ("next cached prefix to be evicted", "下一个被淘汰的缓存前缀"),
+    "next_evict_short": ("evicts next", "下个淘汰"),
     "held_by": ("held by {ids}", "被 {ids} 持有"),
     "legend_free": ("dashed = free (ref_cnt 0)", "虚线 = 空闲（ref_cnt 为 0）"),
     "null_block_long": ("null block: a placeholder in block tables (e.g. for tokens outside a "
@@ -168,16 +168,16 @@ STRINGS: dict[str, tuple[str, str]] = {
                               "下一次分配拿不到块（allocate_slots 返回 None）。"),
     "sc_evict_right": ("Right: block {b} is the first block from the head of the free queue that still "
                        "has a hash, so its prefix is the next to be evicted.",
-                       "答对了：块 {b} 是从空闲队列队首数起第一个还带 hash 的块，它的前缀将最先被驱逐。"),
+                       "答对了：块 {b} 是从空闲队列队首数起第一个还带 hash 的块，它的前缀将最先被淘汰。"),
     "sc_evict_wrong": ("Not quite: block {b} is the first block from the head of the free queue that "
                        "still has a hash, so its prefix is the next to be evicted.",
-                       "不对：块 {b} 是从空闲队列队首数起第一个还带 hash 的块，它的前缀将最先被驱逐。"),
+                       "不对：块 {b} 是从空闲队列队首数起第一个还带 hash 的块，它的前缀将最先被淘汰。"),
     "sc_evict_empty_right": ("Right: no free block carries a hash after this step, so no cached prefix "
                              "can be evicted yet.",
-                             "答对了：这一步之后没有空闲块带着 hash，暂时没有缓存前缀可被驱逐。"),
+                             "答对了：这一步之后没有空闲块带着 hash，暂时没有缓存前缀可被淘汰。"),
     "sc_evict_empty_wrong": ("Not quite: no free block carries a hash after this step, so no cached "
                              "prefix can be evicted yet.",
-                             "不对：这一步之后没有空闲块带着 hash，暂时没有缓存前缀可被驱逐。"),
+                             "不对：这一步之后没有空闲块带着 hash，暂时没有缓存前缀可被淘汰。"),
     "sc_rule_evict": ("The rule: allocation takes the free queue from the head; blocks without a hash "
                       "ahead of the first cached block are used up first, and only taking that block "
                       "evicts its hash — lazily, when the block is reused.",
@@ -252,12 +252,12 @@ STRINGS: dict[str, tuple[str, str]] = {
     "sc_q_queue": ("the free queue after it", "之后的空闲队列"),
     "sc_q_hits": ("which blocks hit", "哪些块命中"),
     "sc_q_victim": ("which block the next allocation takes", "下一次分配取走哪个块"),
-    "sc_q_evict": ("whose cached prefix is evicted next", "下一个被驱逐的缓存前缀在哪个块"),
+    "sc_q_evict": ("whose cached prefix is evicted next", "下一个被淘汰的缓存前缀在哪个块"),
     "sc_q_window": ("which blocks leave a window", "哪些块滑出窗口"),
     "sc_in_window": ("The blocks step {k}'s windows hand back to the pool (none selected = none):",
                      "第 {k} 步里窗口还给块池的块（不选 = 没有）："),
     "sc_in_evict": ("After step {k}, the next cached prefix to be evicted is in block:",
-                    "第 {k} 步之后，下一个被驱逐的缓存前缀在块："),
+                    "第 {k} 步之后，下一个被淘汰的缓存前缀在块："),
     "sc_in_queue": ("The free queue after step {k}, head (taken first) to tail:",
                     "第 {k} 步之后的空闲队列，从队首（最先取走）到队尾："),
     "sc_in_queue_ph": ("e.g. 4 3 5 6 2 1 (empty = the queue is empty)",
