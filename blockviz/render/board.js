@@ -298,9 +298,20 @@ function create(parent, component) {
     drawMarks();
     drawButtons(ui);
     opsLayout(fr ? S(fr.code) : null, ui);
+    if (!fitting) fadeFoot();
     if (st.lit) light(st.lit);
     slide(before);
   }
+
+  // the hash table and the requests scroll in their panel: while more is below, the panel's foot
+  // fades out, so a row cut by the panel's edge reads as "more below", not as a broken row
+  function fadeFoot() {
+    for (const b of [part.table, part.reqs]) {
+      b.classList.toggle('bvb-more', b.scrollTop + b.clientHeight < b.scrollHeight - 1);
+    }
+  }
+  part.table.addEventListener('scroll', fadeFoot, { passive: true });
+  part.reqs.addEventListener('scroll', fadeFoot, { passive: true });
 
   // -- the cards in balanced rows: as many columns as fit, then as few as keep the rows' count
   // (no lone card on a row); the null block is a narrow column of its own
