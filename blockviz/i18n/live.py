@@ -277,8 +277,6 @@ STRINGS: dict[str, tuple[str, str]] = {
                   "{name}：{messages} 条消息中的 {n} 批。"),
     "rp_unread": ("Only the first {n} play: {unread} more message(s) were not read.",
                   "只回放前 {n} 批：另有 {unread} 条消息没有读取。"),
-    "rp_board_cut": ("The board holds the first {n} (its size limit).",
-                     "看板只放得下前 {n} 批（它的大小上限）。"),
     "rp_noted": ("{n} note(s): see each batch's notes (?).", "{n} 条说明：见每一批的说明（?）。"),
     "rp_export": ("Export HTML", "导出 HTML"),
     "rp_export_help": ("The board as one offline HTML file (both languages), as `blockviz export "

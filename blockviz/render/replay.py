@@ -260,35 +260,43 @@ def start_record(lang: str) -> dict[str, str]:
 
 
 def recording_board(rec, *, langs, lang: str | None = None, url: bool | str = False,
-                    words=None, speed: float = 1.0, max_chars: int | None = None) -> BoardData:
+                    words=None, speed: float = 1.0, max_chars: int | None = None,
+                    start: int | None = None, through: int = 0) -> BoardData:
     """The steps of ``rec`` as the board's data, in ``langs`` (the first, or ``lang``, shown
-    first): step 0 before the first batch, step k after batch k (``rec.steps[k - 1]``). The
-    steps whose panels fit in ``max_chars`` (``num_steps - 1`` batches: the page says when that is
-    fewer than the recording's; default MAX_BOARD_CHARS)."""
+    first): step 0 before the first batch, step k after batch k (``rec.steps[k - 1]``), as many
+    as fit in ``max_chars`` (default MAX_BOARD_CHARS). Without ``start`` the board is those steps
+    from 0 (an export: ``num_steps - 1`` batches, and the caller says when that is fewer than the
+    recording's); with it, a window of the whole recording from step ``start`` (the page: the
+    board asks for the next window at its edge), reaching step ``through`` whatever its size."""
     max_chars = MAX_BOARD_CHARS if max_chars is None else max_chars
+    total = len(rec.steps) + 1
+    lo = 0 if start is None else max(0, min(int(start), total - 1))
     pool = Pool()
-    n = len(rec.steps)
-    steps: dict[str, list] = {lg: [{k: pool(v) for k, v in start_record(lg).items()}]
-                              for lg in langs}
-    size = sum(map(len, pool.strings))
-    shipped = []
-    for s in rec.steps:
+    steps: dict[str, list] = {lg: [] for lg in langs}
+    size = 0
+    hi = lo - 1
+    while hi + 1 < total and (hi < max(lo, through) or size <= max_chars):
+        hi += 1
         before = len(pool.strings)
         for lg in langs:
-            panels = {"header": header_html(s, n, rec.ranks, lg), "caption": caption_html(s, lg),
-                      "why": why_html(s, lg), "ops": ops_html(s, lg),
-                      "blocks": forest_html(s, lg, words)}
+            if hi == 0:
+                panels = start_record(lg)
+            else:
+                s = rec.steps[hi - 1]
+                panels = {"header": header_html(s, total - 1, rec.ranks, lg),
+                          "caption": caption_html(s, lg), "why": why_html(s, lg),
+                          "ops": ops_html(s, lg), "blocks": forest_html(s, lg, words)}
             steps[lg].append({k: pool(v) for k, v in panels.items()})
         size += sum(map(len, pool.strings[before:]))
-        shipped.append(s)
-        if size > max_chars:
-            break
+    shown = rec.steps[max(0, lo - 1):hi]                 # the batches of steps lo..hi
+    labels = {lg: ([t("rp_start_label", lg)] if lo == 0 else [])
+              + [t("rp_event_label", lg, seq=s.seq, n=len(s.events)) for s in shown]
+              for lg in langs}
+    every = total if start is not None else hi + 1      # the steps the timeline shows
     return BoardData(
-        version=VERSION, num_steps=len(shipped) + 1, lo=0, hi=len(shipped), langs=list(langs),
+        version=VERSION, num_steps=every, lo=lo, hi=hi, langs=list(langs),
         lang=langs[0] if lang is None else lang, steps=steps, frames=None, no_frames=True,
-        events={lg: [t("rp_start_label", lg)] + [t("rp_event_label", lg, seq=s.seq, n=len(s.events))
-                                                  for s in shipped] for lg in langs},
-        marks=[""] + [_marks(s) for s in shipped],
+        events=labels, marks=[""] + [_marks(s) for s in rec.steps[:every - 1]],
         mark_colours={c: f"var(--bv-{name})" for c, name in MARKS.items()},
         mark_names={lg: {c: t(k, lg) for c, k in MARK_KEYS.items()} for lg in langs},
         ui={lg: {k: t(UI_OVERRIDES.get(k, k), lg) for k in UI_KEYS} for lg in langs},

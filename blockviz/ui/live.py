@@ -43,6 +43,8 @@ REPLAY_KEY = "live_replay"                 # the board's widget key
 # session state: the recording opened (its upload's id, the Recording or the error), the board's
 # data and the export, made once per language and words
 RP_FILE, RP_REC, RP_ERR, RP_MADE = "lv_rp_file", "lv_rp_rec", "lv_rp_err", "lv_rp_made"
+RP_LO, RP_WANT = "lv_rp_lo", "lv_rp_want"     # the board's window: its first step; the last ask
+BACK = 20                                  # a window starts this many steps before the one asked
 MAX_UPLOAD_MB = lreplay.MAX_BYTES >> 20
 
 
@@ -157,20 +159,46 @@ def _open(f) -> None:
     """Read an upload (once per upload): the Recording, or why it cannot be played."""
     ss = st.session_state
     ss[RP_FILE], ss[RP_REC], ss[RP_ERR], ss[RP_MADE] = f.file_id, None, None, None
+    ss[RP_LO], ss[RP_WANT] = 0, _asked()    # (an ask about the last file is not one)
     try:
         ss[RP_REC] = lreplay.read_recording(f.getvalue(), name=f.name)
     except lreplay.RecordingError as e:
         ss[RP_ERR] = e
 
 
-def _made(rec, lang: str, lesson: str | None):
-    """The board's data (a BoardData) and its JSON, made once per language and words."""
+def _asked():
+    """The step the board last asked for (its ``want`` state), or None."""
+    value = st.session_state.get(REPLAY_KEY)
+    want = value.get("want") if value is not None and hasattr(value, "get") else None
+    return want if isinstance(want, int) else None
+
+
+def _window() -> tuple[int, int]:
+    """The board's window: its first step and one it must reach — where it was, unless the board
+    has asked for a step outside it (at its edge, or a click on the timeline): then from a little
+    before that step, through it."""
     ss = st.session_state
-    key = (ss.get(RP_FILE), lang, lesson)
+    want = _asked()
+    made = ss.get(RP_MADE)
+    if (want is not None and want != ss.get(RP_WANT) and made is not None
+            and not made[1].lo <= want <= made[1].hi):
+        ss[RP_WANT], ss[RP_LO] = want, max(0, want - BACK)
+    lo = ss.get(RP_LO, 0)
+    asked = ss.get(RP_WANT)
+    return lo, asked if isinstance(asked, int) and asked >= lo else lo
+
+
+def _made(rec, lang: str, lesson: str | None):
+    """The board's data (a BoardData: a window of the recording's steps) and its JSON, made once
+    per window, language and words."""
+    ss = st.session_state
+    lo, through = _window()
+    key = (ss.get(RP_FILE), lang, lesson, lo, through)
     made = ss.get(RP_MADE)
     if made is None or made[0] != key:
         words = _words(lesson) if lesson else None
-        data = rreplay.recording_board(rec, langs=[lang, other_lang(lang)], lang=lang, words=words)
+        data = rreplay.recording_board(rec, langs=[lang, other_lang(lang)], lang=lang, words=words,
+                                       start=lo, through=through)
         made = ss[RP_MADE] = (key, data, data.to_json())
     return made[1], made[2]
 
@@ -204,9 +232,10 @@ def recording(lang: str) -> None:
             ss[RP_REC], ident = None, f"server:{path}"
             ss[RP_ERR] = lreplay.RecordingError("unreadable", path.name, e=e.strerror or str(e))
         if ss.get(RP_FILE) != ident:
-            ss[RP_FILE], ss[RP_MADE] = ident, None
+            ss[RP_FILE], ss[RP_MADE], ss[RP_LO], ss[RP_WANT] = ident, None, 0, _asked()
     elif f is None:
         ss[RP_FILE], ss[RP_REC], ss[RP_ERR], ss[RP_MADE] = None, None, None, None
+        ss[RP_LO], ss[RP_WANT] = 0, _asked()    # (an ask about the last file is not one)
         st.info(t("rp_none_yet", lang))
         return
     elif ss.get(RP_FILE) != f.file_id:
@@ -222,15 +251,14 @@ def recording(lang: str) -> None:
     said = t("rp_opened", lang, name=rec.name, n=f"{rec.batches:,}", messages=f"{rec.messages:,}")
     if rec.unread:
         said += " " + t("rp_unread", lang, n=f"{len(rec.steps):,}", unread=f"{rec.unread:,}")
-    if data.num_steps - 1 < len(rec.steps):
-        said += " " + t("rp_board_cut", lang, n=f"{data.num_steps - 1:,}")
     if rec.notes.total:
         said += " " + t("rp_noted", lang, n=f"{rec.notes.total:,}")
     with st.sidebar:
         st.caption(said)
         from blockviz.export import export_recording_html
-        st.download_button(t("rp_export", lang),  # (made when clicked)
-                           lambda: export_recording_html(rec, lang=lang, data=data).encode("utf-8"),
+        words = _words(lesson) if lesson else None
+        st.download_button(t("rp_export", lang),  # (made when clicked: every step from 0 that fits)
+                           lambda: export_recording_html(rec, lang=lang, words=words).encode("utf-8"),
                            file_name=f"{rec.name.rsplit('.', 1)[0]}.html", mime="text/html",
                            key="w_live_export", help=t("rp_export_help", lang))
     control = BoardControl(goto={"step": 0, "frame": None, "seq": 1, "run": ss.get(RP_FILE)},

@@ -118,14 +118,19 @@ def test_a_recording_past_the_bounds_says_what_plays(page, feeds, monkeypatch):
     from blockviz.live import replay as lreplay
     from blockviz.render import replay as rreplay
     monkeypatch.setattr(lreplay, "MAX_STEPS", 4)
-    monkeypatch.setattr(rreplay, "MAX_BOARD_CHARS", 1)       # one batch, then the limit
+    monkeypatch.setattr(rreplay, "MAX_BOARD_CHARS", 1)       # a window of one step
     p = page().goto("live")
     open_recording(p, "pressure.jsonl", (CAPTURES / "pressure.jsonl").read_bytes())
     d = replay_board(p)
-    assert d["num_steps"] == 2
+    assert (d["num_steps"], d["lo"], d["hi"]) == (5, 0, 0) and len(d["marks"]) == 5
     said = " ".join(c.value for c in p.at.sidebar.caption)
     assert "Only the first 4 play: 1 more message(s) were not read." in said
-    assert "The board holds the first 1 (its size limit)." in said
+    # the board reaches its window's edge and asks for step 3 (board.js: setStateValue("want"))
+    p.at.session_state[L.REPLAY_KEY] = {"pos": None, "want": 3}
+    p.run()
+    d = replay_board(p)
+    assert d["num_steps"] == 5 and d["lo"] == 0 and d["hi"] == 3       # from BACK before, through 3
+    assert "batch 3 of 4" in d["strings"][d["steps"]["en"][3]["header"]]
 
 
 @pytest.fixture

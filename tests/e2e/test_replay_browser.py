@@ -126,3 +126,24 @@ def test_blockviz_app_recording_opens_by_link(browser):
         page.locator(f'{BOARD} [data-act="last"]').click()
         expect(page.locator(f"{BOARD} .bv-stepno")).to_have_text("batch 4 of 4")
         expect(page.locator(f'{BOARD} [data-bv="blocks"]')).to_contain_text("cache_salt globex")
+
+
+def test_a_long_recording_is_stepped_in_windows(browser, server, tmp_path):
+    """A recording whose steps do not fit one board's data: the board holds a window and asks the
+    page for the next at its edge (End, then ← and a click far back on the timeline)."""
+    from bench.replay import make_recording
+    path = tmp_path / "long.jsonl"
+    make_recording(str(path), 1 << 20)                   # ~2,000 batches: 1,000 kept, windows
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    _open(page, server, path, "en")
+    page.wait_for_selector(f'{BOARD}[data-bv-ready="1"]', timeout=90_000)
+    board = page.locator(BOARD)
+    head = board.locator(".bv-stepno")
+    board.locator('[data-bv="caption"]').click()
+    page.keyboard.press("End")
+    expect(head).to_have_text("batch 1000 of 1000", timeout=60_000)
+    expect(board.locator('[data-bv="ops"] .bv-call').first).to_have_text("BlockRemoved")
+    page.keyboard.press("ArrowLeft")
+    expect(head).to_have_text("batch 999 of 1000")
+    board.locator('.bvb-mk[data-step="0"]').click()
+    expect(head).to_have_text("Start", timeout=60_000)

@@ -87,6 +87,12 @@ def test_bounds_cut_steps_forest_and_board_and_say_so():
     assert sum(map(len, cut.strings)) < size
     assert len(cut.marks) == len(cut.events["zh"]) == len(cut.steps["zh"]) == cut.num_steps
     assert cut.hi == cut.num_steps - 1
+    win = recording_board(read_recording(PRESSURE), langs=["en"], max_chars=1, start=3)
+    assert (win.num_steps, win.lo, win.hi) == (6, 3, 3) and len(win.marks) == 6
+    assert win.events["en"] == ["seq 2: 1 event(s)"] and len(win.steps["en"]) == 1
+    assert "batch 3 of 5" in win.strings[win.steps["en"][0]["header"]]
+    reach = recording_board(read_recording(PRESSURE), langs=["en"], max_chars=1, start=1, through=4)
+    assert (reach.lo, reach.hi) == (1, 4) and len(reach.events["en"]) == 4
     with pytest.raises(RecordingError) as e:
         read_recording(PRESSURE, max_bytes=100)
     assert e.value.key == "too_large" and "MB" in e.value.localized("zh")
