@@ -316,10 +316,14 @@ STRINGS: dict[str, tuple[str, str]] = {
                            "移除了 1 个哈希（被淘汰：它的块被重新使用）"),
     "rp_cap_removed_many": ("{n} hashes removed (evicted: their blocks were reused)",
                             "移除了 {n} 个哈希（被淘汰：它们的块被重新使用）"),
-    "rp_cap_copies": ("{n} removal(s) of one copy of a hash still cached in another block",
-                      "{n} 次移除的只是一个哈希的一份拷贝，它仍缓存在另一个块里"),
-    "rp_cap_unknown": ("{n} removal(s) of hashes never seen stored (cached before the recording "
-                       "began)", "{n} 次移除的哈希从未见过存储（录制开始前就已缓存）"),
+    "rp_cap_copies_one": ("1 removal of one copy of a hash still cached in another block",
+                          "1 次移除的只是一个哈希的一份拷贝，它仍缓存在另一个块里"),
+    "rp_cap_copies_many": ("{n} removals of one copy of a hash still cached in another block",
+                           "{n} 次移除的只是一个哈希的一份拷贝，它仍缓存在另一个块里"),
+    "rp_cap_unknown_one": ("1 removal of a hash never seen stored (cached before the recording "
+                           "began)", "1 次移除的哈希从未见过存储（录制开始前就已缓存）"),
+    "rp_cap_unknown_many": ("{n} removals of hashes never seen stored (cached before the "
+                            "recording began)", "{n} 次移除的哈希从未见过存储（录制开始前就已缓存）"),
     "rp_cap_restart": ("the publisher restarted (its seq went back to {seq}): the picture starts "
                        "over", "发布者重启了（seq 回到 {seq}）：画面从头开始"),
     "rp_cap_nothing": ("nothing changed in the cache", "缓存没有变化"),

@@ -322,3 +322,10 @@ def short_hex(h) -> str:
     """A uint64 hash in full (16 digits), a bytes hash's first 16 digits."""
     s = hash_hex(h)
     return s if s is None or isinstance(h, int) else s[:16]
+
+
+def hash_label(h) -> str:
+    """A hash in 8 hex digits, as the pages draw it: a digest's (or a uint64's) first 8; a uint64
+    below 2**32 (a test's or a toy publisher's small numbers) its last 8, not ``00000000``."""
+    s = short_hex(h)
+    return s[-8:] if isinstance(h, int) and 0 <= h < 1 << 32 else s[:8]

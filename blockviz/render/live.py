@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 
 from blockviz.i18n import t
-from blockviz.live.reducer import CANNOT_KNOW, group_name, short_hex
+from blockviz.live.reducer import CANNOT_KNOW, group_name, hash_label, short_hex
 from blockviz.render.theme import css_vars, esc
 
 MAX_ROWS = 250
@@ -158,7 +158,8 @@ def _row(forest: Forest, chain: list, recent: set, words, w: _Words, orphan: boo
             toks = None if e.tokens is None else toks + list(e.tokens)
     cls = "bvl-node" + (" bvl-new" if new else "") + (" bvl-orphan" if orphan else "")
     h0 = short_hex(chain[0])
-    head = h0[:8] if len(chain) == 1 else f"{h0[:8]} → {short_hex(chain[-1])[:8]}"
+    head = (hash_label(chain[0]) if len(chain) == 1
+            else f"{hash_label(chain[0])} → {hash_label(chain[-1])}")
     badges = ""
     if len(chain) > 1:
         badges += f'<span class="bvl-n">{esc(w.blocks.format(n=len(chain)))}</span>'

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 
 from blockviz.i18n import t, tn
-from blockviz.live.reducer import CANNOT_KNOW, group_name, short_hex
+from blockviz.live.reducer import CANNOT_KNOW, group_name, hash_label, short_hex
 from blockviz.live.wire import AllBlocksCleared, BlockRemoved, BlockStored
 from blockviz.render.board import UI_KEYS, VERSION, BoardData, Pool, board_css
 from blockviz.render.live import Forest, tenant_label, tenant_of, token_text
@@ -48,7 +48,7 @@ def hash_id(key: tuple, h) -> str:
 def _chip(key: tuple, h, cls: str = "bvr-h", title: str = "") -> str:
     s = short_hex(h)
     tip = f' title="{esc(title)}"' if title else f' title="{esc(s)}"'
-    return f'<i class="{cls}" data-block="{esc(hash_id(key, h))}"{tip}>{esc(s[:8])}</i>'
+    return f'<i class="{cls}" data-block="{esc(hash_id(key, h))}"{tip}>{esc(hash_label(h))}</i>'
 
 
 # -- the ops panel: the batch's events -------------------------------------------------------------
@@ -216,9 +216,9 @@ def caption_html(step, lang: str) -> str:
     copies = sum(1 for ev in step.events if isinstance(ev, BlockRemoved)
                  for _ in ev.block_hashes) - removed - step.unknown
     if step.unknown:
-        parts.append(t("rp_cap_unknown", lang, n=step.unknown))
+        parts.append(tn("rp_cap_unknown", step.unknown, lang, n=step.unknown))
     if copies > 0:
-        parts.append(t("rp_cap_copies", lang, n=copies))
+        parts.append(tn("rp_cap_copies", copies, lang, n=copies))
     if not parts:
         parts.append(t("rp_cap_nothing", lang))
     sep = "；" if lang == "zh" else "; "
@@ -244,7 +244,10 @@ def legend_html(lang: str) -> str:
 
 
 def _marks(step) -> str:
-    return ("s" if step.stored else "") + ("r" if step.removed else "") + ("c" if step.cleared else "")
+    """The timeline's mark of a batch: the kinds of its events (stored, removed, cleared)."""
+    kinds = {type(ev) for ev in step.events}
+    return "".join(c for c, cls in (("s", BlockStored), ("r", BlockRemoved), ("c", AllBlocksCleared))
+                   if cls in kinds)
 
 
 def start_record(lang: str) -> dict[str, str]:

@@ -58,6 +58,10 @@ def test_a_steps_delta_and_events():
     rec = read_recording(CAPTURES / "last-token-rule.jsonl")
     counts = [max(e.count for g in s.groups.values() for e in g.values()) for s in rec.steps]
     assert counts[1] == 2
+    board = recording_board(rec, langs=["en", "zh"])
+    assert board.marks[3] == "sr"                    # a copy's BlockRemoved is a removal event
+    cap = board.strings[board.steps["en"][3]["caption"]]
+    assert "1 removal of one copy of a hash still cached in another block" in cap
     # a reset: AllBlocksCleared alone in its batch empties the forest
     rec = read_recording(CAPTURES / "reset-prefix-cache.jsonl")
     assert rec.steps[1].cleared and rec.steps[1].cached == 0 and not rec.steps[1].groups
