@@ -124,11 +124,14 @@ def _row(key: tuple, forest: Forest, chain: list, depth: int, new: set, words, l
             f'<span class="bvr-tok">{esc(token_text(toks, words, TOKENS))}</span></div>')
 
 
-def _group(key: tuple, g: dict, new: set, removed: list, words, lang: str, rows: list) -> str:
+def _group(key: tuple, g: dict, new: set, removed: list, words, lang: str, rows: list,
+           rank: int | None = None) -> str:
     forest = Forest(g)
     kinds = {e.kind for e in g.values() if e.kind}
     head = t("lv_group", lang, group=group_name(key), kind=", ".join(sorted(kinds)) or "?",
              n=len(g), trees=len(forest.roots))
+    if rank is not None:                 # several data-parallel ranks: each its own engine
+        head = t("lv_rank", lang, rank=rank) + " · " + head
     parts = [f'<section class="bvr-group"><div class="bvr-gh">{esc(head)}</div>']
     tenants: dict = {}
     for r in forest.roots:
@@ -160,7 +163,7 @@ def _group(key: tuple, g: dict, new: set, removed: list, words, lang: str, rows:
     return "".join(parts)
 
 
-def forest_html(step, lang: str, words=None) -> str:
+def forest_html(step, lang: str, words=None, ranks: int = 1) -> str:
     new = set(step.stored)
     removed: dict = {}
     for key, h, e in step.removed:
@@ -170,7 +173,7 @@ def forest_html(step, lang: str, words=None) -> str:
     keys = list(step.groups) + [k for k in removed if k not in step.groups]
     for key in keys:
         parts.append(_group(key, step.groups.get(key, {}), new, removed.get(key, []), words, lang,
-                            rows))
+                            rows, step.rank if ranks > 1 else None))
     if not keys:
         parts.append(f'<div class="bvr-empty">{esc(t("rp_empty", lang))}</div>')
     drawn = sum(len(g) for g in step.groups.values())
@@ -288,7 +291,7 @@ def recording_board(rec, *, langs, lang: str | None = None, url: bool | str = Fa
                 s = rec.steps[hi - 1]
                 panels = {"header": header_html(s, total - 1, rec.ranks, lg),
                           "caption": caption_html(s, lg), "why": why_html(s, lg),
-                          "ops": ops_html(s, lg), "blocks": forest_html(s, lg, words)}
+                          "ops": ops_html(s, lg), "blocks": forest_html(s, lg, words, rec.ranks)}
             steps[lg].append({k: pool(v) for k, v in panels.items()})
         size += sum(map(len, pool.strings[before:]))
     shown = rec.steps[max(0, lo - 1):hi]                 # the batches of steps lo..hi

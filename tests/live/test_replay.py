@@ -65,6 +65,11 @@ def test_a_steps_delta_and_events():
     # a reset: AllBlocksCleared alone in its batch empties the forest
     rec = read_recording(CAPTURES / "reset-prefix-cache.jsonl")
     assert rec.steps[1].cleared and rec.steps[1].cached == 0 and not rec.steps[1].groups
+    board = recording_board(rec, langs=["en"])
+    cleared = _steps(board)[2]
+    assert board.marks[2] == "c" and '<code class="bv-call">AllBlocksCleared</code>' in cleared["ops"]
+    assert "AllBlocksCleared: the GPU prefix cache was reset" in cleared["caption"]
+    assert "Nothing is cached after this batch." in cleared["blocks"]
 
 
 def test_a_restart_starts_the_forest_over_and_says_so():
@@ -214,3 +219,26 @@ def test_app_recording_args(tmp_path):
     env = {R.ENV: json.dumps(files)}
     assert R.server_recordings(env) == [PRESSURE.resolve()] * 2
     assert R.server_recordings({R.ENV: "not json"}) == [] == R.server_recordings({})
+
+
+def test_data_parallel_ranks_are_steps_of_their_own_engine(tmp_path):
+    from blockviz.live.capture import CaptureWriter
+    from blockviz.live.wire import BlockRemoved, BlockStored, encode_batch, seq_frame
+
+    def stored(hashes):
+        return BlockStored(block_hashes=hashes, parent_block_hash=None,
+                           token_ids=list(range(4 * len(hashes))), block_size=4, lora_id=None,
+                           medium="GPU", lora_name=None, group_idx=0)
+    path = tmp_path / "dp.jsonl"
+    a1, a2, b1 = 0xAAAA00000001, 0xAAAA00000002, 0xBBBB00000001
+    with CaptureWriter(path, endpoint="tcp://127.0.0.1:1", mode="bind", dp_ranks=2) as w:
+        w.write("sub", [b"", seq_frame(0), encode_batch([stored([a1, a2])], 1.0, 0)])
+        w.write("sub", [b"", seq_frame(0), encode_batch([stored([b1])], 1.0, 1)])
+        w.write("sub", [b"", seq_frame(1), encode_batch(
+            [BlockRemoved(block_hashes=[a2], medium="GPU", group_idx=0)], 2.0, 0)])
+    rec = read_recording(path)
+    assert [(s.rank, s.seq, s.cached) for s in rec.steps] == [(0, 0, 2), (1, 0, 1), (0, 1, 1)]
+    steps = _steps(recording_board(rec, langs=["en"]))
+    assert "DP rank 1" in steps[2]["header"] and "DP rank 1 · GPU/0" in steps[2]["blocks"]
+    assert set(CHIP.findall(steps[2]["blocks"])) == {hash_id(("GPU", 0), b1)}   # its own cache
+    assert set(CHIP.findall(steps[3]["blocks"])) == {hash_id(("GPU", 0), h) for h in (a1, a2)}
