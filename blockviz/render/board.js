@@ -278,6 +278,7 @@ function create(parent, component) {
     root.classList.toggle('bvb-present', presenting());
     put(part.head, show.header);
     put(part.ops, rec.ops);
+    keyOps();
     put(part.why, rec.why);
     put(part.table, show.table);
     put(part.reqs, show.requests);        // an op frame carries its own requests
@@ -301,6 +302,19 @@ function create(parent, component) {
     if (!fitting) fadeFoot();
     if (st.lit) light(st.lit);
     slide(before);
+  }
+
+  // the step's key operation: the op lines whose vLLM call the caption names (`touch`,
+  // `get_new_blocks`, `free_blocks`) are marked, so the eye goes from the sentence to its line
+  function keyOps() {
+    const said = part.cap.textContent;
+    for (const li of part.ops.querySelectorAll('.bv-opl')) {
+      const call = li.querySelector('.bv-call');
+      const m = call && /([A-Za-z_][\w.]*)\s*(?:\(|$)/.exec(call.textContent.trim());
+      const name = m ? m[1] : '';
+      const word = new RegExp(`(^|[^\\w.])${name.replace(/\./g, '\\.')}($|[^\\w])`);
+      li.classList.toggle('bv-key', name.length > 3 && word.test(said));
+    }
   }
 
   // the hash table and the requests scroll in their panel: while more is below, the panel's foot
