@@ -22,6 +22,10 @@ shared-prefix workload whose pool is full and evicting at the step measured).
     step, so each step is one rerun; every simulated session steps once every 2 s (a learner
     reading the question), and the server's cores and the reruns per second are reported.
 
+With ``BENCH_BOARD_AGAINST=DIR`` (a checkout of another commit, e.g. ``git archive REV | tar -x -C
+DIR``), the 4,096-block → paint is also measured side by side against that tree's server in the same
+run, page loads taking turns (old, new, old, new ...), and the ratio new / old reported.
+
 Budgets (issues 14 and 28): → to painted step under 50 ms median and 150 ms worst at 6 and 4,096
 blocks; a lesson's first board within 1.0 s of the load event; the 中文/English toggle to the painted
 board under 100 ms; 60 sessions stepping at once keep the server under one core.
@@ -126,9 +130,9 @@ def _cpu_s(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / tick
 
 
-def _server(scenarios: Path):
+def _server(scenarios: Path, root: Path = ROOT):
     from .wsclient import Server
-    return Server(env={"BLOCKVIZ_SCENARIOS": str(scenarios), "PYTHONPATH": str(ROOT)})
+    return Server(env={"BLOCKVIZ_SCENARIOS": str(scenarios), "PYTHONPATH": str(root)}, root=root)
 
 
 def _open(browser, url: str, width: int = 1280, height: int = 800):
@@ -155,7 +159,8 @@ def run(repeat: int, quick: bool, say) -> dict:
     big = BIG | ({"num_events": 40} if quick else {})
     keys = 10 if quick else 40
     sessions = 4 if quick else SESSIONS
-    cases, load = [], {}
+    cases, load, ab = [], {}, None
+    against = os.environ.get("BENCH_BOARD_AGAINST")
     with tempfile.TemporaryDirectory(prefix="bench-board-") as d, sync_playwright() as p:
         _scenario_dir(Path(d), big)
         server = _server(Path(d))
@@ -188,15 +193,46 @@ def run(repeat: int, quick: bool, say) -> dict:
                               "key_ms": {"median": median(times), "worst": max(times), "n": len(times)},
                               "lang_ms": ({"median": median(toggles), "worst": max(toggles),
                                            "n": len(toggles)} if toggles else None)})
+            if against:
+                say(f"  4,096 blocks side by side with {against}, page loads taking turns")
+                ab = _side_by_side(browser, {"old": _server(Path(d), Path(against)), "new": server},
+                                   keys, repeat, quick) | {"old_tree": against}
             say(f"  {sessions} sessions stepping at once on six-blocks ({BROWSER_TABS} browser tabs, "
                 f"the rest simulated), then with self-check on")
             load = _sessions(browser, server, sessions, 4.0 if quick else 10.0)
             browser.close()
         finally:
             server.close()
-    result = {"cases": cases, "load": load, "big_workload": big}
+    result = {"cases": cases, "load": load, "big_workload": big,
+              "side_by_side": ab}
     result["budgets"] = _budgets(cases, load)
     return result
+
+
+def _side_by_side(browser, servers: dict, keys: int, repeat: int, quick: bool) -> dict:
+    """→ to painted step at 4,096 blocks on each server, their page loads taking turns."""
+    start = 20 if quick else dict(CASES)[BIG_ID]
+    times: dict[str, list[float]] = {name: [] for name in servers}
+
+    def board(server):        # (an older board marks no 'bv-painted': wait for the board only)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{server.url}/?scenario={BIG_ID}&step={start}&lang=en")
+        page.wait_for_selector(READY, timeout=180_000)
+        return page
+    try:
+        for server in servers.values():               # warm-up: each server's first run of it
+            board(server).close()
+        for _ in range(repeat):
+            for name, server in servers.items():
+                page = board(server)
+                page.wait_for_timeout(800)
+                times[name] += page.evaluate(KEY_TO_PAINT, keys)
+                page.close()
+    finally:
+        servers["old"].close()
+    out = {name: {"median": median(t), "worst": max(t), "n": len(t)} for name, t in times.items()}
+    out["ratio_median"] = out["new"]["median"] / out["old"]["median"]
+    return out
 
 
 def _sessions(browser, server, n: int, seconds: float) -> dict:
@@ -323,6 +359,12 @@ def render(result: dict) -> str:
             for c in result["cases"]]
     text = table(["scenario", "blocks", "first board (to data + board's fit), median",
                   "→ paint median", "→ paint worst", "keys", "中文/EN median / worst"], rows)
+    ab = result.get("side_by_side")
+    if ab:
+        text += (f"\n4,096 blocks, → paint side by side in this run: {ab['old_tree']} (old) "
+                 f"{ab['old']['median']:.1f} ms median / {ab['old']['worst']:.1f} worst, this tree "
+                 f"{ab['new']['median']:.1f} / {ab['new']['worst']:.1f} ms ({ab['new']['n']} keys "
+                 f"each): new / old {ab['ratio_median']:.2f}x")
     load = result.get("load")
     if load:
         text += (f"\n{load['sessions']} sessions stepping for {load['seconds']:.1f} s "

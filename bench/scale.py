@@ -5,6 +5,8 @@ CPU (bench.scale_child), so peak RSS is the measurement's own.
 Budgets (issues 3 and 11), payloads off: the 10,000-event run under 10 s and 500 MB; a jump under
 50 ms; the 100,000-event run under 500 MB peak with its worst jump under 50 ms (the garbage
 collector on).
+With ``BENCH_SCALE_AGAINST=DIR`` (a checkout of another commit), each payloads-off case also runs
+in that tree, the two taking turns run by run, and the report sets them side by side (new / old).
 Payloads on (the tiny model writing real K/V into a 16,384-block store) are reported separately,
 on fewer events: they cost far more per event.
 """
@@ -32,11 +34,11 @@ CASES = [(10_000, False, 1.0), (100_000, False, 0.0), (1_000, False, 1.0), (1_00
 QUICK_CASES = [(200, False, 1.0), (50, True, 0.0)]
 
 
-def _child(events: int, payloads: bool) -> dict:
+def _child(events: int, payloads: bool, root: Path = ROOT) -> dict:
     w = WORKLOAD.__dict__ | {"num_events": events, "model": MODEL if payloads else None}
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
     proc = subprocess.run([sys.executable, "-m", "bench.scale_child", json.dumps({"workload": w})],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
+                          cwd=root, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"scale child ({events} events, payloads {payloads}) failed:\n"
                            f"{proc.stderr[-2000:]}")
@@ -44,11 +46,25 @@ def _child(events: int, payloads: bool) -> dict:
 
 
 def run(repeat: int, quick: bool, say) -> dict:
-    cases = []
+    cases, against, side = [], os.environ.get("BENCH_SCALE_AGAINST"), []
     for events, payloads, share in (QUICK_CASES if quick else CASES):
         runs = max(1, round(repeat * share))
-        say(f"  {events:,} events, payloads {'on' if payloads else 'off'}: {runs} run(s)")
-        samples = [_child(events, payloads) for _ in range(runs)]
+        say(f"  {events:,} events, payloads {'on' if payloads else 'off'}: {runs} run(s)"
+            + (f", taking turns with {against}" if against and not payloads else ""))
+        samples, old = [], []
+        for _ in range(runs):
+            if against and not payloads:
+                old.append(_child(events, payloads, Path(against)))
+            samples.append(_child(events, payloads))
+        if old:
+            side.append({"events": events, "old_tree": against, **{
+                f"{name}_{what}": f([x[what] for x in group])
+                for name, group in (("old", old), ("new", samples))
+                for what, f in (("run_wall_s", median), ("run_cpu_s", median), ("peak_rss_mb", max))},
+                "old_jump_median_s": median([j for x in old for j in x["jump_s"]]),
+                "old_jump_max_s": max(j for x in old for j in x["jump_s"]),
+                "new_jump_median_s": median([j for x in samples for j in x["jump_s"]]),
+                "new_jump_max_s": max(j for x in samples for j in x["jump_s"])})
         jumps = [j for s in samples for j in s["jump_s"]]
         cases.append({
             "events": events, "payloads": payloads, "runs": runs,
@@ -61,7 +77,8 @@ def run(repeat: int, quick: bool, say) -> dict:
             "validate_s": median([s["validate_s"] for s in samples]),
             "samples": samples,
         })
-    result = {"workload": WORKLOAD.__dict__, "model_when_payloads_on": MODEL, "cases": cases}
+    result = {"workload": WORKLOAD.__dict__, "model_when_payloads_on": MODEL, "cases": cases,
+              "side_by_side": side}
     off = {c["events"]: c for c in cases if not c["payloads"]}
     on = {c["events"]: c for c in cases if c["payloads"]}
     for n in sorted(set(off) & set(on)):
@@ -102,6 +119,13 @@ def render(result: dict) -> str:
     out = table(["events", "payloads", "runs", "run (wall)", "run (CPU)", "per event",
                  "peak RSS", "RSS before run", "jump median", "jump max", "keyframes",
                  "evictions"], rows)
+    for c in result.get("side_by_side", []):
+        out += (f"\n  {c['events']:,} events, side by side with {c['old_tree']} (old -> new): run "
+                f"{fmt_s(c['old_run_wall_s'])} -> {fmt_s(c['new_run_wall_s'])} (CPU "
+                f"{fmt_s(c['old_run_cpu_s'])} -> {fmt_s(c['new_run_cpu_s'])}), peak RSS "
+                f"{c['old_peak_rss_mb']:.0f} -> {c['new_peak_rss_mb']:.0f} MB, jump median "
+                f"{fmt_s(c['old_jump_median_s'])} -> {fmt_s(c['new_jump_median_s'])}, worst "
+                f"{fmt_s(c['old_jump_max_s'])} -> {fmt_s(c['new_jump_max_s'])}")
     for p in result.get("payload_cost", []):
         out += (f"\n  payloads on cost {p['run_wall_ratio_on_off']:.0f}x the run time of payloads "
                 f"off at {p['events']:,} events")

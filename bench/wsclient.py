@@ -72,15 +72,15 @@ class Server:
     """``streamlit run app.py`` on a free port with the options ``blockviz app`` gives it; stopped
     on exit."""
 
-    def __init__(self, env: dict | None = None) -> None:
+    def __init__(self, env: dict | None = None, root: Path = ROOT) -> None:
         self.port = free_port()
         self.log = tempfile.TemporaryFile()      # not a pipe: a full pipe would stall the server
         self.env = {**os.environ, **(env or {})}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+            [sys.executable, "-m", "streamlit", "run", str(root / "app.py"),
              *(a for k, v in STREAMLIT_OPTIONS.items() for a in (f"--{k}", v)),   # as `blockviz app`
              "--server.port", str(self.port), "--server.address", "127.0.0.1"],
-            cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log)
+            cwd=root, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log)
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 120
         while True:
