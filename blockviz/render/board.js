@@ -319,7 +319,13 @@ function create(parent, component) {
 
   // the hash table and the requests scroll in their panel: while more is below, the panel's foot
   // fades out, so a row cut by the panel's edge reads as "more below", not as a broken row
-  function fadeFoot() {
+  function fadeFoot(e) {
+    // a step's changed request below the panel's fold (B finishing under A) scrolls into it
+    const row = !e && part.reqs.querySelector('.bv-req-changed');
+    if (row) {
+      const r = row.getBoundingClientRect(), box = part.reqs.getBoundingClientRect();
+      if (r.bottom > box.bottom + 1) part.reqs.scrollTop += Math.min(r.bottom - box.bottom, r.top - box.top);
+    }
     for (const b of [part.table, part.reqs]) {
       b.classList.toggle('bvb-more', b.scrollTop + b.clientHeight < b.scrollHeight - 1);
     }
