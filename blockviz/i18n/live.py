@@ -271,6 +271,7 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "服务器启动时给定的文件（blockviz app --recording FILE）；上传了文件时显示"
                        "上传的文件。"),
     "rp_err_unreadable": ("cannot read it: {e}", "无法读取：{e}"),
+    "rp_reading": ("Reading {name} …", "正在读取 {name} ……"),
     "rp_upload_limit": ("At most {mb} MB; the first {steps} batches play.",
                         "最多 {mb} MB；回放前 {steps} 批。"),
     "rp_opened": ("{name}: {n} batch(es) from {messages} message(s).",

@@ -20,6 +20,7 @@ import io
 import json
 import os
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -234,21 +235,20 @@ def read_recording(source: str | Path | bytes, *, name: str | None = None,
         unknown = state.unknown_removals - (was if was_state is state else 0)
         unknown_before[rank] = (state, state.unknown_removals)
         keep = max_forest
-        groups: dict = {}
-        # the newest stores first (a dict keeps store order): the last ``keep`` of all groups
-        sizes = [(key, len(g)) for key, g in state.groups.items() if g]
-        total = sum(n for _, n in sizes)
-        skip = max(0, total - keep)
-        for key, n in sizes:
+        # the newest stores (a dict keeps store order): the last ``keep`` of all groups, taken
+        # from the end (a step costs ``keep``, however many hashes are cached)
+        total = sum(len(g) for g in state.groups.values())
+        taken: list = []
+        left = keep
+        for key in reversed(list(state.groups)):
+            if left <= 0:
+                break
             g = state.groups[key]
-            drop = min(skip, n)
-            skip -= drop
-            if drop == n:
-                continue
-            items = iter(g.items())
-            for _ in range(drop):
-                next(items)
-            groups[key] = {h: snap(e) for h, e in items}
+            if g:
+                newest = list(islice(reversed(g.items()), left))
+                left -= len(newest)
+                taken.append((key, {h: snap(e) for h, e in reversed(newest)}))
+        groups = dict(reversed(taken))
         info = red.history[-1] if red.history else None
         steps.append(BatchStep(
             index=len(steps), rank=rank, seq=seq, t=info.t if info is not None else None,

@@ -155,13 +155,14 @@ def page() -> None:
 
 
 # -- a recording on the board ------------------------------------------------------------------------
-def _open(f) -> None:
+def _open(f, lang: str) -> None:
     """Read an upload (once per upload): the Recording, or why it cannot be played."""
     ss = st.session_state
     ss[RP_FILE], ss[RP_REC], ss[RP_ERR], ss[RP_MADE] = f.file_id, None, None, None
     ss[RP_LO], ss[RP_WANT] = 0, _asked()    # (an ask about the last file is not one)
     try:
-        ss[RP_REC] = lreplay.read_recording(f.getvalue(), name=f.name)
+        with st.spinner(t("rp_reading", lang, name=f.name)):
+            ss[RP_REC] = lreplay.read_recording(f.getvalue(), name=f.name)
     except lreplay.RecordingError as e:
         ss[RP_ERR] = e
 
@@ -239,7 +240,7 @@ def recording(lang: str) -> None:
         st.info(t("rp_none_yet", lang))
         return
     elif ss.get(RP_FILE) != f.file_id:
-        _open(f)
+        _open(f, lang)
     err = ss.get(RP_ERR)
     if err is not None:
         st.error(err.localized(lang))
