@@ -108,8 +108,9 @@ def test_quick_run_writes_a_report(tmp_path):
 @pytest.mark.slow
 @pytest.mark.browser
 def test_quick_board_run_measures_the_board_in_a_browser(tmp_path):
-    """``python -m bench board --quick``: first paint and key → paint at 6 and 4,096 blocks, and
-    the server's CPU while sessions step (no timing asserted: the budgets are the report's)."""
+    """``python -m bench board --quick``: first board (split at its data's arrival) and key → paint
+    at 6 and 4,096 blocks, and the server's CPU while sessions step (no timing asserted: the
+    budgets are the report's)."""
     out = tmp_path / "board.json"
     proc = _bench("board", "--quick", "--repeat", "1", "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -121,6 +122,9 @@ def test_quick_board_run_measures_the_board_in_a_browser(tmp_path):
     for case in board["cases"]:
         assert case["key_ms"]["n"] == 10 and 0 < case["key_ms"]["median"] <= case["key_ms"]["worst"]
         assert case["first_paint_s"] > 0
+        data_in, drawn = case["first_split_s"]        # the board's own marks: its data in, then drawn
+        assert data_in > 0 and drawn > 0 and abs(data_in + drawn - case["first_paint_s"]) < 1e-6
+        assert case["server_cpu_per_tab_s"] >= 0
     load = board["load"]
     assert load["sessions"] == 4 and load["browser_tabs"] + load["simulated"] == 4
     assert load["pages_stepping"] == load["browser_tabs"] == 3       # every real tab stepped
