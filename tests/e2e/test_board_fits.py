@@ -8,7 +8,7 @@ more. The matrix walks each lesson's offline page (the board with its data inlin
 page per lesson, size and mode, stepping in the page and checking each step in one evaluate (both
 languages in that page, with the board's own toggle); the app itself is checked on six-blocks
 (tests/e2e/test_browser.py and the presenter test below). The 27 lessons' matrix (1,624 step
-views) takes 3.5–5 min on the 2-core CI machine, 6–14 s a lesson: marked slow."""
+views) takes 3.5–6.5 min on the 2-core CI machine, 5–18 s a lesson: marked slow."""
 from __future__ import annotations
 
 import time
