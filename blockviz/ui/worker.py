@@ -45,7 +45,10 @@ from blockviz.ui import state as session
 MAX_PREVIEWS = max(1, int(os.environ.get("BLOCKVIZ_MAX_PREVIEWS", "2")))
 MAX_JOBS = max(1, int(os.environ.get("BLOCKVIZ_MAX_SWEEPS", "2")))
 BUSY_WAIT_S = 2.0        # how long a preview waits for a free worker before "busy"
-GRACE_S = 5.0            # past the budget's wall time before the process is killed
+# past the budget's wall time before the process is killed: the worker's own budget stops the
+# engine at 20 s, then the run's timeline is built and pickled; on a busy machine (2 cores shared)
+# that took over 5 s and a run its budget had stopped was killed as if it were stuck
+GRACE_S = 15.0
 MEMORY_MARGIN = 1 << 30  # address space beyond the tensor budget (Python objects, the timeline)
 # a sweep or a trace's reading: ten minutes, and 2 GiB beyond what the worker starts with
 JOB_BUDGET = Budget(seconds=600.0, tensor_bytes=2 << 30)
@@ -349,6 +352,7 @@ def _preview_child(conn, at, key: str, source: Source, budget: Budget, margin: i
         def where(done: int) -> None:          # the step now running, for a stop from outside
             at[DONE] = done
         out.run = _kept(data.preview_run(key, loaded, budget=budget, on_step=where, max_steps=max_steps))
+        conn.send(("sending", None))        # the run is over: its pickling gets a grace of its own
         conn.send(("done", dumps(out)))
     except ScenarioError as e:        # e.g. the config alone is over the budget
         conn.send(("error", (e.file, e.line, e.col, e.path, e.message)))
@@ -468,6 +472,9 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False,
             kind = msg[0]
             if kind == "located":
                 where.steps = msg[1]
+            elif kind == "sending":    # a run its budget stopped at 20 s, pickled on a busy machine,
+                if deadline is not None:   # must not be killed as if it were still running
+                    deadline = time.monotonic() + GRACE_S
             elif kind == "done":
                 return pickle.loads(msg[1])
             elif kind == "error":
