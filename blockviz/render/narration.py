@@ -79,7 +79,7 @@ def did_html(sentences: Sequence[str], lang: str, *, title: bool = True,
             f'</div></div>')
 
 
-def schedule_html(lines: Sequence[str], lang: str, *, teaching_only: bool = False) -> str:
+def schedule_html(lines: Sequence[str], lang: str, *, teaching_only: bool = False, more: int = 0) -> str:
     """The engine steps an event ran, a line each ("A: 1 decode token · B: 2 new (8 hit) ·
     budget 11/8192", who was preempted, who finished: ``blockviz.teach.narrate.schedule_lines``),
     and the badge of a teaching-only event (a form vLLM's scheduler has no equivalent for)."""
@@ -90,9 +90,14 @@ def schedule_html(lines: Sequence[str], lang: str, *, teaching_only: bool = Fals
     rows = ""
     if lines:
         items = "".join(f"<li>{esc(clip(ln))}</li>" for ln in lines)
+        if more > 0:
+            items += f'<li class="bv-more">… {esc(t("more_items", lang, n=more))}</li>'
         rows = (f'<div class="bv-small">{esc(t("engine_steps", lang))}</div>'
                 f'<ul class="bv-sched" data-bv="schedule">{items}</ul>')
     return f'<div class="bv bv-panel">{badge}{rows}</div>'
+
+
+MAX_SCHEDULE_LINES = 200     # engine steps listed for one event, then how many more
 
 
 def engine_did_html(snapshot, lang: str, labels, vocab, block_size: int,
@@ -100,8 +105,10 @@ def engine_did_html(snapshot, lang: str, labels, vocab, block_size: int,
     """What the engine did in a step, in whole sentences: the schedule of its engine steps (with
     the teaching-only badge), then one sentence per op (``max_items``: the first that many, then
     how many more). The board keeps them behind "why?", beside the note."""
-    return (schedule_html(schedule_lines(snapshot.engine_steps, lang), lang,
-                          teaching_only=snapshot.teaching_only)
-            + did_html(narrate_ops(snapshot.ops, lang, labels, vocab, block_size), lang,
+    steps = snapshot.engine_steps
+    more = max(0, len(steps) - MAX_SCHEDULE_LINES)     # (a 10,000-step decode event: its first lines)
+    return (schedule_html(schedule_lines(steps[:MAX_SCHEDULE_LINES] if more else steps, lang), lang,
+                          teaching_only=snapshot.teaching_only, more=more)
+            + did_html(narrate_ops(snapshot.ops, lang, labels, vocab, block_size, limit=max_items), lang,
                        max_items=max_items))
 

@@ -241,13 +241,20 @@ def ops_list_html(ops, current: int, lang: str = "en") -> str:
 # Runs of at least this many ops of one call (not the pool's own: those are the lesson) fold into
 # one line when the panel is short of room (board.js decides; the markup carries both).
 GROUP_RUN = 3
+# At most this many op lines a step, then how many more: a 10,000-step decode event runs tens of
+# thousands of ops, and writing them all cost the server 20 CPU-seconds for one preview
+MAX_OP_LINES = 400
+# At most this many block chips on one op line (a hit on a 4,000-block prefix), then how many more
+MAX_CHIPS = 32
 FOLDABLE = frozenset({"arrive", "admit", "schedule", "write", "sample", "finish", "evict", "save",
                       "load", "drop", "verify", "lookup"})
 
 
 def _ids(ids) -> str:
     """Block ids as chips the board links to the blocks (hover one, every panel lights it)."""
-    return " ".join(f'<i data-block="{int(b)}">{int(b)}</i>' for b in ids)
+    ids = list(ids)
+    chips = " ".join(f'<i data-block="{int(b)}">{int(b)}</i>' for b in ids[:MAX_CHIPS])
+    return chips if len(ids) <= MAX_CHIPS else f"{chips} … +{len(ids) - MAX_CHIPS}"
 
 
 def _ref_text(ids, refs: list[int], delta: int, lang: str) -> str:
@@ -378,8 +385,9 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
         return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="0">'
                 f'<div class="bv-muted">{esc(t("no_ops", lang))}</div></div>')
     refs = list(ref_before)
-    lines = [_op_line(op, lang, labels, vocab, block_size, refs) for op in ops]
-    shown = len(ops) if max_lines is None else min(len(ops), max_lines)
+    shown = min(len(ops), MAX_OP_LINES if max_lines is None else max_lines)
+    lines = [_op_line(op, lang, labels, vocab, block_size, refs) for op in ops[:shown]]   # (in order:
+    # the ref counts a line shows are those its earlier ops left; later ops change no shown line)
     items: list[str] = []
     run = 0
     j = 0

@@ -189,21 +189,24 @@ def _writes(ops: Sequence, lang: str, labels: HashLabels) -> str:
 
 
 def narrate_ops(ops: Sequence, lang: str, labels: HashLabels,
-                vocab: Vocabulary | None = None, block_size: int = 0) -> list[str]:
-    """One sentence per op, runs of writes by one request folded into one sentence."""
+                vocab: Vocabulary | None = None, block_size: int = 0,
+                limit: int | None = None) -> list[str]:
+    """One sentence per op, runs of writes by one request folded into one sentence. ``limit``:
+    the sentences past the first ``limit`` are counted, not written (each an empty string)."""
     out: list[str] = []
     i = 0
     while i < len(ops):
         op = ops[i]
+        said = limit is None or len(out) < limit
         if op.kind == "write":
             j = i
             while j < len(ops) and ops[j].kind == "write" and ops[j].request_id == op.request_id:
                 j += 1
             if j - i > 1:
-                out.append(_writes(ops[i:j], lang, labels))
+                out.append(_writes(ops[i:j], lang, labels) if said else "")
                 i = j
                 continue
         if not _silent(op):
-            out.append(describe_op(op, lang, labels, vocab, block_size))
+            out.append(describe_op(op, lang, labels, vocab, block_size) if said else "")
         i += 1
     return out

@@ -329,6 +329,41 @@ def test_the_dense_board_cuts_the_engine_list(big):
     assert sentences(cut.why) == COMPACT["did"] + 1 and f"{n - COMPACT['did']} more" in cut.why
     # the ops panel too: its first lines, then how many more
     ops = len(big.step(step).ops)
-    assert full.ops.count('data-bv="op"') >= ops
+    from blockviz.render.pseudocode import MAX_OP_LINES
+    assert full.ops.count('data-bv="op"') >= min(ops, MAX_OP_LINES)
+    assert ops <= MAX_OP_LINES or f"{ops - MAX_OP_LINES} more ops" in full.ops
     shown = cut.ops.count('data-bv-index=')
     assert shown <= COMPACT["ops"] + COMPACT["ops"] // 3 and f"{ops - COMPACT['ops']} more ops" in cut.ops
+
+
+def test_a_step_of_tens_of_thousands_of_ops_writes_a_bounded_panel(monkeypatch):
+    """A 200-byte text (one request, decode 10,000 steps on a pool it outgrows: preempted and
+    recomputed) ran ~12,000 ops an event; its board wrote every op line, every sentence and a
+    4,000-chip line per lookup: 20 CPU-seconds of the server's for one preview. Counted here: the
+    op lines and sentences written are the panel's caps, a chip list stops at MAX_CHIPS."""
+    from blockviz.render import pseudocode as P
+    from blockviz.render.narration import MAX_SCHEDULE_LINES
+    from blockviz.render.step import build_panels
+    from blockviz.scenario.load import load_text
+    from blockviz.sim.runner import run
+    from blockviz.teach import narrate as N
+    text = ("id: long\ntitle: long\nconfig: {num_blocks: 64, block_size: 4, model: null}\nsteps:\n"
+            "  - arrive: {id: A, prompt: [{random: 200}], max_tokens: 100000}\n"
+            "  - decode: {steps: 3000}\n")
+    _, tl = run(load_text(text, "long.yaml"))
+    s = tl.step(len(tl) - 1)
+    assert len(s.ops) > 3 * P.MAX_OP_LINES and len(s.engine_steps) > MAX_SCHEDULE_LINES
+    lines, said = [0], [0]
+    op_line, describe = P._op_line, N.describe_op
+    monkeypatch.setattr(P, "_op_line", lambda *a: (lines.__setitem__(0, lines[0] + 1), op_line(*a))[1])
+    monkeypatch.setattr(N, "describe_op", lambda *a: (said.__setitem__(0, said[0] + 1), describe(*a))[1])
+    p = build_panels(tl, s, "en", labels=HashLabels.for_timeline(tl), compact=True)
+    assert lines[0] <= 40 and said[0] <= 24                     # COMPACT's ops and did
+    lines[0] = 0
+    p = build_panels(tl, s, "en", labels=HashLabels.for_timeline(tl))
+    assert lines[0] == P.MAX_OP_LINES
+    assert f"{len(s.ops) - P.MAX_OP_LINES} more ops" in p.ops
+    assert p.why.count("<li") < MAX_SCHEDULE_LINES + len(s.ops)      # the schedule is cut too
+    assert f"{len(s.engine_steps) - MAX_SCHEDULE_LINES} more" in p.why
+    chips = P._ids(range(1, 101))
+    assert chips.count("<i ") == P.MAX_CHIPS and chips.endswith(f"… +{100 - P.MAX_CHIPS}")
