@@ -123,12 +123,11 @@ def _declared_engine_steps(step) -> int:
     return 0
 
 
-class RunProgress:
-    """A long run's progress on stderr: events and engine steps done, the rate, and what is left
-    (events, and the engine steps the file declares). On a terminal one line redrawn in place
-    (at most 4 times a second); elsewhere (``--progress`` into a log) a line a second."""
+class _Ticker:
+    """A line of progress on stderr: on a terminal one line redrawn in place (at most 4 times a
+    second); elsewhere (``--progress`` into a log) a line a second."""
 
-    def __init__(self, loaded, lang: str = "en", stream=None) -> None:
+    def __init__(self, lang: str, stream=None) -> None:
         import time
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
@@ -136,6 +135,28 @@ class RunProgress:
         self.every = 0.25 if self.tty else 1.0
         self.clock = time.monotonic
         self.start = self.last = self.clock()
+        self.drawn = False
+
+    def due(self) -> float | None:
+        """The time now if a line is due, else None."""
+        now = self.clock()
+        if now - self.last < self.every:
+            return None
+        self.last = now
+        return now
+
+    def _draw(self, text: str) -> None:
+        self.stream.write(("\r\x1b[K" + text) if self.tty else text + "\n")
+        self.stream.flush()
+        self.drawn = True
+
+
+class RunProgress(_Ticker):
+    """A long run's progress: events and engine steps done, the rate, and what is left (events,
+    and the engine steps the file declares)."""
+
+    def __init__(self, loaded, lang: str = "en", stream=None) -> None:
+        super().__init__(lang, stream)
         steps = loaded.scenario.steps
         self.kinds = [s.kind or "note" for s in steps]
         self.declared = [_declared_engine_steps(s) for s in steps]
@@ -145,7 +166,6 @@ class RunProgress:
         self.events = 0                            # events done
         self.engine_steps = 0
         self.at_event = 0                          # engine steps when the current event began
-        self.drawn = False
 
     def event(self, done: int, _total: int) -> None:
         self.events = done
@@ -157,9 +177,8 @@ class RunProgress:
         self._maybe_draw()
 
     def _maybe_draw(self) -> None:
-        now = self.clock()
-        if now - self.last >= self.every:
-            self.last = now
+        now = self.due()
+        if now is not None:
             self._draw(self.line(now))
 
     def line(self, now: float) -> str:
@@ -173,11 +192,6 @@ class RunProgress:
         return t("run_progress", self.lang, k=f"{k:,}", n=f"{n:,}", kind=self.kinds[k - 1] if n else "-",
                  steps=f"{self.engine_steps:,}", rate=f"{rate:,.0f}", events=f"{n - self.events:,}",
                  left=f"{max(left, 0):,}", eta=eta)
-
-    def _draw(self, text: str) -> None:
-        self.stream.write(("\r\x1b[K" + text) if self.tty else text + "\n")
-        self.stream.flush()
-        self.drawn = True
 
     def done(self) -> None:
         if not self.drawn:             # a quick run: nothing to add
@@ -255,28 +269,21 @@ def cmd_json(args) -> int:
     return 0
 
 
-class _JsonProgress:
-    """The JSON's writing, on stderr like a run's progress: steps written, rate, time left."""
+class _JsonProgress(_Ticker):
+    """The JSON's writing, like a run's progress: steps written, rate, time left."""
 
     def __init__(self, total: int, lang: str, stream=None) -> None:
-        import time
-        self.total, self.lang = total, lang
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.clock = time.monotonic
-        self.start = self.last = self.clock()
-        self.every = 0.25 if self.tty else 1.0
+        super().__init__(lang, stream)
+        self.total = total
 
     def __call__(self, k: int) -> None:
-        now = self.clock()
-        if now - self.last < self.every:
+        now = self.due()
+        if now is None:
             return
-        self.last = now
         rate = k / max(now - self.start, 1e-9)
         eta = t("run_progress_eta", self.lang, s=f"{(self.total - k) / rate:,.0f}") if rate > 0 else ""
-        text = t("json_progress", self.lang, k=f"{k:,}", n=f"{self.total:,}", rate=f"{rate:,.0f}", eta=eta)
-        self.stream.write(("\r\x1b[K" + text) if self.tty else text + "\n")
-        self.stream.flush()
+        self._draw(t("json_progress", self.lang, k=f"{k:,}", n=f"{self.total:,}", rate=f"{rate:,.0f}",
+                     eta=eta))
 
 
 def cmd_schema(args) -> int:
@@ -345,24 +352,25 @@ def cmd_verify(args) -> int:
 def cmd_export(args) -> int:
     from pathlib import Path
 
-    from blockviz.export import ExportError, board_png, check_step, export_html
-    from blockviz.live.replay import RecordingError, is_recording
+    from blockviz.export import ExportError, board_png, check_step, export_html, export_recording_html
+    from blockviz.live.replay import RecordingError, is_recording, read_recording
     from blockviz.render.board import MissingAsset
     from blockviz.teach.labels import HashLabels
     fmt = args.format or ("png" if args.output and args.output.lower().endswith(".png") else "html")
     out = args.output
     try:
-        if is_recording(args.file):
-            return _export_recording(args, fmt)
-        loaded = _load(args.file)
-        engine, timeline = _run(args, loaded)
-        check_step(timeline, args.step, args.file)
-        title = loaded.scenario.title.get(args.lang)
-        labels = HashLabels.for_timeline(timeline)
-        out = args.output or f"{loaded.scenario.id}-step{args.step}.{fmt}"
-        titles = {lang: loaded.scenario.title.get(lang) for lang in LANGS}
-        doc = export_html(timeline, title=title, lang=args.lang, start=args.step,
-                          file=Path(args.file).name, labels=labels, titles=titles)
+        if is_recording(args.file):        # a KV-event recording: on the board, a batch a step
+            out = args.output or f"{Path(args.file).stem}-step{args.step}.{fmt}"
+            doc = export_recording_html(read_recording(args.file), lang=args.lang, start=args.step)
+        else:
+            loaded = _load(args.file)
+            engine, timeline = _run(args, loaded)
+            check_step(timeline, args.step, args.file)
+            out = args.output or f"{loaded.scenario.id}-step{args.step}.{fmt}"
+            titles = {lang: loaded.scenario.title.get(lang) for lang in LANGS}
+            doc = export_html(timeline, title=titles[args.lang], lang=args.lang, start=args.step,
+                              file=Path(args.file).name, labels=HashLabels.for_timeline(timeline),
+                              titles=titles)
         made = doc.encode("utf-8") if fmt == "html" else board_png(doc, args.step)  # png: Chromium's
         try:                       # only the write blames the output path
             Path(out).write_bytes(made)
@@ -377,26 +385,6 @@ def cmd_export(args) -> int:
         return EXIT_SCENARIO
     except OSError as e:           # not the output (that is said above): name what failed
         print(f"{e.filename or args.file}: {e.strerror or e}", file=sys.stderr)
-        return EXIT_SCENARIO
-    print(out)
-    return 0
-
-
-def _export_recording(args, fmt: str) -> int:
-    """``blockviz export RECORDING.jsonl``: the recording on the board, a batch a step (issue 30);
-    errors are raised to cmd_export, which says them."""
-    from pathlib import Path
-
-    from blockviz.export import board_png, export_recording_html
-    from blockviz.live.replay import read_recording
-    rec = read_recording(args.file)
-    out = args.output or f"{Path(args.file).stem}-step{args.step}.{fmt}"
-    doc = export_recording_html(rec, lang=args.lang, start=args.step)
-    made = doc.encode("utf-8") if fmt == "html" else board_png(doc, args.step)
-    try:
-        Path(out).write_bytes(made)
-    except OSError as e:
-        print(f"{out}: cannot write the file: {e.strerror}", file=sys.stderr)
         return EXIT_SCENARIO
     print(out)
     return 0
@@ -431,14 +419,12 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--no-frames", action="store_true", help="leave out the op-level frames")
     j.add_argument("--no-payloads", action="store_true",
                    help="skip the KV tensors (outputs then come from the seeded toy sampler)")
-    j.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     j.set_defaults(fn=cmd_json)
     pl = sub.add_parser("play", help="run a scenario and show each step in the terminal")
     pl.add_argument("file")
     pl.add_argument("--lang", choices=LANGS, default="en")
     pl.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
                     help="ANSI colours (default: when stdout is a terminal)")
-    pl.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     pl.set_defaults(fn=cmd_play)
     me = sub.add_parser(
         "metrics", help="vLLM's metrics after each step, in the Prometheus text format",
@@ -449,11 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     me.add_argument("file")
     me.add_argument("--step", type=int, default=None, help="only this step (0: the start)")
     me.add_argument("--model-name", default="blockviz", help="the model_name label")
-    me.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     me.set_defaults(fn=cmd_metrics, no_payloads=True)
     ve = sub.add_parser("verify", help="check that every cache hit reproduces recomputation")
     ve.add_argument("file")
-    ve.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     ve.set_defaults(fn=cmd_verify)
     x = sub.add_parser("export", help="a step as a PNG, or the whole run as one offline HTML file "
                                       "(a scenario, or a KV-event recording: a batch a step)")
@@ -466,9 +450,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "else html")
     x.add_argument("--lang", choices=LANGS, default="en")
     x.add_argument("-o", "--output", default=None, help="default: ID-stepK.png|html here")
-    x.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
     x.set_defaults(fn=cmd_export)
     for cmd in (j, pl, ve, x, me):     # the commands that run a scenario
+        cmd.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
         cmd.add_argument("--time-limit", type=_time_limit, default=None, metavar="S",
                          help="stop the run after S seconds, at the step it is in (a located "
                               "message, exit status 2)")

@@ -9,8 +9,8 @@ from blockviz.teach.labels import HashLabels
 from blockviz.teach.selfcheck import (
     check,
     expected,
-    grade_hits,
     grade_queue,
+    grade_set,
     grade_victim,
     has_admission,
     hit_blocks,
@@ -61,11 +61,11 @@ def test_queue_grades_order_missing_extra_and_duplicates():
 
 
 def test_hits_are_a_set_and_none_is_an_answer():
-    assert grade_hits([2, 1], [1, 2], "en") == (True, "Right: block(s) 1 2 hit in the prefix cache.", [])
-    assert grade_hits([], [], "en")[1] == "Right: no block hits in this step."
-    ok, verdict, details = grade_hits([1, 3], [1, 2], "en")
+    assert grade_set([2, 1], [1, 2], "en") == (True, "Right: block(s) 1 2 hit in the prefix cache.", [])
+    assert grade_set([], [], "en")[1] == "Right: no block hits in this step."
+    ok, verdict, details = grade_set([1, 3], [1, 2], "en")
     assert not ok and details == ["Block(s) 2 hit too.", "Block(s) 3 did not hit."]
-    ok, verdict, _ = grade_hits([5], [], "en")
+    ok, verdict, _ = grade_set([5], [], "en")
     assert not ok and verdict == "Not quite: no block hits in this step; you said 5."
 
 

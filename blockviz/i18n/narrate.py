@@ -197,7 +197,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "ol_touch_free": (" · leave the queue", "，离开空闲队列"),
     "ol_popleft": ("{ids} from the head", "从队首取 {ids}"),
     "ol_evict": ("{label} leaves the hash table", "{label} 移出 hash 表"),
-    "ol_cache": ("{pairs}", "{pairs}"),
     "ol_cache_masked": ("{ids} stay uncached (mask)", "{ids} 不登记（掩码）"),
     "ol_admit": ("{local} hit + {new} new tokens", "命中 {local} + 计算 {new} 个 token"),
     "ol_admit_ext": ("{local} hit + {ext} external + {new} new", "命中 {local} + 外部 {ext} + 计算 {new}"),

@@ -10,23 +10,14 @@ from blockviz.render.theme import MARKER_COLOURS, esc
 KINDS = ("allocate", "hit", "external", "evict", "free", "preempt")
 
 
+# op kind -> the mark it sets (a touch or a free that names no block sets none)
+OP_KINDS = {"popleft": "allocate", "touch": "hit", "load": "external", "evict": "evict",
+            "free": "free", "preempt": "preempt"}
+
+
 def step_kinds(ops: Sequence) -> frozenset[str]:
-    kinds = set()
-    for op in ops:
-        k = op.kind
-        if k == "popleft":
-            kinds.add("allocate")
-        elif k == "touch" and op.block_ids:
-            kinds.add("hit")
-        elif k == "load":
-            kinds.add("external")
-        elif k == "evict":
-            kinds.add("evict")
-        elif k == "free" and op.block_ids:
-            kinds.add("free")
-        elif k == "preempt":
-            kinds.add("preempt")
-    return frozenset(kinds)
+    return frozenset(OP_KINDS[op.kind] for op in ops if op.kind in OP_KINDS
+                     and (op.kind not in ("touch", "free") or op.block_ids))
 
 
 def markers_legend_html(lang: str) -> str:

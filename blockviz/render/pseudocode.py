@@ -159,82 +159,52 @@ PSEUDOCODE: dict[str, tuple[str, ...]] = {
 }
 
 
-def free_blocks_fn(free_order: str) -> str:
-    return "free_blocks_append" if free_order == "append" else "free_blocks_split"
+# op kind -> (pseudocode function, 0-based line it executes); a callable picks by the op's fields.
+# The free ops run in ``free_blocks_split`` or ``free_blocks_append`` (the run's free order).
+OP_LINES = {
+    "arrive": ("add_request", 2),
+    "lookup": lambda op: ("get_computed_blocks", 6 if op.block_ids else 5),
+    "alloc_failed": ("allocate_slots", 3),
+    "touch": lambda op: ("touch", 4 if op.removed_from_queue else 5),
+    "popleft": ("get_new_blocks", 1),
+    "evict": ("get_new_blocks", 4),
+    "cache": ("cache_full_blocks", 5),
+    "reset": lambda op: ("reset_prefix_cache", 3 if op.ok else 2),
+    "admit": ("schedule", 14),
+    "schedule": ("schedule", 3),
+    "preempt": ("_preempt_request", 4),
+    "write": ("execute_model", 2),
+    "sample": ("update_from_output", 2),
+    "finish": ("finish_requests", 1),
+    "load": ("connector", 2),
+    "save": ("connector", 3),
+    "drop": ("connector", 5),
+    "verify": ("verify", 3),
+    "rewind": ("engine", 1),
+    "restart": ("engine", 2),
+}
+# the free ops' lines in each variant of free_blocks: (split, append)
+FREE_LINES = {"free": (3, 2), "free_head": (7, 7), "free_tail": (8, 4)}
 
 
 def op_line(op, free_order: str = "split") -> tuple[str, int]:
     """(pseudocode function, 0-based line) that ``op`` executes."""
-    k = op.kind
-    free_fn = free_blocks_fn(free_order)
-    if k == "arrive":
-        return "add_request", 2
-    if k == "lookup":
-        return "get_computed_blocks", 6 if op.block_ids else 5
-    if k == "alloc_failed":
-        return "allocate_slots", 3
-    if k == "touch":
-        return "touch", 4 if op.removed_from_queue else 5
-    if k == "popleft":
-        return "get_new_blocks", 1
-    if k == "evict":
-        return "get_new_blocks", 4
-    if k == "cache":
-        return "cache_full_blocks", 5
-    if k == "free":
-        return free_fn, 3 if free_fn == "free_blocks_split" else 2
-    if k == "free_head":
-        return free_fn, 7
-    if k == "free_tail":
-        return free_fn, 8 if free_fn == "free_blocks_split" else 4
-    if k == "reset":
-        return "reset_prefix_cache", 3 if op.ok else 2
-    if k == "admit":
-        return "schedule", 14
-    if k == "schedule":
-        return "schedule", 3
-    if k == "preempt":
-        return "_preempt_request", 4
-    if k == "write":
-        return "execute_model", 2
-    if k == "sample":
-        return "update_from_output", 2
-    if k == "finish":
-        return "finish_requests", 1
-    if k == "load":
-        return "connector", 2
-    if k == "save":
-        return "connector", 3
-    if k == "drop":
-        return "connector", 5
-    if k == "verify":
-        return "verify", 3
-    if k == "rewind":
-        return "engine", 1
-    if k == "restart":
-        return "engine", 2
-    return "engine", 0
+    if op.kind in FREE_LINES:
+        append = free_order == "append"
+        return ("free_blocks_append" if append else "free_blocks_split"), FREE_LINES[op.kind][append]
+    where = OP_LINES.get(op.kind, ("engine", 0))
+    return where(op) if callable(where) else where
 
 
-def pseudocode_html(op, *, lang: str = "en", free_order: str = "split",
-                    description: str = "", vllm_function: str = "") -> str:
+def pseudocode_html(op, *, lang: str = "en", free_order: str = "split", vllm_function: str = "") -> str:
     fn, line = op_line(op, free_order)
     lines = PSEUDOCODE[fn]
     code = "".join(
         f'<div class="bv-cur" data-line="{j}" aria-current="true">{esc(text)}</div>' if j == line
         else f'<div data-line="{j}">{esc(text)}</div>' for j, text in enumerate(lines))
     caption = f'<div class="bv-fn">{esc(vllm_function)}</div>' if vllm_function else ""
-    desc = f'<div class="bv-op">{esc(description)}</div>' if description else ""
-    return (f'<div class="bv bv-panel" data-fn="{esc(fn)}" data-line="{line}">{desc}{caption}'
+    return (f'<div class="bv bv-panel" data-fn="{esc(fn)}" data-line="{line}">{caption}'
             f'<div class="bv-code">{code}</div></div>')
-
-
-def ops_list_html(ops, current: int, lang: str = "en") -> str:
-    """The ops of one event as small chips, the current one highlighted."""
-    items = "".join(f'<li class="bv-cur">{j + 1}. {esc(op.kind)}</li>' if j == current
-                    else f'<li>{j + 1}. {esc(op.kind)}</li>' for j, op in enumerate(ops))
-    return (f'<div class="bv"><div class="bv-small">{esc(t("ops_in_step", lang, n=len(ops)))}</div>'
-            f'<ul class="bv-ops">{items}</ul></div>')
 
 
 # -- the ops panel: each op of a step one short line, after vLLM's call ---------------------------
@@ -255,6 +225,11 @@ def _ids(ids) -> str:
     ids = list(ids)
     chips = " ".join(f'<i data-block="{int(b)}">{int(b)}</i>' for b in ids[:MAX_CHIPS])
     return chips if len(ids) <= MAX_CHIPS else f"{chips} … +{len(ids) - MAX_CHIPS}"
+
+
+def _chips_in(key: str, lang: str, field: str, ids, **fields) -> str:
+    """``key``'s sentence, escaped, with the chips of ``ids`` as its field ``field``."""
+    return esc(t(key, lang, **{field: "\0"}, **fields)).replace("\0", _ids(ids))
 
 
 def _ref_text(ids, refs: list[int], delta: int, lang: str) -> str:
@@ -284,7 +259,7 @@ def _op_line(op, lang: str, labels, vocab, block_size: int, refs: list[int]) -> 
         if not op.block_ids:
             return call, esc(t("ol_lookup_miss", lang))
         n = len(op.block_ids) * block_size if block_size else "?"
-        eff = esc(t("ol_lookup_hit", lang, ids="\0", n=n)).replace("\0", _ids(op.block_ids))
+        eff = _chips_in("ol_lookup_hit", lang, "ids", op.block_ids, n=n)
         if block_size and len(op.block_ids) == op.hit_tokens_limit // block_size \
                 and op.num_block_hashes > len(op.block_ids):
             eff += esc(t("ol_lookup_capped", lang, limit=op.hit_tokens_limit))
@@ -301,8 +276,7 @@ def _op_line(op, lang: str, labels, vocab, block_size: int, refs: list[int]) -> 
         for b in op.block_ids:
             if 0 < b < len(refs):
                 refs[b] = 1
-        return (f"get_new_blocks({len(op.block_ids)})",
-                esc(t("ol_popleft", lang, ids="\0")).replace("\0", _ids(op.block_ids)))
+        return f"get_new_blocks({len(op.block_ids)})", _chips_in("ol_popleft", lang, "ids", op.block_ids)
     if k == "evict":
         return (f"_maybe_evict_cached_block({_ids([op.block_id])})",
                 esc(t("ol_evict", lang, label=labels(op.block_hash))))
@@ -312,8 +286,7 @@ def _op_line(op, lang: str, labels, vocab, block_size: int, refs: list[int]) -> 
         masked = getattr(op, "masked", ())
         eff = pairs
         if masked:
-            eff += (" · " if pairs else "") + esc(t("ol_cache_masked", lang, ids="\0")).replace(
-                "\0", _ids(masked))
+            eff += (" · " if pairs else "") + _chips_in("ol_cache_masked", lang, "ids", masked)
         return f"cache_full_blocks({rid})", eff
     if k == "admit":
         ext = op.external_hit_tokens
@@ -335,14 +308,12 @@ def _op_line(op, lang: str, labels, vocab, block_size: int, refs: list[int]) -> 
         return "reset_prefix_cache()", esc(t("ol_reset_ok" if op.ok else "ol_reset_no", lang))
     if k == "write":
         key = "ol_write_one" if len(op.token_ids) == 1 else "ol_write"      # ("1 token", not "1 tokens")
-        return "execute_model", esc(t(key, lang, rid=rid, n=len(op.token_ids),
-                                      bid="\0")).replace("\0", _ids([op.block_id]))
+        return "execute_model", _chips_in(key, lang, "bid", [op.block_id], rid=rid, n=len(op.token_ids))
     if k == "load":
-        return "update_state_after_alloc", esc(t("ol_load", lang, rid=rid, bid="\0")).replace(
-            "\0", _ids([op.block_id]))
+        return "update_state_after_alloc", _chips_in("ol_load", lang, "bid", [op.block_id], rid=rid)
     if k == "save":
-        return "build_connector_meta", esc(t("ol_save", lang, label=labels(op.block_hash),
-                                             bid="\0")).replace("\0", _ids([op.block_id]))
+        return "build_connector_meta", _chips_in("ol_save", lang, "bid", [op.block_id],
+                                                 label=labels(op.block_hash))
     if k == "drop":
         return "prepare_store", esc(t("ol_drop", lang, label=labels(op.block_hash)))
     if k == "sample":

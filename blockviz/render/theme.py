@@ -302,14 +302,6 @@ CSS = """
 .bv-code div.bv-cur { background: var(--bv-amber-hl); box-shadow: inset .3em 0 0 var(--bv-amber);
                       font-weight: 700; }
 .bv-fn { font-size: .85em; color: var(--bv-muted); margin-bottom: .2em; }
-.bv-op { font-size: 1.12em; line-height: 1.5; background: var(--bv-amber-pale);
-         border-left: .3em solid var(--bv-amber);
-         padding: .5em .8em; border-radius: .25em; margin: 0 0 .5em 0; }
-.bv-ops { list-style: none; padding: 0; margin: .4em 0 0 0; font-size: .8em; color: var(--bv-muted);
-          display: flex; flex-wrap: wrap; gap: .25em; }
-.bv-ops li { border: 1px solid var(--bv-border); border-radius: .25em; padding: 0 .35em; }
-.bv-ops li.bv-cur { border-color: var(--bv-amber); background: var(--bv-amber-hl); color: var(--bv-ink);
-                    font-weight: 700; }
 
 /* step markers' legend */
 .bv-mk { display: inline-block; width: .75em; height: .75em; border-radius: .15em; }

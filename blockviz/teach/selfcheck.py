@@ -161,10 +161,6 @@ def grade_set(answer: Iterable[int], want: Iterable[int], lang: str,
     return False, t(key, lang, ids=_ids(w, lang), a=_ids(a, lang)), details
 
 
-def grade_hits(answer: Iterable[int], want: Iterable[int], lang: str) -> tuple[bool, str, list[str]]:
-    return grade_set(answer, want, lang, "hits")
-
-
 def grade_victim(answer: int | None, want: int | None, lang: str,
                  kind: str = "victim") -> tuple[bool, str, list[str]]:
     """One block or none: the next allocation's (``victim``) or the next evicted prefix's (``evict``)."""
