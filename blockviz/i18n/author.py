@@ -37,12 +37,6 @@ STRINGS: dict[str, tuple[str, str]] = {
                       "才能“在播放器中打开”。"),
     "open_in_player_help": ("Step through this scenario with every panel, step into events, self-check.",
                             "用完整的播放器逐步查看这个场景：所有面板、单步进入、自测。"),
-    "preview_slow": ("The preview stopped after {s} s at step {k} of {n}; run the whole scenario with the "
-                     "command line: download it (“Download .yaml” saves {file}) and run "
-                     "python -m blockviz play {file}",
-                     "预览运行了 {s} 秒，停在第 {k} 步（共 {n} 步）；"
-                     "完整运行请用命令行：先下载（“下载 .yaml”保存为 {file}），"
-                     "再运行 python -m blockviz play {file}"),
     "preview_not_run": ("The preview did not run", "预览没有运行"),
     "preview_retry": ("Run the preview again", "重新运行预览"),
     "paste_too_big": ("The text was not taken: it is {size} bytes, and a scenario is at most {limit} "

@@ -33,7 +33,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "nav_pause": ("Pause", "暂停"),
     "speed": ("Speed", "速度"),
     "step_into": ("Step into", "单步进入"),
-    "timeline": ("Timeline", "时间线"),
     "op_k_of_m": ("op {k} of {m}", "操作 {k} / {m}"),
     "no_ops_short": ("no operations", "没有操作"),
     "no_ops": ("Nothing changes in this step.", "这一步没有任何状态变化。"),
@@ -364,5 +363,4 @@ STRINGS: dict[str, tuple[str, str]] = {
     "cut_short_cli": ("To run it whole, download it (the Author page saves it as {file}) and run: "
                       "python -m blockviz play {file}",
                       "完整运行：先下载它（编写页面保存为 {file}），再运行：python -m blockviz play {file}"),
-    "preview_time_ran_out": ("the preview's time limit ran out", "预览的时间限制到了"),
 }

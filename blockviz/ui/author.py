@@ -103,11 +103,10 @@ def _names() -> tuple[list[str], list[str], list[str]]:
     its run when it is the previewed one (what max_tokens finished counts too), else as far as
     the text says (it may not be valid yet: the worker read them)."""
     ss = st.session_state
-    text = ss.get(session.AUTHOR_TEXT) or ""
-    good = ss.get(session.AUTHOR_GOOD)
-    if good is None or good[0] != text:
+    good = _previewed(ss)
+    if good is None:
         checked = ss.get(session.AUTHOR_CHECKED)
-        if checked and checked[0] == _digest(text) and checked[2] is not None:
+        if checked and checked[0] == _digest(ss.get(session.AUTHOR_TEXT) or "") and checked[2] is not None:
             return tuple(list(x) for x in checked[2].names)
         return [], [], []
     run = good[1]

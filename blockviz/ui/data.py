@@ -87,12 +87,12 @@ class PlayerRun:
         return self.scenario.config.connector is not None
 
 
-def scan_builtins(directory: Path | None = None) -> BuiltinIndex:
-    directory = lessons_dir() if directory is None else directory
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _index(directory: str) -> BuiltinIndex:
     paths: dict[str, Path] = {}
     titles: dict[str, Text] = {}
     broken: list[tuple[str, str]] = []
-    for p in sorted(directory.glob("*.yaml")):
+    for p in sorted(Path(directory).glob("*.yaml")):
         try:
             loaded = load(p)
         except ScenarioError as e:
@@ -105,11 +105,6 @@ def scan_builtins(directory: Path | None = None) -> BuiltinIndex:
         paths[sid] = p
         titles[sid] = loaded.scenario.title
     return BuiltinIndex(paths, titles, tuple(broken))
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _index(directory: str) -> BuiltinIndex:
-    return scan_builtins(Path(directory))
 
 
 def builtin_index() -> BuiltinIndex:

@@ -44,10 +44,6 @@ def go_to_player() -> None:
     go_to(PLAYER_PATH)
 
 
-def go_to_author() -> None:
-    go_to(AUTHOR_PATH)
-
-
 def base_url() -> str:
     """The app's address as the browser sees it, without a page's path or a query (the player is
     its default page, so a link to ``BASE/?s=...`` opens the player)."""

@@ -96,31 +96,18 @@ def presenter_flag(value) -> bool:
 
 
 # -- moving the cursor --------------------------------------------------------------------
-def move(cursor: int, frame: int | None, action: str, last: int, n_ops: NOps) -> tuple[int, int | None]:
-    """The new (step, frame) after first / prev / next / last. In step-into mode (frame is not
-    None) prev/next walk op by op and cross into the neighbouring events."""
-    into = frame is not None
-    if action == "first":
-        return 0, (0 if into else None)
-    if action == "last":
-        return last, (max(0, n_ops(last) - 1) if into else None)
-    if action == "next":
-        if not into:
-            return min(cursor + 1, last), None
-        if frame + 1 < n_ops(cursor):
-            return cursor, frame + 1
-        return (cursor + 1, 0) if cursor < last else (cursor, frame)
-    if action == "prev":
-        if not into:
-            return max(cursor - 1, 0), None
-        if frame > 0:
-            return cursor, frame - 1
-        return (cursor - 1, max(0, n_ops(cursor - 1) - 1)) if cursor > 0 else (cursor, frame)
-    raise ValueError(f"unknown move {action!r}")
-
-
-def go(state: MutableMapping, action: str, last: int, n_ops: NOps) -> None:
-    state[CURSOR], state[FRAME] = move(state.get(CURSOR, 0), state.get(FRAME), action, last, n_ops)
+def step_next(state: MutableMapping, last: int, n_ops: NOps) -> None:
+    """One step on (the board itself steps in the browser; Python moves the cursor only for
+    self-check's "show step k"). In step-into mode (a frame) one op on, crossing into the next
+    event; never past the last."""
+    cursor, frame = state.get(CURSOR, 0), state.get(FRAME)
+    if frame is None:
+        cursor = min(cursor + 1, last)
+    elif frame + 1 < n_ops(cursor):
+        frame += 1
+    elif cursor < last:
+        cursor, frame = cursor + 1, 0
+    state[CURSOR], state[FRAME] = cursor, frame
 
 
 def user_run_key(state: MutableMapping, kind: str) -> str:

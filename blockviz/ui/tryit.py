@@ -4,6 +4,7 @@ and why). The rules live in ``blockviz.sim.fork`` and ``blockviz.teach.selfcheck
 widgets and keeps the session's fork in ``st.session_state``."""
 from __future__ import annotations
 
+from copy import copy
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -34,11 +35,14 @@ from blockviz.sim.fork import (
 from blockviz.teach import selfcheck
 from blockviz.ui import board, data, worker
 from blockviz.ui import state as session
-from blockviz.ui.nav import base_url, go_to_author, md_escape, md_fields
+from blockviz.ui.nav import AUTHOR_PATH, base_url, go_to, md_escape, md_fields
 
 FORK_FILE = "fork.yaml"
 EVENT_KINDS = ("arrive", "decode", "step", "finish", "preempt", "reset_prefix_cache")
 PART_KINDS = ("tokens", "text", "same_as", "random")
+# self-check's answer widgets, and their values before an answer (a picker, or the ids typed)
+SC_WIDGETS = {"w_sc_queue": "", "w_sc_hits": [], "w_sc_victim": None, "w_sc_victim_t": "",
+              "w_sc_hits_t": "", "w_sc_window": [], "w_sc_window_t": ""}
 
 
 @dataclass(frozen=True)
@@ -47,12 +51,10 @@ class Fork:
     upto: int               # its steps 1..upto are kept
     steps: tuple            # as a file writes them: those steps (outputs pinned), then the added ones
 
-    def text(self) -> str:
-        return self._text
-
     @cached_property
-    def _text(self) -> str:
-        # written once per fork: the download button asks for it on every rerun
+    def text(self) -> str:
+        """The fork as a scenario file (written once per fork: the download button asks for it on
+        every rerun)."""
         return fork_text(self.base, self.upto, list(self.steps))
 
     @property
@@ -68,7 +70,9 @@ def _run_fork(fork: Fork) -> tuple[data.PlayerRun, str | None]:
     """Load the fork's YAML (the same text a download gives) and run it, in a worker (the text holds
     what the session typed): its run and its link code (None: too long for a link); ScenarioError
     if it is not valid or an event is not allowed."""
-    run, code = worker.make_user_run(st.session_state, "fork", fork.text(), FORK_FILE)
+    outcome = worker.user_outcome(st.session_state, "fork", worker.Source("text", FORK_FILE, fork.text),
+                                  share=True)
+    run = worker.run_of(outcome, FORK_FILE)
     if run.timeline.error is not None:
         raise run.timeline.error
     if run.stopped is not None:
@@ -76,7 +80,7 @@ def _run_fork(fork: Fork) -> tuple[data.PlayerRun, str | None]:
         lang = st.session_state.get(session.LANG, "en")
         raise ScenarioError(FORK_FILE, None, None, "", t("preview_capped", lang, k=k, n=n,
                                                          file=fork.file_name))
-    return run, code
+    return run, (outcome.share if isinstance(outcome.share, str) else None)
 
 
 def _show_fork(fork: Fork, run: data.PlayerRun, code: str | None) -> None:
@@ -96,19 +100,14 @@ def current_fork(run: data.PlayerRun) -> Fork | None:
 
 # -- callbacks -------------------------------------------------------------------------------
 def start_fork(run: data.PlayerRun, step: int) -> None:
-    ss = st.session_state
     fork = Fork(run.scenario, step, tuple(fork_steps(run.scenario, step, run.timeline)))
-    try:
-        new, code = _run_fork(fork)
-    except ScenarioError as e:
-        ss[session.FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
-        return
-    ss[session.FK_PARTS], ss[session.FK_HISTORY] = [], []
-    ss[session.FK_MSG] = None
-    _show_fork(fork, new, code)
+    if _apply(fork, msg=False):
+        st.session_state[session.FK_PARTS], st.session_state[session.FK_HISTORY] = [], []
 
 
 def _apply(fork: Fork, msg: bool = True) -> bool:
+    """Run ``fork`` and show it (saying what was added, with ``msg``); False, saying why, when it
+    is refused (the fork shown stays as it was)."""
     ss = st.session_state
     try:
         new, code = _run_fork(fork)
@@ -226,7 +225,7 @@ def _add_from_form() -> None:
 def _to_author() -> None:
     fork = st.session_state.get(session.FORK)
     if fork is not None:
-        st.session_state[session.AUTHOR_HANDOFF] = fork.text()
+        st.session_state[session.AUTHOR_HANDOFF] = fork.text
 
 
 # -- the fork panel -------------------------------------------------------------------------
@@ -281,12 +280,12 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
             key, fields, error = msg
             (st.error if error else st.success)(t(key, lang, **md_fields(fields, lang)))
         with st.container(horizontal=True, gap="small", key="fork_files"):
-            st.download_button(t("fork_download", lang), fork.text(), file_name=fork.file_name,
+            st.download_button(t("fork_download", lang), fork.text, file_name=fork.file_name,
                                mime="application/x-yaml", key="b_fk_download",
                                icon=":material/download:", on_click="ignore")
             if st.button(t("fork_to_author", lang), key="b_fk_author", icon=":material/edit:",
                          on_click=_to_author):
-                go_to_author()
+                go_to(AUTHOR_PATH)
             st.button(t("fork_back", lang), key="b_fk_back", icon=":material/close:", on_click=_back)
         _fork_link(lang)
 
@@ -340,10 +339,6 @@ def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:
 
 
 # -- self-check -----------------------------------------------------------------------------
-def _sc_default(run: data.PlayerRun, step: int) -> str:
-    return selfcheck.default_question(run.timeline, step)
-
-
 def _sc_reset(run: data.PlayerRun, cursor: int) -> None:
     """New step: fresh answer widgets, and the question that suits the step to come."""
     ss = st.session_state
@@ -351,15 +346,10 @@ def _sc_reset(run: data.PlayerRun, cursor: int) -> None:
     if ss.get(session.SC_AT) == at:
         return
     ss[session.SC_AT] = at
-    ss["w_sc_queue"] = ""
-    ss["w_sc_hits"] = []
-    ss["w_sc_victim"] = None
-    ss["w_sc_victim_t"] = ""
-    ss["w_sc_hits_t"] = ""
-    ss["w_sc_window"] = []
-    ss["w_sc_window_t"] = ""
+    for key, empty in SC_WIDGETS.items():
+        ss[key] = copy(empty)
     if cursor < run.last:
-        ss["w_sc_kind"] = _sc_default(run, cursor + 1)
+        ss["w_sc_kind"] = selfcheck.default_question(run.timeline, cursor + 1)
 
 
 def _sc_answer(run: data.PlayerRun, kind: str) -> tuple[int, ...]:
@@ -404,7 +394,7 @@ def _sc_show(run: data.PlayerRun) -> None:
     if k <= run.last:                         # the answer, outlined on the board at that step
         ss[session.SC_ANSWER] = {"run": run.key, "step": k,
                          "ids": list(selfcheck.expected(run.timeline, k, kind)), "kind": kind}
-    session.go(ss, "next", run.last, run.n_ops)
+    session.step_next(ss, run.last, run.n_ops)
     board.move(ss, board.PLAYER, ss[session.CURSOR], ss.get(session.FRAME), run.key)  # Python moves it
 
 

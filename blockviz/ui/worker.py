@@ -300,77 +300,89 @@ class _Refused(Exception):
         self.key, self.fields = key, fields
 
 
+def _serve(conn, what: str, errors: tuple, body: Callable[[], None]) -> None:
+    """A worker's one piece of work, ``body()``, and how it ended, told to the server: an error of
+    ``errors`` (the input's own: for the page) pickled, "memory" at its memory cap, "crash" for a
+    bug (the log gets the traceback); nothing when the server is gone."""
+    try:
+        body()
+    except errors as e:
+        conn.send(("error", dumps(e)))
+    except MemoryError:
+        conn.send(("memory", None))
+    except BrokenPipeError:                # the server is gone: nothing to tell
+        pass
+    except Exception as e:  # a bug: the session gets a message, the log gets the traceback
+        log.exception("%s worker failed", what)
+        conn.send(("crash", type(e).__name__))
+    finally:
+        conn.close()
+
+
 def _preview_child(conn, at, key: str, source: Source, budget: Budget, margin: int, share: bool,
                    max_steps: int | None) -> None:
     """The worker's side of a preview: decode, load, summarize, run; ``at`` (shared with the
     server) says where it is — the line reached, then the step running — for a stop from outside
     to name, with the scenario's step lines sent once."""
-    out = Outcome()
     t0 = time.monotonic()
-    try:
-        _settle(budget, margin, 5)
-        from blockviz.sim import budget as B
-        B.now = _since_start(t0)     # the one run of this process: its 20 s count from here
-        import importlib
 
-        from blockviz.ui import data
-        L = importlib.import_module("blockviz.scenario.load")   # the module (the package exports a function)
-        L.yaml_events = _reading_events(L.yaml_events, at)
+    def body() -> None:
         try:
-            text = _decode(source)
-        except _Refused as e:
-            out.refusal = (e.key, e.fields)
-            conn.send(("done", dumps(out)))
-            return
-        except ScenarioError as e:          # no text at all: a damaged link, an unreadable file
-            out.error = e
-            conn.send(("done", dumps(out)))
-            return
-        if source.kind in ("link", "upload"):
-            out.text = text
-        if source.kind == "upload":         # its text goes to the editor, which has it checked
-            conn.send(("done", dumps(out)))
-            return
-        out.names = _names(text)
-        if share:
-            from blockviz.scenario import share as S
-            try:
-                out.share = S.share_code(text)
-            except S.LinkTooLong as e:
-                out.share = e
-        try:
-            loaded = L.load_text(text, source.file)
-        except ScenarioError as e:
-            out.error = e
-            conn.send(("done", dumps(out)))
-            return
-        s = loaded.scenario
-        out.summary = Summary(s.id, s.title, len(s.steps), s.config.num_blocks, s.config.block_size)
-        conn.send(("located", _step_lines(loaded)))
-        at[PHASE] = RUNNING
-
-        def where(done: int) -> None:          # the step now running, for a stop from outside
-            at[DONE] = done
-        out.run = _kept(data.preview_run(key, loaded, budget=budget, on_step=where, max_steps=max_steps))
-        conn.send(("sending", None))        # the run is over: its pickling gets a grace of its own
+            _settle(budget, margin, 5)
+            out = _preview(conn, at, key, source, budget, share, max_steps, t0)
+        except RuntimeError as e:
+            if "allocate" not in str(e):   # a bug (a RecursionError too): said as one, not as memory
+                raise
+            raise MemoryError from e       # torch's allocator, at the process's memory cap
         conn.send(("done", dumps(out)))
-    except ScenarioError as e:        # e.g. the config alone is over the budget
-        conn.send(("error", (e.file, e.line, e.col, e.path, e.message)))
-    except MemoryError:
-        conn.send(("memory", None))
-    except RuntimeError as e:
-        if "allocate" in str(e):           # torch's allocator, at the process's memory cap
-            conn.send(("memory", None))
-        else:                              # a bug (a RecursionError too): said as one, not as memory
-            log.exception("preview worker failed")
-            conn.send(("crash", type(e).__name__))
-    except BrokenPipeError:                # the server is gone: nothing to tell
-        pass
-    except Exception as e:  # a bug: the session gets a message, the log gets the traceback
-        log.exception("preview worker failed")
-        conn.send(("crash", type(e).__name__))
-    finally:
-        conn.close()
+    _serve(conn, "preview", (ScenarioError,), body)   # e.g. the config alone is over the budget
+
+
+def _preview(conn, at, key: str, source: Source, budget: Budget, share: bool, max_steps: int | None,
+             t0: float) -> Outcome:
+    out = Outcome()
+    from blockviz.sim import budget as B
+    B.now = _since_start(t0)     # the one run of this process: its 20 s count from here
+    import importlib
+
+    from blockviz.teach.authoring import text_names
+    from blockviz.ui import data
+    L = importlib.import_module("blockviz.scenario.load")   # the module (the package exports a function)
+    L.yaml_events = _reading_events(L.yaml_events, at)
+    try:
+        text = _decode(source)
+    except _Refused as e:
+        out.refusal = (e.key, e.fields)
+        return out
+    except ScenarioError as e:          # no text at all: a damaged link, an unreadable file
+        out.error = e
+        return out
+    if source.kind in ("link", "upload"):
+        out.text = text
+    if source.kind == "upload":         # its text goes to the editor, which has it checked
+        return out
+    out.names = text_names(text)
+    if share:
+        from blockviz.scenario import share as S
+        try:
+            out.share = S.share_code(text)
+        except S.LinkTooLong as e:
+            out.share = e
+    try:
+        loaded = L.load_text(text, source.file)
+    except ScenarioError as e:
+        out.error = e
+        return out
+    s = loaded.scenario
+    out.summary = Summary(s.id, s.title, len(s.steps), s.config.num_blocks, s.config.block_size)
+    conn.send(("located", _step_lines(loaded)))
+    at[PHASE] = RUNNING
+
+    def where(done: int) -> None:          # the step now running, for a stop from outside
+        at[DONE] = done
+    out.run = _kept(data.preview_run(key, loaded, budget=budget, on_step=where, max_steps=max_steps))
+    conn.send(("sending", None))        # the run is over: its pickling gets a grace of its own
+    return out
 
 
 def _kept(run):
@@ -411,11 +423,6 @@ def _step_lines(loaded) -> tuple:
     return lines, cols, ",".join(kinds)
 
 
-def _names(text: str) -> tuple:
-    from blockviz.teach.authoring import text_names
-    return text_names(text)
-
-
 @dataclass
 class _Where:
     """Where a preview is: the array its worker writes, and the step lines it sent."""
@@ -442,19 +449,20 @@ class _Where:
                              f"step {done + 1} ({kind}): {message}")
 
 
-def run_source(key: str, source: Source, budget: Budget, *, share: bool = False,
-               max_steps: int | None = None) -> Outcome:
-    """What a worker makes of ``source`` within ``budget``, keeping at most ``max_steps`` steps of
-    its run (an :class:`Outcome`: a text that does not load is its ``error``). Raises
+def run_source(key: str, source: Source, budget: Budget, *, share: bool = False) -> Outcome:
+    """What a worker makes of ``source`` within ``budget``, keeping at most ``data.PREVIEW_MAX_STEPS``
+    steps of its run (an :class:`Outcome`: a text that does not load is its ``error``). Raises
     ScenarioError when the server is busy, or the worker had to be stopped (located where it was:
     the line it had read to, or the step it was in)."""
+    from blockviz.ui import data
     if not _slots.acquire(timeout=BUSY_WAIT_S):
         raise busy_error(source.file)
     proc = None
     at = _context().RawArray("q", 3)
     where = _Where(source.file, at)
     try:
-        proc = _Process(_preview_child, (at, key, source, budget, MEMORY_MARGIN, share, max_steps))
+        proc = _Process(_preview_child, (at, key, source, budget, MEMORY_MARGIN, share,
+                                         data.PREVIEW_MAX_STEPS))
         wall = kill_after(budget)
         deadline = None if wall is None else time.monotonic() + wall
         while True:
@@ -478,7 +486,8 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False,
             elif kind == "done":
                 return pickle.loads(msg[1])
             elif kind == "error":
-                raise ScenarioError(*msg[1])
+                e = pickle.loads(msg[1])
+                raise ScenarioError(e.file, e.line, e.col, e.path, e.message)
             elif kind == "memory":
                 raise where.stopped(memory_message(budget))
             elif kind == "crash":
@@ -490,16 +499,7 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False,
         _slots.release()
 
 
-def run_text(key: str, text: str, file: str, budget: Budget):
-    """The PlayerRun of ``text`` (named ``file`` in messages) run in a worker within ``budget``;
-    ScenarioError when it does not load, is refused, the server is busy or the worker had to be
-    stopped."""
-    from blockviz.ui import data
-    outcome = run_source(key, Source("text", file, text), budget, max_steps=data.PREVIEW_MAX_STEPS)
-    return _run_of(outcome, file)
-
-
-def _run_of(outcome: Outcome, file: str):
+def run_of(outcome: Outcome, file: str):
     """The outcome's run; its error, or its refusal as a ScenarioError."""
     if outcome.error is not None:
         raise outcome.error
@@ -510,22 +510,12 @@ def _run_of(outcome: Outcome, file: str):
     return outcome.run
 
 
-def make_user_run(state, kind: str, text: str, file: str):
-    """Run a session's scenario text (a fork: ``text``, named ``file``) in a worker process within
-    the preview budget (``ui.data.PREVIEW_BUDGET``): (its PlayerRun, its link code — None when it
-    does not fit in a link). The worker makes the code too: the server only hands the text on."""
-    from blockviz.ui import data
-    outcome = run_source(session.user_run_key(state, kind), Source("text", file, text),
-                         data.PREVIEW_BUDGET, share=True, max_steps=data.PREVIEW_MAX_STEPS)
-    return _run_of(outcome, file), (outcome.share if isinstance(outcome.share, str) else None)
-
-
 def user_outcome(state, kind: str, source: Source, *, share: bool = False) -> Outcome:
     """A session's own text (``source``), made into an Outcome by a worker within the preview
-    budget; ScenarioError when the server is busy or the worker was stopped."""
+    budget (``ui.data.PREVIEW_BUDGET``); ScenarioError when the server is busy or the worker was
+    stopped. With ``share``, the worker makes its link code too (``Outcome.share``)."""
     from blockviz.ui import data
-    return run_source(session.user_run_key(state, kind), source, data.PREVIEW_BUDGET, share=share,
-                      max_steps=data.PREVIEW_MAX_STEPS)
+    return run_source(session.user_run_key(state, kind), source, data.PREVIEW_BUDGET, share=share)
 
 
 def kill_after(budget: Budget) -> float | None:
@@ -577,21 +567,10 @@ def _job_child(conn, task, budget: Budget) -> None:
             last[0] = now
             conn.send(("progress", progress))
 
-    try:
+    def body() -> None:
         _settle(budget, 0, 10)
-        result = task(report)
-        conn.send(("done", dumps(result)))
-    except MemoryError:
-        conn.send(("memory", None))
-    except BrokenPipeError:
-        pass
-    except (ValueError, ScenarioError) as e:   # the input's own errors (a bad line): for the page
-        conn.send(("error", dumps(e)))
-    except Exception as e:  # a bug: the page gets a message, the log gets the traceback
-        log.exception("job worker failed")
-        conn.send(("crash", type(e).__name__))
-    finally:
-        conn.close()
+        conn.send(("done", dumps(task(report))))
+    _serve(conn, "job", (ValueError, ScenarioError), body)   # ValueError: a trace's bad line
 
 
 class _JobRun:

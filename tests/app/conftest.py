@@ -90,7 +90,6 @@ class Page:
     def press(self, action: str) -> Page:
         """A key on the board (next / prev / first / last): the board moves in the browser and
         tells Python where it is (its ``pos`` state); the page then runs again."""
-        from blockviz.ui import state as S
         d = self.board()
         assert d is not None, "no board on the page"
         ss = self.at.session_state
@@ -99,8 +98,7 @@ class Page:
         def n_ops(i: int) -> int:
             frames = d.get("frames", {}).get(d["lang"])
             return len(frames[i - d["lo"]]) if frames and d["lo"] <= i <= d["hi"] else 0
-        ss["bv_cursor"], ss["bv_frame"] = S.move(ss["bv_cursor"], frame, action, d["num_steps"] - 1,
-                                                  n_ops)
+        ss["bv_cursor"], ss["bv_frame"] = move(ss["bv_cursor"], frame, action, d["num_steps"] - 1, n_ops)
         return self.run()
 
     def step_into(self, on: bool = True) -> Page:
@@ -213,3 +211,27 @@ def errors(p) -> list[str]:
 
 def successes(p) -> list[str]:
     return [e.value.replace("\\", "") for e in p.at.success]
+
+
+def move(cursor: int, frame: int | None, action: str, last: int, n_ops) -> tuple[int, int | None]:
+    """The new (step, frame) after first / prev / next / last, as the board's keys move it in the
+    browser (board.js). In step-into mode (frame is not None) prev/next walk op by op and cross
+    into the neighbouring events."""
+    into = frame is not None
+    if action == "first":
+        return 0, (0 if into else None)
+    if action == "last":
+        return last, (max(0, n_ops(last) - 1) if into else None)
+    if action == "next":
+        if not into:
+            return min(cursor + 1, last), None
+        if frame + 1 < n_ops(cursor):
+            return cursor, frame + 1
+        return (cursor + 1, 0) if cursor < last else (cursor, frame)
+    if action == "prev":
+        if not into:
+            return max(cursor - 1, 0), None
+        if frame > 0:
+            return cursor, frame - 1
+        return (cursor - 1, max(0, n_ops(cursor - 1) - 1)) if cursor > 0 else (cursor, frame)
+    raise ValueError(f"unknown move {action!r}")

@@ -119,7 +119,8 @@ def test_a_worker_over_its_memory_cap_is_stopped_with_a_located_message(monkeypa
     monkeypatch.setattr(worker, "MEMORY_MARGIN", -(256 << 20) + (8 << 20))
     text = HOSTILE.replace("num_blocks: 900", "num_blocks: 8000")
     with pytest.raises(ScenarioError) as e:
-        worker.run_text("user:test:1", text, "m.yaml", budget)
+        worker.run_of(worker.run_source("user:test:1", worker.Source("text", "m.yaml", text), budget),
+                      "m.yaml")
     # where the cap bites depends on what the process had mapped when it started: the store
     # (a located config error) or a later step (the step's line)
     where = (e.value.path, e.value.line)
@@ -133,5 +134,6 @@ def test_a_worker_over_its_memory_cap_is_stopped_with_a_located_message(monkeypa
     assert knows(e.value.message)
     # the server goes on: the next preview runs
     small = SMALL
-    run = worker.run_text("user:test:3", small, "s.yaml", Budget(seconds=60))
+    run = worker.run_of(worker.run_source("user:test:3", worker.Source("text", "s.yaml", small),
+                                         Budget(seconds=60)), "s.yaml")
     assert run.last == 3 and run.timeline.error is None

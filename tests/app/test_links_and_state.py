@@ -11,7 +11,7 @@ import pytest
 from blockviz.scenario.lessons import lessons_dir
 from blockviz.ui import state as S
 
-from .conftest import ROOT
+from .conftest import ROOT, move
 
 
 # -- deep links ------------------------------------------------------------------------------
@@ -95,21 +95,30 @@ def ops_of(counts):
 
 def test_move_by_events_clamps_at_both_ends():
     n = ops_of([0, 3, 2])
-    assert S.move(0, None, "prev", 2, n) == (0, None)
-    assert S.move(0, None, "next", 2, n) == (1, None)
-    assert S.move(2, None, "next", 2, n) == (2, None)
-    assert S.move(1, None, "last", 2, n) == (2, None)
-    assert S.move(2, None, "first", 2, n) == (0, None)
+    assert move(0, None, "prev", 2, n) == (0, None)
+    assert move(0, None, "next", 2, n) == (1, None)
+    assert move(2, None, "next", 2, n) == (2, None)
+    assert move(1, None, "last", 2, n) == (2, None)
+    assert move(2, None, "first", 2, n) == (0, None)
 
 
 def test_move_by_ops_crosses_event_borders():
     n = ops_of([0, 3, 2])
-    assert S.move(1, 0, "next", 2, n) == (1, 1)
-    assert S.move(1, 2, "next", 2, n) == (2, 0)
-    assert S.move(2, 0, "prev", 2, n) == (1, 2)
-    assert S.move(1, 0, "prev", 2, n) == (0, 0)          # step 0 has no ops: frame 0 = the state
-    assert S.move(2, 1, "next", 2, n) == (2, 1)          # the very end
-    assert S.move(0, 0, "last", 2, n) == (2, 1)
+    assert move(1, 0, "next", 2, n) == (1, 1)
+    assert move(1, 2, "next", 2, n) == (2, 0)
+    assert move(2, 0, "prev", 2, n) == (1, 2)
+    assert move(1, 0, "prev", 2, n) == (0, 0)          # step 0 has no ops: frame 0 = the state
+    assert move(2, 1, "next", 2, n) == (2, 1)          # the very end
+    assert move(0, 0, "last", 2, n) == (2, 1)
+
+
+def test_step_next_is_the_boards_next_key():
+    """Self-check's "show step k" moves the cursor as the board's → does, by events or by ops."""
+    n = ops_of([0, 3, 2])
+    for cursor, frame in ((0, None), (2, None), (1, 0), (1, 2), (2, 1)):
+        st = {S.CURSOR: cursor, S.FRAME: frame}
+        S.step_next(st, 2, n)
+        assert (st[S.CURSOR], st[S.FRAME]) == move(cursor, frame, "next", 2, n)
 
 
 def test_speeds():

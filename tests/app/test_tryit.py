@@ -58,7 +58,7 @@ def test_fork_two_events_download_and_replay_to_the_same_state(page):
     assert any("2 event(s) added after step 4." in s for s in successes(p))
     # the download is exactly the fork's text ...
     fork = p.state["bv_fork"]
-    text = fork.text()
+    text = fork.text
     assert p.offered("b_fk_download") == file_id(text, "application/x-yaml", "six-blocks-fork.yaml")
     # ... a scenario in the documented format with the original config ...
     loaded = load_text(text, "six-blocks-fork.yaml")
@@ -95,7 +95,7 @@ def test_a_fork_is_in_the_url_and_its_link_opens_it_at_step_0(page):
     p.click("b_fork")
     fork = p.state["bv_fork"]
     # the address bar carries the fork itself, as a share link does
-    assert decode(p.params["s"]) == fork.text() and p.params["step"] == "4"
+    assert decode(p.params["s"]) == fork.text and p.params["step"] == "4"
     assert "scenario" not in p.params
     (link,) = [c.value for c in p.at.code if "?s=" in c.value]
     q = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
@@ -103,7 +103,7 @@ def test_a_fork_is_in_the_url_and_its_link_opens_it_at_step_0(page):
     p.at.text_input(key="w_fk_ptok").set_value("1 2 3 4 9")
     p.click("b_fk_add")
     assert p.header() == "step 5 of 5"
-    assert decode(p.params["s"]) == p.state["bv_fork"].text() != fork.text()
+    assert decode(p.params["s"]) == p.state["bv_fork"].text != fork.text
     # another browser opens the fork's link: the fork, at step 0, then its added step
     other = page({"s": p.params["s"]})
     assert other.state["bv_source"] == "user" and not other.warnings()
@@ -145,7 +145,7 @@ def test_fork_edit_on_the_author_page(page):
     p.run()
     p.click("b_fk_add")
     assert "reset_prefix_cache refused" in p.html()             # B still holds blocks
-    text = p.state["bv_fork"].text()
+    text = p.state["bv_fork"].text
     p.click("b_fk_author")
     assert p.on_page("author")
     assert p.editor_text() == text
