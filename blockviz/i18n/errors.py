@@ -97,7 +97,6 @@ _rule(r"step (?P<k>\d+) \((?P<kind>\w+)\): (?P<rest>.+)",
 # -- the file -------------------------------------------------------------------------------
 _rule(r"the file is (?P<n>[\d,]+) bytes; the limit is (?P<lim>[\d,]+)",
       "文件有 {n} 字节，上限是 {lim} 字节")
-_rule(r"the file is larger than (?P<lim>[\d,]+) bytes", "文件超过了 {lim} 字节的上限")
 _rule(r"the file is binary, not a YAML text file", "这是二进制文件，不是 YAML 文本文件")
 _rule(r"the file is not UTF-8 text \(byte (?P<b>\d+)\)", "文件不是 UTF-8 文本（第 {b} 字节处）")
 _rule(r"the file is empty: a scenario needs at least `id:`, `title:` and `steps:`",
@@ -160,7 +159,6 @@ def _yaml_problem(problem: str) -> str:
 
 _rule(r"YAML syntax error: (?P<p>.+)", lambda m: f"YAML 语法错误：{_yaml_problem(m['p'])}")
 _rule(r"YAML error: (?P<p>.+)", lambda m: f"YAML 错误：{_yaml_problem(m['p'])}")
-_rule(r"YAML nested too deeply", "YAML 嵌套太深")
 _rule(r"nested more than (?P<n>\d+) levels deep", "嵌套超过了 {n} 层")
 _rule(r"the document expands to more than (?P<n>[\d,]+) values \(aliases nested too deeply\?\)",
       "文档展开后超过 {n} 个值（别名嵌套太深？）")
@@ -168,7 +166,6 @@ _rule(r"YAML tag (?P<tag>\S+) is not allowed: scenarios are plain data",
       "不允许使用 YAML 标签 {tag}：场景文件只能是普通数据")
 _rule(r"mapping keys must be plain names", "映射的键只能是普通的名字")
 _rule(r"duplicate key '(?P<k>.*)'", "键 '{k}' 重复了")
-_rule(r"unsupported YAML node", "不支持的 YAML 结构")
 
 # -- the scenario's shape ---------------------------------------------------------------------
 _rule(r"a scenario is a mapping with `id:`, `title:`, `config:` and `steps:`",

@@ -51,7 +51,6 @@ class BoardRun:
     kinds: Sequence[frozenset[str]]
     titles: dict[str, str]           # lang -> title
     free_order: str = "split"
-    tolerance: float = 0.0
 
 
 class MissingAsset(Exception):
@@ -240,8 +239,7 @@ def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: 
     steps: dict[str, list] = {}
     op_frames: dict[str, list] = {}
     for lang in langs:
-        info = rstep.RunInfo(title=run.titles.get(lang, ""), free_order=run.free_order,
-                             tolerance=run.tolerance)
+        info = rstep.RunInfo(title=run.titles.get(lang, ""), free_order=run.free_order)
         out, fr = [], []
         for i in range(lo, hi + 1):
             out.append(_record(rstep.build_panels(tl, tl.step(i), lang, labels=run.labels,

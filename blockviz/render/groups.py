@@ -10,13 +10,9 @@ from blockviz.i18n import t
 from blockviz.render.theme import esc
 
 
-def _size(spec) -> int | None:
-    return spec.sliding_window if spec.type == "sliding_window" else spec.attention_chunk_size
-
-
 def group_name(spec, lang: str, short: bool = False) -> str:
     """"sliding window 8" ("window 8" ``short``), "chunked local 8", "full": its attention type."""
-    return t(("grp_short_" if short else "grp_") + spec.type, lang, n=_size(spec))
+    return t(("grp_short_" if short else "grp_") + spec.type, lang, n=spec.size)
 
 
 def group_title(g: int, spec, lang: str) -> str:

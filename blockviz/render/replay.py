@@ -52,8 +52,9 @@ def _chip(key: tuple, h, cls: str = "bvr-h", title: str = "") -> str:
 
 
 # -- the ops panel: the batch's events -------------------------------------------------------------
-def _chips(key: tuple, hashes) -> str:
-    out = " ".join(_chip(key, h) for h in hashes[:CHIPS_PER_LINE])
+def _chips(key: tuple, hashes, chip=None) -> str:
+    """The first CHIPS_PER_LINE chips (``chip(h)``: one), then how many more."""
+    out = " ".join((chip or (lambda h: _chip(key, h)))(h) for h in hashes[:CHIPS_PER_LINE])
     if len(hashes) > CHIPS_PER_LINE:
         out += f' <span class="bvr-more">+{len(hashes) - CHIPS_PER_LINE}</span>'
     return out
@@ -88,7 +89,7 @@ def event_line(ev, i: int, lang: str) -> str:
 
 
 def ops_html(step, lang: str) -> str:
-    n = len(step.events)
+    n = 0 if step is None else len(step.events)
     if not n:
         return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="0"><div class="bv-muted">'
                 f'{esc(t("rp_no_events", lang))}</div></div>')
@@ -153,12 +154,9 @@ def _group(key: tuple, g: dict, new: set, removed: list, words, lang: str, rows:
                 for k in reversed(forest.children.get(chain[-1], [])):
                     stack.append((k, depth + 1))
     if removed:
-        items = " ".join(_chip(key, h, "bvr-h bvr-gone", _title(h, e, lang))
-                         for h, e in removed[:CHIPS_PER_LINE])
-        more = (f' <span class="bvr-more">+{len(removed) - CHIPS_PER_LINE}</span>'
-                if len(removed) > CHIPS_PER_LINE else "")
+        items = _chips(key, removed, lambda he: _chip(key, he[0], "bvr-h bvr-gone", _title(*he, lang)))
         parts.append(f'<div class="bvr-removed"><span class="bvr-sub">{esc(t("rp_removed_here", lang))}'
-                     f'</span> {items}{more}</div>')
+                     f'</span> {items}</div>')
     parts.append("</section>")
     return "".join(parts)
 
@@ -258,9 +256,7 @@ def start_record(lang: str) -> dict[str, str]:
     return {"header": (f'<div class="bv bv-stepline"><span class="bv-stepno">{esc(t("rp_start", lang))}'
                        f'</span><span class="bv-event">{esc(t("rp_start_where", lang))}</span></div>'),
             "caption": f'<div class="bv bv-caption">{esc(t("rp_cap_start", lang))}</div>',
-            "why": why_html(None, lang),
-            "ops": (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="0"><div class="bv-muted">'
-                    f'{esc(t("rp_no_events", lang))}</div></div>'),
+            "why": why_html(None, lang), "ops": ops_html(None, lang),
             "blocks": (f'<div class="bvr-forest"><div class="bvr-empty">{esc(t("lv_empty", lang))}'
                        f'</div></div>')}
 

@@ -22,7 +22,6 @@ from blockviz.render.narration import (
     note_html,
     step_header_html,
 )
-from blockviz.render.payload import verify_html
 from blockviz.render.pseudocode import ops_html, pseudocode_html
 from blockviz.render.queue import queue_html
 from blockviz.render.requests import requests_html
@@ -40,13 +39,10 @@ class Panels:
     ops: str                      # the ops panel: each op one line, vLLM's call and its effect
     code: str                     # stepping into an event: the pseudocode of the op, its line lit
     blocks: str | None            # None: too many blocks for cards (the dense view draws them)
-    blocks_legend: str
     queue: str
     table: str
     requests: str
     external: str
-    verify: str
-    written: tuple[int, ...]      # blocks whose K/V this step wrote (the payload panel's hint)
 
 
 @dataclass(frozen=True)
@@ -54,7 +50,6 @@ class RunInfo:
     """What a view needs to know about the run besides its timeline."""
     title: str = ""
     free_order: str = "split"
-    tolerance: float = 0.0
 
 
 def holders(step: Step) -> dict[int, tuple[str, ...]]:
@@ -96,8 +91,6 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunI
     blocks = None if big else rblocks.blocks_html(
         s, labels=labels, vocab=vocab, block_size=bs, lang=lang, changed=c.blocks, legend=False,
         prev_ref=c.prev_ref_cnt, held_by=holders(s), groups=badges)
-    legend = (rblocks.heatmap_legend_html(lang, s.num_gpu_blocks) if big
-              else f'<div class="bv">{rblocks.legend_html(lang)}</div>')
     cut = ({"head_cells": COMPACT["head"], "tail_cells": COMPACT["tail"]} if compact else {})
     queue = queue_html(s, labels=labels, lang=lang, to_head=c.to_head, to_tail=c.to_tail, **cut)
     table = hash_table_html(s.hash_table, labels=labels, state=s, lang=lang,
@@ -127,11 +120,9 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunI
     ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang, on_gpu=on_gpu,
                          tier=s.tier)
            if s.external is not None else "")
-    written = tuple(sorted({o.block_id for o in s.ops if o.kind in ("write", "load")}))
     why = "" if s.frame is not None else (
         note_html(note, lang, error=error)
         + engine_did_html(s, lang, labels, vocab, bs,
                           **({"max_items": COMPACT["did"]} if compact else {})))
     return Panels(header=header, caption=caption, why=why, ops=ops, code=code, blocks=blocks,
-                  blocks_legend=legend, queue=queue, table=table, requests=reqs, external=ext,
-                  verify=verify_html(s.ops, lang, info.tolerance), written=written)
+                  queue=queue, table=table, requests=reqs, external=ext)

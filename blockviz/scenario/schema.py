@@ -168,6 +168,11 @@ class KVCacheGroup(_Model):
         ge=1, le=MAX_MODEL_LEN, description="chunked_local_attention only: C, a token attends to "
                                             "the tokens of its C-token chunk")] | None = None
 
+    @property
+    def size(self) -> int | None:
+        """The tokens a token attends to: W or C (None: full attention)."""
+        return self.sliding_window or self.attention_chunk_size
+
     @model_validator(mode="after")
     def _one_size(self) -> KVCacheGroup:
         need = GROUP_SIZE_FIELD[self.type]

@@ -33,31 +33,25 @@ class HashLabels:
         """Two or more KV-cache groups: ops and keys name their group."""
         return self.groups is not None and len(self.groups) > 1
 
-    def add_cache_op(self, op) -> None:
-        # the op's hashes follow its parent in one chain unless a retention mask skipped some
-        chain = not getattr(op, "masked", ())
-        parent = op.parent_hash
-        for h in op.hashes:
-            bare = split_block_key(h)[0]
-            if bare not in self.label:
-                self.label[bare] = f"H{len(self.label) + 1}"
-            if chain:
-                dict.setdefault(self.parent, bare, parent)
-            parent = bare
-
-    @classmethod
-    def from_ops(cls, ops_per_step: Iterable[Iterable], groups: Sequence | None = None) -> HashLabels:
-        labels = cls(groups)
-        for ops in ops_per_step:
-            for op in ops:
-                if op.kind == "cache":
-                    labels.add_cache_op(op)
-        return labels
-
     @classmethod
     def for_timeline(cls, timeline) -> HashLabels:
-        return cls.from_ops((timeline.step_ops(i) for i in range(len(timeline))),
-                            getattr(timeline, "kv_cache_groups", None))
+        """The labels of every hash a timeline caches, numbered in the order they are cached."""
+        labels = cls(getattr(timeline, "kv_cache_groups", None))
+        for i in range(len(timeline)):
+            for op in timeline.step_ops(i):
+                if op.kind != "cache":
+                    continue
+                # the op's hashes follow its parent in one chain unless a retention mask skipped some
+                chain = not getattr(op, "masked", ())
+                parent = op.parent_hash
+                for h in op.hashes:
+                    bare = split_block_key(h)[0]
+                    if bare not in labels.label:
+                        labels.label[bare] = f"H{len(labels.label) + 1}"
+                    if chain:
+                        dict.setdefault(labels.parent, bare, parent)
+                    parent = bare
+        return labels
 
     def bare(self, h: bytes | None) -> str:
         """The hash's label without its group: ``H3`` for H3 in any group."""

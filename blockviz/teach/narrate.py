@@ -20,8 +20,7 @@ def _blocks(ids: Sequence[int], lang: str, key: str = "nr_blocks") -> str:
 def group_name(labels: HashLabels, g: int, lang: str) -> str:
     """"group 1, sliding window 8": a hybrid model's KV-cache group, by its type and size."""
     spec = labels.groups[g]
-    size = spec.sliding_window if spec.type == "sliding_window" else spec.attention_chunk_size
-    return t(f"nr_group_{spec.type}", lang, g=g, n=size)
+    return t(f"nr_group_{spec.type}", lang, g=g, n=spec.size)
 
 
 def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = None,

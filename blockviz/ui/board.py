@@ -34,7 +34,7 @@ def _renderer():
 def board_run(run: PlayerRun) -> rboard.BoardRun:
     return rboard.BoardRun(run.timeline, run.labels, run.kinds,
                            {lang: run.scenario.title.get(lang) for lang in LANGS},
-                           run.free_order, run.tolerance)
+                           run.free_order)
 
 
 def _build(run: PlayerRun, lo: int, langs: tuple[str, ...], frames: bool, presenter: bool,
