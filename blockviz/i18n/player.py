@@ -3,6 +3,22 @@
 short."""
 from __future__ import annotations
 
+# self-check's verdicts on one block (the next victim, the next evicted prefix): "Right: " or "Not
+# quite: " and the same sentence
+_AFTER = {
+    "victim": ("block {b} is at the head of the free queue, so the next allocation takes it first.",
+               "块 {b} 在空闲队列的队首，下一次分配最先取走它。"),
+    "victim_empty": ("the free queue is empty after this step, so the next allocation finds no block "
+                     "(allocate_slots returns None).",
+                     "这一步之后空闲队列是空的，下一次分配拿不到块（allocate_slots 返回 None）。"),
+    "evict": ("block {b} is the first block from the head of the free queue that still has a hash, "
+              "so its prefix is the next to be evicted.",
+              "块 {b} 是从空闲队列队首数起第一个还带 hash 的块，它的前缀将最先被淘汰。"),
+    "evict_empty": ("no free block carries a hash after this step, so no cached prefix can be "
+                    "evicted yet.",
+                    "这一步之后没有空闲块带着 hash，暂时没有缓存前缀可被淘汰。"),
+}
+
 STRINGS: dict[str, tuple[str, str]] = {
     # pages
     "page_player": ("Player", "播放器"),
@@ -151,32 +167,9 @@ STRINGS: dict[str, tuple[str, str]] = {
                      "不对：这一步没有块命中；你的答案是 {a}。"),
     "sc_hits_missed": ("Block(s) {ids} hit too.", "块 {ids} 也命中了。"),
     "sc_hits_wrong": ("Block(s) {ids} did not hit.", "块 {ids} 没有命中。"),
-    "sc_victim_right": ("Right: block {b} is at the head of the free queue, so the next allocation "
-                        "takes it first.",
-                        "答对了：块 {b} 在空闲队列的队首，下一次分配最先取走它。"),
-    "sc_victim_wrong": ("Not quite: block {b} is at the head of the free queue, so the next allocation "
-                        "takes it first.",
-                        "不对：块 {b} 在空闲队列的队首，下一次分配最先取走它。"),
-    "sc_victim_empty_right": ("Right: the free queue is empty after this step, so the next allocation "
-                              "finds no block (allocate_slots returns None).",
-                              "答对了：这一步之后空闲队列是空的，"
-                              "下一次分配拿不到块（allocate_slots 返回 None）。"),
-    "sc_victim_empty_wrong": ("Not quite: the free queue is empty after this step, so the next "
-                              "allocation finds no block (allocate_slots returns None).",
-                              "不对：这一步之后空闲队列是空的，"
-                              "下一次分配拿不到块（allocate_slots 返回 None）。"),
-    "sc_evict_right": ("Right: block {b} is the first block from the head of the free queue that still "
-                       "has a hash, so its prefix is the next to be evicted.",
-                       "答对了：块 {b} 是从空闲队列队首数起第一个还带 hash 的块，它的前缀将最先被淘汰。"),
-    "sc_evict_wrong": ("Not quite: block {b} is the first block from the head of the free queue that "
-                       "still has a hash, so its prefix is the next to be evicted.",
-                       "不对：块 {b} 是从空闲队列队首数起第一个还带 hash 的块，它的前缀将最先被淘汰。"),
-    "sc_evict_empty_right": ("Right: no free block carries a hash after this step, so no cached prefix "
-                             "can be evicted yet.",
-                             "答对了：这一步之后没有空闲块带着 hash，暂时没有缓存前缀可被淘汰。"),
-    "sc_evict_empty_wrong": ("Not quite: no free block carries a hash after this step, so no cached "
-                             "prefix can be evicted yet.",
-                             "不对：这一步之后没有空闲块带着 hash，暂时没有缓存前缀可被淘汰。"),
+    **{f"sc_{kind}_{verdict}": (en + said[0], zh + said[1])
+       for verdict, en, zh in (("right", "Right: ", "答对了："), ("wrong", "Not quite: ", "不对："))
+       for kind, said in _AFTER.items()},
     "sc_rule_evict": ("The rule: allocation takes the free queue from the head; blocks without a hash "
                       "ahead of the first cached block are used up first, and only taking that block "
                       "evicts its hash — lazily, when the block is reused.",

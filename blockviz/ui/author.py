@@ -165,7 +165,7 @@ def check_text(text: str):
     good = ss.get(session.AUTHOR_GOOD)
     if good is not None and good[0] == text:      # the previewed text: known, and it ran
         ss[session.AUTHOR_CHECKED] = (digest, None, good[2])
-        ss[session.AUTHOR_STOPPED] = ss[session.AUTHOR_REFUSAL] = None
+        ss[session.AUTHOR_STOPPED] = None
         return None, good[2]
     ss[session.AUTHOR_STOPPED] = None
     try:
@@ -177,7 +177,6 @@ def check_text(text: str):
         ss[session.AUTHOR_CHECKED] = None if isinstance(e, worker.Busy) else (digest, None, None)
         return None, None
     ss[session.AUTHOR_CHECKED] = (digest, outcome.error, outcome)
-    ss[session.AUTHOR_REFUSAL] = outcome.refusal
     if outcome.run is not None:
         run = outcome.run
         at_end = good is None or int(ss.get(session.AUTHOR_STEP) or 0) >= good[1].last
@@ -262,9 +261,8 @@ def _status(err, outcome, lang: str) -> None:
         st.html(ok_html(t("valid", lang, title=s.title.get(lang), n=s.steps, blocks=s.num_blocks,
                           size=s.block_size)))
     file = authoring.download_name(s.id if s is not None else None)
-    refusal = ss.get(session.AUTHOR_REFUSAL)
-    if refusal and s is not None:
-        st.html(warn_html(t(refusal[0], lang, file=file, **refusal[1])))
+    if s is not None and outcome.refusal:          # too big for the app to run
+        st.html(warn_html(t(outcome.refusal[0], lang, file=file, **outcome.refusal[1])))
         return
     if stopped is not None:
         st.html(error_html(stopped, text, lang, title=t("preview_not_run", lang),

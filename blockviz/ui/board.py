@@ -37,19 +37,15 @@ def board_run(run: PlayerRun) -> rboard.BoardRun:
                            run.free_order)
 
 
-def _build(run: PlayerRun, lo: int, langs: tuple[str, ...], frames: bool, presenter: bool,
-           speed: float, url: bool) -> str:
-    return rboard.board_data(board_run(run), langs=langs, start=lo, frames=frames,
-                             presenter=presenter, speed=speed, url=url).to_json()
-
-
 def _payload(run: PlayerRun, around: int, lang: str, frames: bool, presenter: bool, speed: float,
              url: bool) -> str:
+    """The board's data (BoardData's JSON) for the window of steps around ``around``."""
     br = board_run(run)
     lo, _ = rboard.window(br, around)
     langs = (lang,) if frames or rboard.is_dense(br) else (lang, other_lang(lang))
-    args = (lo, langs, frames, presenter, speed, url)
-    return memo(run, "board", args, lambda: _build(run, *args), keep=4)   # (a dense run's JSON is big)
+    return memo(run, "board", (lo, langs, frames, presenter, speed, url),   # (a dense run's JSON is big)
+                lambda: rboard.board_data(br, langs=langs, start=lo, frames=frames, presenter=presenter,
+                                          speed=speed, url=url).to_json(), keep=4)
 
 
 def show(run: PlayerRun, state: MutableMapping, *, key: str, step: int, frame: int | None, lang: str,
@@ -80,13 +76,17 @@ def move(state: MutableMapping, key: str, step: int, frame: int | None, run_key:
     state[key + ":goto"] = {"step": int(step), "frame": frame, "seq": int(old["seq"]) + 1, "run": run_key}
 
 
+def reported(state: MutableMapping, key: str, name: str):
+    """The field ``name`` of what the component ``key`` last told Python (its state value), or
+    None."""
+    value = state.get(key)
+    try:
+        return value[name] if value is not None else None
+    except (KeyError, TypeError):
+        return getattr(value, name, None)
+
+
 def position(state: MutableMapping, key: str) -> dict | None:
     """The board's last reported position ({step, frame, lang}) or None."""
-    value = state.get(key)
-    pos = None
-    if value is not None:
-        try:
-            pos = value.get("pos") if hasattr(value, "get") else value["pos"]
-        except (KeyError, TypeError):
-            pos = None
+    pos = reported(state, key, "pos")
     return pos if isinstance(pos, dict) else None

@@ -16,6 +16,7 @@ import streamlit as st
 
 from blockviz.i18n import t
 from blockviz.teach import authoring
+from blockviz.ui.board import reported
 from blockviz.ui.editor_assets import CSS, HTML, JS
 
 _EDITOR = st.components.v2.component("blockviz_editor", html=HTML, css=CSS, js=JS, isolate_styles=True)
@@ -54,11 +55,7 @@ def editor(key: str, *, text: str, seq: int, err, lang: str, on_edit: Callable[[
 
 def take_edit(state: MutableMapping, key: str, seen_key: str) -> str | None:
     """The text of the editor's newest edit, once (None when there is none not yet taken)."""
-    value = state.get(key)
-    try:
-        edit = value["edit"] if value is not None else None
-    except (KeyError, TypeError):
-        edit = getattr(value, "edit", None)
+    edit = reported(state, key, "edit")
     if not isinstance(edit, dict) or not isinstance(edit.get("text"), str):
         return None
     marker = (edit.get("n"), edit["text"])

@@ -44,14 +44,14 @@ def _board_pos() -> None:
 def _board_want() -> None:
     """The board reached the edge of the steps it holds: ship the window around this step."""
     ss = st.session_state
-    value = ss.get(BOARD)
-    want = value.get("want") if value is not None and hasattr(value, "get") else None
+    want = board.reported(ss, BOARD, "want")
     if isinstance(want, int):
         ss[session.CURSOR] = max(0, min(want, _current_run().last))
 
 
-def _set_presenter() -> None:
-    st.session_state[session.PRESENTER] = bool(st.session_state.get("w_presenter"))
+def _follow(key: str, widget: str) -> None:
+    """A switch's callback: the session's flag ``key`` follows the widget ``widget``."""
+    st.session_state[key] = bool(st.session_state.get(widget))
 
 
 def _set_scenario() -> None:
@@ -67,10 +67,6 @@ def _set_speed() -> None:
     v = st.session_state.get("w_speed")
     if v in session.SPEEDS:
         st.session_state[session.SPEED] = v
-
-
-def _set_selfcheck() -> None:
-    st.session_state[session.SELFCHECK] = bool(st.session_state.get("w_selfcheck"))
 
 
 def _close_selfcheck() -> None:
@@ -190,8 +186,8 @@ def _learn_switches(run: data.PlayerRun, lang: str) -> None:
     ss = st.session_state
     st.caption(t("learn", lang))
     ss["w_selfcheck"] = bool(ss.get(session.SELFCHECK))
-    st.toggle(t("selfcheck", lang), key="w_selfcheck", on_change=_set_selfcheck,
-              help=t("selfcheck_help", lang))
+    st.toggle(t("selfcheck", lang), key="w_selfcheck", on_change=_follow,
+              args=(session.SELFCHECK, "w_selfcheck"), help=t("selfcheck_help", lang))
     st.button(t("fork_here", lang), key="b_fork", icon=":material/call_split:", on_click=_fork_here,
               help=t("fork_help", lang), disabled=session.fork_shown(ss))
     msg = ss.get(session.FK_MSG)
@@ -248,19 +244,11 @@ def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str
         tryit.fork_panel(run, fork, lang)
 
 
-def _remember_open(key: str) -> None:
-    st.session_state[session.OPEN + key] = bool(st.session_state.get(key))
-
-
 def _lazy_expander(label: str, key: str):
     """An expander whose content runs only while it is open; it stays open across a language
     switch (its label, and so its identity, changes with the language)."""
     return st.expander(label, expanded=st.session_state.get(session.OPEN + key, False), key=key,
-                       on_change=_remember_open, args=(key,))
-
-
-def _section(title: str, hint: str = "") -> None:
-    st.html(theme.heading_html(title, hint))
+                       on_change=_follow, args=(session.OPEN + key, key))
 
 
 def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter: bool) -> None:
@@ -296,8 +284,8 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
         st.segmented_control(t("speed", lang), session.SPEEDS, key="w_speed", required=True,
                              format_func=lambda v: f"{v:g}×", on_change=_set_speed)
         ss["w_presenter"] = presenter
-        st.toggle(t("presenter", lang), key="w_presenter", on_change=_set_presenter,
-                  help=t("presenter_help", lang))
+        st.toggle(t("presenter", lang), key="w_presenter", on_change=_follow,
+                  args=(session.PRESENTER, "w_presenter"), help=t("presenter_help", lang))
         st.caption(t("keys_hint", lang))
         st.html(markers_legend_html(lang))      # the colours of the board's timeline marks
 
@@ -338,7 +326,7 @@ def _payload(run: data.PlayerRun, cursor: int, lang: str) -> None:
         fig, caption = chart
         st.html(caption)
         st.plotly_chart(fig, key="payload_chart", config={"displayModeBar": False})
-    _section(t("verify_title", lang))
+    st.html(theme.heading_html(t("verify_title", lang)))
     st.html(verify_html(ops, lang, run.tolerance))
 
 

@@ -58,7 +58,6 @@ AUTHOR_UNDO = "bv_author_undo"      # the text a gallery/starter/upload replaced
 AUTHOR_MSG = "bv_author_msg"        # (i18n key, fields, kind) after an upload or a replace
 AUTHOR_STEP = "bv_author_step"      # the preview's step
 AUTHOR_STOPPED = "bv_author_stopped"  # ScenarioError: the preview of the current text could not run
-AUTHOR_REFUSAL = "bv_author_refusal"  # (text digest, why) the current text's preview was refused
 # the capacity page's workload tab (ui.capacity)
 CAP_PARAMS = "bv_cap_params"        # the parameters of the plan shown (the last valid ones computed)
 CAP_PLAN_JOB = "bv_cap_plan_job"    # worker.Job computing a plan

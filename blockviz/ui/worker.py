@@ -173,10 +173,6 @@ class _Process:
         finally:
             send.close()
 
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid
-
     def message(self, timeout: float):
         """The next message, None if none came within ``timeout``; EOFError when the process
         has died."""
@@ -191,25 +187,22 @@ class _Process:
         self.recv.close()
 
 
-def _limit_memory(nbytes: int | None, margin: int) -> None:
-    import resource
-    if nbytes is None:
-        return
-    with open("/proc/self/statm") as f:
-        vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    cap = vm + nbytes + margin
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-
 def _settle(budget: Budget, margin: int, niceness: int) -> None:
-    """A worker's first lines: lower priority, one torch thread, its address space capped."""
+    """A worker's first lines: lower priority, one torch thread, its address space capped (what
+    it has mapped now, plus the budget's tensor bytes and ``margin``)."""
+    import resource
+
+    import torch
     try:
         os.nice(niceness)
     except OSError:
         pass
-    import torch
     torch.set_num_threads(1)
-    _limit_memory(budget.tensor_bytes, margin)
+    if budget.tensor_bytes is not None:
+        with open("/proc/self/statm") as f:
+            vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        cap = vm + budget.tensor_bytes + margin
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
 # -- previews: a session's scenario --------------------------------------------------------------
@@ -653,7 +646,7 @@ class Job:
 
     @property
     def pid(self) -> int | None:
-        return self._run.proc.pid
+        return self._run.proc.proc.pid
 
     def stop(self, why: str = "stop") -> None:
         self._run.stop(why)
