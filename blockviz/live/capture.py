@@ -119,21 +119,17 @@ class CaptureReader:
             return None
 
     def __iter__(self) -> Iterator[Received]:
-        index = 0
+        index, raw = 0, self._first
         try:
-            raw = self._first
-            line = self._lineno if raw is not None else None
             if raw is None:
                 raw = self._next_line()
-                line = self._lineno
             while raw is not None:
+                line = self._lineno
                 rec = self._record(raw, line)
                 if rec is not None:
-                    src, t, frames = rec
-                    yield Received(src, t, frames, index, line)
+                    yield Received(*rec, index, line)
                     index += 1
                 raw = self._next_line()
-                line = self._lineno
         finally:
             self._f.close()
 
@@ -157,10 +153,3 @@ class CaptureReader:
             self.bad_lines.append(BadLine(line, "a frame is not base64"))
             return None
         return src, t, frames
-
-
-def read_capture(path: str | Path) -> tuple[dict | None, list[Received], list[BadLine]]:
-    """A whole (small) recording: its header, its messages, the lines skipped."""
-    reader = CaptureReader(path)
-    messages = list(reader)
-    return reader.header, messages, reader.bad_lines

@@ -41,15 +41,10 @@ class EndpointSpec:
     @property
     def text(self) -> str:
         """How the page names it (the spec, as written)."""
-        opts = []
-        if self.replay:
-            opts.append(f"replay={self.replay}")
-        if self.topic:
-            opts.append(f"topic={self.topic}")
-        if self.bind:
-            opts.append("bind=1")
-        if self.dp_ranks != 1:
-            opts.append(f"dp_ranks={self.dp_ranks}")
+        opts = [f"{k}={v}" for k, v in (("replay", self.replay), ("topic", self.topic),
+                                         ("bind", 1 if self.bind else None),
+                                         ("dp_ranks", None if self.dp_ranks == 1 else self.dp_ranks))
+                if v]
         return self.endpoint + ("?" + "&".join(opts) if opts else "")
 
 
@@ -106,23 +101,30 @@ def allowed(env: dict | None = None) -> list[EndpointSpec]:
     return out
 
 
-def split_app_args(args: list[str]) -> tuple[list[str], list[str]]:
-    """``blockviz app``'s arguments -> (streamlit's, the --live specs). Raises SpecError for a
-    bad spec or a --live without one."""
-    rest, specs, i = [], [], 0
+def take_flag(args: list[str], flag: str, needs: str) -> tuple[list[str], list[str]]:
+    """``args`` without every ``FLAG VALUE`` and ``FLAG=VALUE`` in them, and the values in order.
+    SpecError for a FLAG without a value (``needs`` says what it takes)."""
+    rest, values, i = [], [], 0
     while i < len(args):
         a = args[i]
-        if a == "--live":
+        if a == flag:
             if i + 1 >= len(args):
-                raise SpecError("--live needs an endpoint, e.g. --live tcp://127.0.0.1:5557")
-            specs.append(args[i + 1])
+                raise SpecError(f"{flag} needs {needs}")
+            values.append(args[i + 1])
             i += 2
             continue
-        if a.startswith("--live="):
-            specs.append(a.split("=", 1)[1])
+        if a.startswith(flag + "="):
+            values.append(a.split("=", 1)[1])
         else:
             rest.append(a)
         i += 1
+    return rest, values
+
+
+def split_app_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """``blockviz app``'s arguments -> (streamlit's, the --live specs). Raises SpecError for a
+    bad spec or a --live without one."""
+    rest, specs = take_flag(args, "--live", "an endpoint, e.g. --live tcp://127.0.0.1:5557")
     if len(specs) > MAX_SPECS:
         raise SpecError(f"at most {MAX_SPECS} --live endpoints")
     for s in specs:

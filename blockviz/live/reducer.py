@@ -118,36 +118,27 @@ class Notes:
     def dropped(self) -> int:
         return self.total - len(self.first) - len(self.latest)
 
-    def __len__(self) -> int:
-        return self.total
-
 
 # -- the cached set --------------------------------------------------------------------------------
+@dataclass(slots=True, eq=False)
 class Entry:
-    """One cached hash."""
-    __slots__ = ("parent", "tokens", "count", "block_size", "lora_id", "lora_name", "extra_keys",
-                 "kind", "seq", "chain_known", "tokens_cut")
-
-    def __init__(self, parent, tokens, block_size, lora_id, lora_name, extra_keys, kind, seq,
-                 chain_known, tokens_cut=0) -> None:
-        self.parent = parent
-        self.tokens = tokens          # array('I') | tuple | None (unknown)
-        self.count = 1
-        self.block_size = block_size
-        self.lora_id = lora_id
-        self.lora_name = lora_name
-        self.extra_keys = extra_keys
-        self.kind = kind
-        self.seq = seq
-        self.chain_known = chain_known
-        self.tokens_cut = tokens_cut  # tokens not kept (over max_tokens_per_hash)
-
-    def token_list(self) -> list[int] | None:
-        return None if self.tokens is None else list(self.tokens)
+    """One cached hash. Only ``count`` changes once it is stored (a step's snapshot is a copy)."""
+    parent: Any
+    tokens: Any                   # array('I') | tuple | None (unknown)
+    block_size: int
+    lora_id: int | None
+    lora_name: str | None
+    extra_keys: Any
+    kind: str | None
+    seq: int | None
+    chain_known: bool
+    tokens_cut: int = 0           # tokens not kept (over max_tokens_per_hash)
+    count: int = 1
 
     def to_json(self, h) -> dict:
         return {"hash": hash_hex(h), "parent": hash_hex(self.parent), "count": self.count,
-                "token_ids": self.token_list(), "lora_name": self.lora_name,
+                "token_ids": None if self.tokens is None else list(self.tokens),
+                "lora_name": self.lora_name,
                 "extra_keys": jsonable(self.extra_keys), "lora_id": self.lora_id,
                 "block_size": self.block_size, "kind": self.kind, "stored_seq": self.seq,
                 "chain_known": self.chain_known,
@@ -172,9 +163,11 @@ def group_name(key: tuple) -> str:
 @dataclass
 class Delta:
     """What one batch changed: hashes stored (new or another copy), removed (the last copy gone,
-    with what was known of it), whether it cleared the GPU cache; and the batch's events."""
+    with what was known of it), removals of hashes never seen stored, whether it cleared the GPU
+    cache; and the batch's events."""
     stored: list[tuple[tuple, Any]] = field(default_factory=list)
     removed: list[tuple[tuple, Any, Entry]] = field(default_factory=list)
+    unknown: int = 0
     cleared: bool = False
     num_events: int = 0
     events: list = field(default_factory=list)     # the batch's events, as applied
@@ -271,6 +264,7 @@ class CacheState:
             e = g.get(h)
             if e is None:
                 self.unknown_removals += 1
+                delta.unknown += 1
                 self.notes.add("removed_unknown", where.at_event(i), hash=hash_hex(h),
                                group=group_name(key))
                 continue

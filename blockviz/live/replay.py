@@ -1,11 +1,12 @@
-"""A recording, step by step: each batch the subscriber applied is one step (issue 30).
+"""A recording, step by step: each batch the subscriber applied is one step.
 
-A recording (``vllm-kv-events-capture/1``) is reduced exactly as ``blockviz events state`` reduces
-it (:func:`blockviz.live.stream.reduce_file`: messages in arrival order, replays merged by seq,
-gaps, restarts), and after every applied batch its step is kept: the batch (rank, seq, receive
-time, its events in order), what it changed (hashes stored, the last copy of hashes removed, a
-clear), the notes it raised, and the rank's cache afterwards as a snapshot — what the board draws
-as the prefix forest. No Streamlit and no HTML here (:mod:`blockviz.render.replay` draws it).
+A recording (``vllm-kv-events-capture/1``) is reduced by what ``blockviz events state`` reduces
+it with (:func:`blockviz.live.stream.reduce_file`: messages in arrival order, replays merged by
+seq, gaps, restarts), and after every applied batch its step is kept: the batch (rank, seq,
+receive time, its events in order), what it changed (hashes stored, the last copy of hashes
+removed, a clear), the notes it raised, and the rank's cache afterwards as a snapshot (copies of
+the reducer's entries) — what the board draws as the prefix forest. No Streamlit and no HTML
+here (:mod:`blockviz.render.replay` draws it).
 
 Bounded: the bytes read (``max_bytes``), the steps kept (``max_steps``: the first ones; the
 messages after them are counted, not decoded) and the hashes a step's snapshot keeps
@@ -19,15 +20,16 @@ from __future__ import annotations
 import io
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from blockviz.i18n import t
-from blockviz.live.capture import FORMAT, CaptureReader
+from blockviz.live.capture import FORMAT
+from blockviz.live.endpoints import take_flag
 from blockviz.live.reducer import Note, Notes, Where
-from blockviz.live.stream import Reduction
+from blockviz.live.stream import reduce_file
 
 MAX_BYTES = 8 << 20           # a recording read whole (the app's upload limit too)
 MAX_STEPS = 1_000             # steps kept; a longer recording is counted past them
@@ -55,32 +57,18 @@ class RecordingError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Cached:
-    """One cached hash as a step saw it (the reducer's Entry, frozen: its copy count changes)."""
-    parent: Any
-    tokens: Any                 # array | tuple | None (unknown)
-    count: int
-    block_size: int
-    lora_name: str | None
-    extra_keys: Any
-    kind: str | None
-    seq: int | None
-    chain_known: bool
-
-
-@dataclass(frozen=True, slots=True)
 class BatchStep:
     """One step: the batch applied, what it changed, and the rank's cache afterwards.
-    ``groups``: ``(medium, group_idx)`` -> {hash: Cached} in store order, at most ``max_forest``
-    hashes in all (the newest); ``hidden`` counts the older ones left out; ``cached`` is the
-    rank's count of cached hashes."""
+    ``groups``: ``(medium, group_idx)`` -> {hash: Entry} in store order (copies, as the step saw
+    them: a copy count changes), at most ``max_forest`` hashes in all (the newest); ``hidden``
+    counts the older ones left out; ``cached`` is the rank's count of cached hashes."""
     index: int
     rank: int
     seq: int
     t: float | None
     events: tuple
     stored: tuple               # ((medium, group_idx), hash), a copy each
-    removed: tuple              # ((medium, group_idx), hash, Cached): the last copy gone
+    removed: tuple              # ((medium, group_idx), hash, Entry): the last copy gone
     cleared: bool
     unknown: int                # removals of hashes never seen stored (cached before it began)
     groups: dict
@@ -119,32 +107,17 @@ class _StepNotes(Notes):
         return out
 
 
-def _frozen(e) -> Cached:
-    return Cached(e.parent, e.tokens, e.count, e.block_size, e.lora_name, e.extra_keys, e.kind,
-                  e.seq, e.chain_known)
-
-
 def split_app_args(args: list[str]) -> tuple[list[str], list[str]]:
     """``blockviz app``'s arguments -> (the others, the --recording files as absolute paths).
     ValueError for a --recording without a file, or one that is not a readable file."""
-    rest, files, i = [], [], 0
-    while i < len(args):
-        a = args[i]
-        if a == "--recording" or a.startswith("--recording="):
-            if a == "--recording":
-                if i + 1 >= len(args):
-                    raise ValueError("--recording needs a file, e.g. --recording kv.jsonl "
-                                     "(blockviz live ENDPOINT --record kv.jsonl writes one)")
-                path, i = args[i + 1], i + 2
-            else:
-                path, i = a.split("=", 1)[1], i + 1
-            p = Path(path).expanduser().resolve()
-            if not p.is_file():
-                raise ValueError(f"--recording {path}: no such file")
-            files.append(str(p))
-            continue
-        rest.append(a)
-        i += 1
+    rest, paths = take_flag(args, "--recording", "a file, e.g. --recording kv.jsonl (blockviz live "
+                                                 "ENDPOINT --record kv.jsonl writes one)")
+    files = []
+    for path in paths:
+        p = Path(path).expanduser().resolve()
+        if not p.is_file():
+            raise ValueError(f"--recording {path}: no such file")
+        files.append(str(p))
     if len(files) > MAX_SERVER_FILES:
         raise ValueError(f"at most {MAX_SERVER_FILES} --recording files")
     return rest, files
@@ -208,32 +181,23 @@ def read_recording(source: str | Path | bytes, *, name: str | None = None,
                              limit=f"{max_bytes / (1 << 20):.0f}")
     if size == 0:
         raise RecordingError("empty", name)
-    reader = CaptureReader(opened if opened is not None else path)
-    header = reader.header
     notes = _StepNotes()
-    red = Reduction(replay=bool((header or {}).get("replay")))
-    red.notes = notes
     steps: list[BatchStep] = []
     # id(entry) -> (the entry, its snapshot): a snapshot is made again only when the entry's copy
     # count changed (holding the entry keeps its id from naming another)
-    frozen: dict[int, tuple[Any, Cached]] = {}
-    unknown_before: dict[int, tuple] = {}          # rank -> (its state, its unknown removals)
+    frozen: dict[int, tuple[Any, Any]] = {}
 
-    def snap(e) -> Cached:
+    def snap(e):
         got = frozen.get(id(e))
         if got is None or got[0] is not e or got[1].count != e.count:
-            got = frozen[id(e)] = (e, _frozen(e))
+            got = frozen[id(e)] = (e, replace(e))
         return got[1]
 
-    def on_apply(rank: int, seq: int, delta) -> None:
-        rs = red.ranks[rank]
+    def on_apply(rs, info, delta) -> None:
         state = rs.state
         if len(steps) >= max_steps:
             notes.take()
             return
-        was_state, was = unknown_before.get(rank, (None, 0))
-        unknown = state.unknown_removals - (was if was_state is state else 0)
-        unknown_before[rank] = (state, state.unknown_removals)
         keep = max_forest
         # the newest stores (a dict keeps store order): the last ``keep`` of all groups, taken
         # from the end (a step costs ``keep``, however many hashes are cached)
@@ -248,30 +212,18 @@ def read_recording(source: str | Path | bytes, *, name: str | None = None,
                 newest = list(islice(reversed(g.items()), left))
                 left -= len(newest)
                 taken.append((key, {h: snap(e) for h, e in reversed(newest)}))
-        groups = dict(reversed(taken))
-        info = red.history[-1] if red.history else None
         steps.append(BatchStep(
-            index=len(steps), rank=rank, seq=seq, t=info.t if info is not None else None,
-            events=tuple(delta.events), stored=tuple(delta.stored),
-            removed=tuple((key, h, _frozen(e)) for key, h, e in delta.removed),
-            cleared=delta.cleared, unknown=unknown, groups=groups, hidden=max(0, total - keep),
-            cached=state.size,
-            notes=notes.take()))
+            index=len(steps), rank=info.rank, seq=info.seq, t=info.t, events=tuple(delta.events),
+            stored=tuple(delta.stored),
+            removed=tuple((key, h, replace(e)) for key, h, e in delta.removed),
+            cleared=delta.cleared, unknown=delta.unknown, groups=dict(reversed(taken)),
+            hidden=max(0, total - keep), cached=state.size, notes=notes.take()))
 
-    red.on_apply = on_apply
-    messages = iter(reader)
-    for rec in messages:
-        red.feed(rec)
-        if len(steps) >= max_steps:
-            break
-    unread = sum(1 for _ in messages)     # (counted, not decoded)
-    red.finish()
-    lines = [b.line for b in reader.bad_lines]
-    for bad in reader.bad_lines:
-        notes.add("bad_line", Where(line=bad.line), detail=bad.why)
+    red, header, bad_lines = reduce_file(opened if opened is not None else path, notes=notes,
+                                         on_apply=on_apply, until=lambda: len(steps) >= max_steps)
     if not steps:
-        if header is None and lines and lines[0] == 1:
-            why = reader.bad_lines[0].why
+        if header is None and bad_lines and bad_lines[0].line == 1:
+            why = bad_lines[0].why
             kind = next((k for prefix, k in WHY if why.startswith(prefix)), None)
             raise RecordingError("not_recording", name, line=1, format=FORMAT,
                                  why=why if kind is None else t(kind, "en"),
@@ -283,4 +235,4 @@ def read_recording(source: str | Path | bytes, *, name: str | None = None,
         raise RecordingError("no_batch", name, format=FORMAT)
     return Recording(name=name, header=header, steps=steps, batches=red.batches,
                      ranks=len(red.ranks), notes=notes, messages=red.messages, skipped=red.skipped,
-                     unread=unread)
+                     unread=red.unread)

@@ -173,14 +173,15 @@ class RankState:
 
 class Reduction:
     """Received messages in, the state of every rank out. ``feed`` returns the replays to ask
-    for, as ``(rank, from_seq)``. ``on_apply(rank, seq, delta)`` is called after each batch."""
+    for, as ``(rank, from_seq)``. ``on_apply(rank_state, batch_info, delta)`` is called after
+    each batch."""
 
     def __init__(self, *, replay: bool, max_hashes: int = MAX_HASHES,
                  max_tokens_per_hash: int = MAX_TOKENS_PER_HASH, max_pending: int = MAX_PENDING,
-                 history: int = HISTORY,
-                 on_apply: Callable[[int, int, Delta], None] | None = None) -> None:
+                 history: int = HISTORY, notes: Notes | None = None,
+                 on_apply: Callable[[RankState, BatchInfo, Delta], None] | None = None) -> None:
         self.replay = replay
-        self.notes = Notes()
+        self.notes = Notes() if notes is None else notes
         self.ranks: dict[int, RankState] = {}
         self._limits = {"max_hashes": max_hashes, "max_tokens_per_hash": max_tokens_per_hash}
         self._max_pending = max_pending
@@ -190,6 +191,7 @@ class Reduction:
         self.skipped = 0          # messages that could not be read at all
         self.gaps = 0
         self.duplicates = 0
+        self.unread = 0           # messages after the input was cut short: counted, not decoded
         self.version = 0          # goes up whenever a state changes
 
     def rank(self, r: int) -> RankState:
@@ -296,12 +298,12 @@ class Reduction:
         rs.last_seq = seq
         for key, h, e in delta.removed:
             rs.recent_removed.append((seq, key, h, e))
-        self.history.append(BatchInfo(t if t is not None else batch.ts, rank, seq,
-                                      len(batch.events), len(delta.stored), len(delta.removed),
-                                      delta.cleared))
+        info = BatchInfo(t if t is not None else batch.ts, rank, seq, len(batch.events),
+                         len(delta.stored), len(delta.removed), delta.cleared)
+        self.history.append(info)
         self.version += 1
         if self.on_apply is not None:
-            self.on_apply(rank, seq, delta)
+            self.on_apply(rs, info, delta)
 
     # -- output ----------------------------------------------------------------------------------
     @property
@@ -346,15 +348,21 @@ class Reduction:
                 "data_parallel_rank": r}
 
 
-def reduce_file(path, **kw) -> tuple[Reduction, dict | None, list]:
-    """A recording reduced: (the reduction, the header, the lines skipped). Replayed batches are
-    awaited only when the recording's subscriber had a replay socket."""
+def reduce_file(path, *, until: Callable[[], bool] | None = None,
+                **kw) -> tuple[Reduction, dict | None, list]:
+    """A recording (a path, or a binary file object) reduced: (the reduction, the header, the lines
+    skipped). Replayed batches are awaited only when the recording's subscriber had a replay
+    socket. ``until()``, asked after each message, cuts the reading short (the messages left are
+    counted as ``unread``)."""
     from blockviz.live.capture import CaptureReader
     reader = CaptureReader(path)
     header = reader.header or {}
     red = Reduction(replay=bool(header.get("replay")), **kw)
-    for rec in reader:
+    messages = iter(reader)
+    for rec in messages:
         red.feed(rec)
+        if until is not None and until():
+            red.unread = sum(1 for _ in messages)
     red.finish()
     for bad in reader.bad_lines:
         red.notes.add("bad_line", Where(line=bad.line), detail=bad.why)

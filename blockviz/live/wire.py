@@ -89,8 +89,10 @@ _ENCODER = msgspec.msgpack.Encoder()
 
 
 class WireError(ValueError):
-    """A payload or message that is not a batch at all. ``kind`` names the problem (an i18n key's
-    tail: ``bad_msgpack``, ``batch_shape``, ``frames``, ``seq_frame``); ``detail`` says more."""
+    """A payload or message that is not a batch at all (or, inside decoding, one event that cannot
+    be read). ``kind`` names the problem (an i18n key's tail: ``bad_msgpack``, ``batch_shape``,
+    ``frames``, ``seq_frame``; an event's: ``unknown_type``, ``event_shape``, ``bad_event``);
+    ``detail`` says more."""
 
     def __init__(self, kind: str, detail: str = "") -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
@@ -189,7 +191,7 @@ def _tolerant(raw: Any) -> tuple[KVEventBatch, list[EventProblem]]:
     for i, ev in enumerate(events):
         try:
             event, signed = _event(ev)
-        except _Skip as e:
+        except WireError as e:
             problems.append(EventProblem(i, e.kind, e.detail))
             continue
         if signed:
@@ -198,29 +200,22 @@ def _tolerant(raw: Any) -> tuple[KVEventBatch, list[EventProblem]]:
     return KVEventBatch(ts=float(ts), events=out, data_parallel_rank=rank), problems
 
 
-class _Skip(Exception):
-    def __init__(self, kind: str, detail: str = "") -> None:
-        super().__init__(kind)
-        self.kind, self.detail = kind, detail
-
-
 def _event(ev: Any) -> tuple[Event, bool]:
     if isinstance(ev, dict):
         kind = ev.get("type")
-        cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
-        if cls is None:
-            raise _Skip("unknown_type", repr(kind)[:60])
-        fields = {k: v for k, v in ev.items() if k != "type"}
     elif isinstance(ev, (list, tuple)) and ev:
         kind = ev[0]
-        cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
-        if cls is None:
-            raise _Skip("unknown_type", repr(kind)[:60])
+    else:
+        raise WireError("event_shape", type(ev).__name__)
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise WireError("unknown_type", repr(kind)[:60])
+    if isinstance(ev, dict):
+        fields = {k: v for k, v in ev.items() if k != "type"}
+    else:
         # an older vLLM: array_like events, fields in order; fields it did not have yet are
         # left out (and take their defaults), fields of a newer one are ignored
         fields = dict(zip(cls.__struct_fields__, ev[1:]))
-    else:
-        raise _Skip("event_shape", type(ev).__name__)
     for name in ADDED_LATER.get(cls, ()):
         fields.setdefault(name, None)
     signed = False
@@ -236,7 +231,7 @@ def _event(ev: Any) -> tuple[Event, bool]:
     try:
         return msgspec.convert(fields, cls), signed
     except msgspec.ValidationError as e:
-        raise _Skip("bad_event", f"{kind}: {e}"[:200]) from None
+        raise WireError("bad_event", f"{kind}: {e}"[:200]) from None
 
 
 def hash_hex(h: int | bytes | None) -> str | None:

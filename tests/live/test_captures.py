@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from blockviz.live.capture import CaptureReader, CaptureWriter, read_capture
+from blockviz.live.capture import CaptureReader, CaptureWriter
 from blockviz.live.reducer import short_hex
 from blockviz.live.stream import Reduction
 from blockviz.live.wire import decode_payload, encode_batch, parse_frames
@@ -75,11 +75,13 @@ def state_of(rs) -> dict:
 
 
 def reduce_per_batch(path: Path, src: str | None = None) -> tuple[Reduction, list]:
-    header, messages, bad = read_capture(path)
+    reader = CaptureReader(path)
+    messages = list(reader)
+    header, bad = reader.header, reader.bad_lines
     assert header["format"] == "vllm-kv-events-capture/1" and not bad
     got = []
     red = Reduction(replay=bool(header.get("replay")))
-    red.on_apply = lambda rank, seq, delta: got.append((seq, state_of(red.ranks[rank])))
+    red.on_apply = lambda rs, info, delta: got.append((info.seq, state_of(rs)))
     for rec in messages:
         if src is None or rec.src == src:
             red.feed(rec)
@@ -114,7 +116,7 @@ def test_the_copies_are_the_shared_captures():
 def test_every_payload_reencodes_to_vllms_bytes():
     n = 0
     for path in sorted(CAPTURES.glob("*.jsonl")):
-        _, messages, _ = read_capture(path)
+        messages = list(CaptureReader(path))
         for rec in messages:
             m = parse_frames(rec.frames)
             if m.end:
@@ -128,7 +130,7 @@ def test_every_payload_reencodes_to_vllms_bytes():
 
 def test_the_readme_message_in_hex():
     """pressure.jsonl's 3rd message, as shared/data/vllm-kv-events/README.md writes it out."""
-    _, messages, _ = read_capture(CAPTURES / "pressure.jsonl")
+    messages = list(CaptureReader(CAPTURES / "pressure.jsonl"))
     m = parse_frames(messages[2].frames)
     assert (m.topic, m.seq) == (b"", 2)
     batch, _ = decode_payload(m.payload)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import zmq
 
-from blockviz.live.capture import read_capture
+from blockviz.live.capture import CaptureReader
 from blockviz.live.publish import Publisher, scenario_batches
 from blockviz.live.stream import reduce_file
 from blockviz.live.wire import decode_payload, encode_batch, parse_frames
@@ -28,7 +28,7 @@ TOOLKIT = ["pressure", "chunked", "reset-prefix-cache"]
 
 
 def captured(name: str) -> list:
-    _, msgs, _ = read_capture(CAPTURES / f"{name}.jsonl")
+    msgs = list(CaptureReader(CAPTURES / f"{name}.jsonl"))
     return [parse_frames(m.frames) for m in msgs if m.src == "sub"]
 
 

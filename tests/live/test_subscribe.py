@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 
-from blockviz.live.capture import read_capture
+from blockviz.live.capture import CaptureReader
 from blockviz.live.stream import reduce_file
 from blockviz.live.subscribe import LiveSession, offset_endpoint_port, publisher_binds
 from blockviz.live.wire import BlockStored, encode_batch, parse_frames, seq_frame
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def payloads(name: str) -> list[tuple[int, bytes]]:
-    _, msgs, _ = read_capture(CAPTURES / name)
+    msgs = list(CaptureReader(CAPTURES / name))
     out = []
     for rec in msgs:
         m = parse_frames(rec.frames)
@@ -218,4 +218,4 @@ def test_the_command_prints_the_state_and_progress(scripted, ports, tmp_path):
     assert d["caches"] == state(want) and d["batches"] == 4
     assert "live: 4 batch(es), 5 event(s), 0 gap(s), 0 note(s); 8 hash(es) cached" in err
     assert "stopped after 1.5 s without a message" in err
-    assert len(read_capture(rec)[1]) == 4
+    assert len(list(CaptureReader(rec))) == 4

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from blockviz.live.capture import read_capture  # noqa: E402
+from blockviz.live.capture import CaptureReader  # noqa: E402
 from blockviz.live.wire import parse_frames  # noqa: E402
 from blockviz.scenario import load  # noqa: E402
 
@@ -80,8 +80,8 @@ def record(sched_py: str, ev: Path, out: Path, publisher: list[str], env=None) -
 
 
 def compare(a: Path, b: Path) -> list[str]:
-    _, ma, _ = read_capture(a)
-    _, mb, _ = read_capture(b)
+    ma = list(CaptureReader(a))
+    mb = list(CaptureReader(b))
     fa = [parse_frames(m.frames) for m in ma if m.src == "sub"]
     fb = [parse_frames(m.frames) for m in mb if m.src == "sub"]
     out = []
@@ -152,7 +152,7 @@ def main() -> int:
                              capture_output=True, text=True, timeout=300)
         if dec.returncode:
             diffs.append(f"vLLM's decoder failed on blockviz's recording: {dec.stderr[-200:]}")
-        n = len([m for m in read_capture(ours)[1] if m.src == "sub"])
+        n = len([m for m in CaptureReader(ours) if m.src == "sub"])
         notes = [ln.split("publish: ", 1)[1] for ln in log.splitlines()
                  if "teaching-only" in ln or "rewinds" in ln or "still queued" in ln]
         summary.append((name, "FAIL" if diffs else "PASS",
