@@ -17,49 +17,49 @@ import sys
 EXIT_INPUT = 2
 
 
-def _positive(kind, hi):
-    """A number above 0 and at most ``hi`` (every option is bounded; NaN and infinity are not
-    numbers here)."""
+def _bounded(kind, hi, *, zero: bool = False):
+    """A number above 0 (``zero``: at least 0) and at most ``hi`` (every option is bounded; NaN
+    and infinity are not numbers here)."""
     def parse(text: str):
         try:
             v = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not 0 < v <= hi:
+        if zero and not 0 <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{text} must be a number >= 0 and at most {hi:,g}")
+        if not zero and not 0 < v <= hi:
             most = f"{hi:,}" if isinstance(hi, int) else f"{hi:,g}"
             raise argparse.ArgumentTypeError(f"{text} must be > 0 and at most {most}")
         return v
     return parse
 
 
-def _non_negative(text: str, hi: float = 86_400.0) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= v <= hi:
-        raise argparse.ArgumentTypeError(f"{text} must be a number >= 0 and at most {hi:,g}")
-    return v
+_non_negative = _bounded(float, 86_400.0, zero=True)
 
 
 def _limits(p: argparse.ArgumentParser) -> None:
     from blockviz.live.reducer import MAX_HASHES, MAX_TOKENS_PER_HASH
-    p.add_argument("--max-hashes", type=_positive(int, 1 << 27), default=None, metavar="N",
+    p.add_argument("--max-hashes", type=_bounded(int, 1 << 27), default=None, metavar="N",
                    help=f"cached hashes kept per rank at most (default {MAX_HASHES:,})")
-    p.add_argument("--max-tokens-per-hash", type=_positive(int, 1 << 20), default=None, metavar="N",
+    p.add_argument("--max-tokens-per-hash", type=_bounded(int, 1 << 20), default=None, metavar="N",
                    help=f"token ids kept per hash at most (default {MAX_TOKENS_PER_HASH:,})")
 
 
 def _limit_kw(args) -> dict:
-    kw = {}
-    if args.max_hashes is not None:
-        kw["max_hashes"] = args.max_hashes
-    if args.max_tokens_per_hash is not None:
-        kw["max_tokens_per_hash"] = args.max_tokens_per_hash
-    return kw
+    return {k: getattr(args, k) for k in ("max_hashes", "max_tokens_per_hash")
+            if getattr(args, k) is not None}
 
 
 # -- output -------------------------------------------------------------------------------------
+def _output(red, name: str, args) -> None:
+    """The final state: as JSON (--json) or as text."""
+    if args.json:
+        json.dump(red.report(), sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print_state(red, name, args.lang)
+
+
 def print_state(red, name: str, lang: str, out=sys.stdout) -> None:
     from blockviz.i18n import t
     from blockviz.live.reducer import CANNOT_KNOW
@@ -104,11 +104,7 @@ def cmd_state(args) -> int:
         print(t("live_cli_not_capture", args.lang, file=args.file, format=FORMAT),
               file=sys.stderr)
         return EXIT_INPUT
-    if args.json:
-        json.dump(red.report(), sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print_state(red, args.file, args.lang)
+    _output(red, args.file, args)
     return 0
 
 
@@ -164,7 +160,7 @@ def cmd_live(args) -> int:
                 reason = "max_batches"
                 break
             if (args.until_idle is not None and sess.idle_for() >= args.until_idle
-                    and not sess.sub.replaying()):
+                    and not sess.replaying()):
                 reason = "idle"
                 break
             now = time.monotonic()
@@ -182,11 +178,7 @@ def cmd_live(args) -> int:
             _progress(final, lang)
         print(t(f"live_cli_stopped_{reason}", lang, n=args.max_batches, s=args.until_idle),
               file=sys.stderr)
-    if args.json:
-        json.dump(red.report(), sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print_state(red, args.endpoint, lang)
+    _output(red, args.endpoint, args)
     return 0
 
 
@@ -195,7 +187,7 @@ def cmd_publish(args) -> int:
     import zmq
 
     from blockviz.i18n import event_label, t
-    from blockviz.live.publish import Progress, Publisher, publish_scenario
+    from blockviz.live.publish import Publisher, publish_scenario
     from blockviz.scenario import load
     from blockviz.scenario.lessons import resolve
     lang = args.lang
@@ -225,7 +217,7 @@ def cmd_publish(args) -> int:
         pub.serve(args.start_delay_s)      # subscribers subscribe meanwhile (the slow joiner)
         sent = publish_scenario(loaded, pub, interval_s=args.interval_ms / 1000.0,
                                 device=args.device, payloads=not args.no_payloads,
-                                progress=Progress(step=on_step, note=lambda k, f: say(k, **f)))
+                                on_step=on_step, note=lambda k, f: say(k, **f))
         say("publish_done", n=sent, s=args.hold_s)
         pub.serve(args.hold_s)
     except KeyboardInterrupt:
@@ -255,20 +247,20 @@ def add_parser(sub) -> None:
     lv.add_argument("--bind", action="store_true",
                     help="bind the SUB socket (when vLLM connects its PUB: an endpoint without *)")
     lv.add_argument("--topic", default="", help="KVEventsConfig.topic (default empty: all)")
-    lv.add_argument("--dp-ranks", type=_positive(int, 1024), default=1, metavar="N",
+    lv.add_argument("--dp-ranks", type=_bounded(int, 1024), default=1, metavar="N",
                     help="data-parallel ranks: rank r on the endpoint's port + r (default 1)")
     lv.add_argument("--replay", default=None, metavar="ENDPOINT",
                     help="the replay ROUTER (KVEventsConfig.replay_endpoint): asked from seq 0 at "
                          "start and for every gap")
     lv.add_argument("--record", default=None, metavar="FILE",
                     help="write every message received (vllm-kv-events-capture/1)")
-    lv.add_argument("--until-idle", type=_positive(float, 86_400.0), default=None, metavar="S",
+    lv.add_argument("--until-idle", type=_bounded(float, 86_400.0), default=None, metavar="S",
                     help="stop after S seconds without a message (counted from the start too)")
-    lv.add_argument("--max-batches", type=_positive(int, 1 << 62), default=None, metavar="N",
+    lv.add_argument("--max-batches", type=_bounded(int, 1 << 62), default=None, metavar="N",
                     help="stop after N batches")
-    lv.add_argument("--replay-timeout", type=_positive(float, 3_600.0), default=5.0, metavar="S",
+    lv.add_argument("--replay-timeout", type=_bounded(float, 3_600.0), default=5.0, metavar="S",
                     help="give up a replay that is quiet for S seconds (default 5)")
-    lv.add_argument("--max-message-bytes", type=_positive(int, 1 << 30), default=64 << 20, metavar="N",
+    lv.add_argument("--max-message-bytes", type=_bounded(int, 1 << 30), default=64 << 20, metavar="N",
                     help="refuse frames over N bytes (default 64 MiB)")
     lv.add_argument("--json", action="store_true", help="print the final state as JSON")
     lv.add_argument("--lang", choices=["en", "zh"], default="en")
@@ -294,7 +286,7 @@ def add_parser(sub) -> None:
                     help="wait before the first step so subscribers can subscribe (default 1)")
     pb.add_argument("--hold-s", type=_non_negative, default=2.0, metavar="S",
                     help="keep answering replay requests after the last batch (default 2)")
-    pb.add_argument("--buffer-steps", type=_positive(int, 1 << 24), default=10_000, metavar="N",
+    pb.add_argument("--buffer-steps", type=_bounded(int, 1 << 24), default=10_000, metavar="N",
                     help="KVEventsConfig.buffer_steps: batches kept for replay (default 10000)")
     pb.add_argument("--no-payloads", action="store_true",
                     help="skip the KV tensors (as blockviz json --no-payloads: outputs the scenario "

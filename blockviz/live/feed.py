@@ -78,10 +78,6 @@ class LiveFeed:
             t.join(timeout)
 
     @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    @property
     def reduction(self):
         """The reduction being fed (read it under ``lock``), or None before the first start."""
         return None if self.session is None else self.session.red

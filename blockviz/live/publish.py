@@ -25,7 +25,6 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import zmq
 
@@ -66,7 +65,6 @@ class Publisher:
         except Exception:
             self.close()
             raise
-        self.replays_served = 0
 
     def publish(self, events: list, ts: float | None = None) -> int:
         self.serve(0)
@@ -107,20 +105,12 @@ class Publisher:
             if seq >= start_seq:
                 self.router.send_multipart([client, b"", self.topic, seq_frame(seq), payload])
         self.router.send_multipart([client, b"", *end_marker()])
-        self.replays_served += 1
 
     def close(self) -> None:
         for s in (self.pub, self.router):
             if s is not None:
                 s.close(0)
         self.ctx.term()
-
-
-@dataclass
-class Progress:
-    """What ``publish_scenario`` reports, per scenario event and per note."""
-    step: Callable[[int, int, object, int, list[int]], None] | None = None   # (i, n, step, engines, seqs)
-    note: Callable[[str, dict], None] | None = None                            # (i18n key, fields)
 
 
 def scenario_batches(loaded, *, device: str | None = None, payloads: bool = True, note=None):
@@ -176,14 +166,16 @@ def scenario_batches(loaded, *, device: str | None = None, payloads: bool = True
 
 
 def publish_scenario(loaded, pub: Publisher, *, interval_s: float = 0.0, device: str | None = None,
-                     payloads: bool = True, progress: Progress | None = None) -> int:
+                     payloads: bool = True,
+                     on_step: Callable[[int, int, object, int, list[int]], None] | None = None,
+                     note: Callable[[str, dict], None] | None = None) -> int:
     """Publish the scenario's batches through ``pub``, pausing ``interval_s`` after every engine
-    step (answering replay requests meanwhile). Returns the number of batches sent."""
-    progress = progress or Progress()
+    step (answering replay requests meanwhile). Returns the number of batches sent. Reported:
+    ``on_step(i, n, step, engine_steps, seqs)`` per scenario event, ``note(i18n key, fields)``."""
     sent = 0
     n = len(loaded.scenario.steps)
     for i, step, engine_steps, batches in scenario_batches(loaded, device=device,
-                                                           payloads=payloads, note=progress.note):
+                                                           payloads=payloads, note=note):
         seqs: list[int] = []
         if batches == "restart":
             pub.restart()
@@ -193,6 +185,6 @@ def publish_scenario(loaded, pub: Publisher, *, interval_s: float = 0.0, device:
                     seqs.append(pub.publish(batch))
                     sent += 1
                 pub.serve(interval_s)
-        if progress.step is not None:
-            progress.step(i + 1, n, step, engine_steps, seqs)
+        if on_step is not None:
+            on_step(i + 1, n, step, engine_steps, seqs)
     return sent

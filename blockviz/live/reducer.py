@@ -58,18 +58,9 @@ class Where:
     line: int | None = None
 
     def text(self, lang: str) -> str:
-        parts = []
-        if self.line is not None:
-            parts.append(t("live_where_line", lang, n=self.line))
-        if self.message is not None:
-            parts.append(t("live_where_message", lang, n=self.message, src=self.src or "sub"))
-        if self.rank:
-            parts.append(t("live_where_rank", lang, n=self.rank))
-        if self.seq is not None:
-            parts.append(t("live_where_seq", lang, n=self.seq))
-        if self.event is not None:
-            parts.append(t("live_where_event", lang, n=self.event))
-        return ", ".join(parts)
+        return ", ".join(t(f"live_where_{k}", lang, n=n, src=self.src or "sub") for k, n in (
+            ("line", self.line), ("message", self.message), ("rank", self.rank or None),
+            ("seq", self.seq), ("event", self.event)) if n is not None)
 
     def at_event(self, i: int) -> Where:
         return Where(self.message, self.src, self.seq, i, self.rank, self.line)
@@ -202,9 +193,7 @@ class CacheState:
 
     def _stored(self, ev: BlockStored, seq, where: Where, i: int, delta: Delta) -> None:
         key = (ev.medium, ev.group_idx)
-        g = self.groups.get(key)
-        if g is None:
-            g = self.groups[key] = {}
+        g = self.groups.setdefault(key, {})
         hashes = ev.block_hashes
         n = len(hashes)
         if not n:
@@ -257,9 +246,7 @@ class CacheState:
 
     def _removed(self, ev: BlockRemoved, where: Where, i: int, delta: Delta) -> None:
         key = (ev.medium, ev.group_idx)
-        g = self.groups.get(key)
-        if g is None:
-            g = self.groups[key] = {}
+        g = self.groups.setdefault(key, {})
         for h in ev.block_hashes:
             e = g.get(h)
             if e is None:

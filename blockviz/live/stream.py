@@ -192,7 +192,6 @@ class Reduction:
         self.gaps = 0
         self.duplicates = 0
         self.unread = 0           # messages after the input was cut short: counted, not decoded
-        self.version = 0          # goes up whenever a state changes
 
     def rank(self, r: int) -> RankState:
         rs = self.ranks.get(r)
@@ -286,7 +285,6 @@ class Reduction:
                 self.notes.add("restart", Where(seq=a[2], rank=rank or None), last=a[1])
                 rs.state = CacheState(notes=self.notes, **self._limits)
                 rs.recent_removed.clear()
-                self.version += 1
             elif kind == "dup":
                 self.duplicates += 1
 
@@ -301,7 +299,6 @@ class Reduction:
         info = BatchInfo(t if t is not None else batch.ts, rank, seq, len(batch.events),
                          len(delta.stored), len(delta.removed), delta.cleared)
         self.history.append(info)
-        self.version += 1
         if self.on_apply is not None:
             self.on_apply(rs, info, delta)
 

@@ -17,7 +17,7 @@ abandoned (its DEALER closed, so late replies are dropped), and the receive queu
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import zmq
 
@@ -58,43 +58,50 @@ class _Replay:
     replies: int = 0
 
 
-@dataclass
-class Subscriber:
-    """The sockets. ``poll`` returns ``(src, rank, frames, t)`` per message received, replay
-    replies without the DEALER's delimiter frame."""
-    endpoint: str
-    bind: bool = False
-    topic: str = ""
-    replay: str | None = None
-    dp_ranks: int = 1
-    max_message_bytes: int = MAX_MESSAGE_BYTES
-    replay_timeout_s: float = REPLAY_TIMEOUT_S
-    max_replay: int = MAX_PENDING + 1
-    subs: list = field(default_factory=list)
-    _replays: dict = field(default_factory=dict)
+class LiveSession:
+    """The sockets feeding a reduction (and a recording). ``pump`` does one round of receiving;
+    the CLI and the app's background thread call it in a loop."""
 
-    def __post_init__(self) -> None:
-        if not 1 <= self.dp_ranks <= 64:
+    def __init__(self, endpoint: str, *, bind: bool = False, topic: str = "",
+                 replay: str | None = None, dp_ranks: int = 1, record: str | None = None,
+                 replay_timeout_s: float = REPLAY_TIMEOUT_S,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES, **limits) -> None:
+        if not 1 <= dp_ranks <= 64:
             raise ValueError("--dp-ranks must be from 1 to 64")
+        self.replay, self.replay_timeout_s = replay, replay_timeout_s
+        self.max_message_bytes, self.max_replay = max_message_bytes, MAX_PENDING + 1
+        self.red = Reduction(replay=bool(replay), **limits)
         self.ctx = zmq.Context()
         self.poller = zmq.Poller()
         self._socket_rank: dict = {}
+        self._replays: dict[int, _Replay] = {}
         self._open: set = set()          # every socket not closed yet (term waits for them)
+        self.writer = None
         try:
-            for r in range(self.dp_ranks):
+            for r in range(dp_ranks):
                 s = self._socket(zmq.SUB)
-                s.setsockopt(zmq.SUBSCRIBE, self.topic.encode("utf-8"))
-                ep = offset_endpoint_port(self.endpoint, r)
-                if self.bind:
+                s.setsockopt(zmq.SUBSCRIBE, topic.encode("utf-8"))
+                ep = offset_endpoint_port(endpoint, r)
+                if bind:
                     s.bind(ep)
                 else:
                     s.connect(ep)
-                self.subs.append(s)
                 self._socket_rank[s] = ("sub", r)
                 self.poller.register(s, zmq.POLLIN)
+            if record:
+                self.writer = CaptureWriter(record, endpoint=endpoint,
+                                            mode="bind" if bind else "connect", topic=topic,
+                                            replay=replay, dp_ranks=dp_ranks)
         except Exception:
-            self.close()
+            self._close_sockets()
             raise
+        self.index = 0
+        self.last_message = time.monotonic()
+        if replay:
+            # vLLM's advice: ask from 0 at start (PUB drops what is sent before a subscription
+            # arrives; the replay buffer has it). Each rank's first live batch then finds it done.
+            for r in range(dp_ranks):
+                self._request(r, 0)
 
     def _socket(self, kind: int) -> zmq.Socket:
         s = self.ctx.socket(kind)
@@ -148,10 +155,27 @@ class Subscriber:
             self._drop_replay(rank)
         return out
 
+    def _close_sockets(self) -> None:
+        for rank in list(self._replays):
+            self._drop_replay(rank)
+        for s in list(self._open):
+            self._close(s)
+        self.ctx.term()
+
     # -- receiving ----------------------------------------------------------------------------------
-    def poll(self, timeout_ms: int, max_messages: int = 10_000) -> list[tuple[str, int, list, float]]:
+    def _request(self, rank: int, seq: int) -> None:
+        if self.request_replay(rank, seq):
+            self.red.rank(rank).seq.expect_replay()
+
+    def pump(self, timeout_s: float = 0.1) -> int:
+        """Receive for up to ``timeout_s`` and handle what came."""
+        return self.handle(self.receive(timeout_s))
+
+    def receive(self, timeout_s: float, max_messages: int = 10_000) -> list[tuple]:
+        """Wait up to ``timeout_s`` for messages (the app's thread does this without its lock):
+        ``(src, rank, frames, t)`` each, replay replies without the DEALER's delimiter frame."""
         out: list = []
-        for sock, _ in self.poller.poll(timeout_ms):
+        for sock, _ in self.poller.poll(int(timeout_s * 1000)):
             src, rank = self._socket_rank.get(sock, (None, None))
             if src is None:
                 continue
@@ -177,58 +201,6 @@ class Subscriber:
                     out.append((src, rank, frames, t))
         return out
 
-    def close(self) -> None:
-        for rank in list(self._replays):
-            self._drop_replay(rank)
-        for s in list(self._open):
-            self._close(s)
-        self.subs = []
-        self.ctx.term()
-
-
-class LiveSession:
-    """A subscriber feeding a reduction (and a recording). ``pump`` does one round of receiving;
-    the CLI and the app's background thread call it in a loop."""
-
-    def __init__(self, endpoint: str, *, bind: bool = False, topic: str = "",
-                 replay: str | None = None, dp_ranks: int = 1, record: str | None = None,
-                 replay_timeout_s: float = REPLAY_TIMEOUT_S,
-                 max_message_bytes: int = MAX_MESSAGE_BYTES, **limits) -> None:
-        self.sub = Subscriber(endpoint, bind=bind, topic=topic, replay=replay, dp_ranks=dp_ranks,
-                              max_message_bytes=max_message_bytes,
-                              replay_timeout_s=replay_timeout_s)
-        self.red = Reduction(replay=bool(replay), **limits)
-        self.writer = None
-        if record:
-            try:
-                self.writer = CaptureWriter(record, endpoint=endpoint,
-                                            mode="bind" if bind else "connect", topic=topic,
-                                            replay=replay, dp_ranks=dp_ranks)
-            except OSError:
-                self.sub.close()
-                raise
-        self.index = 0
-        self.last_message = time.monotonic()
-        self.requests = 0
-        if replay:
-            # vLLM's advice: ask from 0 at start (PUB drops what is sent before a subscription
-            # arrives; the replay buffer has it). Each rank's first live batch then finds it done.
-            for r in range(dp_ranks):
-                self._request(r, 0)
-
-    def _request(self, rank: int, seq: int) -> None:
-        if self.sub.request_replay(rank, seq):
-            self.requests += 1
-            self.red.rank(rank).seq.expect_replay()
-
-    def pump(self, timeout_s: float = 0.1) -> int:
-        """Receive for up to ``timeout_s`` and handle what came."""
-        return self.handle(self.receive(timeout_s))
-
-    def receive(self, timeout_s: float) -> list:
-        """Wait up to ``timeout_s`` for messages (the app's thread does this without its lock)."""
-        return self.sub.poll(int(timeout_s * 1000))
-
     def handle(self, msgs: list) -> int:
         """Record, reduce and answer what ``receive`` returned; abandon replays that expired."""
         for src, rank, frames, t in msgs:
@@ -240,7 +212,7 @@ class LiveSession:
                 self._request(r, seq)
         if msgs:
             self.last_message = time.monotonic()
-        for rank, kind, fields in self.sub.expired():
+        for rank, kind, fields in self.expired():
             self.red.replay_failed(rank, kind, **fields)
         return len(msgs)
 
@@ -251,4 +223,4 @@ class LiveSession:
         self.red.finish()
         if self.writer is not None:
             self.writer.close()
-        self.sub.close()
+        self._close_sockets()

@@ -288,14 +288,11 @@ def rates_svg(history, now: float, lang: str) -> str:
         x = i * bw
         if cleared[i]:
             bars.append(f'<rect class="bvl-r-clear" x="{x:.1f}" y="0" width="{bw:.1f}" height="{h}"/>')
-        if stored[i]:
-            bh = (mid - 4) * stored[i] / top
-            bars.append(f'<rect class="bvl-r-st" x="{x + 1:.1f}" y="{mid - bh:.1f}" '
-                        f'width="{bw - 2:.1f}" height="{bh:.1f}"><title>{stored[i]}</title></rect>')
-        if removed[i]:
-            bh = (mid - 4) * removed[i] / top
-            bars.append(f'<rect class="bvl-r-rm" x="{x + 1:.1f}" y="{mid:.1f}" '
-                        f'width="{bw - 2:.1f}" height="{bh:.1f}"><title>{removed[i]}</title></rect>')
+        for cls, n, up in (("bvl-r-st", stored[i], True), ("bvl-r-rm", removed[i], False)):
+            if n:           # stored up from the middle line, removed down
+                bh = (mid - 4) * n / top
+                bars.append(f'<rect class="{cls}" x="{x + 1:.1f}" y="{mid - bh if up else mid:.1f}" '
+                            f'width="{bw - 2:.1f}" height="{bh:.1f}"><title>{n}</title></rect>')
     label = esc(t("lv_rates_axis", lang, s=RATE_WINDOW_S, top=top))
     return (f'<svg class="bvl-rates" viewBox="0 0 {w} {h}" preserveAspectRatio="none" role="img" '
             f'aria-label="{label}"><line class="bvl-r-mid" x1="0" y1="{mid}" x2="{w}" y2="{mid}"/>'
@@ -343,20 +340,23 @@ def warnings_html(red, lang: str) -> str:
     return "".join(f'<div class="{cls}">{esc(text)}</div>' for cls, text in out)
 
 
+def _details(key: str, summary: str, items) -> str:
+    """A list that opens (``bvl-<key>``; kept open across updates by its data-key)."""
+    lis = "".join(f"<li>{esc(text)}</li>" for text in items)
+    return (f'<details class="bvl-{key}" data-key="{key}"><summary>{esc(summary)}</summary>'
+            f'<ul>{lis}</ul></details>')
+
+
 def notes_html(red, lang: str) -> str:
     notes = red.notes
     if not notes.total:
         return ""
-    kept = notes.kept()[-NOTES_SHOWN:]
-    items = "".join(f"<li>{esc(n.text(lang)[:300])}</li>" for n in reversed(kept))
-    return (f'<details class="bvl-notes" data-key="notes"><summary>{esc(t("lv_notes", lang, n=notes.total))}'
-            f'</summary><ul>{items}</ul></details>')
+    return _details("notes", t("lv_notes", lang, n=notes.total),
+                    (n.text(lang)[:300] for n in reversed(notes.kept()[-NOTES_SHOWN:])))
 
 
 def cannot_know_html(lang: str) -> str:
-    items = "".join(f"<li>{esc(t('live_unknown_' + k, lang))}</li>" for k in CANNOT_KNOW)
-    return (f'<details class="bvl-cannot" data-key="cannot"><summary>{esc(t("lv_cannot", lang))}'
-            f'</summary><ul>{items}</ul></details>')
+    return _details("cannot", t("lv_cannot", lang), (t("live_unknown_" + k, lang) for k in CANNOT_KNOW))
 
 
 # -- the whole ----------------------------------------------------------------------------------------

@@ -155,11 +155,17 @@ def page() -> None:
 
 
 # -- a recording on the board ------------------------------------------------------------------------
+def _opened(ident, rec=None, err: lreplay.RecordingError | None = None) -> None:
+    """A recording opened (or none: ``ident`` None): the board starts again at step 0."""
+    ss = st.session_state
+    ss[RP_FILE], ss[RP_REC], ss[RP_ERR], ss[RP_MADE] = ident, rec, err, None
+    ss[RP_LO], ss[RP_WANT] = 0, _asked()    # (an ask about the last file is not one)
+
+
 def _open(f, lang: str) -> None:
     """Read an upload (once per upload): the Recording, or why it cannot be played."""
     ss = st.session_state
-    ss[RP_FILE], ss[RP_REC], ss[RP_ERR], ss[RP_MADE] = f.file_id, None, None, None
-    ss[RP_LO], ss[RP_WANT] = 0, _asked()    # (an ask about the last file is not one)
+    _opened(f.file_id)
     try:
         with st.spinner(t("rp_reading", lang, name=f.name)):
             ss[RP_REC] = lreplay.read_recording(f.getvalue(), name=f.name)
@@ -233,10 +239,9 @@ def recording(lang: str) -> None:
             ss[RP_REC], ident = None, f"server:{path}"
             ss[RP_ERR] = lreplay.RecordingError("unreadable", path.name, e=e.strerror or str(e))
         if ss.get(RP_FILE) != ident:
-            ss[RP_FILE], ss[RP_MADE], ss[RP_LO], ss[RP_WANT] = ident, None, 0, _asked()
+            _opened(ident, ss[RP_REC], ss[RP_ERR])
     elif f is None:
-        ss[RP_FILE], ss[RP_REC], ss[RP_ERR], ss[RP_MADE] = None, None, None, None
-        ss[RP_LO], ss[RP_WANT] = 0, _asked()    # (an ask about the last file is not one)
+        _opened(None)
         st.info(t("rp_none_yet", lang))
         return
     elif ss.get(RP_FILE) != f.file_id:

@@ -181,7 +181,7 @@ def test_a_replay_that_never_ends_and_one_that_never_answers(scripted, ports):
             pub.publish(1, six[1][1], live=False)
         sess = LiveSession(f"tcp://127.0.0.1:{p}", replay=f"tcp://127.0.0.1:{r}",
                            replay_timeout_s=0.5, max_pending=200)
-        sess.sub.max_replay = 200
+        sess.max_replay = 200
         try:
             pub.wait_subscribed(pump=sess.pump)
             if mode == "silent":        # held while the replay is awaited, applied when it fails
@@ -189,7 +189,7 @@ def test_a_replay_that_never_ends_and_one_that_never_answers(scripted, ports):
             pump_until(sess, lambda s=sess, k=kind: s.red.notes.counts[k] == 1, timeout=15)
         finally:
             sess.close()
-        assert not sess.sub.replaying() and not sess.red.ranks[0].seq.pending
+        assert not sess.replaying() and not sess.red.ranks[0].seq.pending
         if mode == "silent":
             # nothing came back: seq 0 is lost, seq 1 is applied (its removals never seen)
             assert sess.red.ranks[0].missing_count == 1 and sess.red.batches == 1
