@@ -110,48 +110,34 @@ _rule(r"cannot read the file: (?P<e>.+)",
 # -- YAML -----------------------------------------------------------------------------------
 # PyYAML's problems, worded as its C parser (the loader uses it) and its Python one word them.
 _YAML_RULES: list[_Rule] = []
-_rule(r"did not find expected ',' or '(?P<c>[\]}])'",
-      "缺少 ',' 或 '{c}'（列表或映射没有正确闭合？）", into=_YAML_RULES)
-_rule(r"did not find expected node content",
-      "这里缺少一个值", into=_YAML_RULES)
-_rule(r"did not find expected key",
-      "这里应当是一个键（key: value）：缩进对齐了吗？", into=_YAML_RULES)
-_rule(r"did not find expected '-' indicator",
-      "这里应当是以 '-' 开头的列表项：缩进对齐了吗？", into=_YAML_RULES)
-_rule(r"did not find expected <document start>",
-      "这里应当是文档的开头", into=_YAML_RULES)
-_rule(r"mapping values are not allowed (?:here|in this context)",
-      "这里不能出现 'key: value'（值里有冒号就加引号；或者缩进不对？）", into=_YAML_RULES)
-_rule(r"block sequence entries are not allowed (?:here|in this context)",
-      "这里不能出现 '- ' 列表项：缩进对齐了吗？", into=_YAML_RULES)
-_rule(r"could not find expected ':'",
-      "缺少 ':'", into=_YAML_RULES)
-_rule(r"found character (?:'(?P<c>.+)' )?that cannot start any token",
-      "这里有一个不能作为开头的字符（比如制表符、@ 或 `）：YAML 只能用空格缩进，特殊字符要加引号",
-      into=_YAML_RULES)
-_rule(r"found a tab character (?:that violates indentation|where an indentation space is expected)",
-      "这里用了制表符：YAML 只能用空格缩进", into=_YAML_RULES)
-_rule(r"expected <block end>, but found '?(?P<t>[^']+)'?",
-      "缩进不对：这里不应出现 {t}", into=_YAML_RULES)
-_rule(r"found undefined alias(?: '(?P<a>.+)')?",
-      "用到了没有定义的别名（*名字）", into=_YAML_RULES)
-_rule(r"found unexpected end of stream",
-      "文件在这里意外结束了（引号或括号没有闭合？）", into=_YAML_RULES)
-_rule(r"found unexpected ':'",
-      "这里不应出现 ':'", into=_YAML_RULES)
-_rule(r"found unknown escape character(?: '(?P<c>.+)')?",
-      "未知的转义字符", into=_YAML_RULES)
-_rule(r"found duplicate anchor.*",
-      "同一个锚点（&名字）定义了两次", into=_YAML_RULES)
-_rule(r"found unexpected document indicator",
-      "这里不应出现文档分隔符（--- 或 ...）", into=_YAML_RULES)
-_rule(r"did not find expected whitespace or line break",
-      "这里应当是空格或换行", into=_YAML_RULES)
-_rule(r"expected a comment or a line break, but found '(?P<c>.+)'",
-      "这里只能换行或写注释，却出现了 '{c}'", into=_YAML_RULES)
-_rule(r"(?:did not find )?expected alphabetic or numeric character(?:, but found '(?P<c>.+)')?",
-      "这里应当是字母或数字", into=_YAML_RULES)
-
+for _pattern, _said in (
+    (r"did not find expected ',' or '(?P<c>[\]}])'", "缺少 ',' 或 '{c}'（列表或映射没有正确闭合？）"),
+    (r"did not find expected node content", "这里缺少一个值"),
+    (r"did not find expected key", "这里应当是一个键（key: value）：缩进对齐了吗？"),
+    (r"did not find expected '-' indicator", "这里应当是以 '-' 开头的列表项：缩进对齐了吗？"),
+    (r"did not find expected <document start>", "这里应当是文档的开头"),
+    (r"mapping values are not allowed (?:here|in this context)",
+     "这里不能出现 'key: value'（值里有冒号就加引号；或者缩进不对？）"),
+    (r"block sequence entries are not allowed (?:here|in this context)",
+     "这里不能出现 '- ' 列表项：缩进对齐了吗？"),
+    (r"could not find expected ':'", "缺少 ':'"),
+    (r"found character (?:'(?P<c>.+)' )?that cannot start any token",
+     "这里有一个不能作为开头的字符（比如制表符、@ 或 `）：YAML 只能用空格缩进，特殊字符要加引号"),
+    (r"found a tab character (?:that violates indentation|where an indentation space is expected)",
+     "这里用了制表符：YAML 只能用空格缩进"),
+    (r"expected <block end>, but found '?(?P<t>[^']+)'?", "缩进不对：这里不应出现 {t}"),
+    (r"found undefined alias(?: '(?P<a>.+)')?", "用到了没有定义的别名（*名字）"),
+    (r"found unexpected end of stream", "文件在这里意外结束了（引号或括号没有闭合？）"),
+    (r"found unexpected ':'", "这里不应出现 ':'"),
+    (r"found unknown escape character(?: '(?P<c>.+)')?", "未知的转义字符"),
+    (r"found duplicate anchor.*", "同一个锚点（&名字）定义了两次"),
+    (r"found unexpected document indicator", "这里不应出现文档分隔符（--- 或 ...）"),
+    (r"did not find expected whitespace or line break", "这里应当是空格或换行"),
+    (r"expected a comment or a line break, but found '(?P<c>.+)'", "这里只能换行或写注释，却出现了 '{c}'"),
+    (r"(?:did not find )?expected alphabetic or numeric character(?:, but found '(?P<c>.+)')?",
+     "这里应当是字母或数字"),
+):
+    _rule(_pattern, _said, into=_YAML_RULES)
 
 def _yaml_problem(problem: str) -> str:
     return _zh(problem, _YAML_RULES) or problem  # as PyYAML words it, if no rule knows it

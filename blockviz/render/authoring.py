@@ -107,11 +107,6 @@ def warn_html(message: str) -> str:
     return f'<div class="bv bv-warnbox">{esc(message)}</div>'
 
 
-_SECTION_TITLES = {"scenario": "ref_sec_scenario", "config": "ref_sec_config",
-                   "model": "ref_sec_model", "connector": "ref_sec_connector",
-                   "scheduler": "ref_sec_scheduler"}
-
-
 def _fields_table(fields, lang: str) -> str:
     if not fields:
         return ""
@@ -138,19 +133,16 @@ def reference_html(sections: Sequence[Section], lang: str) -> str:
     """The whole reference: the file, config, events (what each does, its fields, an example)
     and prompt parts."""
     out = []
-    events_started = parts_started = False
+    heading = None
     for s in sections:
-        if s.key in _SECTION_TITLES:
-            out.append(f"<h4>{esc(t(_SECTION_TITLES[s.key], lang))}</h4>")
+        group, _, name = s.key.partition(":")
+        if not name:          # the file, config, model, connector, scheduler: a section of its own
+            out.append(f"<h4>{esc(t('ref_sec_' + group, lang))}</h4>")
             out.append(_fields_table(s.fields, lang) + _example(s.example, lang))
             continue
-        group, name = s.key.split(":", 1)
-        if group == "event" and not events_started:
-            out.append(f"<h4>{esc(t('ref_sec_events', lang))}</h4>")
-            events_started = True
-        if group == "part" and not parts_started:
-            out.append(f"<h4>{esc(t('ref_sec_parts', lang))}</h4>")
-            parts_started = True
+        if group != heading:  # the events, then the prompt parts: one heading each
+            out.append(f"<h4>{esc(t(f'ref_sec_{group}s', lang))}</h4>")
+            heading = group
         help_key = ("evh_" if group == "event" else "ph_") + name
         table = group == "part" or name in ("arrive", "decode")
         bare = ""

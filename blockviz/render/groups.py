@@ -53,11 +53,6 @@ def block_groups(step) -> dict[int, int]:
     return out
 
 
-def table_label_html(g: int, spec, lang: str) -> str:
-    """A request's row for group ``g``: its badge, at the head of the row."""
-    return badge_html(g, spec, lang, cls="bv-grp bv-grp-row")
-
-
 def legend_html(groups: Sequence, lang: str) -> str:
     """The groups' legend: each group's badge and name, the null entry, the hash key's group."""
     items = "".join(f"<span>{_run_badge(lo, hi, groups[lo], lang)}</span>" for lo, hi in _runs(groups))

@@ -43,13 +43,9 @@ def written_blocks(ops: Sequence) -> tuple[int, ...]:
     return tuple(sorted({op.block_id for op in ops if op.kind in ("write", "load")}))
 
 
-def verify_ops(ops: Sequence) -> list:
-    return [op for op in ops if op.kind == "verify"]
-
-
 def verify_html(ops: Sequence, lang: str, tolerance: float = 0.0) -> str:
     """This step's hit = recompute checks (``Verify`` records)."""
-    checks = verify_ops(ops)
+    checks = [op for op in ops if op.kind == "verify"]
     if not checks:
         return f'<div class="bv"><div class="bv-small">{esc(t("verify_none", lang))}</div></div>'
     rows = []

@@ -58,7 +58,7 @@ def _group_tables(r, fresh: Collection[int], lang: str, max_cells: int, groups) 
     if bt is None or not any(bt.tables):
         return f'<div class="bv-bt">{_table(r, fresh, lang, max_cells, ())}</div>'
     return "".join(f'<div class="bv-bt bv-gt" data-bv-group-table="{g}">'
-                   f'{rgroups.table_label_html(g, spec, lang)}'
+                   f'{rgroups.badge_html(g, spec, lang, cls="bv-grp bv-grp-row")}'
                    f'{_table(r, fresh, lang, max_cells, bt.tables[g])}</div>'
                    for g, spec in enumerate(groups))
 

@@ -60,10 +60,6 @@ _CJK = r"\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
 _ZH_SPACE = re.compile(rf"(?<=[{_CJK}])\s+(?=[{_CJK}])|(?<=[\u3000-\u303f\uff01-\uff1f])\s+")
 
 
-def tidy_zh(text: str) -> str:
-    return _ZH_SPACE.sub("", text)
-
-
 class Text(_Model):
     """Narration in both languages; either may be missing (the other is shown)."""
     en: str | None = None
@@ -72,7 +68,7 @@ class Text(_Model):
     @field_validator("zh")
     @classmethod
     def _tidy(cls, v: str | None) -> str | None:
-        return None if v is None else tidy_zh(v)
+        return None if v is None else _ZH_SPACE.sub("", v)
 
     @model_validator(mode="before")
     @classmethod

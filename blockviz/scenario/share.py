@@ -24,7 +24,6 @@ from blockviz.scenario.load import LoadedScenario, ScenarioError, load_text
 from blockviz.scenario.schema import MAX_FILE_BYTES
 
 MAX_CODE_CHARS = 8_000          # the ``s`` value; the rest of a link is ~100 characters
-MAX_LINK_BYTES = 8 * 1024       # the whole link, as the messages state it
 LINK_FILE = "shared-link.yaml"  # the name errors carry for a link's scenario
 PARAM = "s"
 _ALPHABET = re.compile(r"[A-Za-z0-9_-]*")
@@ -69,10 +68,9 @@ def decode(code: str) -> str:
         raise BadLink("the link's scenario code is empty")
     if len(code) > MAX_CODE_CHARS:
         raise LinkTooLong(len(code))
-    if not _ALPHABET.fullmatch(code) or len(code) % 4 == 1:
-        raise BadLink("the link's scenario code is damaged (not URL-safe base64); copy the whole "
-                      "link again")
     try:
+        if not _ALPHABET.fullmatch(code) or len(code) % 4 == 1:
+            raise ValueError(code)
         raw = base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))
     except (binascii.Error, ValueError):
         raise BadLink("the link's scenario code is damaged (not URL-safe base64); copy the whole "

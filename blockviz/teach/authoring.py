@@ -238,23 +238,14 @@ def snippet_event(kind: str, ids: Sequence[str], checkpoints: Sequence[str],
         prompt = ([{"same_as": ids[0], "first": 4}, {"random": 4}] if ids
                   else [{"tokens": [1, 2, 3, 4, 5, 6, 7, 8]}, {"random": 2}])
         return {"arrive": {"id": new, "prompt": prompt, "max_tokens": 8}}
-    if kind == "decode":
-        return {"decode": {"steps": 2}}
-    if kind == "step":
-        return {"step": 1}
-    if kind == "finish":
-        return {"finish": last}
-    if kind == "preempt":
-        return {"preempt": last}
-    if kind in ("admit", "reset_prefix_cache"):
-        return kind
-    if kind == "checkpoint":
-        return {"checkpoint": f"cp{len(checkpoints) + 1}"}
-    if kind == "rewind":
-        return {"rewind": checkpoints[-1] if checkpoints else "cp1"}
-    if kind == "note":
-        return {"note": texts("snip_note")}
-    raise ValueError(f"no snippet for {kind!r}")
+    events = {"decode": {"decode": {"steps": 2}}, "step": {"step": 1}, "finish": {"finish": last},
+              "preempt": {"preempt": last}, "admit": "admit", "reset_prefix_cache": "reset_prefix_cache",
+              "checkpoint": {"checkpoint": f"cp{len(checkpoints) + 1}"},
+              "rewind": {"rewind": checkpoints[-1] if checkpoints else "cp1"},
+              "note": {"note": texts("snip_note")}}
+    if kind not in events:
+        raise ValueError(f"no snippet for {kind!r}")
+    return events[kind]
 
 
 def _flow(value: Any) -> str:

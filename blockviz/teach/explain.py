@@ -15,19 +15,14 @@ def category_name(cat: str, lang: str) -> str:
     return t(f"xc_{cat}", lang)
 
 
-def _merge(segments) -> dict[str, list]:
-    """Segments by category, in token order."""
-    out: dict[str, list] = {}
-    for seg in segments:
-        out.setdefault(seg[2], []).append(seg)
-    return out
-
-
 def split_sentences(split, lang: str) -> list[tuple[str, str]]:
     """(category, sentence) for each category of the split that holds tokens, in token order;
     evictions alike (same holder, same cause, same taker, same steps) make one sentence."""
     behind = [seg for seg in split.segments if seg[3] and "cached_in_block" in seg[3]]
-    by = _merge(seg for seg in split.segments if seg not in behind)
+    by: dict[str, list] = {}             # the other segments by category, in token order
+    for seg in split.segments:
+        if seg not in behind:
+            by.setdefault(seg[2], []).append(seg)
     out: list[tuple[str, str]] = []
     for cat in TOKEN_ORDER:
         segs = by.get(cat, [])
