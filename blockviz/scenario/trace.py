@@ -364,13 +364,3 @@ def trace_line(timestamp: float, input_length: int, output_length: int, hash_ids
     """One request as a line of the format (fields in the format's order, no newline)."""
     return json.dumps({"timestamp": timestamp, "input_length": input_length,
                        "output_length": output_length, "hash_ids": list(hash_ids)})
-
-
-def write_trace(requests: Iterable[TraceRequest | tuple], f: IO[str]) -> int:
-    """Write (timestamp, input_length, output_length, hash_ids, ...) tuples as JSON Lines; the
-    number of lines written."""
-    n = 0
-    for r in requests:
-        f.write(trace_line(*r[:4]) + "\n")
-        n += 1
-    return n

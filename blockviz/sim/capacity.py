@@ -45,8 +45,8 @@ the :data:`POINT_FIELDS` (a mode may add fields of its own after them).
 and the ceiling run vLLM 0.33's KV-cache groups on one shared pool (one table per group, a
 window's blocks freed as the prompt moves on, the hit reconciled across the groups, retention
 0), and points add :data:`GROUP_FIELDS` — ``limited_hits``, the tokens full attention held past
-the hit (:func:`replay_sequence_groups`, :func:`ceiling_groups`). Without groups every number is
-the one-group replay's, unchanged.
+the hit (:func:`replay_sequence`, :func:`ceiling_groups`). Without groups every number is the
+one-group replay's, unchanged.
 """
 from __future__ import annotations
 
@@ -144,9 +144,11 @@ def _counted(items: Iterable, progress: Progress | None) -> Iterator:
 class SequenceRequest:
     """A trace request as KVCacheManager reads it in sequence mode: its id, its length and the
     keys of its full blocks. (The manager reads nothing else of a request on this path; the
-    tests replay real ``blockviz.core.Request`` objects side by side and compare.)"""
-    __slots__ = ("request_id", "num_tokens", "num_prompt_tokens", "block_hashes")
-    num_computed_tokens = 0     # each request is admitted once, fresh
+    tests replay real ``blockviz.core.Request`` objects side by side and compare.) With several
+    KV-cache groups it is prefilled chunk by chunk (its computed tokens move), and its lookup
+    sets vLLM's ``shared_prefix_boundary``, which a sliding window's caching reads."""
+    __slots__ = ("request_id", "num_tokens", "num_prompt_tokens", "block_hashes", "num_computed_tokens",
+                 "shared_prefix_boundary")
     num_preemptions = 0
     num_in_flight_tokens = 0
     status = RequestStatus.WAITING
@@ -159,6 +161,8 @@ class SequenceRequest:
         self.request_id = request_id
         self.num_tokens = self.num_prompt_tokens = num_tokens
         self.block_hashes = block_hashes
+        self.num_computed_tokens = 0     # each request is admitted once, fresh
+        self.shared_prefix_boundary = 0
 
 
 def _requests(trace: Iterable[TraceRequest], block_size: int, exact_tokens: bool):
@@ -180,114 +184,57 @@ def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_bloc
                     chunk_tokens: int = SEQUENCE_CHUNK_TOKENS) -> dict:
     """One point of sequence mode (see the module docstring): a dict with :data:`POINT_FIELDS`.
     ``on_request(i, hit_tokens, admitted)`` after each request (a rejected one hit 0).
-    ``kv_cache_groups`` (a hybrid model's, e.g. :func:`model_groups`): see
-    :func:`replay_sequence_groups`."""
+
+    With a hybrid model's ``kv_cache_groups`` (e.g. :func:`model_groups`): one shared pool, a
+    table per KV-cache group, vLLM 0.33's ``HybridKVCacheCoordinator``. Each request, alone, is
+    prefilled as vLLM's scheduler prefills a lone request with chunked prefill on: its lookup (the
+    hit reconciled across the groups), admission if its whole sequence fits (a sliding-window or
+    chunked group counted at most at its ``max_admission_blocks_per_request``), then chunks of
+    ``chunk_tokens`` (the token budget), a window's blocks freed to the null block between chunks,
+    so a long prompt holds only its window's blocks in those groups; then it is freed. Retention
+    is vLLM 0.33's default (0). The point adds ``limited_hits``: the tokens one group held past the
+    reconciled hit (vLLM's ``shared_prefix_boundary`` − hit) summed over the admitted requests:
+    what the groups that keep less (a window, a chunk) cost the hit rate, for full attention held
+    them. Without groups a request is allocated whole at once."""
     check_block_size(block_size)
     if pool_blocks < 1:
         raise ValueError(f"pool_blocks must be at least 1, not {pool_blocks}")
-    if kv_cache_groups:
-        return replay_sequence_groups(trace, block_size=block_size, pool_blocks=pool_blocks,
-                                      free_order=free_order, progress=progress,
-                                      exact_tokens=exact_tokens, kv_cache_groups=kv_cache_groups,
-                                      chunk_tokens=chunk_tokens, on_request=on_request)
+    hybrid = bool(kv_cache_groups)
+    groups = {} if not hybrid else {"kv_cache_groups": specs_from_groups(block_size, kv_cache_groups),
+                                    "max_in_flight_tokens": chunk_tokens}
     manager = KVCacheManager(pool_blocks + 1, block_size, free_order=free_order,
-                             enable_kv_cache_events=False)
-    get_computed_blocks, allocate_slots, free = (manager.get_computed_blocks,
-                                                 manager.allocate_slots, manager.free)
-    queries = hits = admitted = rejected = 0
-    for req in _counted(_requests(trace, block_size, exact_tokens), progress):
-        blocks, num_hit, _ = get_computed_blocks(req)
-        n = req.num_tokens
-        if allocate_slots(req, n - num_hit, num_hit, blocks) is None:
-            rejected += 1
-            if on_request is not None:
-                on_request(admitted + rejected - 1, 0, False)
-        else:
-            admitted += 1
-            queries += n
-            hits += num_hit
-            free(req)
-            if on_request is not None:
-                on_request(admitted + rejected - 1, num_hit, True)
-    return {"pool_blocks": pool_blocks, "queries": queries, "hits": hits, "requests": admitted,
-            "rejected": rejected, "evictions": manager.block_pool.num_evictions}
-
-
-# -- a hybrid model (several KV-cache groups) in sequence mode ----------------------------------
-
-
-class GroupSequenceRequest(SequenceRequest):
-    """A trace request as the manager reads it with several KV-cache groups: it is prefilled
-    chunk by chunk (its computed tokens move), and its lookup sets vLLM's
-    ``shared_prefix_boundary``, which a sliding window's caching reads."""
-    __slots__ = ("num_computed_tokens", "shared_prefix_boundary")
-
-    def __init__(self, request_id: str, num_tokens: int, block_hashes: list[bytes]) -> None:
-        super().__init__(request_id, num_tokens, block_hashes)
-        self.num_computed_tokens = 0
-        self.shared_prefix_boundary = 0
-
-
-def _group_requests(trace: Iterable[TraceRequest], block_size: int, exact_tokens: bool):
-    if exact_tokens:
-        yield from _requests(trace, block_size, True)
-        return
-    for i, r in enumerate(_checked(trace, block_size)):
-        yield GroupSequenceRequest(request_id(i + 1), r.input_length,
-                                   block_keys(r.input_length, r.hash_ids, block_size, r.block_tokens))
-
-
-def replay_sequence_groups(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks: int,
-                           kv_cache_groups: Sequence, free_order: str = "split",
-                           progress: Progress | None = None, exact_tokens: bool = False,
-                           chunk_tokens: int = SEQUENCE_CHUNK_TOKENS,
-                           on_request: PerRequest | None = None) -> dict:
-    """Sequence mode on a hybrid model: one shared pool, a table per KV-cache group, vLLM 0.33's
-    ``HybridKVCacheCoordinator``. Each request, alone, is prefilled as vLLM's scheduler prefills
-    a lone request with chunked prefill on: its lookup (the hit reconciled across the groups),
-    admission if its whole sequence fits (a sliding-window or chunked group counted at most at its
-    ``max_admission_blocks_per_request``), then chunks of ``chunk_tokens`` (the token budget), a
-    window's blocks freed to the null block between chunks, so a long prompt holds only its
-    window's blocks in those groups; then it is freed. Retention is vLLM 0.33's default (0).
-
-    The point adds ``limited_hits``: the tokens one group held past the reconciled hit (vLLM's
-    ``shared_prefix_boundary`` − hit) summed over the admitted requests: what the groups that
-    keep less (a window, a chunk) cost the hit rate, for full attention held them."""
-    manager = KVCacheManager(pool_blocks + 1, block_size, free_order=free_order,
-                             enable_kv_cache_events=False,
-                             kv_cache_groups=specs_from_groups(block_size, kv_cache_groups),
-                             max_in_flight_tokens=chunk_tokens)
+                             enable_kv_cache_events=False, **groups)
     get_computed_blocks, allocate_slots, free = (manager.get_computed_blocks,
                                                  manager.allocate_slots, manager.free)
     queries = hits = admitted = rejected = limited = 0
-    for req in _counted(_group_requests(trace, block_size, exact_tokens), progress):
+    for req in _counted(_requests(trace, block_size, exact_tokens), progress):
         blocks, num_hit, boundary = get_computed_blocks(req)
         req.shared_prefix_boundary = boundary
         n = req.num_tokens
-        chunk = min(chunk_tokens, n - num_hit)
-        if allocate_slots(req, chunk, num_hit, blocks, full_sequence_must_fit=True) is None:
+        chunk = min(chunk_tokens, n - num_hit) if hybrid else n - num_hit
+        if allocate_slots(req, chunk, num_hit, blocks, full_sequence_must_fit=hybrid) is None:
             rejected += 1
             if on_request is not None:
                 on_request(admitted + rejected - 1, 0, False)
-        else:
-            admitted += 1
-            queries += n
-            hits += num_hit
-            if boundary > num_hit:
-                limited += boundary - num_hit
-            done = num_hit + chunk
-            while done < n:
-                req.num_computed_tokens = done
-                chunk = min(chunk_tokens, n - done)
-                if allocate_slots(req, chunk) is None:    # cannot happen: admission counted it
-                    raise RuntimeError(f"{req.request_id}: a chunk found no room after admission")
-                done += chunk
-            free(req)
-            if on_request is not None:
-                on_request(admitted + rejected - 1, num_hit, True)
+            continue
+        admitted += 1
+        queries += n
+        hits += num_hit
+        if boundary > num_hit:
+            limited += boundary - num_hit
+        done = num_hit + chunk
+        while done < n:
+            req.num_computed_tokens = done
+            chunk = min(chunk_tokens, n - done)
+            if allocate_slots(req, chunk) is None:    # cannot happen: admission counted it
+                raise RuntimeError(f"{req.request_id}: a chunk found no room after admission")
+            done += chunk
+        free(req)
+        if on_request is not None:
+            on_request(admitted + rejected - 1, num_hit, True)
     return {"pool_blocks": pool_blocks, "queries": queries, "hits": hits, "requests": admitted,
             "rejected": rejected, "evictions": manager.block_pool.num_evictions,
-            "limited_hits": limited}
+            **({"limited_hits": limited} if hybrid else {})}
 
 
 class _EveryKeyCached:
@@ -314,8 +261,8 @@ class _EveryKeyCached:
 def ceiling_groups(trace: Iterable[TraceRequest], *, block_size: int, kv_cache_groups: Sequence,
                    progress: Progress | None = None, on_request: PerRequest | None = None) -> dict:
     """A hybrid model's ceiling: an infinite pool, the same groups and rules as
-    :func:`replay_sequence_groups`. Nothing is evicted, so the state is the set of keys each group
-    has cached: per request, the lookup of vLLM's coordinator (its reconciliation over the
+    :func:`replay_sequence`. Nothing is evicted, so the state is the set of keys each group has
+    cached: per request, the lookup of vLLM's coordinator (its reconciliation over the
     groups, unchanged) against that set, then what each group caches of the blocks past the hit
     (full attention and chunked groups every full block, a sliding window what its retention
     mask keeps: the replay boundary and the shared-prefix boundary). Memory: one key per block a
@@ -329,7 +276,7 @@ def ceiling_groups(trace: Iterable[TraceRequest], *, block_size: int, kv_cache_g
              enumerate(zip(specs, coordinator.single_type_managers))]
     keys = cached.keys
     queries = hits = limited = 0
-    for i, req in enumerate(_counted(_group_requests(trace, block_size, False), progress)):
+    for i, req in enumerate(_counted(_requests(trace, block_size, False), progress)):
         n = req.num_tokens
         _, num_hit, uncached = coordinator.find_longest_cache_hit(req.block_hashes, n - 1)
         if on_request is not None:
@@ -439,33 +386,24 @@ TIMED_FIELDS = ("preemptions", "preempted_queries", "preempted_hits", "steps", "
 _OUT_TAG = b"out"   # output-block keys: 15 bytes, never equal to a prompt key (16 or 18 bytes)
 
 
-class TimedRequest:
+class TimedRequest(SequenceRequest):
     """A trace request as the scheduler and the manager read it in timed mode: what
     :class:`blockviz.core.Request` holds, with the prompt's block keys for hashes and no token
     list (an appended output only counts; a block it completes gets a key of this request
     alone: an output is fresh, sampled text). The tests run real Requests side by side."""
-    __slots__ = ("request_id", "num_tokens", "num_prompt_tokens", "block_hashes", "max_tokens",
-                 "status", "finish_reason", "num_computed_tokens", "num_preemptions",
-                 "num_output_placeholders", "num_in_flight_tokens", "num_stale_output_tokens",
-                 "drop_stale_output", "is_prefill_chunk", "shared_prefix_boundary", "_block_size",
-                 "_tag", "num_pending_preempted")
-    lora = None
-    cache_salt = None
-    mm_items = ()
-    skip_reading_prefix_cache = False   # a trace's requests ask for no prompt logprobs
+    __slots__ = ("max_tokens", "status", "finish_reason", "num_preemptions", "num_output_placeholders",
+                 "num_in_flight_tokens", "num_stale_output_tokens", "drop_stale_output",
+                 "is_prefill_chunk", "_block_size", "_tag", "num_pending_preempted")
 
     def __init__(self, index: int, num_tokens: int, block_hashes: list[bytes], max_tokens: int,
                  block_size: int) -> None:
-        self.request_id = request_id(index + 1)
-        self.num_tokens = self.num_prompt_tokens = num_tokens
-        self.block_hashes = block_hashes
+        super().__init__(request_id(index + 1), num_tokens, block_hashes)
         self.max_tokens = max_tokens
         self.status = RequestStatus.WAITING
         self.finish_reason = None
-        self.num_computed_tokens = self.num_preemptions = self.num_pending_preempted = 0
+        self.num_preemptions = self.num_pending_preempted = 0
         self.num_output_placeholders = self.num_in_flight_tokens = self.num_stale_output_tokens = 0
         self.drop_stale_output = self.is_prefill_chunk = False
-        self.shared_prefix_boundary = 0   # (hybrid models only; a trace has one group)
         self._block_size = block_size
         self._tag = _OUT_TAG + index.to_bytes(8, "little")
 
@@ -536,7 +474,7 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
                  kv_cache_groups: Sequence | None = None) -> dict:
     """One point of timed mode (see the module docstring): :data:`POINT_FIELDS`, then
     :data:`TIMED_FIELDS` (and, with a hybrid model's ``kv_cache_groups``, :data:`GROUP_FIELDS`:
-    the pool is shared by the groups as in :func:`replay_sequence_groups`).
+    the pool is shared by the groups as in :func:`replay_sequence`).
 
     Arrivals: a request arrives at its ``timestamp`` (ms; one earlier than the line before it is
     taken to arrive with that one: the file is in arrival order). Before each step every request
@@ -854,22 +792,6 @@ class KVShape:
         hybrid model's request holds one such slot per group that keeps the token."""
         return kv_bytes_per_token(self.group_size, self.kv_heads, self.head_dim, self.dtype_bytes)
 
-    def request_bytes(self, tokens: int, block_size: int) -> int:
-        """The KV memory a request of ``tokens`` tokens holds once its prefill is done: per
-        group, its blocks (a sliding window's group at most those of its last ``W - 1`` tokens and
-        the current one's, a chunked group those of the current chunk)."""
-        blocks = 0
-        whole = -(-tokens // block_size)
-        for g in self.kv_cache_groups:
-            if g.type == "sliding_window":
-                blocks += min(whole, -(-(g.sliding_window - 1) // block_size) + 1)
-            elif g.type == "chunked_local_attention":
-                start = (tokens - 1) // g.attention_chunk_size * g.attention_chunk_size
-                blocks += whole - start // block_size
-            else:
-                blocks += whole
-        return blocks * block_size * self.bytes_per_token
-
     def describe(self, lang: str = "en") -> str:
         """The shape in words: a dense model's product; a hybrid model's layer mix, vLLM's groups
         and what a pool slot holds."""
@@ -986,11 +908,6 @@ def geometric_sizes(lo: int, hi: int, count: int) -> list[int]:
 def hit_rate(point: dict) -> float:
     """vLLM's hit rate of a point or a ceiling: hits / queries (0 when nothing was asked)."""
     return point["hits"] / point["queries"] if point["queries"] else 0.0
-
-
-def knee(points: Iterable[dict], ceiling_point: dict, fraction: float = KNEE_FRACTION) -> int | None:
-    """:func:`knee_of` a sweep report's point dicts and its ceiling's."""
-    return knee_of([Point.of(p, "") for p in points], hit_rate(ceiling_point), fraction)
 
 
 def knee_of(points: Iterable[Point], ceiling: float, fraction: float = KNEE_FRACTION) -> int | None:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Sequence
-from functools import cache
 
 from blockviz.scenario.trace import TraceRequest, check_block_size
 from blockviz.sim.capacity import PROGRESS_EVERY, block_keys
@@ -107,34 +106,6 @@ def _min(reqs, pool: int, progress) -> int:
         if since or rejected:
             progress(since + rejected)
     return hits
-
-
-def brute_force_hits(trace: Sequence[TraceRequest], *, block_size: int, pool_blocks: int) -> int:
-    """The most hit tokens over every choice of kept blocks (exhaustive; tiny traces only)."""
-    reqs = [x for x in _paths(trace, block_size) if x[1] <= pool_blocks]
-
-    @cache
-    def best(s: int, held: frozenset) -> int:
-        if s == len(reqs):
-            return 0
-        _, b, lim, keys = reqs[s]
-        h = 0
-        while h < lim and keys[h] in held:
-            h += 1
-        others = sorted(held - set(keys), key=repr)
-        room = min(pool_blocks - b, len(others))
-        top = 0
-        for kept in _subsets(others, room):
-            top = max(top, best(s + 1, frozenset(kept) | frozenset(keys)))
-        return h + top
-
-    return best(0, frozenset()) * block_size
-
-
-def _subsets(items: list, k: int):
-    """Every subset of exactly k items (keeping more never hurts: later steps can still drop)."""
-    from itertools import combinations
-    return combinations(items, k)
 
 
 def add_optimal(reports: list[dict], traces: Sequence[str], *, block_size: int,

@@ -14,7 +14,7 @@ from blockviz.sim.capacity import (
     KNEE_FRACTION,
     geometric_sizes,
     hit_rate,
-    knee,
+    knee_of,
     points_of,
     replay_sequence,
     replay_timed,
@@ -33,6 +33,11 @@ from blockviz.teach.workload import loaded
 def pt(pool: int, hits: int, queries: int = 100) -> dict:
     return {"pool_blocks": pool, "queries": queries, "hits": hits, "requests": 1, "rejected": 0,
             "evictions": 0}
+
+
+def knee(points: list[dict], ceil: dict, **kw) -> int | None:
+    """knee_of a sweep report's point dicts and its ceiling's."""
+    return knee_of(points_of([{"free_order": "split", "points": points}]), hit_rate(ceil), **kw)
 
 
 def test_the_knee_is_the_smallest_size_reaching_90_percent_of_the_ceiling():

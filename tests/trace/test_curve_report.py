@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from trace_helpers import random_trace
+from trace_helpers import random_trace, write_trace
 
-from blockviz.scenario.trace import TraceRequest, write_trace
+from blockviz.scenario.trace import TraceRequest
 from blockviz.sim import curve as C
 from blockviz.sim.capacity import KNEE_FRACTION, Point, ceiling, hit_rate, knee_of, replay_sequence
 from blockviz.sim.curve import curve_report, curve_sequence, first_reaching, hit_blocks_at

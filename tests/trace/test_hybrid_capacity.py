@@ -57,20 +57,6 @@ def test_presets_carry_vllms_groups_and_a_pool_blocks_bytes():
         KVShape(30, 8, 64, mix=KV_PRESETS["gpt-oss-20b"].mix)
 
 
-def test_a_windows_memory_per_request_is_bounded():
-    """Once prefilled, a request holds every token in full attention, but only its window's in a
-    sliding-window group and its chunk's in a chunked one."""
-    oss, dense = KV_PRESETS["gpt-oss-120b"], KVShape(36, 8, 64)
-    slot = oss.bytes_per_token
-    # 100,000 more tokens cost full attention's slots only: the window holds 9 blocks of 16
-    assert oss.request_bytes(200_000, 16) - oss.request_bytes(100_000, 16) == 100_000 * slot
-    assert oss.request_bytes(100_000, 16) == (6250 + 9) * 16 * slot
-    assert dense.request_bytes(100_000, 16) == 100_000 * dense.bytes_per_token
-    scout = KV_PRESETS["llama-4-scout"]
-    # 3 chunked groups hold the 1,696 tokens of the current 8,192-token chunk (106 blocks)
-    assert scout.request_bytes(100_000, 16) == (6250 + 3 * 106) * 16 * scout.bytes_per_token
-
-
 # -- the replay follows the groups ------------------------------------------------------------------
 def trace(rng: random.Random, n: int) -> list[TraceRequest]:
     """Short prompts (blocks of 512 tokens cut to a few hundred), recurring prefixes; hash ids

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+from functools import cache
+from itertools import combinations
 
 import pytest
 from trace_helpers import random_trace, write
@@ -12,7 +14,29 @@ from trace_helpers import random_trace, write
 from blockviz.scenario.trace import TraceRequest
 from blockviz.sim.capacity import ceiling, replay_sequence
 from blockviz.sim.curve import curve_sequence
-from blockviz.sim.optimal import add_optimal, brute_force_hits, optimal_hits
+from blockviz.sim.optimal import _paths, add_optimal, optimal_hits
+
+
+def brute_force_hits(trace: list[TraceRequest], *, block_size: int, pool_blocks: int) -> int:
+    """The most hit tokens over every choice of kept blocks (exhaustive; tiny traces only)."""
+    reqs = [x for x in _paths(trace, block_size) if x[1] <= pool_blocks]
+
+    @cache
+    def best(s: int, held: frozenset) -> int:
+        if s == len(reqs):
+            return 0
+        _, b, lim, keys = reqs[s]
+        h = 0
+        while h < lim and keys[h] in held:
+            h += 1
+        others = sorted(held - set(keys), key=repr)
+        room = min(pool_blocks - b, len(others))
+        top = 0
+        for kept in combinations(others, room):   # keeping more never hurts: later steps can drop
+            top = max(top, best(s + 1, frozenset(kept) | frozenset(keys)))
+        return h + top
+
+    return best(0, frozenset()) * block_size
 
 
 def trace(*reqs: tuple[int, list[int]]) -> list[TraceRequest]:

@@ -6,7 +6,7 @@ import io
 import json
 
 import pytest
-from trace_helpers import write
+from trace_helpers import write, write_trace
 
 from blockviz.scenario import trace as T
 
@@ -47,7 +47,7 @@ def test_token_ids_derive_from_hash_ids_as_the_reference_replay_does():
 
 def test_writing_and_reading_round_trip():
     buf = io.StringIO()
-    T.write_trace([(0, 600, 3, [4, 9]), (10, 1, 0, [2])], buf)
+    write_trace([(0, 600, 3, [4, 9]), (10, 1, 0, [2])], buf)
     assert buf.getvalue().splitlines()[0] == (
         '{"timestamp": 0, "input_length": 600, "output_length": 3, "hash_ids": [4, 9]}')
     assert [r[:4] for r in T.read_trace(buf.getvalue().encode())] == [(0, 600, 3, [4, 9]),

@@ -4,6 +4,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import IO
+
+from blockviz.scenario.trace import trace_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,6 +23,16 @@ def write(path: Path, requests: list[tuple[int, list[int]]] | list[dict]) -> Pat
                                      "hash_ids": ids}))
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def write_trace(requests, f: IO[str]) -> int:
+    """Write (timestamp, input_length, output_length, hash_ids, ...) tuples as JSON Lines; the
+    number of lines written."""
+    n = 0
+    for r in requests:
+        f.write(trace_line(*r[:4]) + "\n")
+        n += 1
+    return n
 
 
 def shared_dir() -> Path | None:
