@@ -59,7 +59,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "cap_too_big": ("This workload is beyond the scenario limits ({msg}). Use fewer events or shorter "
                     "prompts.",
                     "这个负载超出了场景的限制（{msg}）。请减少事件数或缩短提示。"),
-    "cap_sizing": ("Finding the pool sizes…", "正在确定块池大小…"),
     "cap_running": ("Replaying {runs} runs of {events} events… {pct}%",
                     "正在重放 {runs} 次、每次 {events} 个事件… {pct}%"),
     "cap_done": ("Done: {runs} runs of {events} events in {s:.1f} s.",

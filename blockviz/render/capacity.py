@@ -127,7 +127,7 @@ def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float
                                font=dict(size=13, color=ORANGE), bgcolor=VEIL)
         fig.add_hline(y=ceiling, line=dict(color=MUTED, width=1.5, dash="dash"))
         fig.add_annotation(x=0, xref="paper", y=ceiling, yref="y", showarrow=False, xanchor="left",
-                           yanchor="bottom", text=t("capt_ceiling_mark", lang, rate=_pct(ceiling)),
+                           yanchor="bottom", text=t("capt_ceiling_mark", lang, rate=pct(ceiling)),
                            font=dict(size=13, color=MUTED), bgcolor=VEIL)
     fig.update_layout(
         height=height or (380 if ceiling is None else 420), margin=dict(l=10, r=10, t=10, b=10),
@@ -169,7 +169,7 @@ def limited_lines(points: Sequence[Point], lang: str, group: str) -> list[str]:
         p = ps[-1]
         if limited(p) and p.queries:
             out.append(t("capt_read_limited", lang, order=t(f"cap_order_{order}", lang), group=group,
-                         share=_pct(limited(p) / p.queries), limited=f"{limited(p):,}"))
+                         share=pct(limited(p) / p.queries), limited=f"{limited(p):,}"))
     return out
 
 
@@ -283,7 +283,7 @@ def reading(points: Sequence[Point], ceiling: float | None = None) -> Reading:
                    {o: ps[-1] for o, ps in groups.items()})
 
 
-def _pct(x: float) -> str:
+def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
@@ -291,9 +291,23 @@ def _fmt(size: int | None) -> str:
     return "—" if size is None else f"{size:,}"
 
 
-def _capacity_words(tokens: int, bytes_per_token: int | None, lang: str) -> str:
+def capacity_words(tokens: int, bytes_per_token: int | None, lang: str) -> str:
     g = gib(tokens, bytes_per_token)
     return f"{tokens:,} {t('capt_tokens', lang)}" + ("" if g is None else f" ({g:,.3g} GiB)")
+
+
+def ceiling_lines(ceiling: float, lang: str) -> list[str]:
+    """A trace's reading opens with its ceiling (and, when it hits nothing, that no cache helps)."""
+    return [t("capt_read_ceiling", lang, rate=pct(ceiling))] + (
+        [t("capt_read_no_reuse", lang)] if ceiling <= 0 else [])
+
+
+def knee_line(order: str, blocks: int, rate: float, ceiling: float, lang: str, *, block_size: int,
+              bytes_per_token: int | None) -> str:
+    """A free order's knee in words: where it is, what it hits and what the ceiling adds."""
+    return t("capt_read_knee", lang, order=t(f"cap_order_{order}", lang), pct=f"{100 * KNEE_FRACTION:.0f}",
+             blocks=f"{blocks:,}", cap=capacity_words(blocks * block_size, bytes_per_token, lang),
+             rate=pct(rate), ceiling=pct(ceiling), gain=pct(max(0.0, ceiling - rate)))
 
 
 def reading_lines(r: Reading, lang: str = "en", *, block_size: int | None = None,
@@ -304,11 +318,11 @@ def reading_lines(r: Reading, lang: str = "en", *, block_size: int | None = None
     each order's knee (or that no size run reaches it), and (timed) the TTFT there."""
     if r.infinite:
         return _trace_lines(r, lang, block_size or 1, bytes_per_token)
-    out = [t("cap_read_ceiling", lang, rate=_pct(r.ceiling), split=_fmt(r.reach.get("split")),
+    out = [t("cap_read_ceiling", lang, rate=pct(r.ceiling), split=_fmt(r.reach.get("split")),
              append=_fmt(r.reach.get("append")))]
     if r.gap is not None:
         size, split, append = r.gap
-        out.append(t("cap_read_gap", lang, size=f"{size:,}", split=_pct(split), append=_pct(append),
+        out.append(t("cap_read_gap", lang, size=f"{size:,}", split=pct(split), append=pct(append),
                      points=f"{100 * (split - append):.1f}"))
     else:
         out.append(t("cap_read_no_gap", lang))
@@ -320,22 +334,19 @@ def reading_lines(r: Reading, lang: str = "en", *, block_size: int | None = None
 
 
 def _trace_lines(r: Reading, lang: str, bs: int, bytes_per_token: int | None) -> list[str]:
-    pct = f"{100 * KNEE_FRACTION:.0f}"
-    out = [t("capt_read_ceiling", lang, rate=_pct(r.ceiling))]
+    out = ceiling_lines(r.ceiling, lang)
     if r.ceiling <= 0:
-        out.append(t("capt_read_no_reuse", lang))
         return out
     for o, best in r.largest.items():
-        order = t(f"cap_order_{o}", lang)
         p = r.knee.get(o)
         if p is None:
-            out.append(t("capt_read_no_knee", lang, order=order, pct=pct,
-                         cap=_capacity_words(best.pool_blocks * bs, bytes_per_token, lang),
-                         rate=_pct(best.hit_rate), share=_pct(best.hit_rate / r.ceiling)))
+            out.append(t("capt_read_no_knee", lang, order=t(f"cap_order_{o}", lang),
+                         pct=f"{100 * KNEE_FRACTION:.0f}",
+                         cap=capacity_words(best.pool_blocks * bs, bytes_per_token, lang),
+                         rate=pct(best.hit_rate), share=pct(best.hit_rate / r.ceiling)))
             continue
-        line = t("capt_read_knee", lang, order=order, pct=pct, blocks=f"{p.pool_blocks:,}",
-                 cap=_capacity_words(p.pool_blocks * bs, bytes_per_token, lang), rate=_pct(p.hit_rate),
-                 ceiling=_pct(r.ceiling), gain=_pct(max(0.0, r.ceiling - p.hit_rate)))
+        line = knee_line(o, p.pool_blocks, p.hit_rate, r.ceiling, lang, block_size=bs,
+                         bytes_per_token=bytes_per_token)
         if "ttft_p90_s" in p.extra:
             line += " " + t("capt_read_ttft", lang, p50=f"{p.extra['ttft_p50_s']:.3g}",
                             p90=f"{p.extra['ttft_p90_s']:.3g}", q90=f"{p.extra['queue_delay_p90_s']:.3g}",

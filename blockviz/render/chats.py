@@ -7,17 +7,14 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from blockviz.i18n import t
+from blockviz.render.capacity import pct
 from blockviz.render.theme import GREEN, GREY_BG, GRID, INK, PAPER, RED
 
 PARTS = (("hit", GREEN), ("lost", RED), ("new", GREY_BG))
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def _rate(part: int, whole: int) -> str:
-    return _pct(part / whole if whole else 0.0)
+    return pct(part / whole if whole else 0.0)
 
 
 def chat_option(chat: dict, lang: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from blockviz.i18n import t
-from blockviz.render.capacity import gib
+from blockviz.render.capacity import capacity_words, ceiling_lines, knee_line, pct
 from blockviz.render.theme import css_vars
 from blockviz.sim.capacity import KNEE_FRACTION, hit_rate
 from blockviz.sim.curve import hit_blocks_at
@@ -81,16 +81,6 @@ def with_marker(body: str, pool: int, seq: int) -> str:
     return body[:-1] + f',"pool":{int(pool)},"seq":{int(seq)}}}'
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
-def _cap(blocks: int, bs: int, bytes_per_token: int | None, lang: str) -> str:
-    tokens = blocks * bs
-    g = gib(tokens, bytes_per_token)
-    return f"{tokens:,} {t('capt_tokens', lang)}" + ("" if g is None else f" ({g:,.3g} GiB)")
-
-
 def curve_reading_lines(result: dict, lang: str, *, bytes_per_token: int | None = None) -> list[str]:
     """What the whole curve says (plain text, a sentence or two each): the ceiling; per order its
     knee and what twice that capacity adds; at the first order's knee, the best any policy could
@@ -99,33 +89,30 @@ def curve_reading_lines(result: dict, lang: str, *, bytes_per_token: int | None 
     bs = reports[0]["block_size"]
     q = result["queries"]
     ceiling = hit_rate(reports[0]["ceiling"])
-    pct = f"{100 * KNEE_FRACTION:.0f}"
-    out = [t("capt_read_ceiling", lang, rate=_pct(ceiling))]
+    out = ceiling_lines(ceiling, lang)
     if ceiling <= 0:
-        out.append(t("capt_read_no_reuse", lang))
         return out
     for rep in reports:
         c = rep["curve"]
-        order = t(f"cap_order_{rep['free_order']}", lang)
         k = c["knee"]
         if k is None:       # (the working set reaches the ceiling: only a trace without reuse)
             continue
         rate = hit_blocks_at(c["xs"], c["vals"], c["slopes"], k) * bs / q
-        out.append(t("capt_read_knee", lang, order=order, pct=pct, blocks=f"{k:,}",
-                     cap=_cap(k, bs, bytes_per_token, lang), rate=_pct(rate), ceiling=_pct(ceiling),
-                     gain=_pct(max(0.0, ceiling - rate))))
+        out.append(knee_line(rep["free_order"], k, rate, ceiling, lang, block_size=bs,
+                             bytes_per_token=bytes_per_token))
         twice = min(2 * k, result["working_set"])
         if twice > k:
             r2 = hit_blocks_at(c["xs"], c["vals"], c["slopes"], twice) * bs / q
-            out.append(t("curve_read_double", lang, order=order, cap=_cap(twice, bs, bytes_per_token, lang),
-                         rate=_pct(r2), gain=_pct(max(0.0, r2 - rate))))
+            out.append(t("curve_read_double", lang, order=t(f"cap_order_{rep['free_order']}", lang),
+                         cap=capacity_words(twice * bs, bytes_per_token, lang),
+                         rate=pct(r2), gain=pct(max(0.0, r2 - rate))))
     first = reports[0]
     k = first["curve"]["knee"]
     at_knee = next((p for p in first["points"] if p["pool_blocks"] == k), None)
     if at_knee is not None and "optimal_hits" in at_knee:
         lru, best = at_knee["hits"] / q, at_knee["optimal_hits"] / q
         policy, size = best - lru, ceiling - best
-        out.append(t("curve_read_policy", lang, best=_pct(best),
+        out.append(t("curve_read_policy", lang, best=pct(best),
                      order=t(f"cap_order_{first['free_order']}", lang),
                      policy=f"{100 * policy:.1f}", size=f"{100 * size:.1f}") + " "
                    + t("curve_read_policy_more" if policy > size else "curve_read_size_more", lang))

@@ -344,19 +344,25 @@ def read_trace(source, *, name: str | None = None, limit: int | None = None) -> 
     return list(iter_trace(source, name=name, limit=limit))
 
 
-def check_trace(source, *, name: str | None = None, limit: int | None = None) -> dict:
+def check_trace(source, *, name: str | None = None, limit: int | None = None,
+                block_size: int | None = None) -> dict:
     """Read the whole trace once, checking every line: its size (requests, prompt tokens, hash
     blocks), the tokens one hash id covers and the block sizes it allows. Raises the first
-    :class:`TraceError`."""
-    requests = tokens = blocks = 0
+    :class:`TraceError`. With a ``block_size`` (refused as :func:`iter_trace` refuses it) also
+    ``most_blocks``: the most blocks of that size the trace could ever hold — every request's
+    prompt and output at once, in any mode."""
+    requests = tokens = blocks = most = 0
     block_tokens = TRACE_BLOCK_TOKENS
-    for r in iter_trace(source, name=name, limit=limit):
+    for r in iter_trace(source, name=name, limit=limit, block_size=block_size):
         requests += 1
         tokens += r.input_length
         blocks += len(r.hash_ids)
         block_tokens = r.block_tokens
+        if block_size:
+            most += -(-(r.input_length + r.output_length) // block_size)
     return {"requests": requests, "prompt_tokens": tokens, "trace_blocks": blocks,
-            "block_tokens": block_tokens, "block_sizes": allowed_block_sizes(block_tokens)}
+            "block_tokens": block_tokens, "block_sizes": allowed_block_sizes(block_tokens),
+            **({"most_blocks": most} if block_size else {})}
 
 
 # -- writing ----------------------------------------------------------------------------------

@@ -623,20 +623,14 @@ class Mode:
     """A way of replaying a trace at one pool size. ``run(trace, block_size=, pool_blocks=,
     free_order=, progress=, **options)`` returns a dict with :data:`POINT_FIELDS` (a mode may add
     fields of its own after them)."""
-    name: str
     run: Callable[..., dict]
-    summary: str
     defaults: dict = field(default_factory=dict)   # the mode's own options and their defaults
     check: Callable[..., object] | None = None     # check(**options): ValueError if refused
 
 
 MODES: dict[str, Mode] = {
-    "sequence": Mode("sequence", replay_sequence,
-                     "requests in file order, each alone: lookup, allocate the whole prompt, free"),
-    "timed": Mode("timed", replay_timed,
-                  "arrivals at their timestamps through vLLM's scheduler, each decoding its "
-                  "output_length; a step-cost model advances simulated time", TIMED_DEFAULTS,
-                  timed_settings),
+    "sequence": Mode(replay_sequence),   # requests in file order, each alone (the module docstring)
+    "timed": Mode(replay_timed, TIMED_DEFAULTS, timed_settings),   # arrivals through the scheduler
 }
 
 

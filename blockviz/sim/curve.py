@@ -65,11 +65,7 @@ import bisect
 import time
 from collections.abc import Callable, Iterable
 
-from blockviz.scenario.trace import (
-    TraceRequest,
-    check_block_size,
-    iter_trace,
-)
+from blockviz.scenario.trace import TraceRequest, check_block_size, check_trace, iter_trace
 
 PROGRESS_EVERY = 256
 Progress = Callable[[int], None]
@@ -1012,12 +1008,12 @@ def curve_sweep(traces, *, block_size: int, pool_blocks, free_orders=("split",),
     (:meth:`SequenceCurve.steps`). Sequence mode only (``executor`` is not needed). Every trace is
     checked first; ``progress(done, total)`` counts requests over all passes."""
     from blockviz.sim.capacity import OptionError
-    from blockviz.sim.sweep import SweepResult, check_pools, trace_reach
+    from blockviz.sim.sweep import SweepResult, check_pools
     if mode != "sequence" or options:
         raise OptionError("trace_opt_curve_mode")
     check_block_size(block_size)
     start = time.perf_counter()
-    extents = [trace_reach(t, block_size=block_size, limit=limit) for t in traces]
+    extents = [check_trace(t, block_size=block_size, limit=limit) for t in traces]
     check_pools(pool_blocks, extents, block_size)        # as the sweep refuses them
     total = sum(e["requests"] for e in extents) * len(free_orders)
     done = [0]

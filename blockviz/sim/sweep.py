@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from blockviz.core import FREE_ORDERS
-from blockviz.scenario.trace import check_block_size, iter_trace
+from blockviz.scenario.trace import check_block_size, check_trace, iter_trace
 from blockviz.sim.capacity import KV_PRESETS, MODES, ceiling, model_groups, replay_scenario
 
 Progress = Callable[[int], None]
@@ -233,20 +233,9 @@ class PoolTooLarge(ValueError):
         return t("pool_too_big", lang, **self.fields)
 
 
-def trace_reach(source, *, block_size: int, limit: int | None = None, name: str | None = None) -> dict:
-    """Read a trace through once, checking every line (the first bad one raises its TraceError):
-    its requests, and the most blocks of ``block_size`` it could ever hold — every request's
-    prompt and output at once, in any mode."""
-    requests = most = 0
-    for r in iter_trace(source, name=name, limit=limit, block_size=block_size):
-        requests += 1
-        most += -(-(r.input_length + r.output_length) // block_size)
-    return {"requests": requests, "most_blocks": most}
-
-
 def check_pools(pool_blocks: Sequence[int], extents, block_size: int, groups: int = 1) -> None:
-    """PoolTooLarge for a pool no trace could fill (each extent from :func:`trace_reach`; a
-    hybrid model's ``groups`` each hold a copy)."""
+    """PoolTooLarge for a pool no trace could fill (each extent from :func:`check_trace` with the
+    block size; a hybrid model's ``groups`` each hold a copy)."""
     extents = list(extents)
     widest = max(extents, key=lambda e: e["most_blocks"])
     for p in pool_blocks:
@@ -272,7 +261,7 @@ def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
     tasks = plan(traces, block_size=block_size, pool_blocks=pool_blocks, free_orders=free_orders,
                  mode=mode, limit=limit, options=options, model=model)
     hybrid = tasks[0].model if tasks else None
-    extents = {str(t): trace_reach(t, block_size=block_size, limit=limit) for t in traces}
+    extents = {str(t): check_trace(t, block_size=block_size, limit=limit) for t in traces}
     sizes = {t: e["requests"] for t, e in extents.items()}
     check_pools(pool_blocks, extents.values(), block_size, len(model_groups(hybrid) or ()) or 1)
     total = sum(sizes[t.trace] for t in tasks)

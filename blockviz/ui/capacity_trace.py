@@ -32,7 +32,7 @@ from blockviz.render.capacity import (
 from blockviz.render.curve import curve_reading_lines, default_pool
 from blockviz.render.theme import heading_html
 from blockviz.scenario import ScenarioError
-from blockviz.scenario.trace import TraceError, iter_trace
+from blockviz.scenario.trace import TraceError, check_trace, iter_trace
 from blockviz.sim.capacity import (
     KNEE_FRACTION,
     KV_PRESETS,
@@ -161,11 +161,10 @@ class SweepTrace:
     model: str | None = None     # a hybrid preset: the replay runs its groups (each holds a copy)
 
     def __call__(self, report) -> dict:
-        from blockviz.sim.sweep import trace_reach
         report(force=True, phase="measuring")
         requests = iter_trace(self.path, name=self.name, limit=self.limit)
         extent = trace_extent(requests, block_size=self.block_size)
-        most = trace_reach(self.path, name=self.name, block_size=self.block_size, limit=self.limit)
+        most = check_trace(self.path, name=self.name, block_size=self.block_size, limit=self.limit)
         groups = len(model_groups(self.model) or ()) or 1
         top = max(extent["largest"], min(extent["working_set"], most["most_blocks"])) * groups
         sizes = geometric_sizes(extent["largest"] * groups, top, self.num_sizes)
@@ -429,14 +428,39 @@ def _groups_caption(model: str, lang: str) -> str:
 
 
 def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
+    """Sequence mode: the whole curve, read in the browser, with the words beside it; timed mode (or
+    a hybrid model's groups): the sizes replayed, drawn and read here."""
     bpt = _bytes_per_token(s)
     points = points_of(s.reports)
-    if s.curve is not None:
-        _show_curve(trace, s, lang, bpt, points)
-        return
-    ceiling = hit_rate(s.reports[0]["ceiling"])
     st.caption(t("capt_shown", lang, requests=f"{s.replayed:,}", name=md_escape(trace.name),
                  mode=t(f"capt_mode_{s.mode}", lang), bs=s.block_size))
+    if s.curve is not None:
+        st.html(heading_html(t("capt_hit_title", lang)))
+        capacity_curve.show(s, lang, bpt)
+        left, right = st.columns([3, 2], gap="large")
+        with left:
+            st.html(heading_html(t("cap_read_title", lang)))
+            lines = curve_reading_lines(s.curve, lang, bytes_per_token=bpt)
+            st.markdown("\n".join(f"- {md_escape(line)}" for line in lines))
+        with right:
+            st.caption(t("curve_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
+        if any("split" in p.extra for p in points):
+            st.html(heading_html(t("capt_split_title", lang)))
+            st.html(split_bars_html(points, lang, block_size=s.block_size, bytes_per_token=bpt))
+            st.caption(t("capt_split_how", lang))
+    else:
+        _show_replays(s, lang, bpt, points)
+    with st.expander(t("cap_numbers", lang)):
+        st.dataframe([_trace_row(p, s.block_size, lang, bpt, s.model) for p in points], hide_index=True)
+    if s.model:      # the player's window replays one full-attention group, scaled down
+        return
+    _player_box(trace, s, lang)
+    if s.curve is not None and trace.chats:
+        capacity_chats.box(trace, s, lang)
+
+
+def _show_replays(s: TraceSweep, lang: str, bpt: int | None, points: list[Point]) -> None:
+    ceiling = hit_rate(s.reports[0]["ceiling"])
     if s.model:
         st.caption(md_escape(_groups_caption(s.model, lang)))
     left, right = st.columns([3, 2], gap="large")
@@ -458,35 +482,6 @@ def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
         st.caption(t("capt_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
         if s.mode == "timed":
             st.caption(t("capt_timed_model", lang, **dict(s.options)))
-    with st.expander(t("cap_numbers", lang)):
-        st.dataframe([_trace_row(p, s.block_size, lang, bpt, s.model) for p in points], hide_index=True)
-    if s.model:      # the player's window replays one full-attention group, scaled down
-        return
-    _player_box(trace, s, lang)
-
-
-def _show_curve(trace: TraceFile, s: TraceSweep, lang: str, bpt: int | None, points: list[Point]) -> None:
-    """Sequence mode: the whole curve, read in the browser, with the words beside it."""
-    st.caption(t("capt_shown", lang, requests=f"{s.replayed:,}", name=md_escape(trace.name),
-                 mode=t(f"capt_mode_{s.mode}", lang), bs=s.block_size))
-    st.html(heading_html(t("capt_hit_title", lang)))
-    capacity_curve.show(s, lang, bpt)
-    left, right = st.columns([3, 2], gap="large")
-    with left:
-        st.html(heading_html(t("cap_read_title", lang)))
-        lines = curve_reading_lines(s.curve, lang, bytes_per_token=bpt)
-        st.markdown("\n".join(f"- {md_escape(line)}" for line in lines))
-    with right:
-        st.caption(t("curve_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
-    if any("split" in p.extra for p in points):
-        st.html(heading_html(t("capt_split_title", lang)))
-        st.html(split_bars_html(points, lang, block_size=s.block_size, bytes_per_token=bpt))
-        st.caption(t("capt_split_how", lang))
-    with st.expander(t("cap_numbers", lang)):
-        st.dataframe([_trace_row(p, s.block_size, lang, bpt) for p in points], hide_index=True)
-    _player_box(trace, s, lang)
-    if trace.chats:
-        capacity_chats.box(trace, s, lang)
 
 
 def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None, model: str | None = None) -> dict:
