@@ -280,10 +280,7 @@ def _status(err, outcome, lang: str) -> None:
     if run.stopped is not None:
         k, n = run.stopped
         st.html(warn_html(t("preview_capped", lang, k=k, n=n, file=file)))
-    notes = session.payload_notices(run)
-    lighter = session.lighter_notice(run)
-    if lighter is not None:
-        notes.append(lighter)
+    notes = session.payload_notices(run) + session.lighter_notice(run)
     if notes:                 # without payloads, and why; what to change when it still stopped
         st.html(warn_html(" ".join(t(k, lang, **f) for k, f in notes)))
 

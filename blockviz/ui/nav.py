@@ -3,6 +3,7 @@ toggle in the sidebar (one widget key, so the choice follows the user from page 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 import streamlit as st
 
@@ -66,10 +67,14 @@ def default_lang() -> str:
     return "zh" if locale.lower().startswith("zh") else "en"
 
 
-def _set_lang() -> None:
-    v = st.session_state.get("w_lang")
-    if v in LANGS:
-        st.session_state[session.LANG] = v
+def follow(key: str, widget: str, allowed: Collection | None = None) -> None:
+    """A widget's callback: the session's ``key`` follows the widget ``widget`` — its value, when
+    ``allowed`` holds it (else ``key`` stays); without ``allowed``, as a flag (on or off)."""
+    v = st.session_state.get(widget)
+    if allowed is None:
+        st.session_state[key] = bool(v)
+    elif v in allowed:
+        st.session_state[key] = v
 
 
 def language_toggle(lang: str) -> None:
@@ -77,7 +82,8 @@ def language_toggle(lang: str) -> None:
     st.session_state["w_lang"] = lang
     # 中文 first on the switch
     st.segmented_control(t("language", lang), list(reversed(LANGS)), key="w_lang", required=True,
-                         format_func=lambda v: LANG_NAMES[v], on_change=_set_lang)
+                         format_func=lambda v: LANG_NAMES[v], on_change=follow,
+                         args=(session.LANG, "w_lang", LANGS))
 
 
 def session_lang(default: str = "en") -> str:

@@ -18,7 +18,7 @@ from blockviz.render.markers import markers_legend_html
 from blockviz.render.payload import verify_html, written_blocks
 from blockviz.ui import board, data, panels, shared, tryit
 from blockviz.ui import state as session
-from blockviz.ui.nav import default_lang, language_toggle, md_escape, md_fields
+from blockviz.ui.nav import default_lang, follow, language_toggle, md_escape, md_fields
 
 # -- callbacks (they only change session state) --------------------------------------------
 BOARD = board.PLAYER
@@ -49,11 +49,6 @@ def _board_want() -> None:
         ss[session.CURSOR] = max(0, min(want, _current_run().last))
 
 
-def _follow(key: str, widget: str) -> None:
-    """A switch's callback: the session's flag ``key`` follows the widget ``widget``."""
-    st.session_state[key] = bool(st.session_state.get(widget))
-
-
 def _set_scenario() -> None:
     ss = st.session_state
     sid = ss.get("w_scenario")
@@ -61,12 +56,6 @@ def _set_scenario() -> None:
         session.use_user_run(ss, ss[session.USER_RUN], 0)
     elif sid in data.builtin_index().paths:
         session.switch_scenario(ss, sid)
-
-
-def _set_speed() -> None:
-    v = st.session_state.get("w_speed")
-    if v in session.SPEEDS:
-        st.session_state[session.SPEED] = v
 
 
 def _close_selfcheck() -> None:
@@ -186,7 +175,7 @@ def _learn_switches(run: data.PlayerRun, lang: str) -> None:
     ss = st.session_state
     st.caption(t("learn", lang))
     ss["w_selfcheck"] = bool(ss.get(session.SELFCHECK))
-    st.toggle(t("selfcheck", lang), key="w_selfcheck", on_change=_follow,
+    st.toggle(t("selfcheck", lang), key="w_selfcheck", on_change=follow,
               args=(session.SELFCHECK, "w_selfcheck"), help=t("selfcheck_help", lang))
     st.button(t("fork_here", lang), key="b_fork", icon=":material/call_split:", on_click=_fork_here,
               help=t("fork_help", lang), disabled=session.fork_shown(ss))
@@ -248,7 +237,7 @@ def _lazy_expander(label: str, key: str):
     """An expander whose content runs only while it is open; it stays open across a language
     switch (its label, and so its identity, changes with the language)."""
     return st.expander(label, expanded=st.session_state.get(session.OPEN + key, False), key=key,
-                       on_change=_follow, args=(session.OPEN + key, key))
+                       on_change=follow, args=(session.OPEN + key, key))
 
 
 def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter: bool) -> None:
@@ -282,9 +271,10 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
             _learn_switches(run, lang)
         ss["w_speed"] = ss.get(session.SPEED, 1.0)
         st.segmented_control(t("speed", lang), session.SPEEDS, key="w_speed", required=True,
-                             format_func=lambda v: f"{v:g}×", on_change=_set_speed)
+                             format_func=lambda v: f"{v:g}×", on_change=follow,
+                             args=(session.SPEED, "w_speed", session.SPEEDS))
         ss["w_presenter"] = presenter
-        st.toggle(t("presenter", lang), key="w_presenter", on_change=_follow,
+        st.toggle(t("presenter", lang), key="w_presenter", on_change=follow,
                   args=(session.PRESENTER, "w_presenter"), help=t("presenter_help", lang))
         st.caption(t("keys_hint", lang))
         st.html(markers_legend_html(lang))      # the colours of the board's timeline marks

@@ -263,26 +263,24 @@ def run_notices(run) -> list:
         why = (err.localized("en"), err.localized("zh"))
     else:
         return []
-    out = [("cut_short", {"k": k, "n": n, "last": run.last, "why_en": why[0], "why_zh": why[1]})]
-    lighter = lighter_notice(run)
-    if lighter is not None:
-        out.append(lighter)
+    out = [("cut_short", {"k": k, "n": n, "last": run.last, "why_en": why[0], "why_zh": why[1]}),
+           *lighter_notice(run)]
     if run.stopped is not None or "budget" in getattr(err, "message", ""):
         out.append(("cut_short_cli", {"file": download_name(run.scenario.id)}))
     return out
 
 
-def lighter_notice(run) -> tuple[str, dict] | None:
-    """(i18n key, fields): what to change so that a run the app's preview cut short runs whole
-    there — by the limit it met (its step count, or a dimension of the preview's budget)."""
+def lighter_notice(run) -> list:
+    """[(i18n key, fields)], or none: what to change so that a run the app's preview cut short runs
+    whole there — by the limit it met (its step count, or a dimension of the preview's budget)."""
     from blockviz.sim.budget import PREVIEW_BUDGET as B
     from blockviz.sim.budget import mib
     if run.stopped is not None:
-        return "preview_lighter_steps", {"k": f"{run.stopped[0]:,}"}
+        return [("preview_lighter_steps", {"k": f"{run.stopped[0]:,}"})]
     fields = {"time": {"s": f"{B.seconds:g}"}, "tokens": {"n": f"{B.tokens:,}"},
               "engine_steps": {"n": f"{B.engine_steps:,}"}, "bytes": {"limit": mib(B.tensor_bytes or 0)}}
     kind = getattr(run, "exceeded", None)
-    return (f"preview_lighter_{kind}", fields[kind]) if kind in fields and not run.shared else None
+    return [(f"preview_lighter_{kind}", fields[kind])] if kind in fields and not run.shared else []
 
 
 def payload_notices(run) -> list:

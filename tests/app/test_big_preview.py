@@ -124,7 +124,7 @@ def test_a_run_that_still_stops_says_what_to_change(page):
     run = data.preview_run("user:x:author:1", loaded, budget=replace(data.PREVIEW_BUDGET, tokens=100))
     assert run.exceeded == "tokens" and run.payloads_off is None    # payloads are not the reason
     from blockviz.ui import state
-    key, fields = state.lighter_notice(run)
+    (key, fields), = state.lighter_notice(run)
     assert key == "preview_lighter_tokens" and fields == {"n": "2,000,000"}
     notices = [k for k, _ in state.run_notices(run)]
     assert notices == ["cut_short", "preview_lighter_tokens", "cut_short_cli"]
