@@ -355,7 +355,6 @@ def cmd_export(args) -> int:
     from blockviz.export import ExportError, board_png, check_step, export_html, export_recording_html
     from blockviz.live.replay import RecordingError, is_recording, read_recording
     from blockviz.render.board import MissingAsset
-    from blockviz.teach.labels import HashLabels
     fmt = args.format or ("png" if args.output and args.output.lower().endswith(".png") else "html")
     out = args.output
     try:
@@ -369,8 +368,7 @@ def cmd_export(args) -> int:
             out = args.output or f"{loaded.scenario.id}-step{args.step}.{fmt}"
             titles = {lang: loaded.scenario.title.get(lang) for lang in LANGS}
             doc = export_html(timeline, title=titles[args.lang], lang=args.lang, start=args.step,
-                              file=Path(args.file).name, labels=HashLabels.for_timeline(timeline),
-                              titles=titles)
+                              file=Path(args.file).name, titles=titles)
         made = doc.encode("utf-8") if fmt == "html" else board_png(doc, args.step)  # png: Chromium's
         try:                       # only the write blames the output path
             Path(out).write_bytes(made)

@@ -340,10 +340,6 @@ def _op_line(op, lang: str, labels, vocab, block_size: int, refs: list[int]) -> 
     return esc(k), ""
 
 
-def _call_name(call: str) -> str:
-    return call.split("(", 1)[0]
-
-
 def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
              ref_before: tuple[int, ...] = (), max_lines: int | None = None) -> str:
     """The ops panel of a step: each op one short line, ``call  effect`` (vLLM's function and what
@@ -363,9 +359,9 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
     run = 0
     j = 0
     while j < shown:
-        name = _call_name(lines[j][0])
+        name = lines[j][0].split("(", 1)[0]
         end = j
-        while end < shown and _call_name(lines[end][0]) == name and ops[end].kind == ops[j].kind:
+        while end < shown and lines[end][0].split("(", 1)[0] == name and ops[end].kind == ops[j].kind:
             end += 1
         folded = end - j >= GROUP_RUN and ops[j].kind in FOLDABLE
         if folded:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import textwrap
 import unicodedata
+from collections.abc import Callable
 
 from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import error_text, printable
@@ -61,16 +62,8 @@ def _tokens(text: str):
         yield word
 
 
-class _Style:
-    def __init__(self, color: bool) -> None:
-        self.color = color
-
-    def __call__(self, text: str, *codes: str) -> str:
-        return "".join(codes) + text + _RESET if self.color and codes else text
-
-
 def render_blocks(s: Step, labels: HashLabels, vocab, changed: frozenset[int],
-                  style: _Style, lang: str) -> list[str]:
+                  style: Callable[..., str], lang: str) -> list[str]:
     cells = []
     for i in range(s.num_gpu_blocks):
         if i == 0:
@@ -101,7 +94,9 @@ def render_blocks(s: Step, labels: HashLabels, vocab, changed: frozenset[int],
 
 def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool | None = False,
                 labels: HashLabels | None = None) -> str:
-    style = _Style(bool(color))
+    def style(text: str, *codes: str) -> str:
+        return "".join(codes) + text + _RESET if color and codes else text
+
     labels = labels or HashLabels.for_timeline(timeline)
     vocab = timeline.vocab
     s = timeline.step(index)

@@ -105,8 +105,7 @@ BLOCK_LEGEND = (
 )
 
 # step-event markers (the board's timeline, the legend, metrics)
-FREE_MARK = FAINT
-MARKER_COLOURS = {"allocate": BLUE, "hit": GREEN, "external": PURPLE, "evict": RED, "free": FREE_MARK,
+MARKER_COLOURS = {"allocate": BLUE, "hit": GREEN, "external": PURPLE, "evict": RED, "free": FAINT,
                   "preempt": ORANGE}
 
 

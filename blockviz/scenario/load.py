@@ -539,12 +539,9 @@ def load_bytes(raw: bytes, file: str = "<scenario>") -> LoadedScenario:
 
 
 def _byte_position(raw: bytes, index: int) -> tuple[int, int]:
-    """1-based (line, column in characters) of byte ``index`` of ``raw``."""
-    start = raw.rfind(b"\n", 0, index) + 1
-    if start == 0 and raw.startswith(codecs.BOM_UTF8):
-        start = len(codecs.BOM_UTF8)
-    col = len(raw[start:index].decode("utf-8", "replace")) + 1
-    return raw.count(b"\n", 0, index) + 1, col
+    """1-based (line, column in characters) of byte ``index`` of ``raw`` (a BOM takes no column)."""
+    text = raw[:index].decode("utf-8", "replace").removeprefix("\ufeff")
+    return _position(text, len(text))
 
 
 def load(path: str | os.PathLike) -> LoadedScenario:

@@ -342,11 +342,8 @@ class RandomPart(_Model):
 
 def _part_kind(v: Any) -> str | None:
     if isinstance(v, dict):
-        for key, tag in (("tokens", "tokens"), ("text", "text"), ("same_as", "same_as"),
-                         ("random", "random")):
-            if key in v:
-                return tag
-    elif isinstance(v, BaseModel):
+        return next((key for key in ("tokens", "text", "same_as", "random") if key in v), None)
+    if isinstance(v, BaseModel):
         return {TokensPart: "tokens", TextPart: "text", SameAsPart: "same_as",
                 RandomPart: "random"}.get(type(v))
     return None
