@@ -71,8 +71,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "live_note_replay_overflow": ("the replay sent more than {limit} batches without ending; it "
                                   "was abandoned",
                                   "回放发送了超过 {limit} 批仍未结束；已放弃"),
-    "live_note_too_big": ("a message over {limit} bytes was refused by the socket",
-                          "超过 {limit} 字节的消息被 socket 拒收"),
     # what no subscriber can know (reducer.CANNOT_KNOW)
     "live_unknown_block_ids": ("block ids (no event carries one)", "块 id（没有事件携带它）"),
     "live_unknown_ref_counts": ("ref counts, and which requests share a block",
@@ -213,7 +211,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "lv_more_blocks": ("… {n} more blocks", "……还有 {n} 块"),
     "lv_more_hashes": ("… {n} more cached hashes not drawn", "……还有 {n} 个缓存的哈希未画出"),
     "lv_removed_recent": ("Removed lately (newest first):", "最近移除（最新的在前）："),
-    "lv_removed_at": ("seq {seq}", "seq {seq}"),
     "lv_empty": ("Nothing cached is known yet.", "还不知道任何缓存内容。"),
     "lv_warn_late": ("Joined late (seqs {seqs} missed): no snapshot exists, so what was cached "
                      "before joining is unknown until it is removed ({n} removal(s) of hashes never "

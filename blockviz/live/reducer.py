@@ -77,11 +77,6 @@ class Note:
         loc = self.where.text(lang)
         return f"{loc}{'：' if lang == 'zh' else ': '}{body}" if loc else body
 
-    def to_json(self) -> dict:
-        w = {k: getattr(self.where, k) for k in Where.__slots__ if getattr(self.where, k) is not None}
-        return {"kind": self.kind, "where": w, "text": self.text("en"), **(
-            {"fields": self.fields} if self.fields else {})}
-
 
 class Notes:
     """Every note counted by kind; the first MAX_NOTES_KEPT and the latest MAX_NOTES_KEPT kept."""

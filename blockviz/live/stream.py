@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from blockviz.live.capture import Received
@@ -207,6 +207,9 @@ class Reduction:
         where = Where(message=rec.index, src=rec.src, line=rec.line)
         try:
             m = parse_frames(rec.frames)
+            if m.seq >= 0:
+                where = replace(where, seq=m.seq)
+                batch, problems = decode_payload(m.payload)
         except WireError as e:
             self.skipped += 1
             self.notes.add(e.kind, where, detail=e.detail)
@@ -219,16 +222,9 @@ class Reduction:
             self.skipped += 1
             self.notes.add("bad_seq", where, seq=m.seq)
             return []
-        where = Where(message=rec.index, src=rec.src, seq=m.seq, line=rec.line)
-        try:
-            batch, problems = decode_payload(m.payload)
-        except WireError as e:
-            self.skipped += 1
-            self.notes.add(e.kind, where, detail=e.detail)
-            return []
         rank = batch.data_parallel_rank or 0
         if rank:
-            where = Where(message=rec.index, src=rec.src, seq=m.seq, rank=rank, line=rec.line)
+            where = replace(where, rank=rank)
         for p in problems:
             self.notes.add(p.kind, where.at_event(p.index), detail=p.detail)
         rs = self.rank(rank)

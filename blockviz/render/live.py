@@ -253,7 +253,7 @@ def group_html(key: tuple, g: dict, *, rank: int, ranks: int, recent: set, remov
             f'<li class="{"bvl-gone bvl-gone-new" if i == 0 else "bvl-gone"}">'
             f'<span class="bvl-hash">{esc(short_hex(h))}</span> '
             f'<span class="bvl-tok">{esc(token_text(e.tokens, words))}</span> '
-            f'<small>{esc(t("lv_removed_at", lang, seq=seq))}</small></li>'
+            f'<small>{esc(t("live_where_seq", lang, n=seq))}</small></li>'
             for i, (seq, h, e) in enumerate(removed))
         parts.append(f'<div class="bvl-removed"><div class="bvl-sub">'
                      f'{esc(t("lv_removed_recent", lang))}</div><ul>{items}</ul></div>')

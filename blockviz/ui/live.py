@@ -49,15 +49,10 @@ MAX_UPLOAD_MB = lreplay.MAX_BYTES >> 20
 
 
 @functools.cache
-def _renderer():
-    return st.components.v2.component(NAME, html="", css=rlive.live_css(), js=asset("live.js"),
-                                      isolate_styles=True)
-
-
-@functools.cache
-def _replay_renderer():
-    return st.components.v2.component(REPLAY_NAME, html="", css=rreplay.replay_css(),
-                                      js=asset("board.js"), isolate_styles=True)
+def _component(name: str):
+    """The live view (NAME) or the recording's board (REPLAY_NAME), registered once."""
+    css, js = (rlive.live_css(), "live.js") if name == NAME else (rreplay.replay_css(), "board.js")
+    return st.components.v2.component(name, html="", css=css, js=asset(js), isolate_styles=True)
 
 
 @st.cache_resource(show_spinner=False, max_entries=lreplay.MAX_SERVER_FILES)
@@ -109,7 +104,7 @@ def _view(spec_text: str, lang: str, lesson: str | None) -> None:
             html = f'<div class="bvl"><div class="bvl-warn">{theme.esc(status)}</div></div>'
         else:
             html = rlive.live_html(red, lang=lang, status=status, words=words)
-    _renderer()(key="live_view", data=html)
+    _component(NAME)(key="live_view", data=html)
 
 
 def page() -> None:
@@ -196,8 +191,8 @@ def _window() -> tuple[int, int]:
 
 
 def _made(rec, lang: str, lesson: str | None):
-    """The board's data (a BoardData: a window of the recording's steps) and its JSON, made once
-    per window, language and words."""
+    """The board's data (a BoardData: a window of the recording's steps) as JSON, made once per
+    window, language and words (the BoardData is kept: its window is where the board is)."""
     ss = st.session_state
     lo, through = _window()
     key = (ss.get(RP_FILE), lang, lesson, lo, through)
@@ -207,7 +202,7 @@ def _made(rec, lang: str, lesson: str | None):
         data = rreplay.recording_board(rec, langs=[lang, other_lang(lang)], lang=lang, words=words,
                                        start=lo, through=through)
         made = ss[RP_MADE] = (key, data, data.to_json())
-    return made[1], made[2]
+    return made[2]
 
 
 def recording(lang: str) -> None:
@@ -253,7 +248,7 @@ def recording(lang: str) -> None:
     rec = ss.get(RP_REC)
     if rec is None:
         return
-    data, board = _made(rec, lang, lesson)
+    board = _made(rec, lang, lesson)
     said = t("rp_opened", lang, name=rec.name, n=f"{rec.batches:,}", messages=f"{rec.messages:,}")
     if rec.unread:
         said += " " + t("rp_unread", lang, n=f"{len(rec.steps):,}", unread=f"{rec.unread:,}")
@@ -269,6 +264,6 @@ def recording(lang: str) -> None:
                            key="w_live_export", help=t("rp_export_help", lang))
     control = BoardControl(goto={"step": 0, "frame": None, "seq": 1, "run": ss.get(RP_FILE)},
                            fit=True)
-    _replay_renderer()(key=REPLAY_KEY, data={"board": board, "control": control.to_dict()},
-                       default={"pos": None, "want": None}, on_pos_change=lambda: None,
-                       on_want_change=lambda: None)
+    _component(REPLAY_NAME)(key=REPLAY_KEY, data={"board": board, "control": control.to_dict()},
+                            default={"pos": None, "want": None}, on_pos_change=lambda: None,
+                            on_want_change=lambda: None)
