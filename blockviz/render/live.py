@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from blockviz.i18n import t
 from blockviz.live.reducer import CANNOT_KNOW, group_name, hash_label, short_hex
+from blockviz.render.board import asset
 from blockviz.render.theme import css_vars, esc
 
 MAX_ROWS = 250
@@ -412,65 +413,8 @@ def age_text(seconds: float | None, lang: str) -> str:
     return t("lv_last_message", lang, s=f"{seconds:.0f}")
 
 
-LIVE_CSS = """
-.bvl { color: var(--bv-ink); font: 15px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; }
-.bvl-status { color: var(--bv-muted); margin: 0 0 .4em 0; }
-.bvl-warn { background: var(--bv-amber-bg); border-left: 4px solid var(--bv-amber); padding: .35em .6em;
-            margin: .3em 0; }
-.bvl-info { background: var(--bv-blue-pale); border-left: 4px solid var(--bv-blue); padding: .35em .6em;
-            margin: .3em 0; }
-.bvl-cards { display: flex; gap: .6em; flex-wrap: wrap; margin: .5em 0; }
-.bvl-card { border: 1px solid var(--bv-rule); border-radius: .4em; padding: .3em .7em; min-width: 7.5em;
-            background: var(--bv-panel); }
-.bvl-cv { font-size: 1.5em; font-weight: 700; font-variant-numeric: tabular-nums; }
-.bvl-cl { color: var(--bv-muted); font-size: .85em; }
-.bvl-cs { color: var(--bv-faint); font-size: .8em; min-height: 1.1em; }
-.bvl-rates { width: 100%; height: 90px; background: var(--bv-panel); border-radius: .3em; display: block; }
-.bvl-r-mid { stroke: var(--bv-rule); stroke-width: 1; }
-.bvl-r-st { fill: var(--bv-green); }
-.bvl-r-rm { fill: var(--bv-red); }
-.bvl-r-clear { fill: var(--bv-blue-bg); }
-.bvl-r-legend { display: flex; gap: 1em; font-size: .8em; color: var(--bv-muted); margin: .15em 0 .6em 0;
-                flex-wrap: wrap; }
-.bvl-k-st { color: var(--bv-green); }
-.bvl-k-rm { color: var(--bv-red); }
-.bvl-k-clear { color: var(--bv-blue); }
-.bvl-group { border: 1px solid var(--bv-rule); border-radius: .5em; padding: .5em .7em; margin: .6em 0; }
-.bvl-gh { font-weight: 700; margin-bottom: .3em; }
-.bvl-tenant { font-weight: 600; color: var(--bv-purple); margin: .5em 0 .2em 0; }
-.bvl-tenant small { color: var(--bv-muted); font-weight: 400; }
-.bvl-forest { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; }
-.bvl-kids { margin-left: 1.1em; border-left: 1px dashed var(--bv-border); padding-left: .5em; }
-.bvl-node { padding: .1em .3em; border-radius: .25em; white-space: nowrap; overflow: hidden;
-            text-overflow: ellipsis; }
-details.bvl-node > summary { cursor: pointer; list-style-position: inside; }
-.bvl-node.bvl-new { background: var(--bv-green-bg); }
-.bvl-node.bvl-flash { animation: bvl-flash 1.2s ease-out; }
-.bvl-node.bvl-orphan > .bvl-hash, .bvl-node.bvl-orphan > summary > .bvl-hash { color: var(--bv-olive); }
-@keyframes bvl-flash { from { background: var(--bv-amber-flash); } to { background: var(--bv-green-bg); } }
-.bvl-hash { color: var(--bv-blue); margin-right: .5em; }
-.bvl-tok { color: var(--bv-ink); }
-.bvl-n, .bvl-copies, .bvl-badge-new, .bvl-orphan-b { font-family: system-ui, sans-serif; font-size: .75em;
-        border-radius: .8em; padding: 0 .5em; margin-right: .4em; }
-.bvl-n { background: var(--bv-track); color: var(--bv-muted); }
-.bvl-copies { background: var(--bv-yellow-bg); color: var(--bv-brown); }
-.bvl-badge-new { background: var(--bv-green); color: var(--bv-paper); }
-.bvl-orphan-b { background: var(--bv-amber-pale); color: var(--bv-olive); }
-.bvl-chain { margin: .1em 0 .3em 1.4em; padding: 0; list-style: none; }
-.bvl-block.bvl-new { background: var(--bv-green-bg); }
-.bvl-more, .bvl-empty { color: var(--bv-muted); font-style: italic; margin: .3em 0; }
-.bvl-removed { margin-top: .4em; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-               font-size: .85em; }
-.bvl-sub { font-family: system-ui, sans-serif; color: var(--bv-muted); font-size: .9em; }
-.bvl-removed ul { margin: .1em 0; padding-left: 1.2em; }
-.bvl-gone { color: var(--bv-muted); text-decoration: line-through; }
-.bvl-gone-new { color: var(--bv-red); background: var(--bv-red-bg); }
-.bvl-gone small { text-decoration: none; display: inline-block; }
-.bvl-notes, .bvl-cannot { margin: .5em 0; color: var(--bv-muted); }
-.bvl-notes summary, .bvl-cannot summary { cursor: pointer; }
-"""
 
 
 def live_css() -> str:
-    """The component's stylesheet (its shadow root gets the palette on :host)."""
-    return css_vars() + LIVE_CSS
+    """The component's stylesheet, live.css (its shadow root gets the palette on :host)."""
+    return css_vars() + "\n" + asset("live.css")
