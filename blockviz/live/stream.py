@@ -61,7 +61,7 @@ class Sequencer:
     def live(self, seq: int, item: Any) -> list[tuple]:
         out: list[tuple] = []
         if self.last_live is not None and seq <= self.last_live:
-            out += self._flush()
+            out += self.flush()
             out.append(("restart", self.last_live, seq))
             self.next = self.last_live = None
             self.awaiting, self.request = False, None
@@ -87,13 +87,13 @@ class Sequencer:
             if self.replay:
                 self.awaiting, self.request = True, self.next
             else:
-                out += self._flush()
+                out += self.flush()
         elif len(self.pending) > self.max_pending:
-            out += self._flush()
+            out += self.flush()
         return out
 
     def from_replay(self, seq: int, item: Any) -> list[tuple]:
-        out = self._flush() if len(self.pending) >= self.max_pending else []
+        out = self.flush() if len(self.pending) >= self.max_pending else []
         if self._replay_hi is None or seq > self._replay_hi:
             self._replay_hi = seq
         if self.next is None and seq == 0:
@@ -119,11 +119,7 @@ class Sequencer:
                 and not self._asked_again):
             self._asked_again, self.request = True, nxt
             return out + [("gap", nxt, min(self.pending) - 1)]
-        return out + self._flush()
-
-    def give_up(self) -> list[tuple]:
-        """No more replay is coming (it timed out, or the recording ended): apply what is held."""
-        return self._flush()
+        return out + self.flush()
 
     def _drain(self) -> list[tuple]:
         out = []
@@ -132,7 +128,9 @@ class Sequencer:
             self.next += 1
         return out
 
-    def _flush(self) -> list[tuple]:
+    def flush(self) -> list[tuple]:
+        """Apply what is held, in seq order, what lies between lost: when no more replay is coming
+        (it timed out, the recording ended) or holding must stop (a restart, too much held)."""
         out = []
         for seq in sorted(self.pending):
             nxt = 0 if self.next is None else self.next
@@ -251,13 +249,13 @@ class Reduction:
         """The replay of ``rank`` did not end (a timeout, too many replies): apply what is held."""
         rs = self.rank(rank)
         self.notes.add(why, Where(rank=rank or None), **fields)
-        self._act(rank, rs, rs.seq.give_up())
+        self._act(rank, rs, rs.seq.flush())
 
     def finish(self) -> None:
         """The input ended: apply whatever still waits for a replay."""
         for r, rs in self.ranks.items():
             if rs.seq.pending or rs.seq.awaiting:
-                self._act(r, rs, rs.seq.give_up())
+                self._act(r, rs, rs.seq.flush())
 
     # -- actions ---------------------------------------------------------------------------------
     def _act(self, rank: int, rs: RankState, actions: list[tuple]) -> None:

@@ -53,8 +53,7 @@ def publisher_binds(endpoint: str) -> bool:
 @dataclass
 class _Replay:
     sock: zmq.Socket
-    started: float
-    last: float
+    last: float                 # when it was asked for, or its last reply came
     replies: int = 0
 
 
@@ -121,8 +120,7 @@ class LiveSession:
         s = self._socket(zmq.DEALER)
         s.connect(offset_endpoint_port(self.replay, rank))
         s.send_multipart([b"", seq_frame(max(0, from_seq))])
-        now = time.monotonic()
-        self._replays[rank] = _Replay(s, now, now)
+        self._replays[rank] = _Replay(s, time.monotonic())
         self._socket_rank[s] = ("replay", rank)
         self.poller.register(s, zmq.POLLIN)
         return True

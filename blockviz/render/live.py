@@ -66,13 +66,8 @@ def tenant_of(e) -> tuple[str | None, str | None]:
 
 def tenant_label(tenant: tuple, lang: str) -> str:
     lora, salt = tenant
-    if lora and salt:
-        return t("lv_tenant_both", lang, lora=lora, salt=salt)
-    if lora:
-        return t("lv_tenant_lora", lang, lora=lora)
-    if salt:
-        return t("lv_tenant_salt", lang, salt=salt)
-    return t("lv_tenant_none", lang)
+    kind = "both" if lora and salt else "lora" if lora else "salt" if salt else "none"
+    return t(f"lv_tenant_{kind}", lang, lora=lora, salt=salt)
 
 
 # -- the forest ----------------------------------------------------------------------------------
