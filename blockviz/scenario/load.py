@@ -454,11 +454,9 @@ def check_references(loaded: LoadedScenario,
             arrived[args.id] = size + len(args.output or ())
         elif kind == "admit" and args is not True:
             raise loaded.error(at, "write `- admit` (admit: false is not an event)")
-        elif kind == "restart" and args is not True:
+        elif kind in ("restart", "reset_prefix_cache") and args is False:
             raise loaded.error(at, f"write `- {kind}`")
         elif kind == "reset_prefix_cache" and args is not True:
-            if args is False:
-                raise loaded.error(at, f"write `- {kind}`")
             if args.reset_connector and loaded.scenario.config.connector is not None:
                 raise loaded.error(at + ("reset_connector",),
                                    "reset_connector with a KV connector is not modelled: blockviz "
