@@ -163,11 +163,10 @@ def check_text(text: str):
     if cached and cached[0] == digest:
         return cached[1], cached[2]
     good = ss.get(session.AUTHOR_GOOD)
+    ss[session.AUTHOR_STOPPED] = None
     if good is not None and good[0] == text:      # the previewed text: known, and it ran
         ss[session.AUTHOR_CHECKED] = (digest, None, good[2])
-        ss[session.AUTHOR_STOPPED] = None
         return None, good[2]
-    ss[session.AUTHOR_STOPPED] = None
     try:
         with st.spinner(t("preview", session_lang()) + "…"):
             outcome = worker.user_outcome(ss, "author", worker.Source("text", FILE, text), share=True)
