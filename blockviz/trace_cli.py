@@ -75,24 +75,21 @@ def _orders(text: str) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(t("trace_opt_number", "en", value=text))
-    return value
+def _number(key: str, ok):
+    """A number that ``ok`` allows, else argparse's error (the i18n ``key`` says what is)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(t(key, "en", value=text))
+        return value
+    return parse
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(t("trace_opt_seconds", "en", value=text))
-    return value
+_positive = _number("trace_opt_number", lambda v: 0 < v < float("inf"))
+_seconds = _number("trace_opt_seconds", lambda v: 0 <= v < float("inf"))
 
 
 # Timed mode's options: (option name, keyword of replay_timed, parse, help)
@@ -346,11 +343,10 @@ def _mode_options(args) -> dict:
     if given and args.mode != "timed":
         opt = next(o for o, dest, _, _ in TIMED_OPTIONS if dest in given)
         raise _Refused(f"{opt}: {t('trace_opt_timed_only', args.lang)}")
-    if args.mode != "sequence" and (args.curve or args.optimal or args.explain):
-        opt = "--curve" if args.curve else "--optimal" if args.optimal else "--explain"
+    opt = "--curve" if args.curve else "--optimal" if args.optimal else "--explain" if args.explain else None
+    if opt and args.mode != "sequence":
         raise _Refused(f"{opt}: {t('trace_opt_sequence_only', args.lang)}")
-    if model_groups(args.model) and (args.curve or args.optimal or args.explain):
-        opt = "--curve" if args.curve else "--optimal" if args.optimal else "--explain"
+    if opt and model_groups(args.model):
         raise _Refused(f"{opt}: {t('trace_opt_groups_curve', args.lang, model=args.model)}")
     return given
 

@@ -796,16 +796,18 @@ class KVShape:
         kinds = " + ".join(t(f"kv_kind_{k.type}", lang, n=k.layers, size=f"{k.size:,}" if k.size else "")
                            for k in self.mix)
         groups = ("、" if lang == "zh" else ", ").join(t(f"kv_groups_{kind}", lang, n=n)
-                                                       for kind, n in self._group_counts())
+                                                       for kind, _, n in self.group_counts())
         pad = t("kv_padding", lang, n=self.padding_layers) if self.padding_layers else ""
         return t("kv_hybrid", lang, layers=self.layers, kinds=kinds, size=self.group_size,
                  groups=groups, pad=pad, per=per)
 
-    def _group_counts(self) -> list[tuple[str, int]]:
-        out: dict[str, int] = {}
+    def group_counts(self) -> list[tuple[str, int | None, int]]:
+        """(group type, its window or chunk size, how many groups) in vLLM's order."""
+        out: dict[tuple, int] = {}
         for g in self.kv_cache_groups:
-            out[g.type] = out.get(g.type, 0) + 1
-        return list(out.items())
+            key = (g.type, g.sliding_window or g.attention_chunk_size)
+            out[key] = out.get(key, 0) + 1
+        return [(kind, size, n) for (kind, size), n in out.items()]
 
 
 def _mix(*kinds: tuple) -> tuple[LayerKind, ...]:

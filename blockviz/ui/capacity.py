@@ -28,23 +28,18 @@ from blockviz.ui.nav import default_lang, language_toggle, md_fields, session_la
 
 MAX_EVENTS, MAX_SIZES = 500, 10
 BLOCK_SIZES = (4, 8, 16, 32, 64)
-# whole-number parameters: (lowest, highest) allowed; block_size is one of BLOCK_SIZES
-LIMITS = {"num_events": (10, MAX_EVENTS), "prefix_blocks": (1, 16), "new_tokens": (1, 128),
-          "num_prefixes": (1, 8), "max_live": (1, 16), "max_turns": (1, 8), "seed": (0, 2**31 - 1),
-          "num_sizes": (2, MAX_SIZES)}
-# the generator's own defaults, 300 events: a visible gap between the orders in half a second
-DEFAULTS = {"kind": "shared_prefix", "num_events": 300, "block_size": 16, "prefix_blocks": 4,
-            "new_tokens": 12, "num_prefixes": 2, "max_live": 4, "max_turns": 4, "seed": 0,
-            "num_sizes": 8}
-# parameter -> (i18n label key, i18n help key or None), in the order the form shows them
-FIELDS = {"num_events": ("cap_events", "cap_events_help"),
-          "prefix_blocks": ("cap_prefix_blocks", "cap_prefix_blocks_help"),
-          "new_tokens": ("cap_new_tokens", "cap_new_tokens_help"),
-          "num_prefixes": ("cap_num_prefixes", "cap_num_prefixes_help"),
-          "max_live": ("cap_max_live", None),
-          "max_turns": ("cap_max_turns", "cap_max_turns_help"),
-          "seed": ("cap_seed", None),
-          "num_sizes": ("cap_num_sizes", "cap_num_sizes_help")}
+# whole-number parameters, in the order the form shows them: (i18n label key, i18n help key or
+# None, lowest, highest allowed, default); block_size is one of BLOCK_SIZES. The defaults are the
+# generator's own, 300 events: a visible gap between the orders in half a second.
+PARAMS = {"num_events": ("cap_events", "cap_events_help", 10, MAX_EVENTS, 300),
+          "prefix_blocks": ("cap_prefix_blocks", "cap_prefix_blocks_help", 1, 16, 4),
+          "new_tokens": ("cap_new_tokens", "cap_new_tokens_help", 1, 128, 12),
+          "num_prefixes": ("cap_num_prefixes", "cap_num_prefixes_help", 1, 8, 2),
+          "max_live": ("cap_max_live", None, 1, 16, 4),
+          "max_turns": ("cap_max_turns", "cap_max_turns_help", 1, 8, 4),
+          "seed": ("cap_seed", None, 0, 2**31 - 1, 0),
+          "num_sizes": ("cap_num_sizes", "cap_num_sizes_help", 2, MAX_SIZES, 8)}
+DEFAULTS = {"kind": "shared_prefix", "block_size": 16} | {k: v[4] for k, v in PARAMS.items()}
 
 KEEP = 6
 
@@ -75,10 +70,10 @@ def check(params: Mapping) -> list[tuple[str, dict]]:
     if params.get("block_size") not in BLOCK_SIZES:
         problems.append(("cap_bad_value", {"field": "cap_block_size", "value": params.get("block_size"),
                                            "lo": BLOCK_SIZES[0], "hi": BLOCK_SIZES[-1]}))
-    for name, (lo, hi) in LIMITS.items():
+    for name, (label, _, lo, hi, _) in PARAMS.items():
         v = params.get(name)
         if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-            problems.append(("cap_bad_value", {"field": FIELDS[name][0], "value": v, "lo": lo, "hi": hi}))
+            problems.append(("cap_bad_value", {"field": label, "value": v, "lo": lo, "hi": hi}))
     return problems
 
 
@@ -141,32 +136,30 @@ def _form(lang: str) -> bool:
     """The parameters; True on the run after Compute was pressed."""
     ss = st.session_state
     start = ss.get(session.CAP_PARAMS) or DEFAULTS
-    for name in ("kind", "block_size", *FIELDS):
+    for name in ("kind", "block_size", *PARAMS):
         if f"w_cap_{name}" not in ss:       # first visit, or back from another page
             ss[f"w_cap_{name}"] = start[name]
     with st.form("cap_form", border=True):
         st.markdown(f"**{t('cap_workload', lang)}**")
         st.segmented_control(t("cap_kind", lang), KINDS, key="w_cap_kind", required=True,
                              format_func=lambda k: t(f"cap_kind_{k}", lang), help=t("cap_kind_help", lang))
-        names = list(FIELDS)
         cols = st.columns(5)
         with cols[0]:
             st.selectbox(t("cap_block_size", lang), BLOCK_SIZES, key="w_cap_block_size")
-        for i, name in enumerate(names):
-            label, help_key = FIELDS[name]
+        for i, (name, (label, help_key, _, hi, _)) in enumerate(PARAMS.items()):
             with cols[(i + 1) % 5]:
                 # No min/max here: Streamlit would silently reset a value out of range; check()
                 # refuses it with a message that says what is allowed.
                 st.number_input(t(label, lang), step=1, key=f"w_cap_{name}",
-                                help=t(help_key, lang, max=LIMITS[name][1]) if help_key else None)
+                                help=t(help_key, lang, max=hi) if help_key else None)
         return st.form_submit_button(t("cap_compute", lang), key="b_cap_compute", type="primary",
                                      icon=":material/query_stats:")
 
 
 def _read_params() -> dict:
     ss = st.session_state
-    out = {name: ss.get(f"w_cap_{name}") for name in ("kind", "block_size", *FIELDS)}
-    for name in LIMITS:                   # number_input gives ints for int bounds; be strict anyway
+    out = {name: ss.get(f"w_cap_{name}") for name in ("kind", "block_size", *PARAMS)}
+    for name in PARAMS:                   # number_input gives ints for int bounds; be strict anyway
         v = out[name]
         if isinstance(v, float) and v.is_integer():
             out[name] = int(v)

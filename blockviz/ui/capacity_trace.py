@@ -417,12 +417,8 @@ def _bytes_per_token(s: TraceSweep) -> int | None:
 def _groups_caption(model: str, lang: str) -> str:
     """What a hybrid model's replay ran: its groups, their layers, a slot's bytes."""
     shape = KV_PRESETS[model]
-    counts: dict[tuple, int] = {}
-    for g in shape.kv_cache_groups:
-        key = (g.type, g.sliding_window or g.attention_chunk_size)
-        counts[key] = counts.get(key, 0) + 1
     groups = ", ".join(t(f"capt_group_count_{kind}", lang, n=n, size=f"{size:,}" if size else "")
-                       for (kind, size), n in counts.items())
+                       for kind, size, n in shape.group_counts())
     return t("capt_model_groups", lang, model=model, n=len(shape.kv_cache_groups),
              layers=shape.group_size, groups=groups, bytes=f"{shape.bytes_per_token // 1024:,} KiB")
 
