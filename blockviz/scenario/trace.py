@@ -205,13 +205,10 @@ def _check(obj: dict, text: str, file: str, line: int, block_tokens: int) -> Tra
     if type(ts) not in (int, float) or (type(ts) is float and not math.isfinite(ts)) or ts < 0:
         raise fail("timestamp", "trace_err_seconds" if bailian else "trace_err_timestamp",
                    value=_show(ts))
-    n = obj["input_length"]
-    if not _is_int(n) or not 1 <= n <= MAX_INPUT_LENGTH:
-        raise fail("input_length", "trace_err_length", value=_show(n), lo=1, hi=f"{MAX_INPUT_LENGTH:,}")
-    out = obj["output_length"]
-    if not _is_int(out) or not 0 <= out <= MAX_INPUT_LENGTH:
-        raise fail("output_length", "trace_err_length", value=_show(out), lo=0,
-                   hi=f"{MAX_INPUT_LENGTH:,}")
+    n, out = obj["input_length"], obj["output_length"]
+    for field, v, lo in (("input_length", n, 1), ("output_length", out, 0)):
+        if not _is_int(v) or not lo <= v <= MAX_INPUT_LENGTH:
+            raise fail(field, "trace_err_length", value=_show(v), lo=lo, hi=f"{MAX_INPUT_LENGTH:,}")
     ids = obj["hash_ids"]
     if type(ids) is not list:
         raise fail("hash_ids", "trace_err_ids_list", value=_show(ids))

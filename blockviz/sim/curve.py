@@ -1077,7 +1077,7 @@ def curve_report(source, *, block_size: int, requests: int, free_orders=("split"
     :data:`OPTIMAL_MAX_BLOCKS` blocks or below two sizes. ``requests``: how many the trace holds
     (up to ``limit``), for ``progress(done=, total=, phase=, order=, size=, of=)``."""
     from blockviz.sim.capacity import KNEE_FRACTION, geometric_sizes
-    from blockviz.sim.optimal import optimal_hits
+    from blockviz.sim.optimal import add_optimal
     start = time.perf_counter()
     check_block_size(block_size)
     total = requests * (len(free_orders) + (sizes + len(free_orders) if optimal else 0))
@@ -1106,36 +1106,25 @@ def curve_report(source, *, block_size: int, requests: int, free_orders=("split"
         skipped = {"blocks": blocks, "most": min(OPTIMAL_MAX_BLOCKS, OPTIMAL_WORK // 2)}
     count = min(sizes, afford) if optimal and skipped is None else sizes
     chosen = sorted(set(geometric_sizes(lo, hi, count)) | {k for k in knees.values() if k})
-    best = None
-    if optimal and skipped is None:
-        requests = first.requests
-        total = done[0] + requests * len(chosen)
-        counter = iter(range(1, len(chosen) + 1))
-        at = [0, 0]       # (size index, requests of it so far)
-
-        def opt_progress(n: int) -> None:
-            if at[1] == 0:
-                at[0] = next(counter, at[0])
-            at[1] = (at[1] + n) % requests if requests else 0
-            advance(n, phase="optimal", size=at[0], of=len(chosen))
-        best = optimal_hits(iter_trace(source, name=name, limit=limit, block_size=block_size),
-                            block_size=block_size, pool_blocks=chosen, progress=opt_progress)
+    reports = []
+    for order, c in curves.items():
+        xs, vals, slopes = c.breakpoints(lo)
+        reports.append({"requests": c.requests, "block_size": block_size, "free_order": order,
+                        "ceiling": c.ceiling(), "points": [c.point(n) for n in chosen],
+                        "curve": {"xs": xs, "vals": vals, "slopes": slopes, "knee": knees[order]}})
+    if optimal and skipped is None:     # Belady's MIN: a pass per size, the size counted from 1
+        base, per = done[0], max(1, first.requests)
+        total = base + first.requests * len(chosen)
+        add_optimal(reports, [source], block_size=block_size, limit=limit,
+                    progress=lambda d, _: advance(base + d - done[0], phase="optimal", size=-(-d // per),
+                                                  of=len(chosen)))
     # where each size's prompt tokens went (sim.explain: one more pass, for every order)
     from blockviz.sim.explain_trace import split_of, trace_split_parts
     parts = trace_split_parts(iter_trace(source, name=name, limit=limit, block_size=block_size),
                               block_size=block_size, pools=chosen)
-    reports = []
-    for order, c in curves.items():
-        points = [c.point(n) for n in chosen]
-        for p in points:
+    for rep in reports:
+        for p in rep["points"]:
             p["split"] = split_of(parts[p["pool_blocks"]], p["hits"])
-        if best is not None:
-            for p in points:
-                p["optimal_hits"] = best[p["pool_blocks"]]
-        xs, vals, slopes = c.breakpoints(lo)
-        reports.append({"requests": c.requests, "block_size": block_size, "free_order": order,
-                        "ceiling": c.ceiling(), "points": points,
-                        "curve": {"xs": xs, "vals": vals, "slopes": slopes, "knee": knees[order]}})
     return {"reports": reports, "largest": lo, "working_set": hi, "queries": ceiling["queries"],
             "full_blocks": blocks, "sizes": chosen, "optimal_skipped": skipped,
             "seconds": time.perf_counter() - start}
