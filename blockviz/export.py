@@ -156,9 +156,6 @@ def board_png(html: str, step: int, *, width: int = W, height: int = H, timeout_
             raise ExportError(f"PNG export: Chromium took longer than {timeout_s:.0f} s") from None
         if not out.exists():
             text = " ".join(done.stderr.decode("utf-8", "replace").split())
-            raise ExportError(f"PNG export failed: {_clip(text, 300)}")
+            clipped = text if len(text) <= 300 else text[:300].rsplit(" ", 1)[0] + " …"
+            raise ExportError(f"PNG export failed: {clipped}")
         return out.read_bytes()
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[:n].rsplit(" ", 1)[0] + " …"

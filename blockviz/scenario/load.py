@@ -94,10 +94,6 @@ _KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "nu
           "str": "text"}
 
 
-def _excerpt(value: str, n: int = 20) -> str:
-    return repr(value if len(value) <= n else value[:n] + "…")
-
-
 def _position(text: str, index: int) -> tuple[int, int]:
     """1-based (line, column) of the character at ``index`` of ``text``."""
     line = text.count("\n", 0, index) + 1
@@ -316,8 +312,8 @@ class _Builder:
         try:
             return self._scalars.construct_object(node, deep=True)
         except (ValueError, TypeError, OverflowError):  # e.g. 0x_, which YAML 1.1 calls an int
-            return self.defer(event.start_mark, path, f"cannot read {_excerpt(value)} as "
-                                                      f"{_KINDS[kind]}")
+            excerpt = repr(value if len(value) <= 20 else value[:20] + "…")
+            return self.defer(event.start_mark, path, f"cannot read {excerpt} as {_KINDS[kind]}")
 
 
 def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]:
