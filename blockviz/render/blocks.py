@@ -11,17 +11,11 @@ from blockviz.i18n import t
 from blockviz.render.theme import BLOCK_KINDS, BLOCK_LEGEND, GREY, block_kind, esc
 from blockviz.teach.labels import HashLabels, token_text
 
-# Past this many GPU blocks the cards give way to one cell per block.
-HEATMAP_THRESHOLD = 256
 TOKENS_ON_CARD = 8
 
 # the dense view's legend: (colour, i18n key) per kind of block, from the style table
 CATEGORY_KINDS = ("null", "free", "free_cached", "used", "used_cached")
 CATEGORIES = tuple((BLOCK_KINDS[k].cell, BLOCK_KINDS[k].key) for k in CATEGORY_KINDS)
-
-
-def use_heatmap(num_gpu_blocks: int) -> bool:
-    return num_gpu_blocks > HEATMAP_THRESHOLD
 
 
 def next_marks(state) -> tuple[int | None, int | None]:

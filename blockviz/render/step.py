@@ -83,12 +83,11 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunI
     note = s.note.get(lang) if s.note is not None else None
     error = (error_text(timeline.error, lang) if timeline.error is not None and s.index == last
              else None)
-    big = compact or rblocks.use_heatmap(s.num_gpu_blocks)   # compact: the board's dense view
     groups = labels.groups if labels.hybrid else None      # a hybrid model's KV-cache groups
-    badges = None if big or not groups else {
+    badges = None if compact or not groups else {
         b: rgroups.badge_html(g, groups[g], lang, short=True, cls="bv-grp bv-grp-card")
         for b, g in rgroups.block_groups(s).items()}
-    blocks = None if big else rblocks.blocks_html(
+    blocks = None if compact else rblocks.blocks_html(
         s, labels=labels, vocab=vocab, block_size=bs, lang=lang, changed=c.blocks, legend=False,
         prev_ref=c.prev_ref_cnt, held_by=holders(s), groups=badges)
     cut = ({"head_cells": COMPACT["head"], "tail_cells": COMPACT["tail"]} if compact else {})

@@ -12,7 +12,6 @@ import streamlit as st
 
 from blockviz.i18n import event_label, t
 from blockviz.i18n.errors import ErrorMessage
-from blockviz.render import blocks as rblocks
 from blockviz.render.theme import esc, heading_html
 from blockviz.scenario import ScenarioError, share
 from blockviz.scenario.schema import Scenario
@@ -366,9 +365,11 @@ def _sc_answer(run: data.PlayerRun, kind: str) -> tuple[int, ...]:
     return selfcheck.parse_ids(ss.get("w_sc_victim_t") or "")[:1]
 
 
+PICKER_LIMIT = 256   # self-check answers from a picker up to this many usable blocks; more: typed ids
+
+
 def _few_blocks(run: data.PlayerRun) -> bool:
-    # a picker while the pool has at most HEATMAP_THRESHOLD usable blocks (+ the null block)
-    return run.timeline.num_gpu_blocks <= rblocks.HEATMAP_THRESHOLD + 1
+    return run.timeline.num_gpu_blocks <= PICKER_LIMIT + 1   # (+ the null block)
 
 
 def _sc_check(run: data.PlayerRun, cursor: int) -> None:
