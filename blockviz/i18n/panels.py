@@ -4,6 +4,9 @@ steps."""
 from __future__ import annotations
 
 STRINGS: dict[str, tuple[str, str]] = {
+    # how a sentence joins its clauses and a list its items
+    "sep_clauses": ("; ", "；"),
+    "sep_items": (", ", "、"),
     # panels
     "gpu_blocks": ("GPU blocks", "GPU 块"),
     "free_queue": ("Free queue", "空闲队列"),

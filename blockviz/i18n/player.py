@@ -52,7 +52,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "op_k_of_m": ("op {k} of {m}", "操作 {k} / {m}"),
     "no_ops_short": ("no operations", "没有操作"),
     "no_ops": ("Nothing changes in this step.", "这一步没有任何状态变化。"),
-    "ops_in_step": ("The {n} operations of this event:", "这一事件的 {n} 个操作："),
     # panels and legends
     "next_victim_short": ("next", "下一个"),
     "next_evict": ("next cached prefix to be evicted", "下一个被淘汰的缓存前缀"),

@@ -222,8 +222,7 @@ def caption_html(step, lang: str) -> str:
         parts.append(tn("rp_cap_copies", copies, lang, n=copies))
     if not parts:
         parts.append(t("rp_cap_nothing", lang))
-    sep = "；" if lang == "zh" else "; "
-    text = sep.join(parts) + tn("rp_cap_cached", step.cached, lang, n=step.cached)
+    text = t("sep_clauses", lang).join(parts) + tn("rp_cap_cached", step.cached, lang, n=step.cached)
     return f'<div class="bv bv-caption">{esc(text)}</div>'
 
 

@@ -795,8 +795,8 @@ class KVShape:
             return t("kv_dense", lang, layers=self.layers, per=per)
         kinds = " + ".join(t(f"kv_kind_{k.type}", lang, n=k.layers, size=f"{k.size:,}" if k.size else "")
                            for k in self.mix)
-        groups = ("、" if lang == "zh" else ", ").join(t(f"kv_groups_{kind}", lang, n=n)
-                                                       for kind, _, n in self.group_counts())
+        groups = t("sep_items", lang).join(t(f"kv_groups_{kind}", lang, n=n)
+                                           for kind, _, n in self.group_counts())
         pad = t("kv_padding", lang, n=self.padding_layers) if self.padding_layers else ""
         return t("kv_hybrid", lang, layers=self.layers, kinds=kinds, size=self.group_size,
                  groups=groups, pad=pad, per=per)
