@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 KEYS = ("hit", "external_hit", "last_token", "partial_block", "cold", "evicted", "different_key",
         "window", "skipped")
@@ -46,11 +47,13 @@ WALKED = ("evicted", "different_key", "cold")   # a walked block's own status wh
 EXTERNAL_MEDIUM = "CPU"                          # blockviz's tier (vLLM's OffloadingConnector)
 
 
-@dataclass
+@dataclass(slots=True)
 class Residency:
     """One block holding one key, from its ``cache`` to its eviction (``removed_at`` None while it
-    holds it). Times are (event index, engine step)."""
+    holds it). Times are (event index, engine step); ``seq`` orders residencies by their start."""
     block_id: int
+    key: bytes
+    seq: int
     cached_by: str
     cached_at: tuple[int, int]
     removed_at: tuple[int, int] | None = None
@@ -58,35 +61,123 @@ class Residency:
     taken_by: str | None = None       # the request whose allocation reused the block
 
 
-@dataclass(frozen=True)
-class Owner:
-    """Who cached a token prefix, under which key, with which extra keys."""
+@dataclass(slots=True)
+class KeyHistory:
+    """What a lookup needs of a key's past: how many of its residencies have ended, and the one
+    a lookup names — the latest to end, the first to start among those that ended together. A
+    key is in ``history`` from its first residency on."""
+    closed: int = 0
+    last: Residency | None = None
+
+    def close(self, res: Residency) -> None:
+        self.closed += 1
+        last = self.last
+        if last is None or res.removed_at > last.removed_at or (
+                res.removed_at == last.removed_at and res.seq < last.seq):
+            self.last = res
+
+
+class Owner(NamedTuple):
+    """Who cached a token prefix, under which key, with which extra keys (``extras``: the
+    request's (cache_salt, lora, mm, none_hash), one tuple shared by every owner with the same)."""
     key: bytes
     request_id: str
-    cache_salt: str | None
-    lora: str | None
-    mm: tuple[str, ...]
-    none_hash: bytes
+    extras: tuple
 
 
-@dataclass(frozen=True)
+_CATEGORY = {c: i for i, c in enumerate(KEYS)}
+_HIT_IDS = -1         # a segment's detail is {"block_ids": [...]}, its ids at the array's end
+_NO_DETAIL = -2
+
+
 class Split:
     """A lookup explained: token counts per category (``KEYS`` order), the segments
-    ``[(start, end, category, detail)]`` in token order, and when and over how many tokens."""
-    counts: tuple[int, ...]
-    segments: tuple[tuple[int, int, str, Any], ...]
-    event: int
-    engine_step: int
-    num_tokens: int
+    ``[(start, end, category, detail)]`` in token order, and when and over how many tokens.
+
+    A run keeps one per request for good (the timeline serves it at every later step), so it
+    is kept packed: the numbers in one int array — the counts, the event, the engine step and
+    the tokens looked up, then each segment's start, end, category and detail (an index into
+    ``_details``, or ``_HIT_IDS``: the hit's block ids, which end the array) — and the other
+    details apart. ``counts`` and ``segments`` are built when read."""
+
+    __slots__ = ("_ints", "_details")
+
+    def __init__(self, counts: Sequence[int], segments: Sequence[tuple[int, int, str, Any]],
+                 event: int, engine_step: int, num_tokens: int) -> None:
+        ints = array("q", counts)
+        ints.extend((event, engine_step, num_tokens, len(segments)))
+        details, ids = [], ()
+        for start, end, cat, d in segments:
+            if not ids and d is not None and d.keys() == {"block_ids"} \
+                    and type(d["block_ids"]) is list:
+                ref, ids = _HIT_IDS, d["block_ids"]
+            elif d is None:
+                ref = _NO_DETAIL
+            else:
+                ref = len(details)
+                details.append(d)
+            ints.extend((start, end, _CATEGORY[cat], ref))
+        ints.extend(ids)
+        self._ints = _narrow(ints)
+        self._details = tuple(details) if details else ()
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        return tuple(self._ints[:len(KEYS)])
+
+    @property
+    def event(self) -> int:
+        return self._ints[len(KEYS)]
+
+    @property
+    def engine_step(self) -> int:
+        return self._ints[len(KEYS) + 1]
+
+    @property
+    def num_tokens(self) -> int:
+        return self._ints[len(KEYS) + 2]
+
+    @property
+    def segments(self) -> tuple[tuple[int, int, str, Any], ...]:
+        a = self._ints
+        p = len(KEYS) + 4
+        end = p + 4 * a[p - 1]
+        out = []
+        for start, stop, cat, ref in zip(*[iter(a[p:end])] * 4):
+            d = (None if ref == _NO_DETAIL else {"block_ids": a[end:].tolist()} if ref == _HIT_IDS
+                 else self._details[ref])
+            out.append((start, stop, KEYS[cat], d))
+        return tuple(out)
 
     def __getitem__(self, key: str) -> int:
-        return self.counts[KEYS.index(key)]
+        return self._ints[_CATEGORY[key]]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Split):
+            return NotImplemented
+        return self._ints == other._ints and self._details == other._details
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"Split(counts={self.counts!r}, segments={self.segments!r}, event={self.event}, "
+                f"engine_step={self.engine_step}, num_tokens={self.num_tokens})")
 
     def to_dict(self) -> dict[str, int]:
         return dict(zip(KEYS, self.counts, strict=True))
 
     def detail(self) -> list[dict]:
         return [{"start": a, "end": b, "category": c, **(d or {})} for a, b, c, d in self.segments]
+
+
+def _narrow(a: array) -> array:
+    """``a`` in the narrowest signed typecode its values fit."""
+    for code in "bhi":
+        try:
+            return array(code, a)
+        except OverflowError:
+            continue
+    return a
 
 
 @dataclass
@@ -111,15 +202,21 @@ class Explainer:
     none_hash: bytes = b""           # the engine process's NONE_HASH (a restart may change it)
     event: int = 0
     engine_step: int = 0
-    history: dict[bytes, list[Residency]] = field(default_factory=dict)
+    # Kept for the whole run, so kept small: per key ever cached, its KeyHistory (not every
+    # residency); per token prefix, its owners (one per key and extras, the latest: the only one
+    # a lookup can name; a list only when there are several); the open residencies by block
+    history: dict[bytes, KeyHistory] = field(default_factory=dict)
     open: dict[int, Residency] = field(default_factory=dict)
-    owners: dict[bytes, list[Owner]] = field(default_factory=dict)
+    owners: dict[bytes, Owner | list[Owner]] = field(default_factory=dict)
     prompt_split: dict[str, Split] = field(default_factory=dict)
     resumed_split: dict[str, Split] = field(default_factory=dict)
     _digests: dict[str, list[bytes]] = field(default_factory=dict)
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _taking: list[Residency] = field(default_factory=list)    # closed by the allocation running
     _popping: bool = False
+    _seq: int = 0
+    _at: tuple[int, int] = (0, 0)                # the last _now (one tuple shared while it holds)
+    _extras: dict[tuple, tuple] = field(default_factory=dict)  # one copy of each extras tuple
 
     # -- watching ------------------------------------------------------------------------------
     def on_op(self, op) -> None:
@@ -148,10 +245,15 @@ class Explainer:
             self._lookup(op)
         elif kind == "admit":
             self._admitted(op)
+        elif kind == "finish":      # a finished request looks nothing up and caches nothing more
+            self._digests.pop(op.request_id, None)
 
     @property
     def _now(self) -> tuple[int, int]:
-        return (self.event, self.engine_step)
+        at = self._at
+        if at[0] != self.event or at[1] != self.engine_step:
+            at = self._at = (self.event, self.engine_step)
+        return at
 
     def _pool(self):
         return self.scheduler.kv_cache_manager.block_pool
@@ -162,33 +264,53 @@ class Explainer:
             return
         res.removed_at = self._now
         res.cause = "allocation" if self._popping else "evict_blocks"
+        self.history[res.key].close(res)
         if self._popping:
             self._taking.append(res)
 
     def _close_all(self, cause: str) -> None:
         now = self._now
+        history = self.history
         for res in self.open.values():
             res.removed_at, res.cause = now, cause
+            history[res.key].close(res)
         self.open.clear()
 
     def _cached(self, op) -> None:
         now = self._now
         rid = op.request_id
+        history = self.history
         for bid, key in zip(op.block_ids, op.hashes):
-            res = Residency(bid, rid, now)
-            self.history.setdefault(key, []).append(res)
+            res = Residency(bid, key, self._seq, rid, now)
+            self._seq += 1
+            if key not in history:
+                history[key] = KeyHistory()
             self.open[bid] = res
         if not self.index_tokens or op.group != self.first_group_ids[0] or op.masked:
             return
         req = self.scheduler.requests.get(rid)
         if req is None:
             return
-        none_hash = self.none_hash
+        lora = req.lora.name if req.lora else None
+        owners = self.owners
         for j, key in enumerate(op.hashes):
             i = op.first_block_index + j
-            self.owners.setdefault(self._digest(req, i), []).append(Owner(
-                key, rid, req.cache_salt, req.lora.name if req.lora else None,
-                self._mm_ids(req, i), none_hash))
+            extras = (req.cache_salt, lora, self._mm_ids(req, i), self.none_hash)
+            extras = self._extras.setdefault(extras, extras)
+            owner = Owner(key, rid, extras)
+            digest = self._digest(req, i)
+            had = owners.get(digest)
+            if had is None:
+                owners[digest] = owner
+            elif isinstance(had, list):
+                # an owner of the same key and extras is one no lookup can name any more: a
+                # lookup names the latest owner of those it differs least from
+                had[:] = [o for o in had if o.key != key or o.extras is not extras]
+                had.append(owner)
+            elif had.key == key and had.extras is extras:
+                owners[digest] = owner
+            else:
+                owners[digest] = [had, owner]
 
     def _mm_ids(self, req, i: int) -> tuple[str, ...]:
         """The multimodal items that reach into the request's first ``i + 1`` blocks."""
@@ -249,25 +371,26 @@ class Explainer:
             block = found[0] if isinstance(found, list) else found
             return ("present", {"cached_in_block": block.block_id})
         key = pool.key(h, self.first_group_ids[0])
-        closed = [r for r in self.history.get(key, ()) if r.removed_at is not None]
-        if closed:
-            last = max(closed, key=lambda r: r.removed_at)
+        past = self.history.get(key)
+        if past is not None and past.closed:
+            last = past.last
             d = {"block_id": last.block_id, "cached_by": last.cached_by,
                  "cached_at": _at(last.cached_at), "evicted_at": _at(last.removed_at),
                  "cause": last.cause, "taken_by": last.taken_by}
-            if len(closed) > 1:
-                d["copies"] = len(closed)
+            if past.closed > 1:
+                d["copies"] = past.closed
             return ("evicted", d)
         if self.index_tokens:
-            owners = [o for o in self.owners.get(self._digest(req, i), ()) if o.key != key]
+            had = self.owners.get(self._digest(req, i))
+            owners = [o for o in (had if isinstance(had, list) else (had,) if had else ())
+                      if o.key != key]
             if owners:
                 mine = (req.cache_salt, req.lora.name if req.lora else None, self._mm_ids(req, i),
                         self.none_hash)
                 names = ("cache_salt", "lora", "mm", "hash_seed")
 
                 def which(o: Owner) -> list[str]:
-                    theirs = (o.cache_salt, o.lora, o.mm, o.none_hash)
-                    return [nm for nm, a, b in zip(names, mine, theirs) if a != b]
+                    return [nm for nm, a, b in zip(names, mine, o.extras) if a != b]
                 best = min(reversed(owners), key=lambda o: len(which(o)))
                 present = pool.cached_block_hash_to_block.get_one_block(best.key) is not None
                 return ("different_key", {"which": which(best), "other_request": best.request_id,
