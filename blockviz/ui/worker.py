@@ -567,11 +567,13 @@ def _job_child(conn, task, budget: Budget) -> None:
 
 
 class _JobRun:
-    """A job's process, watched by its own thread: progress in, deadline kept, slot given back."""
+    """A job's process, watched by its own thread: progress in, deadline kept, slot given back
+    (to the semaphore it was taken from)."""
 
-    def __init__(self, task, state: JobState, budget: Budget) -> None:
+    def __init__(self, task, state: JobState, budget: Budget, slots: threading.Semaphore) -> None:
         self.state = state
         self.budget = budget
+        self.slots = slots
         self.lock = threading.Lock()
         self.proc = _Process(_job_child, (task, budget))
         threading.Thread(target=self._watch, name="blockviz-job", daemon=True).start()
@@ -605,7 +607,7 @@ class _JobRun:
                     self._end("failed", error=("job_crash", {"kind": value}))
         finally:
             self.proc.kill()
-            _job_slots.release()
+            self.slots.release()
 
     def _end(self, status: str, **fields) -> bool:
         with self.lock:
@@ -633,14 +635,15 @@ class Job:
     the page's Stop button calls :meth:`stop`, the process is killed."""
 
     def __init__(self, task, *, label: str, budget: Budget | None = None) -> None:
-        if not _job_slots.acquire(blocking=False):
+        slots = _job_slots
+        if not slots.acquire(blocking=False):
             raise JobsBusy(label)
         try:
             self.state = JobState(label)
             self.budget = budget or JOB_BUDGET
-            self._run = _JobRun(task, self.state, self.budget)
+            self._run = _JobRun(task, self.state, self.budget, slots)
         except BaseException:
-            _job_slots.release()
+            slots.release()
             raise
         self._finalizer = weakref.finalize(self, self._run.stop, "ended")
 
