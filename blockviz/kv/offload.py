@@ -49,10 +49,9 @@ class CPUKVPool:
     def __init__(self, num_chunks: int, store: PagedKVStore) -> None:
         self.store = store
         self.num_chunks = num_chunks
-        row = store.block_size * store.num_kv_heads * store.head_dim
         self.pinned = store.device.type == "cuda"
-        self.data = torch.zeros((store.num_layers, 2, num_chunks, row), dtype=store.dtype,
-                                pin_memory=self.pinned)
+        self.data = torch.zeros((store.num_layers, 2, num_chunks, store.rows_of[0][0].shape[1]),
+                                dtype=store.dtype, pin_memory=self.pinned)
         self._make_views()
 
     def _make_views(self) -> None:

@@ -8,7 +8,6 @@ from scratch and reports how far the two last-layer attention outputs differ (a 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -27,10 +26,6 @@ class HitCheck:
     new_tokens: int
     max_abs_diff: float
     device: str
-
-    @property
-    def exact(self) -> bool:
-        return self.max_abs_diff == 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,16 +139,6 @@ class KVRuntime:
         # Compare as the cache dtype's float32 view of the results.
         diff = (attn.to(torch.float32) - dense.to(torch.float32)).abs().max().item()
         return HitCheck(rid, item.start, item.num_new_tokens, float(diff), self.device.type)
-
-    # -- whole blocks (the external tier copies these) --------------------------------------
-    def read_blocks(self, block_ids: Sequence[int]) -> torch.Tensor:
-        return self.store.read_blocks(block_ids)
-
-    def write_blocks(self, block_ids: Sequence[int], data: torch.Tensor) -> None:
-        self.store.write_blocks(block_ids, data)
-
-    def fingerprint(self, block_id: int) -> str:
-        return self.store.fingerprint(block_id)
 
     def summary(self, block_id: int) -> PayloadSummary:
         data = torch.stack([c[:, block_id] for c in self.store.kv_caches])  # [L, 2, bs, H, D]

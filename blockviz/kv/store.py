@@ -176,8 +176,8 @@ class PagedKVStore:
 
     @property
     def bytes_per_block(self) -> int:
-        return (self.num_layers * 2 * self.block_size * self.num_kv_heads * self.head_dim
-                * self.kv_caches[0].element_size())
+        """One block's K and V over every layer (``Config.model.bytes_per_block``, as allocated)."""
+        return self.num_layers * 2 * self.row_bytes
 
     def _flat(self, layer: int, kv: int) -> torch.Tensor:
         # cache[kv] is contiguous, so this is a view: writes land in the cache.
@@ -280,8 +280,3 @@ class PagedKVStore:
             h.update(c[:, block_id].detach().to("cpu").contiguous().view(torch.uint8)
                      .numpy().tobytes())
         return h.hexdigest()
-
-    def block_array(self, block_id: int, layer: int = 0, kv: int = 0, head: int = 0):
-        """[block_size, head_dim] numpy array of one head's K (kv=0) or V (kv=1), for drawing."""
-        return self.kv_caches[layer][kv, block_id, :, head, :].detach().to(
-            "cpu", torch.float32).numpy()

@@ -119,8 +119,8 @@ def test_a_block_loaded_from_the_tier_is_what_recomputation_writes(dtype, device
     assert len(rows_t) == 2
     alone_table = [1, 2, 3, 4]   # B alone takes blocks from the head: 1, 2, 3, 4
     for j, bid in enumerate(rows_t):
-        got = tiered.kv.read_blocks([bid])
-        want = alone.kv.read_blocks([alone_table[1 + j]])
+        got = tiered.kv.store.read_blocks([bid])
+        want = alone.kv.store.read_blocks([alone_table[1 + j]])
         if device == "cpu":
             assert torch.equal(got, want), f"block {bid} differs from recomputation"
         else:

@@ -181,7 +181,7 @@ def test_external_hits_load_the_bytes_that_were_saved(sync):
     req = engine.scheduler.requests["B"]
     assert req.status.value == ("finished" if sync else "waiting_for_remote_kvs")  # max_tokens 1
     for j, op in enumerate(loads):
-        got = engine.kv.read_blocks([op.block_id])           # [L, 2, 1, bs, H, D]
+        got = engine.kv.store.read_blocks([op.block_id])           # [L, 2, 1, bs, H, D]
         want = saved[req.block_hashes[1 + j]].view(got.shape[0], 2, 1, *got.shape[3:])
         assert torch.equal(got, want.to(got.dtype)), "loaded bytes equal the saved bytes"
     stats = engine.manager.prefix_cache_stats

@@ -60,15 +60,9 @@ class LRUCachePolicy:
         if chunk.ref_cnt == 0:
             self.evictable.add(key)
 
-    def remove(self, key: bytes) -> None:
-        del self.chunks[key]
-        self.ranks.pop(key, None)
-        self.evictable.discard(key)
-
-    def touch(self, keys, ctx: ReqContext) -> None:
+    def on_store_miss(self, keys, ctx: ReqContext) -> None:
+        """(vLLM's base policy: ``touch`` the keys.)"""
         self._update_recency(reversed(list(keys)))
-
-    on_store_miss = touch
 
     def on_request_access(self, keys, ctx: ReqContext) -> None:
         rank = self._request_rank(ctx)
@@ -141,10 +135,6 @@ class ARCCachePolicy:
         self.b1.pop(key, None)
         self.b2.pop(key, None)
 
-    def remove(self, key: bytes) -> None:
-        if self.t1.pop(key, None) is None:
-            self.t2.pop(key, None)
-
     def _adapt_to_ghost_hit(self, key: bytes) -> bool:
         if key in self.b1:
             self.target_t1_size = min(self.target_t1_size + max(1, len(self.b2) / len(self.b1)),
@@ -161,19 +151,6 @@ class ARCCachePolicy:
     def on_store_miss(self, keys, ctx: ReqContext) -> None:
         for key in reversed(list(keys)):
             self._adapt_to_ghost_hit(key)
-
-    def touch(self, keys, ctx: ReqContext) -> None:
-        for key in reversed(list(keys)):
-            if key in self.t1:
-                chunk = self.t1.pop(key)
-                if chunk.is_ready:
-                    self.t2[key] = chunk
-                else:
-                    self.t1[key] = chunk
-            elif key in self.t2:
-                self.t2[key] = self.t2.pop(key)
-            else:
-                self._adapt_to_ghost_hit(key)
 
     def on_request_access(self, keys, ctx: ReqContext) -> None:
         return

@@ -2,13 +2,13 @@
 (``OffloadingConnectorScheduler``; its contracts are listed in ``blockviz.sim.offload``)."""
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from blockviz.core import Request
 from blockviz.core.events import MEDIUM_CPU, BlockRemoved, BlockStored
 from blockviz.core.hashing import hash_to_event_int as hash_to_int
+from blockviz.core.kv_cache_interface import cdiv
 from blockviz.core.ops import Drop, OpSink, Save
 from blockviz.core.request import FINISH_ABORT
 from blockviz.sim.offload.base import LookupResult, ReqContext
@@ -28,10 +28,6 @@ class ReqState:
     num_locally_computed_tokens: int = 0
     transfer_jobs: set[int] = field(default_factory=set)
     finished_signaled: bool = False
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 class OffloadingConnector:
@@ -59,17 +55,7 @@ class OffloadingConnector:
         self.tokens: dict[bytes, tuple[int, ...]] = {}
         self.worker = OffloadingWorker(num_chunks, load_delay, store_delay, kv)
         self.sink: OpSink | None = None               # set by the engine
-        self.num_stored = 0
-        self.num_evicted = 0
         self.step_log: list[TierStep] = []            # engine steps since take_step_log
-
-    def __deepcopy__(self, memo: dict) -> OffloadingConnector:
-        new = copy.copy(self)
-        memo[id(self)] = new
-        for name, value in self.__dict__.items():
-            if name != "sink":
-                setattr(new, name, copy.deepcopy(value, memo))
-        return new
 
     def _op(self, op) -> None:
         if self.sink is not None:
@@ -101,7 +87,7 @@ class OffloadingConnector:
         if max_hit - nct < tpc:
             return 0
         start = nct // tpc
-        end = min(_cdiv(max_hit, tpc), len(keys))
+        end = min(cdiv(max_hit, tpc), len(keys))
         hits, pending = 0, False
         for key in keys[start:end]:
             r = self.manager.lookup(key)
@@ -119,7 +105,7 @@ class OffloadingConnector:
         if pending:
             return None
         if self._chunks_being_loaded:
-            if any(k in self._chunks_being_loaded for k in keys[start:_cdiv(nct + num_hit, tpc)]):
+            if any(k in self._chunks_being_loaded for k in keys[start:cdiv(nct + num_hit, tpc)]):
                 return None
         return num_hit
 
@@ -162,8 +148,8 @@ class OffloadingConnector:
         sync = request.request_id in self._batch_sync_loads
         bs = self.block_size
         num_cached = rs.num_locally_computed_tokens + num_external_tokens
-        first = _cdiv(rs.num_locally_computed_tokens, bs)
-        num_chunks = _cdiv(num_cached, bs)
+        first = cdiv(rs.num_locally_computed_tokens, bs)
+        num_chunks = cdiv(num_cached, bs)
         keys = rs.offload_keys[first:num_chunks]
         dst = block_ids[first:num_chunks]
         rs.next_stored_chunk_idx = num_chunks   # OffloadPolicy.CHUNK_LEVEL: hits are not re-stored
@@ -240,7 +226,6 @@ class OffloadingConnector:
             to_store, chunk_ids, evicted = got
             for key in evicted:
                 self.tokens.pop(key, None)
-                self.num_evicted += 1
                 self._op(Drop(key))
             if not to_store:
                 rs.next_stored_chunk_idx = max(start, storable)
@@ -279,8 +264,7 @@ class OffloadingConnector:
                 continue
             rs = self.reqs[job.req_id]
             if job.is_store:
-                stored = self.manager.complete_store(job.keys, rs.ctx)
-                self.num_stored += len(stored)
+                self.manager.complete_store(job.keys, rs.ctx)
             else:
                 self.manager.complete_load(job.keys, rs.ctx)
                 if self._chunks_being_loaded:

@@ -2,8 +2,6 @@
 (``OffloadingConnectorWorker``), simulated in time."""
 from __future__ import annotations
 
-import copy
-
 from blockviz.sim.offload.common import ConnectorMeta
 
 
@@ -15,7 +13,6 @@ class OffloadingWorker:
     def __init__(self, num_chunks: int, load_delay: int, store_delay: int, kv=None) -> None:
         self.load_delay = load_delay
         self.store_delay = store_delay
-        self.kv = kv
         self.pool = None
         if kv is not None:
             from blockviz.kv.offload import CPUKVPool
@@ -23,14 +20,6 @@ class OffloadingWorker:
         self.step = 0
         # (due step, job id, request id of an async load or None, kind)
         self.inflight: list[tuple[int, int, str | None, str]] = []
-
-    def __deepcopy__(self, memo: dict) -> OffloadingWorker:
-        new = copy.copy(self)
-        memo[id(self)] = new
-        new.kv = copy.deepcopy(self.kv, memo)
-        new.pool = copy.deepcopy(self.pool, memo)
-        new.inflight = list(self.inflight)
-        return new
 
     def start_load_kv(self, meta: ConnectorMeta) -> None:
         """Before the forward pass: loads write their GPU blocks; stores of finished requests
