@@ -13,7 +13,7 @@ from blockviz.sim.timeline import Timeline
 
 def config_dict(engine) -> dict:
     cfg = engine.config.model_dump(mode="json")
-    if cfg["kv_cache_groups"] is None:   # one full-attention group: the config as it always was
+    if cfg["kv_cache_groups"] is None:   # one full-attention group: neither hybrid key
         del cfg["kv_cache_groups"], cfg["prefix_cache_retention_interval"]
     else:                                # each group with its own fields only
         cfg["kv_cache_groups"] = [{k: v for k, v in g.items() if v is not None}
@@ -47,13 +47,6 @@ def kv_cache_dict(engine) -> dict | None:
             "use_eagle": False, "num_gpu_blocks": engine.num_gpu_blocks}
 
 
-def step_dict(s: Step, frames: Iterable | None, groups: int = 0, block_size: int = 0) -> dict:
-    """One step of the contract. ``frames`` (the step's op frames, or None to leave them out)
-    come out as a list. ``groups``: how many kv_cache_groups the config gives (0: none);
-    ``block_size``: the config's (vLLM's metrics say how full the held blocks are)."""
-    return _step_dict(s, frames, lazy=False, groups=groups, block_size=block_size)
-
-
 def _split(key: bytes | None, groups: int) -> tuple[str | None, int | None]:
     """(hash hex, group id) of a pool key: with two or more groups a key is the hash with the
     4-byte group id appended (vLLM's BlockHashWithGroupId)."""
@@ -64,8 +57,12 @@ def _split(key: bytes | None, groups: int) -> tuple[str | None, int | None]:
     return key.hex(), 0
 
 
-def _step_dict(s: Step, frames: Iterable | None, lazy: bool, groups: int = 0,
-               block_size: int = 0) -> dict:
+def step_dict(s: Step, frames: Iterable | None, lazy: bool = False, groups: int = 0,
+              block_size: int = 0) -> dict:
+    """One step of the contract. ``frames`` (the step's op frames, or None to leave them out)
+    come out as a list (``lazy``: a Lazy one). ``groups``: how many kv_cache_groups the config
+    gives (0: none); ``block_size``: the config's (vLLM's metrics
+    say how full the held blocks are)."""
     if not groups:
         blocks = [{"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i],
                    "hash": h.hex() if h is not None else None,
@@ -124,13 +121,11 @@ def frame_dict(f: Step) -> dict:
     return {**op_to_dict(f.op), "free_queue": list(f.free_queue), "ref_cnt": list(f.ref_cnt)}
 
 
-def timeline_dict(scenario_id: str, engine, timeline: Timeline, *, frames: bool = True) -> dict:
-    return _document(scenario_id, engine, timeline, frames, lazy=False)
-
-
-def _document(scenario_id: str, engine, timeline: Timeline, frames: bool, lazy: bool) -> dict:
+def timeline_dict(scenario_id: str, engine, timeline: Timeline, *, frames: bool = True,
+                  lazy: bool = False) -> dict:
+    """The contract document (``lazy``: its steps, and their frames, as Lazy arrays)."""
     groups = len(engine.config.kv_cache_groups or ())
-    steps = (_step_dict(timeline.step(i), timeline.frames(i) if frames else None, lazy,
+    steps = (step_dict(timeline.step(i), timeline.frames(i) if frames else None, lazy,
                         groups=groups, block_size=engine.block_size) for i in range(len(timeline)))
     doc = {"scenario": scenario_id, "config": config_dict(engine),
            "steps": Lazy(steps) if lazy else list(steps)}
@@ -203,5 +198,5 @@ def write_timeline(write: Callable[[str], object], scenario_id: str, engine, tim
                    on_step: Callable[[int], None] | None = None) -> None:
     """The contract document, as ``json.dump(timeline_dict(...))`` writes it, byte for byte, but
     one step (and one frame) at a time: memory stays that of one step, whatever their number."""
-    write_json(write, _document(scenario_id, engine, timeline, frames, lazy=True), indent,
-               on_item=on_step)
+    write_json(write, timeline_dict(scenario_id, engine, timeline, frames=frames, lazy=True),
+               indent, on_item=on_step)

@@ -338,14 +338,14 @@ def test_json_writes_the_first_step_before_making_the_next(monkeypatch):
 
 def test_running_out_of_memory_while_writing_json_is_a_located_error(monkeypatch):
     from blockviz.sim import contract
-    real = contract._step_dict
+    real = contract.step_dict
 
     def failing(s, frames, lazy, **kw):
         if s.index == 3:
             raise MemoryError
         return real(s, frames, lazy, **kw)
 
-    monkeypatch.setattr(contract, "_step_dict", failing)
+    monkeypatch.setattr(contract, "step_dict", failing)
     path = ROOT / "scenarios" / "six-blocks.yaml"
     rc, _, err = _streamed("json", str(path), "--no-payloads")
     assert rc == 2 and "Traceback" not in err
