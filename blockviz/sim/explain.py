@@ -1,5 +1,5 @@
 """Why did it miss? Every prompt token of a request's lookup accounted for, by the rule that
-decided it (issue 31).
+decided it.
 
 vLLM looks a request up each time it tries to admit it, and records the lookup of the admission
 that succeeds (scheduler.py:1508-1512). The *split* explains that lookup: each of its tokens is in
@@ -255,9 +255,6 @@ class Explainer:
             at = self._at = (self.event, self.engine_step)
         return at
 
-    def _pool(self):
-        return self.scheduler.kv_cache_manager.block_pool
-
     def _evicted(self, block_id: int, key: bytes) -> None:
         res = self.open.pop(block_id, None)
         if res is None:
@@ -344,7 +341,7 @@ class Explainer:
             longest = op.shared_prefix_boundary or hit
         m = (n - 1) // bs
         first = hit // bs
-        pool = self._pool()
+        pool = self.scheduler.kv_cache_manager.block_pool
         statuses = []
         pending_for = None
         for i in range(first, m):
@@ -360,13 +357,10 @@ class Explainer:
         window = self._window(req, hit, longest, pool) if longest > hit else None
         self._pending[req.request_id] = _Pending(n, hit, longest, first, statuses, window)
 
-    def _present(self, pool, h: bytes) -> Any:
-        return pool.get_cached_block(h, list(self.first_group_ids)) if self.other_groups \
-            else pool.get_cached_block(h)
-
     def _status(self, req, i: int, pool) -> tuple[str, Any]:
         h = req.block_hashes[i]
-        found = self._present(pool, h)
+        found = (pool.get_cached_block(h, list(self.first_group_ids)) if self.other_groups
+                 else pool.get_cached_block(h))
         if found is not None:
             block = found[0] if isinstance(found, list) else found
             return ("present", {"cached_in_block": block.block_id})

@@ -11,13 +11,6 @@ from blockviz.sim.capacity import block_keys
 TRACE_KEYS = ("hit", "evicted", "cold", "last_token", "partial_block")
 
 
-def trace_splits(trace, *, block_size: int, pools: list[int], hits: dict[int, int],
-                 progress=None) -> dict[int, dict[str, int]]:
-    """See :func:`trace_split_parts`: the split at each pool size, given the replay's hits."""
-    parts = trace_split_parts(trace, block_size=block_size, pools=pools, progress=progress)
-    return {p: split_of(parts[p], hits[p]) for p in parts}
-
-
 def split_of(parts: tuple[int, int, int, int], hits: int) -> dict[str, int]:
     """A pool size's split from its parts (ever-cached and walkable tokens, last-token and
     partial-block tokens) and the replay's hits at that size (any free order's)."""
@@ -62,7 +55,7 @@ def trace_split_parts(trace, *, block_size: int, pools: list[int],
             st[0] += m
             st[1] += bs if n % bs == 0 else 0
             st[2] += n - k * bs
-            walked[p] += _count_le(reach, p)
+            walked[p] += bisect.bisect_right(reach, p)      # reach is non-decreasing
         for key in keys:
             if first_need.get(key, 1 << 62) > need:
                 first_need[key] = need
@@ -75,23 +68,17 @@ def trace_split_parts(trace, *, block_size: int, pools: list[int],
     return {p: (walked[p] * bs, struct[p][0] * bs, struct[p][1], struct[p][2]) for p in pools}
 
 
-def _count_le(values: list[int], limit: int) -> int:
-    """How many of the non-decreasing ``values`` are at most ``limit``."""
-    return bisect.bisect_right(values, limit)
-
-
 def add_explain(reports: list[dict], traces, *, block_size: int, limit: int | None = None,
                 progress=None) -> list[dict]:
     """``--explain``: each point of each report (one per trace and free order, in that order)
-    gains ``"split"``, its prompt tokens by category (``trace_splits``; one pass per report)."""
+    gains ``"split"``, its prompt tokens by category (``split_of``; one pass per trace: the parts
+    do not depend on the free order)."""
     per_trace = len(reports) // max(1, len(traces))
     for k, trace in enumerate(traces):
-        for rep in reports[k * per_trace:(k + 1) * per_trace]:
-            points = rep["points"]
-            split = trace_splits(iter_trace(trace, limit=limit, block_size=block_size),
-                                 block_size=block_size, pools=[p["pool_blocks"] for p in points],
-                                 hits={p["pool_blocks"]: p["hits"] for p in points},
-                                 progress=progress)
-            for p in points:
-                p["split"] = split[p["pool_blocks"]]
+        points = [p for rep in reports[k * per_trace:(k + 1) * per_trace] for p in rep["points"]]
+        parts = trace_split_parts(iter_trace(trace, limit=limit, block_size=block_size),
+                                  block_size=block_size, pools=[p["pool_blocks"] for p in points],
+                                  progress=progress)
+        for p in points:
+            p["split"] = split_of(parts[p["pool_blocks"]], p["hits"])
     return reports

@@ -1,5 +1,5 @@
 """``trace capacity --explain``: the split of every admitted prompt token per pool size
-(blockviz.sim.explain.trace_splits), checked against the engine's own explainer run request by
+(blockviz.sim.explain_trace.trace_split_parts), checked against the engine's own explainer run request by
 request on the same tokens, and against the replay's hits; and the command's table and JSON."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from trace_helpers import random_trace, write
 from blockviz.scenario import load_text
 from blockviz.scenario.trace import prompt_token_ids
 from blockviz.sim.capacity import replay_sequence
-from blockviz.sim.explain_trace import TRACE_KEYS, trace_splits
+from blockviz.sim.explain_trace import TRACE_KEYS, split_of, trace_split_parts
 from blockviz.sim.runner import run
 
 
@@ -34,7 +34,7 @@ def test_the_trace_split_is_the_engine_s_split_summed(seed):
     trace = random_trace(rng, 14, bs)
     pool = max(-(-r.input_length // bs) for r in trace) + rng.randint(0, 12)
     replay = replay_sequence(trace, block_size=bs, pool_blocks=pool)
-    split = trace_splits(trace, block_size=bs, pools=[pool], hits={pool: replay["hits"]})[pool]
+    split = split_of(trace_split_parts(trace, block_size=bs, pools=[pool])[pool], replay["hits"])
     engine, tl = run(load_text(_scenario(trace, bs, pool)), payloads=False)
     assert tl.error is None
     total = dict.fromkeys(TRACE_KEYS, 0)
@@ -51,7 +51,8 @@ def test_rejected_requests_cache_nothing_at_that_pool_size():
     from blockviz.scenario.trace import TraceRequest
     reqs = [TraceRequest(0, 1536, 1, [1, 2, 3], 1), TraceRequest(1, 600, 1, [1, 2], 2)]
     hits = {p: replay_sequence(reqs, block_size=512, pool_blocks=p)["hits"] for p in (2, 3)}
-    s = trace_splits(reqs, block_size=512, pools=[2, 3], hits=hits)
+    parts = trace_split_parts(reqs, block_size=512, pools=[2, 3])
+    s = {p: split_of(parts[p], hits[p]) for p in parts}
     assert s[2] == {"hit": 0, "evicted": 0, "cold": 512, "last_token": 0, "partial_block": 88}
     assert s[3] == {"hit": 512, "evicted": 0, "cold": 1024, "last_token": 512, "partial_block": 88}
 
