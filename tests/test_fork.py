@@ -33,7 +33,8 @@ def test_a_fork_of_every_builtin_replays_to_the_same_states(path):
     n = len(loaded.scenario.steps)
     _, full = run(loaded)
     for k in sorted({1, n // 2, n}):
-        forked = load_text(F.fork(loaded.scenario, k, full), "fork.yaml")
+        forked = load_text(F.fork_text(loaded.scenario, k, F.fork_steps(loaded.scenario, k, full)),
+                           "fork.yaml")
         assert forked.scenario.config == loaded.scenario.config       # every field, nulls included
         assert without_outputs(forked.scenario.steps) == without_outputs(loaded.scenario.steps[:k])
         assert forked.scenario.id == f"{loaded.scenario.id}-fork"
@@ -83,13 +84,14 @@ steps:
   - finish: A
 """
     loaded = load_text(text)
-    doc = yaml.safe_load(F.fork(loaded.scenario, 6))
+    doc = yaml.safe_load(F.fork_text(loaded.scenario, 6, F.fork_steps(loaded.scenario, 6)))
     assert doc["config"]["model"] is None and doc["config"]["hash_seed"] == "7"
     assert doc["steps"][0] == {"arrive": {"id": "A", "prompt": [{"text": "the cat sat"}],
                                           "lora": {"name": "l1"}, "cache_salt": "s"}}
     assert doc["steps"][1:] == [{"decode": {"steps": 2}}, {"step": 1}, "admit", "reset_prefix_cache",
                                 {"finish": "A"}]
-    assert load_text(F.fork(loaded.scenario, 6)).scenario.steps == loaded.scenario.steps
+    again = load_text(F.fork_text(loaded.scenario, 6, F.fork_steps(loaded.scenario, 6)))
+    assert again.scenario.steps == loaded.scenario.steps
 
 
 def test_fork_doc_adds_events_and_names_the_fork():
@@ -106,7 +108,7 @@ def test_fork_doc_adds_events_and_names_the_fork():
                     "max_tokens": 3, "cache_salt": "t", "lora": "x"}},
         {"decode": {"requests": ["C"], "steps": 2}}, "step", {"step": 3}, {"finish": "C"},
         {"preempt": "C"}, "reset_prefix_cache", {"finish": ["A", "B"]}]
-    text = F.fork(loaded.scenario, 4, None, extra[:3])
+    text = F.fork_text(loaded.scenario, 4, F.fork_steps(loaded.scenario, 4) + extra[:3])
     assert text.startswith("# Forked from scenario 'six-blocks' at step 4")
     assert len(load_text(text).scenario.steps) == 7
     with pytest.raises(ValueError):
@@ -203,7 +205,7 @@ def test_new_words_in_added_events_leave_the_forked_steps_as_they_were(root):
     loaded = load(root / "scenarios" / "tenants-and-lora.yaml")
     _, full = run(loaded)
     extra = [F.arrive_event("Z", [F.text_part("zebra quokka narwhal")]), F.decode_event(2)]
-    forked = load_text(F.fork(loaded.scenario, 3, full, extra))
+    forked = load_text(F.fork_text(loaded.scenario, 3, F.fork_steps(loaded.scenario, 3, full) + extra))
     _, b = run(forked)
     for i in range(4):
         assert state(b.step(i)) == state(full.step(i)), i

@@ -144,11 +144,6 @@ def fork_text(base: Scenario, upto: int, steps: Sequence[Any]) -> str:
     return to_yaml(fork_doc(base, upto, steps), header)
 
 
-def fork(scenario: Scenario, upto: int, timeline=None, extra: Sequence[Any] = ()) -> str:
-    """The fork's file: ``scenario`` (run as ``timeline``) kept to step ``upto``, then ``extra``."""
-    return fork_text(scenario, upto, fork_steps(scenario, upto, timeline) + list(extra))
-
-
 # -- events a learner adds (plain dicts, as a scenario file holds them) -----------------------
 _INT_SPLIT = re.compile(r"[\s,;]+")
 

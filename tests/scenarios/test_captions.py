@@ -74,11 +74,11 @@ def test_a_bad_caption_is_reported_at_its_line_and_column_in_both_languages(name
 
 
 def test_a_fork_keeps_the_captions():
-    from blockviz.sim.fork import fork
+    from blockviz.sim.fork import fork_steps, fork_text
     sc = load_text(H + "start_caption: {en: Empty., zh: 空的。}\nsteps:\n"
                    "  - arrive: {id: A, prompt: [1, 2, 3]}\n    caption: {en: A in., zh: A 进来。}\n"
                    "  - step: 1\n    caption: {en: A decodes.}\n  - finish: A\n", "f.yaml").scenario
-    back = load_text(fork(sc, 2), "fork.yaml").scenario
+    back = load_text(fork_text(sc, 2, fork_steps(sc, 2)), "fork.yaml").scenario
     assert back.start_caption == sc.start_caption and back.start_caption.zh == "空的。"
     assert [s.caption for s in back.steps] == [s.caption for s in sc.steps[:2]]
     assert back.steps[1].caption.zh is None
