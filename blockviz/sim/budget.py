@@ -61,9 +61,12 @@ def mib(n: int | float) -> str:
     return f"{n / 2**20:,.1f} MiB"
 
 
-# What needs the bytes, as the message names it (blockviz.i18n.errors translates each).
-WHAT = ("the model's weights and the KV store", "this forward pass", "this checkpoint",
-        "the external tier", "the payload copies for the player")
+# What a checkpoint's copy of the engine state costs beyond the payloads, per GPU block (a block
+# object, its place in the free queue, the snapshot's version and row) and per token held in
+# the block and request token lists (tracemalloc, 65,536 blocks: ~180 bytes a block kept, ~330
+# at the copy's peak; 8 a token).
+CHECKPOINT_BYTES_PER_BLOCK = 300
+CHECKPOINT_BYTES_PER_TOKEN = 16
 
 
 def now() -> float:
@@ -144,15 +147,12 @@ class Meter:
         self.tokens += num_tokens
 
     # -- bytes ----------------------------------------------------------------------------
-    def in_use(self) -> int:
-        return self.fixed_bytes + self.history_bytes + sum(f() for f in self.held)
-
     def need(self, nbytes: int, what: str) -> None:
         """Before ``what`` allocates ``nbytes`` more: refuse if the total would pass the budget."""
         limit = self.budget.tensor_bytes
         if limit is None:
             return
-        used = self.in_use()
+        used = self.fixed_bytes + self.history_bytes + sum(f() for f in self.held)
         if used + nbytes > limit:
             raise self._refuse("bytes", f"{what} needs {mib(nbytes)} of tensors; with {mib(used)} "
                                         f"already held that is more than the run's budget of "
@@ -162,11 +162,6 @@ class Meter:
         """Tensors held for the whole run (the store, the weights)."""
         self.need(nbytes, what)
         self.fixed_bytes += nbytes
-
-    def keep(self, nbytes: int, what: str) -> None:
-        """Copies the run keeps to its end (the player's payload history)."""
-        self.need(nbytes, what)
-        self.history_bytes += nbytes
 
     # -- the engine's moments ---------------------------------------------------------------
     def before_tensors(self, config: Config, payloads: bool) -> None:
@@ -187,13 +182,22 @@ class Meter:
             self.held.append(engine.kv.store.held_bytes)
         self.held.append(lambda: sum(c.state_bytes for c in engine.checkpoints.values()))
 
-    def checkpoint(self, state_bytes: int) -> Callable[[int], None]:
-        """Before a checkpoint copies ``state_bytes`` of engine state: the guard its payload
-        snapshot calls with the bytes of the block copies it is about to make."""
+    def checkpoint(self, state) -> tuple[int, Callable[[int], None]]:
+        """Before a checkpoint copies the engine's ``state`` (sim.engine.EngineState): the bytes
+        the copy holds beyond the payloads (its blocks, the tokens of its block and request token
+        lists, the CPU tier's pool), and the guard its payload snapshot calls with the bytes of
+        the block copies it is about to make."""
+        tokens = (sum(map(len, state.block_tokens))
+                  + sum(len(r.all_token_ids) for r in state.scheduler.requests.values()))
+        state_bytes = (len(state.block_tokens) * CHECKPOINT_BYTES_PER_BLOCK
+                       + tokens * CHECKPOINT_BYTES_PER_TOKEN)
+        if state.connector is not None and state.connector.worker.pool is not None:
+            state_bytes += state.connector.worker.pool.nbytes
         self.need(state_bytes, "this checkpoint")
-        return lambda n: self.need(n + state_bytes, "this checkpoint")
+        return state_bytes, lambda n: self.need(n + state_bytes, "this checkpoint")
 
     def payload_copies(self, num_blocks: int, store) -> None:
         """The player keeps a float32 copy of ``num_blocks`` blocks' K/V until the run ends."""
-        per_block = store.bytes_per_block // store.kv_caches[0].element_size() * 4
-        self.keep(num_blocks * per_block, "the payload copies for the player")
+        nbytes = num_blocks * (store.bytes_per_block // store.kv_caches[0].element_size() * 4)
+        self.need(nbytes, "the payload copies for the player")
+        self.history_bytes += nbytes

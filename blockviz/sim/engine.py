@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -39,8 +39,7 @@ from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_pro
 from blockviz.sim.budget import Budget, BudgetExceeded, Meter
 from blockviz.sim.explain import Explainer
 from blockviz.sim.metrics import VllmStatLogger
-from blockviz.sim.step import Step
-from blockviz.sim.views import BlockTables, EngineStepView, RequestView, ScheduledView, Stats, TierView
+from blockviz.sim.step import BlockTables, EngineStepView, RequestView, ScheduledView, Stats, Step, TierView
 
 
 class EngineError(Exception):
@@ -84,14 +83,6 @@ class EngineState:
     metrics: VllmStatLogger = field(default_factory=VllmStatLogger)
 
 
-# What a checkpoint's copy of the engine state costs beyond the payloads, per GPU block (a block
-# object, its place in the free queue, the snapshot's version and row) and per token held in
-# the block and request token lists (tracemalloc, 65,536 blocks: ~180 bytes a block kept, ~330
-# at the copy's peak; 8 a token).
-CHECKPOINT_BYTES_PER_BLOCK = 300
-CHECKPOINT_BYTES_PER_TOKEN = 16
-
-
 @dataclass
 class StepResult:
     ops: list = field(default_factory=list)
@@ -113,25 +104,15 @@ class StepResult:
         return [e if isinstance(e, dict) else e.to_dict() for e in self.events]
 
 
-class _Explain:
-    """The op sink that feeds the engine's current explainer (a rewind replaces it)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def on_op(self, op) -> None:
-        self.engine.state.explain.on_op(op)
-
-
 class _Tee:
-    """Several op sinks as one."""
+    """Several op sinks as one, each given as its ``on_op``."""
 
-    def __init__(self, *sinks: OpSink) -> None:
-        self.sinks = sinks
+    def __init__(self, *calls: Callable[[Any], None]) -> None:
+        self.calls = calls
 
     def on_op(self, op) -> None:
-        for sink in self.sinks:
-            sink.on_op(op)
+        for call in self.calls:
+            call(op)
 
 
 class Engine:
@@ -152,8 +133,9 @@ class Engine:
         # the records of the step running (its StepResult's ops), and whoever else watches them
         self.ops: OpList | None = OpList() if record_ops else None
         self.sink: OpSink | None = self.ops
-        if explain:        # every op also goes to the explainer (sim.explain)
-            self.sink = _Explain(self) if self.sink is None else _Tee(self.sink, _Explain(self))
+        if explain:        # every op also goes to the current explainer (a rewind replaces it)
+            calls = () if self.sink is None else (self.sink.on_op,)
+            self.sink = _Tee(*calls, lambda op: self.state.explain.on_op(op))
         self.num_events = 0          # events applied (a rewind does not take them back)
         self.num_engine_steps = 0
         # LoRA name -> vLLM's lora_int_id (the adapter id KV events publish): 1, 2, ... in the
@@ -277,7 +259,7 @@ class Engine:
 
     def watch(self, sink: OpSink) -> None:
         """Report every op record to ``sink`` too, as it happens (after the step's own list)."""
-        self.sink = sink if self.sink is None else _Tee(self.sink, sink)
+        self.sink = sink if self.sink is None else _Tee(self.sink.on_op, sink.on_op)
         self._attach_sink()
 
     def _attach_sink(self) -> None:
@@ -369,14 +351,8 @@ class Engine:
         rest of the state's copy."""
         state = self.state
         old = self.checkpoints.pop(name, None)   # replaced: its share of the budget is freed
-        tokens = (sum(map(len, state.block_tokens))
-                  + sum(len(r.all_token_ids) for r in state.scheduler.requests.values()))
-        state_bytes = (self.num_gpu_blocks * CHECKPOINT_BYTES_PER_BLOCK
-                       + tokens * CHECKPOINT_BYTES_PER_TOKEN)
-        if state.connector is not None and state.connector.worker.pool is not None:
-            state_bytes += state.connector.worker.pool.nbytes   # a checkpoint copies the CPU tier
         try:
-            need = self.meter.checkpoint(state_bytes)
+            state_bytes, need = self.meter.checkpoint(state)
             payload = None if self.kv is None else self.kv.store.snapshot(need)
         except BudgetExceeded:
             if old is not None:
@@ -632,9 +608,6 @@ class Engine:
                 state.connector.sink = sink
 
     # -- observation ----------------------------------------------------------------------
-    def request_status(self, rid: str) -> RequestStatus:
-        return self.scheduler.requests[rid].status
-
     def capture(self, rids: Iterable[str] | None = None, *, pool: bool = False) -> Step:
         """What observers show of the engine now, in one call: views of the requests ``rids``
         (None: every request, in arrival order), the queues, the stats, the tier, and with

@@ -32,7 +32,7 @@ from operator import itemgetter
 
 from blockviz.core.ops import op_request
 from blockviz.sim.oplog import CODEC, OpLog, grow
-from blockviz.sim.views import CHANGING, BlockTables, RequestView
+from blockviz.sim.step import CHANGING, BlockTables, RequestView
 
 
 def narrow(values) -> array:
@@ -125,19 +125,15 @@ class Mirror:
         start = self.tstart[b]
         return tuple(self._source(self.tsrc[b])[start:start + self.tlen[b]]) if self.tlen[b] else ()
 
-    def block_tokens(self, frozen: bool = False) -> BlockTokens:
-        """Each block's tokens, read when asked for. ``frozen``: this mirror will never change
-        again (a served step's), so they read it directly instead of a copy."""
-        return BlockTokens(self, share=frozen)
-
-    def queue(self) -> tuple[int, ...]:
-        return tuple(self.free_queue)
-
-    def freeze(self) -> tuple[int, ...]:
-        """The free queue, kept as a tuple from now on (lighter): this mirror is only read and
-        copied from now on."""
-        self.free_queue = tuple(self.free_queue)
-        return self.free_queue
+    def pool(self, frozen: bool = False) -> dict:
+        """The pool as a Step's fields. ``frozen``: this mirror will never change again (a served
+        step's): its tokens are read from it directly and its free queue is kept as a tuple
+        (lighter) from now on."""
+        if frozen:
+            self.free_queue = tuple(self.free_queue)
+        return dict(ref_cnt=tuple(self.ref), block_hash=tuple(self.hash),
+                    block_tokens=BlockTokens(self, share=frozen), free_queue=tuple(self.free_queue),
+                    hash_table=tuple(self.table.values()))
 
     def replay(self, a, p: int = 0, n: int | None = None, limit: int = -1) -> int:
         """Apply the packed records of ``a[p:n]`` (at most ``limit`` of them); the position after

@@ -47,8 +47,7 @@ from blockviz.core import ops
 from blockviz.sim.metrics import VllmMetrics
 from blockviz.sim.mirror import FrameState, Mirror
 from blockviz.sim.oplog import CODEC, EventLog, IntColumn, OpLog, grow
-from blockviz.sim.step import Step
-from blockviz.sim.views import CHANGING, EngineStepView, RequestView, ScheduledView, Stats
+from blockviz.sim.step import CHANGING, EngineStepView, RequestView, ScheduledView, Stats, Step
 
 if TYPE_CHECKING:
     from blockviz.scenario.schema import Step as Event
@@ -101,7 +100,7 @@ class RequestsAt(Mapping):
 
     def __init__(self, tl: Timeline, index: int) -> None:
         self.view, self.index = tl.request_view, index
-        self.epoch = tl.epoch_at(index)
+        self.epoch = tl._epochs[bisect.bisect_right(tl._epochs, index, key=attrgetter("start")) - 1]
         self.count = bisect.bisect_right(self.epoch.arrivals, index)
         self.rid = tl.log.rid
         self.views: dict[str, RequestView] = {}
@@ -149,24 +148,22 @@ def _pack_engine_steps(steps: Sequence[EngineStepView], ident: Mapping[str, int]
     return out
 
 
+def _flags(bits: int) -> dict[str, bool]:
+    return {flag: bool(bits >> j & 1) for j, flag in enumerate(_FLAGS)}
+
+
 def _unpack_engine_steps(a, rid, budget: int) -> tuple[EngineStepView, ...]:
-    out, p = [], 1
-    for _ in range(a[0] if a else 0):
-        teaching, n = a[p], a[p + 1]
-        sched = [ScheduledView(request_id=rid(i), num_tokens=k, local_hit_tokens=local,
-                               external_hit_tokens=ext,
-                               **{flag: bool(bits >> j & 1) for j, flag in enumerate(_FLAGS)})
-                 for i, k, bits, local, ext in zip(*[iter(a[p + 2:p + 2 + 5 * n])] * 5)]
-        p += 2 + 5 * n
-        lists = []
-        for _ in range(2):
-            lists.append(tuple(map(rid, a[p + 1:p + 1 + a[p]])))
-            p += 1 + a[p]
-        sampled = tuple((rid(i), tok) for i, tok in zip(*[iter(a[p + 1:p + 1 + 2 * a[p]])] * 2))
-        p += 1 + 2 * a[p]
-        out.append(EngineStepView(scheduled=tuple(sched), preempted=lists[0], finished=lists[1],
-                                  sampled=sampled, token_budget=budget,
-                                  teaching_only=bool(teaching)))
+    it = iter(a)                         # (arguments are evaluated left to right: in packed order)
+    out = []
+    for _ in range(next(it, 0)):
+        teaching = bool(next(it))
+        scheduled = tuple(ScheduledView(
+            request_id=rid(next(it)), num_tokens=next(it), **_flags(next(it)),
+            local_hit_tokens=next(it), external_hit_tokens=next(it)) for _ in range(next(it)))
+        preempted, finished = [tuple(rid(next(it)) for _ in range(next(it))) for _ in range(2)]
+        sampled = tuple((rid(next(it)), next(it)) for _ in range(next(it)))
+        out.append(EngineStepView(scheduled=scheduled, preempted=preempted, finished=finished,
+                                  sampled=sampled, token_budget=budget, teaching_only=teaching))
     return tuple(out)
 
 
@@ -223,7 +220,6 @@ class Timeline:
         self._tables: list = []
         self._table_index: dict[int, int] = {}
         self._epochs: list[_Epoch] = []
-        self._epoch_starts: list[int] = []
         # the miss explainer's splits of each identity, kept when they change (rarely: at an
         # admission): identity -> [(record, prompt_split, resumed_split)]
         self._splits: dict[int, list[tuple]] = {}
@@ -274,7 +270,6 @@ class Timeline:
         # requests
         if full:
             self._epochs.append(_Epoch(index))
-            self._epoch_starts.append(index)
         epoch = self._epochs[-1]
         for rid, v in cap.requests.items():
             i = ident[rid]
@@ -372,19 +367,14 @@ class Timeline:
             self.log.views[i], **values, table=self._tables[row[-2] - 1] if row[-2] else None,
             num_blocks=row[-1], prompt_split=prompt, resumed_split=resumed)
 
-    def epoch_at(self, index: int) -> _Epoch:
-        return self._epochs[bisect.bisect_right(self._epoch_starts, index) - 1]
-
     def _check_live(self, engine: Engine) -> None:
         """The recording mirror against the engine (``check``): a replay that drifted from what
         the engine did would show a false state."""
-        pool = engine.capture((), pool=True)
-        m = self._live
-        assert tuple(m.ref) == pool.ref_cnt, "mirror: ref counts drifted"
-        assert tuple(m.hash) == pool.block_hash, "mirror: hashes drifted"
-        assert m.queue() == pool.free_queue, "mirror: free queue drifted"
-        assert tuple(m.table.values()) == pool.hash_table, "mirror: hash table drifted"
-        assert m.block_tokens() == tuple(map(tuple, pool.block_tokens)), "mirror: tokens drifted"
+        engine_pool = engine.capture((), pool=True)
+        for name, got in self._live.pool().items():
+            want = getattr(engine_pool, name)
+            want = tuple(map(tuple, want)) if name == "block_tokens" else want
+            assert got == want, f"mirror: {name} drifted"
 
     def _check_frames(self, index: int, before: Step, touched: Mapping[str, RequestView]) -> None:
         """Following event ``index``'s ops from the requests before it (what its op frames show)
@@ -445,14 +435,13 @@ class Timeline:
             index=index, num_frames=self._num_ops[index], event=self._steps[index],
             start_note=self._start_note if index == 0 else None,
             start_caption=self._start_caption if index == 0 else None,
-            ref_cnt=tuple(m.ref), block_hash=tuple(m.hash),
-            block_tokens=m.block_tokens(frozen=True), free_queue=m.freeze(),
-            hash_table=tuple(m.table.values()), requests=RequestsAt(self, index),
+            **m.pool(frozen=True), requests=RequestsAt(self, index),
             waiting=waiting, running=running, ops=self.step_ops(index),
             kv_events=tuple(e if isinstance(e, dict) else e.to_dict()
                             for e in self._events_log.unpack(self._events.data,
                                                              *self._events.run(index))),
-            engine_steps=self.step_engine_steps(index), stats=self.step_stats(index),
+            engine_steps=_unpack_engine_steps(self._engine_steps.values(index), self.log.rid,
+                                              self._budget), stats=self.step_stats(index),
             vllm_metrics=self.step_vllm_metrics(index),
             tier=self._tier[index], external=self._external[index],
             none_hash=self._none_hash[index], reset_ok=self._reset_ok.get(index),
@@ -461,9 +450,6 @@ class Timeline:
 
     def __getitem__(self, index: int) -> Step:
         return self.step(index)
-
-    def __iter__(self) -> Iterator[Step]:
-        return map(self.step, range(len(self)))
 
     def payload(self, block_id: int, index: int):
         """The PayloadSummary of ``block_id``'s K/V as of step ``index`` (None if never written or
@@ -492,9 +478,6 @@ class Timeline:
 
     def step_vllm_metrics(self, index: int) -> VllmMetrics | None:
         return self._metrics[index] if self._metrics.n else None
-
-    def step_engine_steps(self, index: int) -> tuple[EngineStepView, ...]:
-        return _unpack_engine_steps(self._engine_steps.values(index), self.log.rid, self._budget)
 
     def frames(self, index: int) -> Frames:
         """The op frames inside event ``index``: a Step after each op. A lazy sequence: a frame
@@ -558,16 +541,14 @@ class Frames(Sequence):
         while self._at < k:
             self._at += 1
             pos, op = self._records[self._at]
-            if op.kind in FULL_STATE_EVENTS:   # rewind/restart: the whole state is replaced
+            if op.effect == ("replace",):      # rewind/restart: the whole state is replaced
                 self._state = self._start(after=True)
             else:
                 self._state.at = self._at
                 self._state.replay(self._packed, pos, limit=1)
         f, event = self._state, self._event
         return dataclasses.replace(
-            event, frame=k, op=self._records[k][1], ref_cnt=tuple(f.ref),
-            block_hash=tuple(f.hash), block_tokens=f.block_tokens(), free_queue=f.queue(),
-            hash_table=tuple(f.table.values()), requests=f.requests(),
+            event, frame=k, op=self._records[k][1], **f.pool(), requests=f.requests(),
             waiting=tuple(f.waiting), running=tuple(f.running),
             before=partial(self.__getitem__, k - 1) if k > 0 else event.before, mirror=None)
 
