@@ -174,8 +174,7 @@ def write_json(write: Callable[[str], object], value, indent: int | None = None,
         else:
             pairs = enumerate(v.items if isinstance(v, Lazy) else v)
             opening, closing = "[", "]"
-        first = True
-        k = 0
+        k = 0                                   # the items written
         while True:
             if outer and isinstance(v, Lazy) and on_item is not None:
                 on_item(k)
@@ -183,12 +182,12 @@ def write_json(write: Callable[[str], object], value, indent: int | None = None,
                 key, item = next(pairs)
             except StopIteration:
                 break
-            write((opening if first else item_sep) + nl(level + 1))
+            write((item_sep if k else opening) + nl(level + 1))
             if isinstance(v, dict):
                 write(enc.encode(key) + ": ")
             emit(item, level + 1, outer and not isinstance(v, Lazy))
-            first, k = False, k + 1
-        write(opening + closing if first else nl(level) + closing)
+            k += 1
+        write(nl(level) + closing if k else opening + closing)
 
     emit(value, 0, True)
 

@@ -23,7 +23,7 @@ them with the engine state.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 MAX_RECENT_REQUESTS = 1000      # vLLM's CachingMetrics default (stats.py:47)
 
@@ -62,9 +62,10 @@ class CachingWindow:
         return self.hits / self.queries if self.queries else 0.0
 
 
-@dataclass(frozen=True)
+@dataclass
 class VllmMetrics:
-    """vLLM's metrics after a step (see the module docstring); every field a number."""
+    """vLLM's metrics after a step (see the module docstring); every field a number. (The stat
+    logger keeps one up to date; a step's is a copy.)"""
     num_requests_running: int = 0
     num_requests_waiting_capacity: int = 0
     num_requests_waiting_deferred: int = 0
@@ -149,48 +150,31 @@ def pool_figures(ref_cnt, block_hash, block_tokens, block_size: int) -> PoolFigu
 class VllmStatLogger:
     """vLLM's two stat loggers over blockviz's scheduler: fed one ``SchedulerStats`` per engine
     step (``record``); read with the pool after a step (``metrics``)."""
-    running: int = 0
-    waiting: int = 0
-    deferred: int = 0
-    usage: float = 0.0
-    queries: int = 0
-    hits: int = 0
-    ext_queries: int = 0
-    ext_hits: int = 0
-    preemptions: int = 0
-    host_hits: int = 0
-    engine_steps: int = 0
+    now: VllmMetrics = field(default_factory=VllmMetrics)   # the gauges and counters so far
     window: CachingWindow = field(default_factory=CachingWindow)
     ext_window: CachingWindow = field(default_factory=CachingWindow)
 
     def record(self, stats, engine_step: int) -> None:
         """PrometheusStatLogger.record and LoggingStatLogger.record of one update's stats."""
-        self.engine_steps = engine_step
-        self.running = stats.num_running_reqs
-        self.waiting, self.deferred = stats.num_waiting_reqs, stats.num_skipped_waiting_reqs
-        self.usage = stats.kv_cache_usage
-        p = stats.prefix_cache_stats
-        self.queries += p.queries
-        self.hits += p.hits
+        m, p, c = self.now, stats.prefix_cache_stats, stats.connector_prefix_cache_stats
+        m.engine_step, m.num_requests_running = engine_step, stats.num_running_reqs
+        m.num_requests_waiting_capacity = stats.num_waiting_reqs
+        m.num_requests_waiting_deferred = stats.num_skipped_waiting_reqs
+        m.kv_cache_usage_perc = stats.kv_cache_usage
+        m.prefix_cache_queries_total += p.queries
+        m.prefix_cache_hits_total += p.hits
         self.window.observe(p)
-        c = stats.connector_prefix_cache_stats
         if c is not None:
-            self.ext_queries += c.queries
-            self.ext_hits += c.hits
-            self.host_hits += c.hits_by_source.get("host", 0)
+            m.external_prefix_cache_queries_total += c.queries
+            m.external_prefix_cache_hits_total += c.hits
+            m.prompt_tokens_cached_host_total += c.hits_by_source.get("host", 0)
             self.ext_window.observe(c)
-        self.preemptions += stats.num_preempted_reqs
+        m.num_preemptions_total += stats.num_preempted_reqs
 
     def metrics(self) -> VllmMetrics:
-        """The metrics now (the pool's figures are the step's: ``pool_figures``)."""
+        """The metrics now, with the log line's windows (the pool's figures are the step's:
+        ``pool_figures``)."""
         w, x = self.window, self.ext_window
-        return VllmMetrics(
-            num_requests_running=self.running, num_requests_waiting_capacity=self.waiting,
-            num_requests_waiting_deferred=self.deferred, kv_cache_usage_perc=self.usage,
-            prefix_cache_queries_total=self.queries, prefix_cache_hits_total=self.hits,
-            external_prefix_cache_queries_total=self.ext_queries,
-            external_prefix_cache_hits_total=self.ext_hits,
-            num_preemptions_total=self.preemptions, prompt_tokens_cached_host_total=self.host_hits,
-            logged_requests=w.requests, logged_queries=w.queries, logged_hits=w.hits,
-            logged_external_requests=x.requests, logged_external_queries=x.queries,
-            logged_external_hits=x.hits, engine_step=self.engine_steps)
+        return replace(self.now, logged_requests=w.requests, logged_queries=w.queries,
+                       logged_hits=w.hits, logged_external_requests=x.requests,
+                       logged_external_queries=x.queries, logged_external_hits=x.hits)

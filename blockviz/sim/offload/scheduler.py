@@ -282,12 +282,11 @@ class OffloadingConnector:
 
     def request_finished(self, request: Request, block_ids: list[int]) -> tuple[bool, None]:
         rs = self.reqs.get(request.request_id)
-        if rs is None:
-            return False, None
-        self._update_offload_keys(rs)
-        for jid in rs.transfer_jobs:
-            for bid in self.jobs[jid].fence_block_ids:
-                self._pending_by_block.setdefault(bid, set()).add(jid)
+        if rs is not None:
+            self._update_offload_keys(rs)
+            for jid in rs.transfer_jobs:
+                for bid in self.jobs[jid].fence_block_ids:
+                    self._pending_by_block.setdefault(bid, set()).add(jid)
         return False, None
 
     def take_events(self) -> list:
