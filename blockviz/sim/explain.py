@@ -50,13 +50,14 @@ EXTERNAL_MEDIUM = "CPU"                          # blockviz's tier (vLLM's Offlo
 @dataclass(slots=True)
 class Residency:
     """One block holding one key, from its ``cache`` to its eviction (``removed_at`` None while it
-    holds it). Times are (event index, engine step); ``seq`` orders residencies by their start."""
+    holds it). Times are (event index, engine step) packed in one int, ``event << 32 | step``
+    (they order as the pairs do); ``seq`` orders residencies by their start."""
     block_id: int
     key: bytes
     seq: int
     cached_by: str
-    cached_at: tuple[int, int]
-    removed_at: tuple[int, int] | None = None
+    cached_at: int
+    removed_at: int | None = None
     cause: str | None = None          # allocation | evict_blocks | reset_prefix_cache | restart
     taken_by: str | None = None       # the request whose allocation reused the block
 
@@ -215,7 +216,7 @@ class Explainer:
     _taking: list[Residency] = field(default_factory=list)    # closed by the allocation running
     _popping: bool = False
     _seq: int = 0
-    _at: tuple[int, int] = (0, 0)                # the last _now (one tuple shared while it holds)
+    _tick: int = 0                               # the last _now (one int shared while it holds)
     _extras: dict[tuple, tuple] = field(default_factory=dict)  # one copy of each extras tuple
 
     # -- watching ------------------------------------------------------------------------------
@@ -249,11 +250,12 @@ class Explainer:
             self._digests.pop(op.request_id, None)
 
     @property
-    def _now(self) -> tuple[int, int]:
-        at = self._at
-        if at[0] != self.event or at[1] != self.engine_step:
-            at = self._at = (self.event, self.engine_step)
-        return at
+    def _now(self) -> int:
+        """(event, engine step), packed as ``Residency`` keeps it."""
+        tick = self.event << 32 | self.engine_step
+        if tick != self._tick:
+            self._tick = tick
+        return self._tick
 
     def _evicted(self, block_id: int, key: bytes) -> None:
         res = self.open.pop(block_id, None)
@@ -438,7 +440,7 @@ class Explainer:
     def _split(self, req, op, p: _Pending | None) -> Split:
         n = req.num_tokens if p is None else p.num_tokens
         ext = op.external_hit_tokens
-        now = self._now
+        now = (self.event, self.engine_step)
         counts = dict.fromkeys(KEYS, 0)
         if req.skip_reading_prefix_cache or p is None:
             reason = ("prompt_logprobs" if req.prompt_logprobs is not None
@@ -490,8 +492,8 @@ def _has(r, i: int, h: bytes) -> bool:
     return len(r.block_hashes) > i and r.block_hashes[i] == h
 
 
-def _at(t: tuple[int, int]) -> dict[str, int]:
-    return {"event": t[0], "engine_step": t[1]}
+def _at(t: int) -> dict[str, int]:
+    return {"event": t >> 32, "engine_step": t & 0xFFFF_FFFF}
 
 
 def _append(segs: list, start: int, end: int, cat: str, detail: Any) -> None:
