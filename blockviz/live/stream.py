@@ -344,7 +344,7 @@ def reduce_file(path, *, until: Callable[[], bool] | None = None,
     """A recording (a path, or a binary file object) reduced: (the reduction, the header, the lines
     skipped). Replayed batches are awaited only when the recording's subscriber had a replay
     socket. ``until()``, asked after each message, cuts the reading short (the messages left are
-    counted as ``unread``)."""
+    counted as ``unread``; what waits for a replay then waits on: its replay may be among them)."""
     from blockviz.live.capture import CaptureReader
     reader = CaptureReader(path)
     header = reader.header or {}
@@ -354,7 +354,9 @@ def reduce_file(path, *, until: Callable[[], bool] | None = None,
         red.feed(rec)
         if until is not None and until():
             red.unread = sum(1 for _ in messages)
-    red.finish()
+            break
+    else:
+        red.finish()
     for bad in reader.bad_lines:
         red.notes.add("bad_line", Where(line=bad.line), detail=bad.why)
     return red, reader.header, reader.bad_lines

@@ -242,3 +242,13 @@ def test_data_parallel_ranks_are_steps_of_their_own_engine(tmp_path):
     assert "DP rank 1" in steps[2]["header"] and "DP rank 1 · GPU/0" in steps[2]["blocks"]
     assert set(CHIP.findall(steps[2]["blocks"])) == {hash_id(("GPU", 0), b1)}   # its own cache
     assert set(CHIP.findall(steps[3]["blocks"])) == {hash_id(("GPU", 0), h) for h in (a1, a2)}
+
+
+def test_a_read_cut_short_does_not_call_batches_lost_whose_replay_it_did_not_read():
+    """A late joiner's missed batches come back in a replay further on in the file: a read that
+    stops after one step has not reached it, so it may not note them as lost."""
+    path = CAPTURES / "late-joiner.jsonl"
+    whole, cut = read_recording(path), read_recording(path, max_steps=1)
+    assert cut.unread > 0 and len(cut.steps) == 1
+    assert set(cut.notes.counts) <= set(whole.notes.counts), (cut.notes.counts, whole.notes.counts)
+    assert cut.notes.total <= whole.notes.total
