@@ -795,8 +795,10 @@ class KVShape:
             return t("kv_dense", lang, layers=self.layers, per=per)
         kinds = " + ".join(t(f"kv_kind_{k.type}", lang, n=k.layers, size=f"{k.size:,}" if k.size else "")
                            for k in self.mix)
-        groups = t("sep_items", lang).join(t(f"kv_groups_{kind}", lang, n=n)
-                                           for kind, _, n in self.group_counts())
+        by_kind: dict[str, int] = {}        # one entry a kind, whatever its windows
+        for kind, _, n in self.group_counts():
+            by_kind[kind] = by_kind.get(kind, 0) + n
+        groups = t("sep_items", lang).join(t(f"kv_groups_{kind}", lang, n=n) for kind, n in by_kind.items())
         pad = t("kv_padding", lang, n=self.padding_layers) if self.padding_layers else ""
         return t("kv_hybrid", lang, layers=self.layers, kinds=kinds, size=self.group_size,
                  groups=groups, pad=pad, per=per)
@@ -805,7 +807,7 @@ class KVShape:
         """(group type, its window or chunk size, how many groups) in vLLM's order."""
         out: dict[tuple, int] = {}
         for g in self.kv_cache_groups:
-            key = (g.type, g.sliding_window or g.attention_chunk_size)
+            key = (g.type, g.size)
             out[key] = out.get(key, 0) + 1
         return [(kind, size, n) for (kind, size), n in out.items()]
 

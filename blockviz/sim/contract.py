@@ -57,7 +57,7 @@ def _split(key: bytes | None, groups: int) -> tuple[str | None, int | None]:
     return key.hex(), 0
 
 
-def step_dict(s: Step, frames: Iterable | None, lazy: bool = False, groups: int = 0,
+def step_dict(s: Step, frames: Iterable | None, *, lazy: bool = False, groups: int = 0,
               block_size: int = 0) -> dict:
     """One step of the contract. ``frames`` (the step's op frames, or None to leave them out)
     come out as a list (``lazy``: a Lazy one). ``groups``: how many kv_cache_groups the config
@@ -125,7 +125,7 @@ def timeline_dict(scenario_id: str, engine, timeline: Timeline, *, frames: bool 
                   lazy: bool = False) -> dict:
     """The contract document (``lazy``: its steps, and their frames, as Lazy arrays)."""
     groups = len(engine.config.kv_cache_groups or ())
-    steps = (step_dict(timeline.step(i), timeline.frames(i) if frames else None, lazy,
+    steps = (step_dict(timeline.step(i), timeline.frames(i) if frames else None, lazy=lazy,
                         groups=groups, block_size=engine.block_size) for i in range(len(timeline)))
     doc = {"scenario": scenario_id, "config": config_dict(engine),
            "steps": Lazy(steps) if lazy else list(steps)}

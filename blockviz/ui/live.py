@@ -31,6 +31,7 @@ from blockviz.render import replay as rreplay
 from blockviz.render import theme
 from blockviz.render.board import BoardControl, asset
 from blockviz.scenario.lessons import lesson_files
+from blockviz.ui import board
 from blockviz.ui.nav import default_lang, language_toggle, session_lang
 
 NAME = "blockviz_live"
@@ -170,8 +171,7 @@ def _open(f, lang: str) -> None:
 
 def _asked():
     """The step the board last asked for (its ``want`` state), or None."""
-    value = st.session_state.get(REPLAY_KEY)
-    want = value.get("want") if value is not None and hasattr(value, "get") else None
+    want = board.reported(st.session_state, REPLAY_KEY, "want")
     return want if isinstance(want, int) else None
 
 

@@ -475,7 +475,7 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False)
                 where.steps = msg[1]
             elif kind == "sending":    # a run its budget stopped at 20 s, pickled on a busy machine,
                 if deadline is not None:   # must not be killed as if it were still running
-                    deadline = time.monotonic() + GRACE_S
+                    deadline = max(deadline, time.monotonic() + GRACE_S)
             elif kind == "done":
                 return pickle.loads(msg[1])
             elif kind == "error":

@@ -340,10 +340,10 @@ def test_running_out_of_memory_while_writing_json_is_a_located_error(monkeypatch
     from blockviz.sim import contract
     real = contract.step_dict
 
-    def failing(s, frames, lazy, **kw):
+    def failing(s, frames, **kw):
         if s.index == 3:
             raise MemoryError
-        return real(s, frames, lazy, **kw)
+        return real(s, frames, **kw)
 
     monkeypatch.setattr(contract, "step_dict", failing)
     path = ROOT / "scenarios" / "six-blocks.yaml"
