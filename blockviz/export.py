@@ -13,7 +13,7 @@ import json
 
 from blockviz.i18n import HTML_LANG, other_lang, t
 from blockviz.render.board import BoardControl, BoardRun, asset, board_css, board_data, is_dense
-from blockviz.render.markers import step_kinds
+from blockviz.render.markers import timeline_kinds
 from blockviz.render.theme import css_vars, esc
 from blockviz.teach.labels import HashLabels
 
@@ -69,7 +69,7 @@ def export_html(timeline, *, title: str = "", lang: str = "en", start: int = 0,
                           f"{MAX_HTML_STEPS - 1}); export a shorter scenario")
     check_step(timeline, start, file)
     labels = labels or HashLabels.for_timeline(timeline)
-    kinds = [step_kinds(timeline.step_ops(i)) for i in range(n)]
+    kinds = list(timeline_kinds(timeline))
     run = BoardRun(timeline, labels, kinds, titles or {lang: title})
     langs = [lang] if is_dense(run) else [lang, other_lang(lang)]
     # op frames come from the server: a file has none

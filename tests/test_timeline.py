@@ -263,3 +263,47 @@ def test_stepping_into_an_arrival_shows_the_request_waiting_until_it_is_admitted
     assert a[kinds.index("popleft")].block_ids == (1, 2, 3)
     assert (a[-1].num_tokens, a[-1].num_computed_tokens) == (11, 10)   # the sample: 10 of 11
     assert a[-1] == tl.step(1).requests["A"]
+
+
+def test_decoding_only_some_kinds_gives_exactly_those_records_of_every_step(run_file, root):
+    """``step_ops(i, only)`` steps over the other records without decoding them, and gives the
+    same records, in order, as decoding the whole step and keeping those kinds (every lesson: its
+    packed kinds and the records kept as they are)."""
+    seen: set[str] = set()
+    for path in sorted((root / "scenarios").glob("*.yaml")):
+        _, tl = run_file(path, payloads=False)
+        for i in range(len(tl)):
+            ops = tl.step_ops(i)
+            seen |= {op.kind for op in ops}
+            for only in ({"cache"}, {"popleft", "touch", "free", "evict", "load", "preempt"},
+                         {"lookup", "admit", "sample"}, set()):
+                assert tl.step_ops(i, only) == tuple(op for op in ops if op.kind in only), (path, i)
+    assert {"cache", "lookup", "touch", "evict", "preempt", "load"} <= seen
+
+
+STUCK = ("id: stuck\ntitle: stuck\nconfig: {num_blocks: 40, block_size: 4, model: null}\nsteps:\n"
+         "  - arrive: {id: A, prompt: [{random: 120}], max_tokens: 100000}\n"
+         "  - decode: {steps: 60}\n  - decode: {steps: 50}\n")
+
+
+def test_a_request_that_cannot_be_readmitted_records_one_lookup_for_all_its_retries():
+    """A request that outgrew the pool is preempted, then looked up every engine step with the same
+    hit (all 40 blocks) and refused: the step's records share one Lookup, not one copy of its hit
+    blocks a step; the markers and hash labels, which do not read lookups, are the same."""
+    from blockviz.render.markers import step_kinds, timeline_kinds
+    from blockviz.teach.labels import HashLabels
+    engine = Engine(load_text(STUCK, "stuck.yaml").scenario, payloads=False)
+    tl = Timeline(engine)
+    results = []
+    for step in engine.scenario.steps:
+        results.append(engine.apply(step))
+        tl.record(engine, step, results[-1])
+    assert engine.scheduler.waiting and not engine.scheduler.running   # preempted, never readmitted
+    lookups = [op for op in results[-1].ops if op.kind == "lookup"]
+    refused = [op for op in results[-1].ops if op.kind == "alloc_failed"]
+    assert len(lookups) == len(refused) == 50 and len(lookups[0].block_ids) == 40
+    assert len({id(op) for op in lookups}) == 1
+    assert tl.step_ops(len(tl) - 1) == tuple(results[-1].ops)
+    assert timeline_kinds(tl) == tuple(step_kinds(tl.step_ops(i)) for i in range(len(tl)))
+    assert "preempt" in timeline_kinds(tl)[2] and not timeline_kinds(tl)[3]
+    assert len(HashLabels.for_timeline(tl).label) == 40

@@ -112,6 +112,10 @@ class KVCacheManager:
         # admitted while others run (kvm:207-210: of num_blocks, the null block included)
         self.watermark = watermark
         self.watermark_blocks = int(watermark * num_gpu_blocks)
+        # the last Lookup recorded: a waiting request that cannot be admitted is looked up again
+        # every engine step with the same result, and its records share one op (not one tuple
+        # of hit blocks per step: 32 KB a step at 4,000 hit blocks)
+        self._last_lookup: Lookup | None = None
 
     @property
     def sink(self) -> OpSink | None:
@@ -143,13 +147,16 @@ class KVCacheManager:
         sink = self.block_pool.sink
         if sink is not None:
             if self._one_full_group:
-                sink.on_op(Lookup(request.request_id, tuple(b.block_id for b in blocks[0]),
-                                  max_cache_hit_length, len(request.block_hashes)))
+                op = Lookup(request.request_id, tuple(b.block_id for b in blocks[0]),
+                            max_cache_hit_length, len(request.block_hashes))
             else:
-                sink.on_op(Lookup(
-                    request.request_id,
-                    tuple(b.block_id for g in blocks for b in g if not b.is_null),
-                    max_cache_hit_length, len(request.block_hashes), num_tokens, boundary))
+                op = Lookup(request.request_id,
+                            tuple(b.block_id for g in blocks for b in g if not b.is_null),
+                            max_cache_hit_length, len(request.block_hashes), num_tokens, boundary)
+            if op == self._last_lookup:
+                op = self._last_lookup
+            self._last_lookup = op
+            sink.on_op(op)
         if not any(blocks):
             blocks = self.empty_kv_cache_blocks
         return blocks, num_tokens, boundary

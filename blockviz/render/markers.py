@@ -20,6 +20,11 @@ def step_kinds(ops: Sequence) -> frozenset[str]:
                      and (op.kind not in ("touch", "free") or op.block_ids))
 
 
+def timeline_kinds(timeline) -> tuple[frozenset[str], ...]:
+    """Every step's marker kinds (only the ops that make a marker are decoded)."""
+    return tuple(step_kinds(timeline.step_ops(i, OP_KINDS)) for i in range(len(timeline)))
+
+
 def markers_legend_html(lang: str) -> str:
     spans = "".join(f'<span><i class="bv-mk" style="background:{MARKER_COLOURS[k]}"></i>'
                     f'{esc(t("mk_" + k, lang))}</span>' for k in KINDS)

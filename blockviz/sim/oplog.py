@@ -28,7 +28,7 @@ derivation is checked when packing.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from blockviz.core import ops
@@ -181,15 +181,21 @@ class Codec:
     _HEAD = ["    rid, toks, hashes_of, H = log.rid, log.tokens, log.hashes_of, log.hashes"]
 
     def _walk_source(self) -> str:
-        out = ["def walk(a, p, n, log):", *self._HEAD, "    while p < n:", "        code = a[p]",
-               "        at = p"]
+        """``walk(a, p, n, log, only)``: (position, record) for each record of ``a[p:n]``, or only
+        for those whose kind is in ``only`` (the others are stepped over, nothing made of them)."""
+        out = ["def walk(a, p, n, log, only=None):", *self._HEAD, "    while p < n:",
+               "        code = a[p]", "        at = p"]
         for kind in self.order:
             args = [f"{name}={self._derive(s, 'n_' + name, 'tuple')}" if isinstance(s, _DERIVED)
                     else f"{name}={name}" for name, s in self.specs[kind]]
             out += [f"        if code == {self.code[kind]}:",
+                    f"            if only is not None and {kind!r} not in only:",
+                    *("                " + line for line in self._read(kind, set())),
+                    "                continue",
                     *("            " + line for line in self._read(kind, None)),
                     f"            yield at, R_{kind}({', '.join(args)})", "            continue"]
-        out += ["        yield at, log.records[a[p + 1]]   # GENERIC", "        p += 2"]
+        out += ["        op = log.records[a[p + 1]]   # GENERIC", "        p += 2",
+                "        if only is None or op.kind in only:", "            yield at, op"]
         return "\n".join(out) + "\n"
 
     def replayer(self, state: type):
@@ -272,20 +278,23 @@ class OpLog:
     def hashes_of(self, i: int) -> list[bytes]:
         return self.views[i].block_hashes or []
 
-    def pack(self, records: Sequence, ident: Mapping[str, int]) -> list[int]:
-        """``records`` as ints; ``ident`` maps each request id they name to its identity."""
-        out: list[int] = []
+    def pack(self, records: Sequence, ident: Mapping[str, int]) -> array:
+        """``records`` as ints (an array as narrow as they allow: a step of 10,000 engine steps
+        may pack tens of millions); ``ident`` maps each request id they name to its identity."""
+        out = array("H")
         for op in records:
             ints = CODEC.pack(op, ident, self)
             if ints is None:
-                out += (GENERIC, len(self.records))
+                ints = (GENERIC, len(self.records))
                 self.records.append(op)
-            else:
-                out += ints
+            out = grow(out, ints)
         return out
 
-    def unpack(self, packed: Sequence[int], p: int = 0, n: int | None = None) -> tuple:
-        return tuple(op for _, op in CODEC.walk(packed, p, len(packed) if n is None else n, self))
+    def unpack(self, packed: Sequence[int], p: int = 0, n: int | None = None,
+               only: Collection[str] | None = None) -> tuple:
+        """The records of ``packed[p:n]`` (with ``only``: those of these kinds)."""
+        return tuple(op for _, op in CODEC.walk(packed, p, len(packed) if n is None else n, self,
+                                                only))
 
 
 # -- KV events, packed the same way ---------------------------------------------------------

@@ -38,9 +38,7 @@ class HashLabels:
         """The labels of every hash a timeline caches, numbered in the order they are cached."""
         labels = cls(getattr(timeline, "kv_cache_groups", None))
         for i in range(len(timeline)):
-            for op in timeline.step_ops(i):
-                if op.kind != "cache":
-                    continue
+            for op in timeline.step_ops(i, ("cache",)):
                 # the op's hashes follow its parent in one chain unless a retention mask skipped some
                 chain = not getattr(op, "masked", ())
                 parent = op.parent_hash

@@ -14,7 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from blockviz.i18n.errors import ErrorMessage
-from blockviz.render.markers import step_kinds
+from blockviz.render.markers import timeline_kinds
 from blockviz.render.metrics import Series, metrics_series
 from blockviz.scenario import ScenarioError, load
 from blockviz.scenario.lessons import lessons_dir
@@ -72,7 +72,7 @@ class PlayerRun:
         return len(self.timeline) - 1
 
     def n_ops(self, index: int) -> int:
-        return len(self.timeline.step_ops(index))
+        return self.timeline.step_num_ops(index)
 
     @property
     def free_order(self) -> str:
@@ -129,7 +129,7 @@ def make_run(key: str, loaded, *, max_steps: int | None = None, budget=RUN_BUDGE
             raise Stop
     engine, timeline = run(loaded, progress=progress, budget=budget, payloads=payloads)
     device = timeline.payload_device or "cpu"
-    kinds = tuple(step_kinds(timeline.step_ops(i)) for i in range(len(timeline)))
+    kinds = timeline_kinds(timeline)
     series = metrics_series([timeline.step_stats(i) for i in range(len(timeline))],
                             has_external=loaded.scenario.config.connector is not None)
     return PlayerRun(key, loaded.scenario, timeline, HashLabels.for_timeline(timeline), kinds, series,
