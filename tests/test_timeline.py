@@ -307,3 +307,20 @@ def test_a_request_that_cannot_be_readmitted_records_one_lookup_for_all_its_retr
     assert timeline_kinds(tl) == tuple(step_kinds(tl.step_ops(i)) for i in range(len(tl)))
     assert "preempt" in timeline_kinds(tl)[2] and not timeline_kinds(tl)[3]
     assert len(HashLabels.for_timeline(tl).label) == 40
+
+
+def test_a_step_packed_narrower_than_the_log_before_it_is_kept_exactly():
+    """A 70,000-token prompt's lookup (its hit limit is 69,999) widens the op log past two bytes an
+    int; the steps after it pack narrower on their own, and are read back as the engine made them."""
+    text = ("id: w\ntitle: w\nconfig: {num_blocks: 5000, block_size: 16, model: null}\nsteps:\n"
+            "  - arrive: {id: A, prompt: [{random: 70000}], max_tokens: 4}\n  - decode: {steps: 3}\n"
+            "  - arrive: {id: B, prompt: [1, 2, 3], max_tokens: 2}\n  - decode: {steps: 2}\n")
+    engine = Engine(load_text(text, "w.yaml").scenario, payloads=False)
+    tl = Timeline(engine)
+    results = []
+    for step in engine.scenario.steps:
+        results.append(engine.apply(step))
+        tl.record(engine, step, results[-1])
+    assert max(op.hit_tokens_limit for op in results[0].ops if op.kind == "lookup") > 65_535
+    for i, result in enumerate(results, 1):
+        assert tl.step_ops(i) == tuple(result.ops), i

@@ -72,6 +72,7 @@ class Codec:
         self.source: dict[str, str] = {}
         self.pack = self._compile("pack", self._pack_source())
         self.walk = self._compile("walk", self._walk_source())
+        self.walk_only = self._compile("walk_only", self._walk_source(only=True))
         self._replayers: dict[type, Any] = {}
 
     def _compile(self, name: str, source: str, state: type | None = None):
@@ -180,22 +181,25 @@ class Codec:
 
     _HEAD = ["    rid, toks, hashes_of, H = log.rid, log.tokens, log.hashes_of, log.hashes"]
 
-    def _walk_source(self) -> str:
-        """``walk(a, p, n, log, only)``: (position, record) for each record of ``a[p:n]``, or only
-        for those whose kind is in ``only`` (the others are stepped over, nothing made of them)."""
-        out = ["def walk(a, p, n, log, only=None):", *self._HEAD, "    while p < n:",
-               "        code = a[p]", "        at = p"]
+    def _walk_source(self, only: bool = False) -> str:
+        """``walk(a, p, n, log)``: (position, record) for each record of ``a[p:n]``; with ``only``,
+        ``walk_only(a, p, n, log, only)``: for those whose kind is in ``only`` (the others are
+        stepped over, nothing made of them)."""
+        out = [f"def walk{'_only' if only else ''}(a, p, n, log{', only' if only else ''}):",
+               *self._HEAD, "    while p < n:", "        code = a[p]", "        at = p"]
         for kind in self.order:
             args = [f"{name}={self._derive(s, 'n_' + name, 'tuple')}" if isinstance(s, _DERIVED)
                     else f"{name}={name}" for name, s in self.specs[kind]]
-            out += [f"        if code == {self.code[kind]}:",
-                    f"            if only is not None and {kind!r} not in only:",
-                    *("                " + line for line in self._read(kind, set())),
-                    "                continue",
-                    *("            " + line for line in self._read(kind, None)),
+            out.append(f"        if code == {self.code[kind]}:")
+            if only:
+                out += [f"            if {kind!r} not in only:",
+                        *("                " + line for line in self._read(kind, set())),
+                        "                continue"]
+            out += [*("            " + line for line in self._read(kind, None)),
                     f"            yield at, R_{kind}({', '.join(args)})", "            continue"]
-        out += ["        op = log.records[a[p + 1]]   # GENERIC", "        p += 2",
-                "        if only is None or op.kind in only:", "            yield at, op"]
+        out += ["        op = log.records[a[p + 1]]   # GENERIC", "        p += 2"]
+        out += ["        if op.kind in only:", "            yield at, op"] if only else \
+            ["        yield at, op"]
         return "\n".join(out) + "\n"
 
     def replayer(self, state: type):
@@ -281,20 +285,25 @@ class OpLog:
     def pack(self, records: Sequence, ident: Mapping[str, int]) -> array:
         """``records`` as ints (an array as narrow as they allow: a step of 10,000 engine steps
         may pack tens of millions); ``ident`` maps each request id they name to its identity."""
-        out = array("H")
+        out, batch = array("H"), []
         for op in records:
             ints = CODEC.pack(op, ident, self)
             if ints is None:
                 ints = (GENERIC, len(self.records))
                 self.records.append(op)
-            out = grow(out, ints)
-        return out
+            batch += ints
+            if len(batch) > 65_536:          # a list item costs 8 bytes: move them on in batches
+                out = grow(out, batch)
+                batch = []
+        return grow(out, batch)
 
     def unpack(self, packed: Sequence[int], p: int = 0, n: int | None = None,
                only: Collection[str] | None = None) -> tuple:
         """The records of ``packed[p:n]`` (with ``only``: those of these kinds)."""
-        return tuple(op for _, op in CODEC.walk(packed, p, len(packed) if n is None else n, self,
-                                                only))
+        n = len(packed) if n is None else n
+        walk = CODEC.walk(packed, p, n, self) if only is None else \
+            CODEC.walk_only(packed, p, n, self, only)
+        return tuple(op for _, op in walk)
 
 
 # -- KV events, packed the same way ---------------------------------------------------------
@@ -373,7 +382,13 @@ _WIDER = {"B": "H", "H": "i", "i": "q"}
 
 def grow(a: array, values) -> array:
     """``a`` extended by ``values``: 1 or 2 bytes an int while every value fits, then 4, then 8 (the
-    array is widened, once, when a value first needs it). Returns the array to keep."""
+    array is widened, once, when a value first needs it). ``values`` may be an array of another
+    width (a step packed on its own). Returns the array to keep."""
+    if isinstance(values, array) and values.typecode != a.typecode:
+        if values.itemsize > a.itemsize:
+            a = array(values.typecode, a)
+        else:                          # narrower: its values fit, one by one
+            values = iter(values)
     n = len(a)
     while True:
         try:
