@@ -281,32 +281,43 @@ def test_decoding_only_some_kinds_gives_exactly_those_records_of_every_step(run_
     assert {"cache", "lookup", "touch", "evict", "preempt", "load"} <= seen
 
 
-STUCK = ("id: stuck\ntitle: stuck\nconfig: {num_blocks: 40, block_size: 4, model: null}\nsteps:\n"
-         "  - arrive: {id: A, prompt: [{random: 120}], max_tokens: 100000}\n"
-         "  - decode: {steps: 60}\n  - decode: {steps: 50}\n")
+def stuck(retries: int) -> str:
+    """A request that outgrows a 200-block pool at decode 41 and is then refused ``retries`` times."""
+    return ("id: stuck\ntitle: stuck\nconfig: {num_blocks: 200, block_size: 4, model: null}\n"
+            "steps:\n  - arrive: {id: A, prompt: [{random: 760}], max_tokens: 100000}\n"
+            f"  - decode: {{steps: 60}}\n  - decode: {{steps: {retries}}}\n")
 
 
-def test_a_request_that_cannot_be_readmitted_records_one_lookup_for_all_its_retries():
-    """A request that outgrew the pool is preempted, then looked up every engine step with the same
-    hit (all 40 blocks) and refused: the step's records share one Lookup, not one copy of its hit
-    blocks a step; the markers and hash labels, which do not read lookups, are the same."""
-    from blockviz.render.markers import step_kinds, timeline_kinds
-    from blockviz.teach.labels import HashLabels
-    engine = Engine(load_text(STUCK, "stuck.yaml").scenario, payloads=False)
+def _stuck_run(retries: int):
+    engine = Engine(load_text(stuck(retries), "stuck.yaml").scenario, payloads=False)
     tl = Timeline(engine)
     results = []
     for step in engine.scenario.steps:
         results.append(engine.apply(step))
         tl.record(engine, step, results[-1])
+    return engine, tl, results
+
+
+def test_a_request_that_cannot_be_readmitted_records_one_lookup_for_all_its_retries():
+    """A request that outgrew the pool is preempted, then looked up every engine step with the same
+    hit (all 200 blocks) and refused: the step's records share one Lookup, and the timeline keeps
+    it once (a retry costs a few ints, not a copy of the hit); read back, the records, op frames,
+    markers and hash labels are the ones the engine made."""
+    from blockviz.render.markers import step_kinds, timeline_kinds
+    from blockviz.teach.labels import HashLabels
+    engine, tl, results = _stuck_run(50)
     assert engine.scheduler.waiting and not engine.scheduler.running   # preempted, never readmitted
     lookups = [op for op in results[-1].ops if op.kind == "lookup"]
     refused = [op for op in results[-1].ops if op.kind == "alloc_failed"]
-    assert len(lookups) == len(refused) == 50 and len(lookups[0].block_ids) == 40
+    assert len(lookups) == len(refused) == 50 and len(lookups[0].block_ids) == 200
     assert len({id(op) for op in lookups}) == 1
     assert tl.step_ops(len(tl) - 1) == tuple(results[-1].ops)
+    assert _check_frames_agree(tl) > 100                       # op frames replay the repeats
     assert timeline_kinds(tl) == tuple(step_kinds(tl.step_ops(i)) for i in range(len(tl)))
     assert "preempt" in timeline_kinds(tl)[2] and not timeline_kinds(tl)[3]
-    assert len(HashLabels.for_timeline(tl).label) == 40
+    assert len(HashLabels.for_timeline(tl).label) == 200
+    more = len(pickle.dumps(tl)) - len(pickle.dumps(_stuck_run(2)[1]))
+    assert more < 48 * 200                                       # 48 retries, under 200 bytes each
 
 
 def test_a_step_packed_narrower_than_the_log_before_it_is_kept_exactly():

@@ -18,7 +18,10 @@ of the state's verbs). A record is its kind's code, then per field in declaratio
     Tokens                            the count (the tokens are the request's, from ``start``)
     Hashes, ParentHash                nothing (the request's hashes, from ``start``)
 
-Code 0 (``GENERIC``) is a record kept as it is: an index into ``OpLog.records``.
+Code 0 (``GENERIC``) is a record kept as it is: an index into ``OpLog.records``. Code ``REPEAT``
+is a Lookup that is the very object of the step's Lookup before it (a waiting request refused every
+engine step is looked up with the same result, and the engine records that one Lookup each time):
+how far back that record starts. It is decoded once a step, and replayed as that record.
 
 Requests are named by *identity*: one per request object the engine captured (a rewind restores
 copies, which are new identities), keyed by its token list, which the view shares with the engine
@@ -36,6 +39,7 @@ from blockviz.core.events import AllBlocksCleared, BlockRemoved, BlockStored
 from blockviz.core.hashing import hash_to_event_int
 
 GENERIC = 0
+REPEAT = 0xFFFF       # (record codes count up from 1)
 # The generated loops test codes in this order: the common kinds first.
 _HOT = ("write", "sample", "schedule", "popleft", "free", "free_head", "free_tail", "touch", "cache",
         "evict", "lookup", "admit", "finish", "arrive", "preempt")
@@ -64,14 +68,14 @@ class Codec:
         self.specs = {r.kind: [(f, _spec(r, f)) for f in r._fields] for r in self.records}
         packable = [r.kind for r in self.records if None not in dict(self.specs[r.kind]).values()]
         self.order = [k for k in _HOT if k in packable] + [k for k in packable if k not in _HOT]
-        self.env: dict[str, Any] = {"GENERIC": GENERIC, "apply": apply}
+        self.env: dict[str, Any] = {"GENERIC": GENERIC, "REPEAT": REPEAT, "apply": apply}
         for r in self.records:
             self.env[f"R_{r.kind}"] = r
             self.env.update({f"V_{r.kind}_{name}": s.values for name, s in self.specs[r.kind]
                              if isinstance(s, ops.Choice)})
         self.source: dict[str, str] = {}
         self.pack = self._compile("pack", self._pack_source())
-        self.walk = self._compile("walk", self._walk_source())
+        self.walk = self.env["walk"] = self._compile("walk", self._walk_source())
         self.walk_only = self._compile("walk_only", self._walk_source(only=True))
         self._replayers: dict[type, Any] = {}
 
@@ -186,7 +190,15 @@ class Codec:
         ``walk_only(a, p, n, log, only)``: for those whose kind is in ``only`` (the others are
         stepped over, nothing made of them)."""
         out = [f"def walk{'_only' if only else ''}(a, p, n, log{', only' if only else ''}):",
-               *self._HEAD, "    while p < n:", "        code = a[p]", "        at = p"]
+               *self._HEAD, "    last = None", "    while p < n:", "        code = a[p]",
+               "        at = p",
+               "        if code == REPEAT:            # the record it repeats, decoded once",
+               "            q = p - a[p + 1]",
+               "            if last is None or last[0] != q:",
+               "                last = next(walk(a, q, q + 1, log))",
+               "            p += 2",
+               f"            {'if last[1].kind in only: ' if only else ''}yield at, last[1]",
+               "            continue"]
         for kind in self.order:
             args = [f"{name}={self._derive(s, 'n_' + name, 'tuple')}" if isinstance(s, _DERIVED)
                     else f"{name}={name}" for name, s in self.specs[kind]]
@@ -219,7 +231,12 @@ class Codec:
         out = [f"def replay_{state.__name__}(m, a, p=0, n=None, limit=-1):",
                "    n = len(a) if n is None else n", "    log = m.log", *self._HEAD,
                *(f"    v_{v} = C.{v}" for v in sorted({e[0] for e in verbs.values()})),
-               "    while p < n and limit != 0:", "        limit -= 1", "        code = a[p]"]
+               "    while p < n and limit != 0:", "        limit -= 1", "        code = a[p]",
+               "        if code == REPEAT:",
+               "            q = p - a[p + 1]",
+               f"            replay_{state.__name__}(m, a, q, q + 1)",
+               "            p += 2",
+               "            continue"]
         for j, kind in enumerate(self.order):
             effect = verbs.get(kind, (None,))
             specs = dict(self.specs[kind])
@@ -286,7 +303,14 @@ class OpLog:
         """``records`` as ints (an array as narrow as they allow: a step of 10,000 engine steps
         may pack tens of millions); ``ident`` maps each request id they name to its identity."""
         out, batch = array("H"), []
+        lookup, lookup_at = None, 0          # the step's last Lookup, and where it starts
         for op in records:
+            if op.kind == "lookup":
+                at = len(out) + len(batch)
+                if op is lookup:
+                    batch += (REPEAT, at - lookup_at)
+                    continue
+                lookup, lookup_at = op, at
             ints = CODEC.pack(op, ident, self)
             if ints is None:
                 ints = (GENERIC, len(self.records))
