@@ -289,7 +289,12 @@ def stuck(retries: int) -> str:
 
 
 def _stuck_run(retries: int):
-    engine = Engine(load_text(stuck(retries), "stuck.yaml").scenario, payloads=False)
+    return _recorded(stuck(retries))
+
+
+def _recorded(text: str):
+    """(engine, timeline, each step's result) of a scenario's text, recorded step by step."""
+    engine = Engine(load_text(text, "t.yaml").scenario, payloads=False)
     tl = Timeline(engine)
     results = []
     for step in engine.scenario.steps:
@@ -326,12 +331,7 @@ def test_a_step_packed_narrower_than_the_log_before_it_is_kept_exactly():
     text = ("id: w\ntitle: w\nconfig: {num_blocks: 5000, block_size: 16, model: null}\nsteps:\n"
             "  - arrive: {id: A, prompt: [{random: 70000}], max_tokens: 4}\n  - decode: {steps: 3}\n"
             "  - arrive: {id: B, prompt: [1, 2, 3], max_tokens: 2}\n  - decode: {steps: 2}\n")
-    engine = Engine(load_text(text, "w.yaml").scenario, payloads=False)
-    tl = Timeline(engine)
-    results = []
-    for step in engine.scenario.steps:
-        results.append(engine.apply(step))
-        tl.record(engine, step, results[-1])
+    _, tl, results = _recorded(text)
     assert max(op.hit_tokens_limit for op in results[0].ops if op.kind == "lookup") > 65_535
     for i, result in enumerate(results, 1):
         assert tl.step_ops(i) == tuple(result.ops), i
