@@ -191,14 +191,7 @@ class Codec:
         stepped over, nothing made of them)."""
         out = [f"def walk{'_only' if only else ''}(a, p, n, log{', only' if only else ''}):",
                *self._HEAD, "    last = None", "    while p < n:", "        code = a[p]",
-               "        at = p",
-               "        if code == REPEAT:            # the record it repeats, decoded once",
-               "            q = p - a[p + 1]",
-               "            if last is None or last[0] != q:",
-               "                last = next(walk(a, q, q + 1, log))",
-               "            p += 2",
-               f"            {'if last[1].kind in only: ' if only else ''}yield at, last[1]",
-               "            continue"]
+               "        at = p"]
         for kind in self.order:
             args = [f"{name}={self._derive(s, 'n_' + name, 'tuple')}" if isinstance(s, _DERIVED)
                     else f"{name}={name}" for name, s in self.specs[kind]]
@@ -209,6 +202,14 @@ class Codec:
                         "                continue"]
             out += [*("            " + line for line in self._read(kind, None)),
                     f"            yield at, R_{kind}({', '.join(args)})", "            continue"]
+        # (after every kind's test: a repeat costs the common records nothing)
+        out += ["        if code == REPEAT:            # the record it repeats, decoded once",
+                "            q = p - a[p + 1]",
+                "            if last is None or last[0] != q:",
+                "                last = next(walk(a, q, q + 1, log))",
+                "            p += 2",
+                f"            {'if last[1].kind in only: ' if only else ''}yield at, last[1]",
+                "            continue"]
         out += ["        op = log.records[a[p + 1]]   # GENERIC", "        p += 2"]
         out += ["        if op.kind in only:", "            yield at, op"] if only else \
             ["        yield at, op"]
@@ -231,12 +232,7 @@ class Codec:
         out = [f"def replay_{state.__name__}(m, a, p=0, n=None, limit=-1):",
                "    n = len(a) if n is None else n", "    log = m.log", *self._HEAD,
                *(f"    v_{v} = C.{v}" for v in sorted({e[0] for e in verbs.values()})),
-               "    while p < n and limit != 0:", "        limit -= 1", "        code = a[p]",
-               "        if code == REPEAT:",
-               "            q = p - a[p + 1]",
-               f"            replay_{state.__name__}(m, a, q, q + 1)",
-               "            p += 2",
-               "            continue"]
+               "    while p < n and limit != 0:", "        limit -= 1", "        code = a[p]"]
         for j, kind in enumerate(self.order):
             effect = verbs.get(kind, (None,))
             specs = dict(self.specs[kind])
@@ -248,6 +244,8 @@ class Codec:
             out += [f"        {'elif' if j else 'if'} code == {self.code[kind]}:",
                     *("            " + line for line in body)]
         out += ["        elif code == GENERIC:", "            apply(m, log.records[a[p + 1]], C)",
+                "            p += 2", "        elif code == REPEAT:",
+                f"            replay_{state.__name__}(m, a, p - a[p + 1], p - a[p + 1] + 1)",
                 "            p += 2", "        else:",
                 "            raise ValueError(f'op code {code} at {p}')", "    return p"]
         return "\n".join(out) + "\n"
