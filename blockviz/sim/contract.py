@@ -63,22 +63,15 @@ def step_dict(s: Step, frames: Iterable | None, *, lazy: bool = False, groups: i
     come out as a list (``lazy``: a Lazy one). ``groups``: how many kv_cache_groups the config
     gives (0: none); ``block_size``: the config's (vLLM's metrics
     say how full the held blocks are)."""
-    if not groups:
-        blocks = [{"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i],
-                   "hash": h.hex() if h is not None else None,
-                   "token_ids": list(s.block_tokens[i])}
-                  for i, h in enumerate(s.block_hash)]
-        hash_table = {h.hex(): list(ids) for h, ids in s.hash_table}
-    else:
-        blocks = []
-        for i, key in enumerate(s.block_hash):
-            h, g = _split(key, groups)
-            blocks.append({"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i], "hash": h,
-                           "token_ids": list(s.block_tokens[i]), "group": g})
-        hash_table = {}
-        for key, ids in s.hash_table:
-            h, g = _split(key, groups)
-            hash_table[f"{h}#{g}" if groups > 1 else h] = list(ids)
+    blocks = []
+    for i, key in enumerate(s.block_hash):
+        h, g = _split(key, groups)
+        blocks.append({"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i], "hash": h,
+                       "token_ids": list(s.block_tokens[i]), **({"group": g} if groups else {})})
+    hash_table = {}
+    for key, ids in s.hash_table:
+        h, g = _split(key, groups)
+        hash_table[f"{h}#{g}" if groups > 1 else h] = list(ids)
     note, caption = s.note, s.caption
     event = None if s.event is None else s.event.event_dict()
     if s.teaching_only:
