@@ -46,12 +46,11 @@ class CaptureWriter:
     """Writes a recording, one flushed line per message (a crash loses at most a line)."""
 
     def __init__(self, path: str | Path, *, endpoint: str, mode: str, topic: str = "",
-                 replay: str | None = None, started: float | None = None, **extra) -> None:
+                 replay: str | None = None, **extra) -> None:
         self.path = Path(path)
         self._f: IO[str] = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
         header = {"format": FORMAT, "endpoint": endpoint, "mode": mode, "topic": topic,
-                  "replay": replay, "started": time.time() if started is None else started,
-                  **extra}
+                  "replay": replay, "started": time.time(), **extra}
         self._f.write(json.dumps({"header": header}) + "\n")
         self._f.flush()
         self.count = 0

@@ -25,11 +25,10 @@ def _bounded(kind, hi, *, zero: bool = False):
             v = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if zero and not 0 <= v <= hi:
-            raise argparse.ArgumentTypeError(f"{text} must be a number >= 0 and at most {hi:,g}")
-        if not zero and not 0 < v <= hi:
+        if not (0 <= v if zero else 0 < v) or not v <= hi:
             most = f"{hi:,}" if isinstance(hi, int) else f"{hi:,g}"
-            raise argparse.ArgumentTypeError(f"{text} must be > 0 and at most {most}")
+            raise argparse.ArgumentTypeError(
+                f"{text} must be {'a number >= 0' if zero else '> 0'} and at most {most}")
         return v
     return parse
 

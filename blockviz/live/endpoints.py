@@ -80,18 +80,22 @@ def parse_spec(spec: str) -> EndpointSpec:
     return EndpointSpec(endpoint, replay, one.get("topic", ""), bind in ("1", "true", "yes"), ranks)
 
 
+def env_list(name: str, env: dict | None = None) -> list:
+    """The JSON list in the environment variable ``name`` (``blockviz app`` sets it for the
+    server), or [] when it is unset or not a JSON list."""
+    raw = (os.environ if env is None else env).get(name)
+    try:
+        value = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
 def allowed(env: dict | None = None) -> list[EndpointSpec]:
     """The operator's endpoints (BLOCKVIZ_LIVE), else the loopback default. A spec that does not
     parse is left out (``blockviz app`` refuses it before the server starts)."""
-    raw = (os.environ if env is None else env).get(ENV)
-    specs: list[str] = [DEFAULT]
-    if raw:
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = None
-        if isinstance(value, list) and all(isinstance(s, str) for s in value) and value:
-            specs = value[:MAX_SPECS]
+    value = env_list(ENV, env)
+    specs = value[:MAX_SPECS] if value and all(isinstance(s, str) for s in value) else [DEFAULT]
     out = []
     for s in specs:
         try:

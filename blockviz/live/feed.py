@@ -20,11 +20,8 @@ LIMITS = {"max_hashes": 200_000, "max_tokens_per_hash": 256}
 
 
 class LiveFeed:
-    def __init__(self, spec: EndpointSpec, *, idle_stop_s: float = IDLE_STOP_S,
-                 limits: dict | None = None) -> None:
+    def __init__(self, spec: EndpointSpec) -> None:
         self.spec = spec
-        self.idle_stop_s = idle_stop_s
-        self.limits = dict(LIMITS if limits is None else limits)
         self.lock = threading.RLock()
         self.session = None            # a LiveSession while running
         self.error: str | None = None  # why it could not start (the socket's error)
@@ -44,7 +41,7 @@ class LiveFeed:
             s = self.spec
             try:
                 self.session = LiveSession(s.endpoint, bind=s.bind, topic=s.topic, replay=s.replay,
-                                           dp_ranks=s.dp_ranks, **self.limits)
+                                           dp_ranks=s.dp_ranks, **LIMITS)
             except Exception as e:  # noqa: BLE001 - a socket that will not open: shown, not raised
                 self.session, self.error = None, str(e)
                 return
@@ -62,7 +59,7 @@ class LiveFeed:
                 msgs = sess.receive(0.2)
                 with self.lock:
                     sess.handle(msgs)
-                    if time.monotonic() - self._last_view > self.idle_stop_s:
+                    if time.monotonic() - self._last_view > IDLE_STOP_S:
                         break
         except Exception as e:  # noqa: BLE001 - a bug must not pass unseen: the page shows it
             logging.getLogger(__name__).exception("live feed %s stopped", self.spec.text)

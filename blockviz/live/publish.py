@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import zmq
 
-from blockviz.live.subscribe import offset_endpoint_port, publisher_binds
+from blockviz.live.subscribe import publisher_binds
 from blockviz.live.wire import encode_batch, end_marker, event_from_dict, seq_frame
 
 BUFFER_STEPS = 10_000
@@ -40,11 +40,8 @@ class Publisher:
     requests are answered whenever :meth:`serve` or :meth:`publish` runs)."""
 
     def __init__(self, endpoint: str, *, replay: str | None = None, topic: str = "",
-                 buffer_steps: int = BUFFER_STEPS, hwm: int = HWM,
-                 data_parallel_rank: int = 0) -> None:
-        self.rank = data_parallel_rank
-        self.endpoint = offset_endpoint_port(endpoint, data_parallel_rank)
-        self.replay_endpoint = offset_endpoint_port(replay, data_parallel_rank)
+                 buffer_steps: int = BUFFER_STEPS) -> None:
+        self.endpoint, self.replay_endpoint = endpoint, replay
         self.topic = topic.encode("utf-8")
         self.buffer: deque[tuple[int, bytes]] = deque(maxlen=buffer_steps)
         self.seq = 0
@@ -53,7 +50,7 @@ class Publisher:
         try:
             self.pub = self.ctx.socket(zmq.PUB)
             self.pub.setsockopt(zmq.LINGER, 0)
-            self.pub.set_hwm(hwm)
+            self.pub.set_hwm(HWM)
             self.binds = publisher_binds(self.endpoint)
             (self.pub.bind if self.binds else self.pub.connect)(self.endpoint)
             if self.replay_endpoint is not None:
@@ -69,7 +66,7 @@ class Publisher:
     def publish(self, events: list, ts: float | None = None) -> int:
         self.serve(0)
         seq = self.seq
-        payload = encode_batch(events, time.time() if ts is None else ts, self.rank)
+        payload = encode_batch(events, time.time() if ts is None else ts)
         self.pub.send_multipart([self.topic, seq_frame(seq), payload])
         self.buffer.append((seq, payload))
         self.seq += 1

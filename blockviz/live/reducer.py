@@ -81,18 +81,17 @@ class Note:
 class Notes:
     """Every note counted by kind; the first MAX_NOTES_KEPT and the latest MAX_NOTES_KEPT kept."""
 
-    def __init__(self, keep: int = MAX_NOTES_KEPT) -> None:
+    def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
         self.first: list[Note] = []
-        self.latest: deque[Note] = deque(maxlen=keep)
-        self._keep = keep
+        self.latest: deque[Note] = deque(maxlen=MAX_NOTES_KEPT)
         self.total = 0
 
     def add(self, kind: str, where: Where, **fields) -> None:
         note = Note(kind, where, fields)
         self.counts[kind] += 1
         self.total += 1
-        if len(self.first) < self._keep:
+        if len(self.first) < MAX_NOTES_KEPT:
             self.first.append(note)
         else:
             self.latest.append(note)

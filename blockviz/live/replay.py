@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 
 from blockviz.i18n import t
 from blockviz.live.capture import FORMAT
-from blockviz.live.endpoints import take_flag
+from blockviz.live.endpoints import env_list, take_flag
 from blockviz.live.reducer import Note, Notes, Where
 from blockviz.live.stream import reduce_file
 
@@ -126,16 +125,7 @@ def split_app_args(args: list[str]) -> tuple[list[str], list[str]]:
 def server_recordings(env: dict | None = None) -> list[Path]:
     """The recordings the operator started the app with (BLOCKVIZ_RECORDINGS); only those can be
     opened from the server's disk (a page names one by its index, never by a path)."""
-    raw = (os.environ if env is None else env).get(ENV)
-    if not raw:
-        return []
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return []
-    if not isinstance(value, list):
-        return []
-    return [Path(v) for v in value[:MAX_SERVER_FILES] if isinstance(v, str)]
+    return [Path(v) for v in env_list(ENV, env)[:MAX_SERVER_FILES] if isinstance(v, str)]
 
 
 def is_recording(path: str | Path) -> bool:

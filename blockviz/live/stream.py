@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from blockviz.live.capture import Received
+from blockviz.live.capture import CaptureReader, Received
 from blockviz.live.reducer import (
     CANNOT_KNOW,
     MAX_HASHES,
@@ -345,7 +345,6 @@ def reduce_file(path, *, until: Callable[[], bool] | None = None,
     skipped). Replayed batches are awaited only when the recording's subscriber had a replay
     socket. ``until()``, asked after each message, cuts the reading short (the messages left are
     counted as ``unread``; what waits for a replay then waits on: its replay may be among them)."""
-    from blockviz.live.capture import CaptureReader
     reader = CaptureReader(path)
     header = reader.header or {}
     red = Reduction(replay=bool(header.get("replay")), **kw)
