@@ -49,8 +49,7 @@ def tolerance(device: str) -> float:
 class KVRuntime:
     def __init__(self, num_gpu_blocks: int, block_size: int, *, num_layers: int = 2,
                  num_kv_heads: int = 2, head_dim: int = 8, dtype: str = "float32",
-                 device: str = "auto", seed: int = 0, verify_hits: bool = True,
-                 attention: tuple | None = None) -> None:
+                 device: str = "auto", seed: int = 0, attention: tuple | None = None) -> None:
         self.device = resolve_device(device)
         if self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = False
@@ -62,7 +61,6 @@ class KVRuntime:
         self.layer_groups = (tuple(range(num_layers)) if attention is not None
                              else (0,) * num_layers)
         self._candidates: dict[tuple[int, ...], torch.Tensor] = {}
-        self.verify_hits = verify_hits
         # The run's budget (sim.budget.Meter) or None: told of every forward pass before it runs
         # (``need``: its tensors, ``compute``: a hit check's recomputed tokens), ticked inside.
         self.guard = None
@@ -126,7 +124,7 @@ class KVRuntime:
                     out[rid] = int(cand[int(logits.argmax())])
                 # an admission that starts past token 0 reuses K/V: its prefix-cache hit, the
                 # tier's (a load done before this step included), or both
-                if item.admitted and item.start > 0 and self.verify_hits:
+                if item.admitted and item.start > 0:
                     checks.append(self._check(rid, tokens, item, attn))
         return out, checks
 

@@ -357,7 +357,7 @@ def cannot_know_html(lang: str) -> str:
 
 # -- the whole ----------------------------------------------------------------------------------------
 def live_html(red, *, lang: str, now: float | None = None, status: str = "",
-              words: Mapping[int, str] | None = None, max_rows: int = MAX_ROWS) -> str:
+              words: Mapping[int, str] | None = None) -> str:
     """The Live view of ``red`` (a blockviz.live.stream.Reduction; read it under its feed's
     lock). ``status``: the line about the connection, already in ``lang``."""
     now = time.time() if now is None else now
@@ -367,7 +367,7 @@ def live_html(red, *, lang: str, now: float | None = None, status: str = "",
     parts.append(warnings_html(red, lang))
     parts.append(counters_html(red, now, lang))
     parts.append(rates_svg(red.history, now, lang))
-    rows = _Rows(max_rows)
+    rows = _Rows(MAX_ROWS)
     nranks = len(red.ranks)
     any_group = False
     for r, rs in sorted(red.ranks.items()):

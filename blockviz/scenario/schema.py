@@ -45,6 +45,7 @@ NEEDS_ARGUMENT = {"arrive": "arrive: {id: A, prompt: [1, 2, 3]}", "finish": "fin
                   "preempt": "preempt: A", "checkpoint": "checkpoint: NAME",
                   "rewind": "rewind: NAME", "note": "note: {en: ..., zh: ...}",
                   "caption": "caption: {en: ..., zh: ...}"}
+BARE_EVENTS = ("admit", "reset_prefix_cache", "restart")   # may be written bare: `- admit`
 # What a step may carry besides its event: narration, shown with the state after it.
 NARRATION = ("note", "caption")
 MAX_CAPTION_CHARS = 280     # a caption is one sentence (the built-in lessons keep English <= 25 words)
@@ -496,7 +497,7 @@ class Step(_Model):
         for name, example in NEEDS_ARGUMENT.items():
             if name in v and v[name] is None:
                 raise ValueError(f"`{name}` needs an argument, e.g. `- {example}`")
-        for flag in ("admit", "reset_prefix_cache", "restart"):
+        for flag in BARE_EVENTS:
             if flag in v and (v[flag] is None or v[flag] == {}):
                 v[flag] = True
         if "decode" in v and v["decode"] is None:
@@ -537,7 +538,7 @@ class Step(_Model):
         args = self.args
         if isinstance(args, BaseModel):
             return {kind: args.model_dump(mode="json", exclude_none=True)}
-        if kind in ("admit", "reset_prefix_cache", "restart"):
+        if kind in BARE_EVENTS:
             return {kind: None}     # the bare form (an object is dumped above)
         if kind in ("finish", "abort") and len(args) == 1:
             return {kind: args[0]}

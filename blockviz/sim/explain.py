@@ -43,7 +43,6 @@ from typing import Any, NamedTuple
 
 KEYS = ("hit", "external_hit", "last_token", "partial_block", "cold", "evicted", "different_key",
         "window", "skipped")
-WALKED = ("evicted", "different_key", "cold")   # a walked block's own status when missing
 EXTERNAL_MEDIUM = "CPU"                          # blockviz's tier (vLLM's OffloadingConnector)
 
 

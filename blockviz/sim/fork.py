@@ -16,9 +16,8 @@ from typing import Any
 import yaml
 
 from blockviz.i18n import LANGS, texts
-from blockviz.scenario.schema import VOCAB_SIZE, Scenario, Step, Text, request_id
+from blockviz.scenario.schema import BARE_EVENTS, VOCAB_SIZE, Scenario, Step, Text, request_id
 
-BARE_EVENTS = ("admit", "reset_prefix_cache", "restart")   # written as a bare word: `- admit`
 MAX_ID = 64
 
 

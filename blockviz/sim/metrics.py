@@ -23,7 +23,7 @@ them with the engine state.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 MAX_RECENT_REQUESTS = 1000      # vLLM's CachingMetrics default (stats.py:47)
 
@@ -100,19 +100,19 @@ class VllmMetrics:
 
     def to_dict(self, pool: PoolFigures) -> dict:
         """The JSON contract's ``vllm_metrics`` (``pool``: the step's pool, ``pool_figures``)."""
-        d = asdict(self)
         return {
-            "num_requests_running": d["num_requests_running"],
+            "num_requests_running": self.num_requests_running,
             "num_requests_waiting": self.num_requests_waiting,
             "num_requests_waiting_by_reason": {
-                "capacity": d["num_requests_waiting_capacity"],
-                "deferred": d["num_requests_waiting_deferred"]},
-            "kv_cache_usage_perc": d["kv_cache_usage_perc"],
-            **{k: d[k] for k in ("prefix_cache_queries_total", "prefix_cache_hits_total",
-                                 "external_prefix_cache_queries_total",
-                                 "external_prefix_cache_hits_total", "num_preemptions_total")},
-            "prompt_tokens_cached_by_source": {"device": d["prefix_cache_hits_total"],
-                                               "host": d["prompt_tokens_cached_host_total"]},
+                "capacity": self.num_requests_waiting_capacity,
+                "deferred": self.num_requests_waiting_deferred},
+            "kv_cache_usage_perc": self.kv_cache_usage_perc,
+            **{k: getattr(self, k) for k in (
+                "prefix_cache_queries_total", "prefix_cache_hits_total",
+                "external_prefix_cache_queries_total", "external_prefix_cache_hits_total",
+                "num_preemptions_total")},
+            "prompt_tokens_cached_by_source": {"device": self.prefix_cache_hits_total,
+                                               "host": self.prompt_tokens_cached_host_total},
             "logged_hit_rate": {"rate": self.logged_hit_rate, "requests": self.logged_requests,
                                 "queries": self.logged_queries, "hits": self.logged_hits},
             "logged_external_hit_rate": {
@@ -120,7 +120,7 @@ class VllmMetrics:
                 "requests": self.logged_external_requests,
                 "queries": self.logged_external_queries, "hits": self.logged_external_hits},
             "used_blocks": pool.used_blocks, "cached_free_blocks": pool.cached_free_blocks,
-            "token_occupancy": pool.token_occupancy, "engine_step": d["engine_step"]}
+            "token_occupancy": pool.token_occupancy, "engine_step": self.engine_step}
 
 
 @dataclass(frozen=True)
