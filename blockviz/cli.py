@@ -137,13 +137,12 @@ class _Ticker:
         self.start = self.last = self.clock()
         self.drawn = False
 
-    def due(self) -> float | None:
-        """The time now if a line is due, else None."""
+    def tick(self, line) -> None:
+        """Draw ``line(now)`` when a line is due."""
         now = self.clock()
-        if now - self.last < self.every:
-            return None
-        self.last = now
-        return now
+        if now - self.last >= self.every:
+            self.last = now
+            self._draw(line(now))
 
     def _draw(self, text: str) -> None:
         self.stream.write(("\r\x1b[K" + text) if self.tty else text + "\n")
@@ -170,16 +169,11 @@ class RunProgress(_Ticker):
     def event(self, done: int, _total: int) -> None:
         self.events = done
         self.at_event = self.engine_steps
-        self._maybe_draw()
+        self.tick(self.line)
 
     def watch(self, meter) -> None:
         self.engine_steps = meter.engine_steps
-        self._maybe_draw()
-
-    def _maybe_draw(self) -> None:
-        now = self.due()
-        if now is not None:
-            self._draw(self.line(now))
+        self.tick(self.line)
 
     def line(self, now: float) -> str:
         n = len(self.kinds)
@@ -208,19 +202,16 @@ def _progress_wanted(args) -> bool:
     return bool(getattr(args, "progress", False)) or sys.stderr.isatty()
 
 
-def _budget(args):
+def _run(args, loaded, *, stop: bool = True):
+    """``run`` to the end within the command line's budget (``--time-limit`` its wall time),
+    with progress on stderr when wanted; running out of memory is a located error (the step
+    that was running), not a traceback. ``stop``: a run that stopped early raises its error."""
     from dataclasses import replace
 
     from blockviz.sim.budget import RUN_BUDGET
-    limit = getattr(args, "time_limit", None)
-    return RUN_BUDGET if limit is None else replace(RUN_BUDGET, seconds=limit)
-
-
-def _run_scenario(loaded, args, *, payloads: bool = True):
-    """``run`` to the end within the command line's budget (``--time-limit`` its wall time),
-    with progress on stderr when wanted; running out of memory is a located error (the step
-    that was running), not a traceback."""
     from blockviz.sim.runner import run
+    limit = getattr(args, "time_limit", None)       # --time-limit: the budget's wall time
+    budget = RUN_BUDGET if limit is None else replace(RUN_BUDGET, seconds=limit)
     done = [0]
     shown = RunProgress(loaded, getattr(args, "lang", "en")) if _progress_wanted(args) else None
 
@@ -230,18 +221,14 @@ def _run_scenario(loaded, args, *, payloads: bool = True):
             shown.event(k, n)
 
     try:
-        result = run(loaded, payloads=payloads, device=getattr(args, "device", None), progress=progress,
-                     budget=_budget(args), watch=None if shown is None else shown.watch)
+        engine, timeline = run(loaded, payloads=not getattr(args, "no_payloads", False),
+                               device=getattr(args, "device", None), progress=progress,
+                               budget=budget, watch=None if shown is None else shown.watch)
     except MemoryError:
         raise _out_of_memory(loaded, done[0] + 1, "ran out of memory") from None
     if shown is not None:
         shown.done()
-    return result
-
-
-def _run(args, loaded):
-    engine, timeline = _run_scenario(loaded, args, payloads=not getattr(args, "no_payloads", False))
-    if timeline.error is not None:
+    if stop and timeline.error is not None:
         raise timeline.error
     return engine, timeline
 
@@ -277,13 +264,13 @@ class _JsonProgress(_Ticker):
         self.total = total
 
     def __call__(self, k: int) -> None:
-        now = self.due()
-        if now is None:
-            return
+        self.tick(lambda now: self.line(k, now))
+
+    def line(self, k: int, now: float) -> str:
         rate = k / max(now - self.start, 1e-9)
         eta = t("run_progress_eta", self.lang, s=f"{(self.total - k) / rate:,.0f}") if rate > 0 else ""
-        self._draw(t("json_progress", self.lang, k=f"{k:,}", n=f"{self.total:,}", rate=f"{rate:,.0f}",
-                     eta=eta))
+        return t("json_progress", self.lang, k=f"{k:,}", n=f"{self.total:,}", rate=f"{rate:,.0f}",
+                 eta=eta)
 
 
 def cmd_schema(args) -> int:
@@ -296,7 +283,7 @@ def cmd_play(args) -> int:
     from blockviz.render.text import render_step
     from blockviz.teach.labels import HashLabels
     loaded = _load(args.file)
-    engine, timeline = _run_scenario(loaded, args)
+    engine, timeline = _run(args, loaded, stop=False)
     color = sys.stdout.isatty() if args.color is None else args.color
     labels = HashLabels.for_timeline(timeline)
     for i in range(len(timeline)):

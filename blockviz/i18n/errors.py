@@ -351,8 +351,6 @@ _rule(r"step (?P<k>\d+) \((?P<kind>\w+)\) is a teaching-only form: vLLM's schedu
 _TYPES = {"integer": "整数", "string": "字符串", "boolean": "布尔值（true 或 false）",
           "number": "数字", "list": "列表", "dictionary": "映射（key: value）",
           "tuple": "列表", "set": "列表"}
-_rule(r"Input should be a valid (?P<t>\w+)",
-      lambda m: f"这里应当是{_TYPES.get(m['t'], m['t'])}")
 _rule(r"Input should be a valid integer, unable to parse string as an integer",
       "这里应当是整数（这个字符串不是整数）")
 _rule(r"Input should be a valid integer, got a number with a fractional part",
@@ -360,7 +358,7 @@ _rule(r"Input should be a valid integer, got a number with a fractional part",
 _rule(r"Input should be a valid number, unable to parse string as a number",
       "这里应当是数字（这个字符串不是数字）")
 _rule(r"Input should be a valid boolean, unable to interpret input", "这里应当是 true 或 false")
-_rule(r"Input should be a valid (?P<t>\w+), got (?P<rest>.+)",
+_rule(r"Input should be a valid (?P<t>\w+)(?:, got .+)?",
       lambda m: f"这里应当是{_TYPES.get(m['t'], m['t'])}")
 _rule(r"Input should be a valid dictionary or instance of \w+", "这里应当是一个映射（key: value）")
 _rule(r"Input should be a finite number", "这里应当是一个有限的数")

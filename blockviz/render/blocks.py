@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 from blockviz.i18n import t
 from blockviz.render.theme import BLOCK_KINDS, BLOCK_LEGEND, GREY, block_kind, esc
 from blockviz.teach.labels import HashLabels, token_text
+from blockviz.teach.selfcheck import next_marks
 
 TOKENS_ON_CARD = 8
 
@@ -18,26 +19,19 @@ CATEGORY_KINDS = ("null", "free", "free_cached", "used", "used_cached")
 CATEGORIES = tuple((BLOCK_KINDS[k].cell, BLOCK_KINDS[k].key) for k in CATEGORY_KINDS)
 
 
-def next_marks(state) -> tuple[int | None, int | None]:
-    """(the block the next allocation takes: the free queue's head, the block whose cached prefix
-    is evicted next: the first block from the head that still has a hash). They are one block when
-    the head is cached; a queue with no cached block has no prefix to evict."""
-    q, hashes = state.free_queue, state.block_hash
-    head = q[0] if q else None
-    prefix = next((b for b in q if hashes[b] is not None), None)
-    return head, prefix
+def legend_item(key: str, cls: str, lang: str) -> str:
+    """A legend's swatch and words; the null block's in two words, the whole explanation in its
+    title (the board's legend is one line)."""
+    if key == "null_block_long":
+        return (f'<span title="{esc(t(key, lang))}"><i class="bv-sw {cls}"></i>'
+                f'{esc(t("null_block", lang))}</span>')
+    return f'<span><i class="bv-sw {cls}"></i>{esc(t(key, lang))}</span>'
 
 
-def legend_html(lang: str, short: bool = False) -> str:
-    """The cards' colours and marks; ``short``: the null block's item in two words, the whole
-    explanation in its title (the board's one-line legend)."""
-    def item(key: str, cls: str) -> str:
-        if short and key == "null_block_long":
-            return (f'<span title="{esc(t(key, lang))}"><i class="bv-sw {cls}"></i>'
-                    f'{esc(t("null_block", lang))}</span>')
-        return f'<span><i class="bv-sw {cls}"></i>{esc(t(key, lang))}</span>'
-    spans = "".join(item(key, cls) for key, cls in BLOCK_LEGEND)
-    return f'<div class="bv-legend">{spans}</div>'
+def legend_html(lang: str) -> str:
+    """The cards' colours and marks."""
+    items = "".join(legend_item(key, cls, lang) for key, cls in BLOCK_LEGEND)
+    return f'<div class="bv-legend">{items}</div>'
 
 
 def _slots(n_tokens: int, block_size: int) -> str:
@@ -87,8 +81,7 @@ def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang
 
 
 def blocks_html(state, *, labels: HashLabels, vocab=None, block_size: int = 0, lang: str = "en",
-                changed: Collection[int] = (), legend: bool = True,
-                prev_ref: Sequence[int] | None = None,
+                changed: Collection[int] = (), prev_ref: Sequence[int] | None = None,
                 held_by: Mapping[int, tuple[str, ...]] | None = None,
                 groups: Mapping[int, str] | None = None) -> str:
     """Cards for every block (small pools): id, ref_cnt (``1→2`` when ``prev_ref`` differs), the
@@ -105,16 +98,13 @@ def blocks_html(state, *, labels: HashLabels, vocab=None, block_size: int = 0, l
                               held_by=held_by.get(i, ()), group=groups.get(i, ""))
                     for i in range(len(state.ref_cnt)))
     width = f"max-width:{len(state.ref_cnt) * 12}em"   # a few blocks: cards stay card-sized
-    return (f'<div class="bv bv-panel"><div class="bv-blocks" role="list" style="{width}">{cards}</div>'
-            f'{legend_html(lang) if legend else ""}</div>')
+    return f'<div class="bv bv-panel"><div class="bv-blocks" role="list" style="{width}">{cards}</div></div>'
 
 
 def heatmap_legend_html(lang: str, n: int, extra: str = "") -> str:
     """The dense view's legend (``extra``: more of it, a hybrid model's groups)."""
     sw = "".join(f'<span><i class="bv-sw" style="background:{c};border-color:{GREY}">'
                  f'</i>{esc(t(key, lang))}</span>' for c, key in CATEGORIES)
-    sw += (f'<span><i class="bv-sw bv-changed"></i>{esc(t("changed", lang))}</span>'
-           f'<span><i class="bv-sw bv-victim"></i>{esc(t("next_victim", lang))}</span>'
-           f'<span><i class="bv-sw bv-evict-next"></i>{esc(t("next_evict", lang))}</span>')
+    sw += "".join(legend_item(k, cls, lang) for k, cls in BLOCK_LEGEND[-3:])   # the marks
     return (f'<div class="bv"><div class="bv-small">{esc(t("heatmap_note", lang, n=f"{n:,}"))}</div>'
             f'<div class="bv-legend">{sw}</div>{extra}</div>')

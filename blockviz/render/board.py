@@ -215,11 +215,7 @@ def _legend(run: BoardRun, lang: str, dense: bool) -> str:
     groups = rgroups.legend_html(run.labels.groups, lang) if run.labels.hybrid else ""
     if dense:
         return heatmap_legend_html(lang, run.timeline.num_gpu_blocks, extra=groups)
-    return f'<div class="bv">{legend_html(lang, short=True)}{groups}</div>'
-
-
-def _marks(kinds: Sequence[frozenset[str]]) -> list[str]:
-    return ["".join(MARK_CODES[k] for k in KINDS if k in ks) for ks in kinds]
+    return f'<div class="bv">{legend_html(lang)}{groups}</div>'
 
 
 def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: bool = False,
@@ -239,21 +235,20 @@ def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: 
     steps: dict[str, list] = {}
     op_frames: dict[str, list] = {}
     for lang in langs:
-        info = rstep.RunInfo(title=run.titles.get(lang, ""), free_order=run.free_order)
+        info = {"labels": run.labels, "title": run.titles.get(lang, ""), "free_order": run.free_order}
         out, fr = [], []
         for i in range(lo, hi + 1):
-            out.append(_record(rstep.build_panels(tl, tl.step(i), lang, labels=run.labels,
-                                                  info=info, compact=dense), pool))
+            out.append(_record(rstep.build_panels(tl, tl.step(i), lang, **info, compact=dense), pool))
             if frames:
-                fr.append([_record(rstep.build_panels(tl, f, lang, labels=run.labels, info=info),
-                                   pool, frame=True)
+                fr.append([_record(rstep.build_panels(tl, f, lang, **info), pool, frame=True)
                            for f in tl.frames(i)])
         steps[lang], op_frames[lang] = out, fr
     return BoardData(
         version=VERSION, num_steps=len(tl), lo=lo, hi=hi, langs=list(langs), lang=shown,
         steps=steps, frames=op_frames if frames else None, no_frames=dense,
         events={lg: [event_label(tl.step_of(i), lg) for i in range(lo, hi + 1)] for lg in langs},
-        marks=_marks(run.kinds), mark_colours={MARK_CODES[k]: MARKER_COLOURS[k] for k in KINDS},
+        marks=["".join(MARK_CODES[k] for k in KINDS if k in ks) for ks in run.kinds],
+        mark_colours={MARK_CODES[k]: MARKER_COLOURS[k] for k in KINDS},
         mark_names={lg: {MARK_CODES[k]: t("mk_" + k, lg) for k in KINDS} for lg in langs},
         ui={lg: {k: t(k, lg) for k in UI_KEYS} for lg in langs},
         legend={lg: _legend(run, lg, dense) for lg in langs},

@@ -38,6 +38,12 @@ def first_sentence(text: str) -> str:
     return text
 
 
+def _error_html(error: str | None, lang: str) -> str:
+    """The run's error, at the last step of a run that stopped early."""
+    return (f'<div class="bv-error" role="alert">{esc(t("error_stopped", lang, msg=error))}</div>'
+            if error else "")
+
+
 def caption_html(caption: str | None, lang: str, *, error: str | None = None,
                  teaching_only: bool = False) -> str:
     """The step's one sentence, shown large (the scenario's caption), then, at the last step of a
@@ -45,30 +51,24 @@ def caption_html(caption: str | None, lang: str, *, error: str | None = None,
     badge = (f'<span class="bv-teaching-tag" title="{esc(t("teaching_only_why", lang))}">'
              f'{esc(t("teaching_only", lang))}</span> ' if teaching_only else "")
     text = f'<span class="bv-cap-text">{esc(caption)}</span>' if caption else ""
-    err = (f'<div class="bv-error" role="alert">{esc(t("error_stopped", lang, msg=error))}</div>'
-           if error else "")
+    err = _error_html(error, lang)
     return f'<div class="bv bv-caption">{badge}{text}{err}</div>' if (badge or text or err) else ""
 
 
 def note_html(note: str | None, lang: str, *, error: str | None = None) -> str:
     """The step's note (the author's words) and, at the last step of a run that stopped early,
     the error."""
-    parts = []
-    if note:
-        parts.append(f'<div class="bv-note">{esc(note)}</div>')
-    if error:
-        parts.append(f'<div class="bv-error" role="alert">{esc(t("error_stopped", lang, msg=error))}</div>')
-    return f'<div class="bv bv-panel">{"".join(parts)}</div>' if parts else ""
+    body = (f'<div class="bv-note">{esc(note)}</div>' if note else "") + _error_html(error, lang)
+    return f'<div class="bv bv-panel">{body}</div>' if body else ""
 
 
-def did_html(sentences: Sequence[str], lang: str, *, title: bool = True,
-             max_items: int | None = None) -> str:
+def did_html(sentences: Sequence[str], lang: str, *, max_items: int | None = None) -> str:
     """What the engine did, one sentence per op (``blockviz.teach.narrate.narrate_ops``);
     ``max_items``: the first that many, then a line saying how many more (a big pool's step can
     run a hundred ops, of which a screen shows a few)."""
     if not sentences:
         return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("no_ops", lang))}</div></div>'
-    head = f'<div class="bv-small">{esc(t("engine_did", lang))}</div>' if title else ""
+    head = f'<div class="bv-small">{esc(t("engine_did", lang))}</div>'
     more = len(sentences) - max_items if max_items is not None else 0
     shown = sentences[:max_items] if more > 0 else sentences
     items = "".join(f'<li title="{esc(s)}">{esc(clip(s))}</li>' if len(s) > MAX_SENTENCE

@@ -37,24 +37,16 @@ FAMILIES = (
 SOURCES = ("device", "host", "p2p", "disk", "external_unspecified")
 
 
-def _samples(m: VllmMetrics) -> dict[str, list[tuple[dict, float]]]:
-    host = m.prompt_tokens_cached_host_total
-    return {
-        "vllm:num_requests_running": [({}, m.num_requests_running)],
-        "vllm:num_requests_waiting": [({}, m.num_requests_waiting)],
-        "vllm:num_requests_waiting_by_reason": [
-            ({"reason": "capacity"}, m.num_requests_waiting_capacity),
-            ({"reason": "deferred"}, m.num_requests_waiting_deferred)],
-        "vllm:kv_cache_usage_perc": [({}, m.kv_cache_usage_perc)],
-        "vllm:prefix_cache_queries_total": [({}, m.prefix_cache_queries_total)],
-        "vllm:prefix_cache_hits_total": [({}, m.prefix_cache_hits_total)],
-        "vllm:external_prefix_cache_queries_total": [({}, m.external_prefix_cache_queries_total)],
-        "vllm:external_prefix_cache_hits_total": [({}, m.external_prefix_cache_hits_total)],
-        "vllm:num_preemptions_total": [({}, m.num_preemptions_total)],
-        "vllm:prompt_tokens_cached_by_source_total": [
-            ({"source": s}, {"device": m.prefix_cache_hits_total, "host": host}.get(s, 0))
-            for s in SOURCES],
-    }
+def _samples(m: VllmMetrics, name: str) -> list[tuple[dict, float]]:
+    """A family's samples: (its labels, its value); a family of one sample is the field of
+    VllmMetrics of its name."""
+    if name == "vllm:num_requests_waiting_by_reason":
+        return [({"reason": "capacity"}, m.num_requests_waiting_capacity),
+                ({"reason": "deferred"}, m.num_requests_waiting_deferred)]
+    if name == "vllm:prompt_tokens_cached_by_source_total":
+        by = {"device": m.prefix_cache_hits_total, "host": m.prompt_tokens_cached_host_total}
+        return [({"source": s}, by.get(s, 0)) for s in SOURCES]
+    return [({}, getattr(m, name.removeprefix("vllm:")))]
 
 
 def _labels(labels: dict[str, str]) -> str:
@@ -64,12 +56,11 @@ def _labels(labels: dict[str, str]) -> str:
 def prometheus_text(m: VllmMetrics, model_name: str = "blockviz", engine: int = 0) -> str:
     """The families as a /metrics scrape shows them."""
     base = {"engine": str(engine), "model_name": model_name}
-    samples = _samples(m)
     out = []
     for name, kind, help_text in FAMILIES:
         out.append(f"# HELP {name} {help_text}")
         out.append(f"# TYPE {name} {kind}")
-        for labels, value in samples[name]:
+        for labels, value in _samples(m, name):
             out.append(f"{name}{_labels({**base, **labels})} {float(value)!r}")
     return "\n".join(out) + "\n"
 

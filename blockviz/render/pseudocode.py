@@ -349,8 +349,7 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
     the board shows instead when the panel is short of room. ``max_lines``: at most that many
     lines, then how many more (a big pool's step can run hundreds)."""
     if not ops:
-        return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="0">'
-                f'<div class="bv-muted">{esc(t("no_ops", lang))}</div></div>')
+        return ops_panel([], 0, t("no_ops", lang))
     refs = list(ref_before)
     shown = min(len(ops), MAX_OP_LINES if max_lines is None else max_lines)
     lines = [_op_line(op, lang, labels, vocab, block_size, refs) for op in ops[:shown]]   # (in order:
@@ -390,5 +389,13 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
         j = end
     if shown < len(ops):
         items.append(f'<li class="bv-more">… {esc(t("ol_more", lang, n=len(ops) - shown))}</li>')
-    return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="{len(ops)}">'
+    return ops_panel(items, len(ops), "")
+
+
+def ops_panel(items: list[str], n: int, empty: str) -> str:
+    """The ops panel around its ``<li>`` lines (``n`` ops in all; none: the words ``empty``)."""
+    if not n:
+        return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="0"><div class="bv-muted">'
+                f'{esc(empty)}</div></div>')
+    return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="{n}">'
             f'<ol class="bv-oplist">{"".join(items)}</ol></div>')

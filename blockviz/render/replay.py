@@ -27,10 +27,12 @@ from blockviz.live.reducer import CANNOT_KNOW, group_name, hash_label, short_hex
 from blockviz.live.wire import AllBlocksCleared, BlockRemoved, BlockStored
 from blockviz.render.board import UI_KEYS, VERSION, BoardData, Pool, board_css
 from blockviz.render.live import Forest, tenant_label, tenant_of, token_text
+from blockviz.render.pseudocode import ops_panel
 from blockviz.render.theme import esc
 
-MARKS = {"s": "green", "r": "red", "c": "blue"}       # stored, removed, cleared: palette names
-MARK_KEYS = {"s": "lv_stored", "r": "lv_removed", "c": "lv_cleared"}
+# the timeline's marks of a batch, by the kinds of its events: (letter, event, palette name, i18n key)
+MARKS = (("s", BlockStored, "green", "lv_stored"), ("r", BlockRemoved, "red", "lv_removed"),
+         ("c", AllBlocksCleared, "blue", "lv_cleared"))
 MAX_BOARD_CHARS = 12_000_000   # the board's strings, all languages: the steps past it are not shipped
 CHIPS_PER_LINE = 24          # hashes named on one event line; more are counted
 ROWS = 120                   # forest rows drawn per step; more are counted
@@ -89,13 +91,9 @@ def event_line(ev, i: int, lang: str) -> str:
 
 
 def ops_html(step, lang: str) -> str:
-    n = 0 if step is None else len(step.events)
-    if not n:
-        return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="0"><div class="bv-muted">'
-                f'{esc(t("rp_no_events", lang))}</div></div>')
-    lines = "".join(event_line(ev, i, lang) for i, ev in enumerate(step.events))
-    return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="{n}">'
-            f'<ol class="bv-oplist">{lines}</ol></div>')
+    events = () if step is None else step.events
+    return ops_panel([event_line(ev, i, lang) for i, ev in enumerate(events)], len(events),
+                     t("rp_no_events", lang))
 
 
 # -- the main panel: the forest after the batch -------------------------------------------------
@@ -191,15 +189,18 @@ def _clock(ts: float | None) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(ts)) + f".{int(ts * 1000) % 1000:03d} UTC"
 
 
+def _header(stepno: str, where: str) -> str:
+    return (f'<div class="bv bv-stepline"><span class="bv-stepno">{esc(stepno)}</span>'
+            f'<span class="bv-event">{esc(where)}</span></div>')
+
+
 def header_html(step, n: int, ranks: int, lang: str) -> str:
     where = [t("live_where_seq", lang, n=step.seq)]
     if ranks > 1:
         where.append(t("lv_rank", lang, rank=step.rank))
     if step.t is not None:
         where.append(_clock(step.t))
-    return (f'<div class="bv bv-stepline"><span class="bv-stepno">'
-            f'{esc(t("rp_step", lang, k=step.index + 1, n=n))}</span>'
-            f'<span class="bv-event">{esc(" · ".join(where))}</span></div>')
+    return _header(t("rp_step", lang, k=step.index + 1, n=n), " · ".join(where))
 
 
 def caption_html(step, lang: str) -> str:
@@ -246,14 +247,12 @@ def legend_html(lang: str) -> str:
 def _marks(step) -> str:
     """The timeline's mark of a batch: the kinds of its events (stored, removed, cleared)."""
     kinds = {type(ev) for ev in step.events}
-    return "".join(c for c, cls in (("s", BlockStored), ("r", BlockRemoved), ("c", AllBlocksCleared))
-                   if cls in kinds)
+    return "".join(c for c, cls, _, _ in MARKS if cls in kinds)
 
 
 def start_record(lang: str) -> dict[str, str]:
     """Step 0, before the first batch: nothing is known."""
-    return {"header": (f'<div class="bv bv-stepline"><span class="bv-stepno">{esc(t("rp_start", lang))}'
-                       f'</span><span class="bv-event">{esc(t("rp_start_where", lang))}</span></div>'),
+    return {"header": _header(t("rp_start", lang), t("rp_start_where", lang)),
             "caption": f'<div class="bv bv-caption">{esc(t("rp_cap_start", lang))}</div>',
             "why": why_html(None, lang), "ops": ops_html(None, lang),
             "blocks": (f'<div class="bvr-forest"><div class="bvr-empty">{esc(t("lv_empty", lang))}'
@@ -298,8 +297,8 @@ def recording_board(rec, *, langs, lang: str | None = None, url: bool | str = Fa
         version=VERSION, num_steps=every, lo=lo, hi=hi, langs=list(langs),
         lang=langs[0] if lang is None else lang, steps=steps, frames=None, no_frames=True,
         events=labels, marks=[""] + [_marks(s) for s in rec.steps[:every - 1]],
-        mark_colours={c: f"var(--bv-{name})" for c, name in MARKS.items()},
-        mark_names={lg: {c: t(k, lg) for c, k in MARK_KEYS.items()} for lg in langs},
+        mark_colours={c: f"var(--bv-{name})" for c, _, name, _ in MARKS},
+        mark_names={lg: {c: t(k, lg) for c, _, _, k in MARKS} for lg in langs},
         ui={lg: {k: t(UI_OVERRIDES.get(k, k), lg) for k in UI_KEYS} for lg in langs},
         legend={lg: legend_html(lg) for lg in langs}, widest_label="", dense=False,
         num_blocks=0, cells=None, kind_colours={}, external=False, presenter=False, speed=speed,

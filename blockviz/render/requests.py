@@ -8,6 +8,7 @@ from collections.abc import Collection
 from blockviz.core.request import vllm_status
 from blockviz.i18n import t
 from blockviz.render import groups as rgroups
+from blockviz.render.blocks import legend_item
 from blockviz.render.split import segments_bar_html, summary_html
 from blockviz.render.theme import esc
 
@@ -127,9 +128,6 @@ def requests_html(snapshot, *, lang: str = "en", fresh: Collection[int] = (),
             for r in reqs[:max_requests]]
     if len(reqs) > max_requests:
         rows.append(f'<div class="bv-more">… {esc(t("more_items", lang, n=len(reqs) - max_requests))}</div>')
-    legend = (f'<div class="bv-legend"><span><i class="bv-sw bv-cached"></i>'
-              f'{esc(t("local_hit", lang))}</span>'
-              f'<span><i class="bv-sw bv-ext"></i>{esc(t("external_hit", lang))}</span>'
-              f'<span><i class="bv-sw bv-new"></i>'
-              f'{esc(t("new_block", lang))}</span></div>')
-    return f'<div class="bv bv-panel">{"".join(rows)}{legend}</div>'
+    legend = "".join(legend_item(key, cls, lang) for key, cls in
+                     (("local_hit", "bv-cached"), ("external_hit", "bv-ext"), ("new_block", "bv-new")))
+    return f'<div class="bv bv-panel">{"".join(rows)}<div class="bv-legend">{legend}</div></div>'

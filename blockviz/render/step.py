@@ -45,13 +45,6 @@ class Panels:
     external: str
 
 
-@dataclass(frozen=True)
-class RunInfo:
-    """What a view needs to know about the run besides its timeline."""
-    title: str = ""
-    free_order: str = "split"
-
-
 def holders(step: Step) -> dict[int, tuple[str, ...]]:
     """block id -> the requests whose block table holds it (finished ones hold nothing)."""
     out: dict[int, list[str]] = {}
@@ -69,17 +62,17 @@ def holders(step: Step) -> dict[int, tuple[str, ...]]:
 COMPACT = {"rows": 24, "requests": 16, "cells": 16, "head": 24, "tail": 6, "did": 24, "ops": 40}
 
 
-def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunInfo = RunInfo(),
-                 compact: bool = False) -> Panels:
-    """Every panel of step ``s`` (an event's, or an op frame's) of ``timeline``, in ``lang``;
-    ``compact``: the long panels cut shorter (``COMPACT``) and no cards, as the board draws a big
-    pool."""
+def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, title: str = "",
+                 free_order: str = "split", compact: bool = False) -> Panels:
+    """Every panel of step ``s`` (an event's, or an op frame's) of ``timeline``, in ``lang``, in a
+    run called ``title`` that frees blocks in ``free_order``; ``compact``: the long panels cut
+    shorter (``COMPACT``) and no cards, as the board draws a big pool."""
     last = len(timeline) - 1
     vocab, bs = timeline.vocab, timeline.block_size
     c = s.changes
     header = step_header_html(s.index, last, event_label(s.event, lang), lang,
                               None if s.frame is None else (s.frame, s.num_frames),
-                              title=info.title)
+                              title=title)
     note = s.note.get(lang) if s.note is not None else None
     error = (error_text(timeline.error, lang) if timeline.error is not None and s.index == last
              else None)
@@ -88,7 +81,7 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunI
         b: rgroups.badge_html(g, groups[g], lang, short=True, cls="bv-grp bv-grp-card")
         for b, g in rgroups.block_groups(s).items()}
     blocks = None if compact else rblocks.blocks_html(
-        s, labels=labels, vocab=vocab, block_size=bs, lang=lang, changed=c.blocks, legend=False,
+        s, labels=labels, vocab=vocab, block_size=bs, lang=lang, changed=c.blocks,
         prev_ref=c.prev_ref_cnt, held_by=holders(s), groups=badges)
     cut = ({"head_cells": COMPACT["head"], "tail_cells": COMPACT["tail"]} if compact else {})
     queue = queue_html(s, labels=labels, lang=lang, to_head=c.to_head, to_tail=c.to_tail, **cut)
@@ -105,7 +98,7 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, info: RunI
                 else t("no_ops", lang))
         caption = caption_html(line, lang)
         if s.op is not None:
-            code = pseudocode_html(s.op, lang=lang, free_order=info.free_order,
+            code = pseudocode_html(s.op, lang=lang, free_order=free_order,
                                    vllm_function=s.op.fn)
     else:
         said = s.caption.get(lang) if s.caption is not None else None

@@ -112,27 +112,21 @@ def render_step(timeline: Timeline, index: int, *, lang: str = "en", color: bool
     block_lines = render_blocks(s, labels, vocab, s.changes.blocks, style, lang)
     out.append(_label(t('gpu_blocks', lang)) + block_lines[0])
     out += [" " * 18 + bl for bl in block_lines[1:]]
-    if s.free_queue:
-        q = " → ".join(str(b) for b in s.free_queue)
-        out.append(f"{_label(t('free_queue', lang))}{t('head', lang)} → {q} → {t('tail', lang)}")
-    else:
-        out.append(_label(t("free_queue", lang)) + t("empty", lang))
-    if s.hash_table:
-        parts = []
-        for h, ids in s.hash_table:
-            parent = labels.parent.get(h)
-            chain = f"{labels(h)}({labels(parent)})" if parent else labels(h)
-            dup = f" [{t('duplicate', lang)}]" if len(ids) > 1 else ""
-            parts.append(f"{chain} → {', '.join(map(str, ids))}{dup}")
-        out.append(_label(t('hash_table', lang)) + " · ".join(parts))
-    else:
-        out.append(_label(t('hash_table', lang)) + t('empty', lang))
-    if s.requests:
-        parts = []
-        for rid, r in s.requests.items():
-            parts.append(f"{printable(rid)} {t('status_' + r.status, lang)} {list(r.block_ids)} "
-                         f"({t('computed', lang)} {r.num_computed_tokens}/{r.num_tokens})")
-        out.append(_label(t('requests', lang)) + " · ".join(parts))
+    q = " → ".join(str(b) for b in s.free_queue)
+    out.append(_label(t("free_queue", lang))
+               + (f"{t('head', lang)} → {q} → {t('tail', lang)}" if q else t("empty", lang)))
+    parts = []
+    for h, ids in s.hash_table:
+        parent = labels.parent.get(h)
+        chain = f"{labels(h)}({labels(parent)})" if parent else labels(h)
+        dup = f" [{t('duplicate', lang)}]" if len(ids) > 1 else ""
+        parts.append(f"{chain} → {', '.join(map(str, ids))}{dup}")
+    out.append(_label(t('hash_table', lang)) + (" · ".join(parts) or t('empty', lang)))
+    reqs = " · ".join(f"{printable(rid)} {t('status_' + r.status, lang)} {list(r.block_ids)} "
+                      f"({t('computed', lang)} {r.num_computed_tokens}/{r.num_tokens})"
+                      for rid, r in s.requests.items())
+    if reqs:
+        out.append(_label(t('requests', lang)) + reqs)
     first = True
     for rid, r in s.requests.items():       # the lookups explained at this step
         for split, key in ((r.prompt_split, "xs_head"), (r.resumed_split, "xs_head_resumed")):

@@ -49,11 +49,9 @@ PALETTE: dict[str, str] = {
     "yellow-bg": "#fff3cd", "brown": "#7a5a00",                  # a duplicate hash's badge
 }
 _P = PALETTE
-INK, MUTED, FAINT, PAPER, PANEL = _P["ink"], _P["muted"], _P["faint"], _P["paper"], _P["panel"]
+INK, MUTED, FAINT, PAPER = _P["ink"], _P["muted"], _P["faint"], _P["paper"]
 RULE, GRID, VEIL = _P["rule"], _P["grid"], _P["veil"]
-GREEN, GREEN_BG, GREEN_BG_FREE = _P["green"], _P["green-bg"], _P["green-bg-free"]
-GREY, GREY_BG, GREY_BG_FREE = _P["grey"], _P["grey-bg"], _P["grey-bg-free"]
-NULL_BG = _P["null"]
+GREEN, GREY, GREY_BG = _P["green"], _P["grey"], _P["grey-bg"]
 AMBER, RED, BLUE, PURPLE, ORANGE = _P["amber"], _P["red"], _P["blue"], _P["purple"], _P["orange"]
 # a prompt split's categories (sim.explain): what served a token, or why nothing did — the
 # palette's names (CSS reads var(--bv-<name>))
@@ -77,7 +75,7 @@ class BlockStyle(NamedTuple):
 # The kinds of block, told apart the same way wherever a block is drawn (cards, queue cells, the
 # dense view), and the legend items that explain them.
 BLOCK_KINDS: dict[str, BlockStyle] = {
-    "null": BlockStyle(("bv-null",), NULL_BG, "null_block"),
+    "null": BlockStyle(("bv-null",), _P["null"], "null_block"),
     "free": BlockStyle(("bv-free",), _P["cell-free"], "cat_free"),
     "free_cached": BlockStyle(("bv-cached", "bv-free"), _P["cell-free-cached"], "cat_free_cached"),
     "used": BlockStyle((), _P["grey-mid"], "cat_used"),

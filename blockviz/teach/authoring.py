@@ -206,10 +206,9 @@ def completions(schema: dict | None = None) -> dict[str, list[dict]]:
         detail = "" if not sec.fields else ("{…}" if name in EVENT_DEFS else sec.fields[0].type)
         out["events"].append({"label": name, "detail": detail, "en": t(f"evh_{name}", "en"),
                               "zh": t(f"evh_{name}", "zh")})
-    for key, definition in (("scenario", None), ("config", "Config"), ("model", "ModelConfig"),
-                            ("connector", "ConnectorConfig"), ("scheduler", "SchedulerSpec"),
-                            ("arrive", "ArriveSpec"), ("decode", "DecodeSpec")):
-        out[key] = [entry(f) for f in fields_of(schema, definition)]
+    for definition, key in DEF_SECTIONS.items():
+        if key not in PART_DEFS:
+            out[key] = [entry(f) for f in fields_of(schema, definition)]
     out["part"] = [entry(f) for d in PART_DEFS.values() for f in fields_of(schema, d)]
     return out
 

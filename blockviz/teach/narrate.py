@@ -35,8 +35,6 @@ def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = No
 
 def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block_size: int) -> str:
     k = op.kind
-    if k == "arrive":
-        return t("nr_arrive", lang, rid=op.request_id)
     if k == "lookup" and labels.hybrid:
         rid, n, spb = op.request_id, op.num_hit_tokens, op.shared_prefix_boundary
         text = (t("nr_lookup_groups", lang, rid=rid, n=n, blocks=_blocks(op.block_ids, lang)) if n
@@ -68,10 +66,6 @@ def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block
         if removed:
             text += tn("nr_touch_free", len(removed), lang, ids=id_list(removed))
         return text
-    if k == "popleft":
-        return t("nr_popleft", lang, blocks=_blocks(op.block_ids, lang))
-    if k == "evict":
-        return t("nr_evict", lang, bid=op.block_id, label=labels(op.block_hash))
     if k == "remove_skipped":
         if not op.block_ids:       # a hit's table padded with the null block
             n = len(op.block_indices)
@@ -97,22 +91,12 @@ def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block
                  n=op.num_new_tokens)
     if k == "preempt":
         return t("nr_preempt_groups" if labels.hybrid else "nr_preempt", lang, rid=op.request_id)
-    if k == "free":
-        return t("nr_free", lang, blocks=_blocks(op.block_ids, lang))
-    if k in ("free_head", "free_tail"):
-        return t(f"nr_{k}", lang, Blocks=_blocks(op.block_ids, lang, "nr_Blocks"))
     if k == "reset":
         return t("nr_reset" if op.ok else "nr_reset_refused", lang)
     if k == "write":
         toks = op.token_ids
         return t("nr_write", lang, rid=op.request_id, n=len(toks), words=token_text(toks, vocab, 6),
                  bid=op.block_id, offset=op.offset)
-    if k == "load":
-        return t("nr_load", lang, rid=op.request_id, bid=op.block_id)
-    if k == "save":
-        return t("nr_save", lang, rid=op.request_id, bid=op.block_id, label=labels(op.block_hash))
-    if k == "drop":
-        return t("nr_drop", lang, label=labels(op.block_hash))
     if k == "sample":
         return t("nr_sample", lang, rid=op.request_id, token=token_text([op.token_id], vocab))
     if k == "finish":
@@ -125,7 +109,14 @@ def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block
         diff = op.max_abs_diff
         return t("nr_verify_same" if diff == 0 else "nr_verify_diff", lang, rid=op.request_id,
                  hit=op.hit_tokens, diff=f"{diff:.2e}", dev=op.device)
-    return k
+    # the rest (arrive, popleft, evict, free, free_head, free_tail, load, save, drop) say their
+    # fields: ``nr_<kind>`` takes those it names of a request, its blocks, a block, a hash
+    fields = {"rid": getattr(op, "request_id", None), "bid": getattr(op, "block_id", None)}
+    if hasattr(op, "block_ids"):
+        fields.update(blocks=_blocks(op.block_ids, lang), Blocks=_blocks(op.block_ids, lang, "nr_Blocks"))
+    if hasattr(op, "block_hash"):
+        fields["label"] = labels(op.block_hash)
+    return t(f"nr_{k}", lang, **fields)
 
 
 def schedule_line(es, lang: str) -> str:

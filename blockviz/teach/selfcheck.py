@@ -88,6 +88,16 @@ def window_blocks(ops: Iterable[tuple]) -> tuple[int, ...]:
     return tuple(sorted({b for op in ops if op.kind == "remove_skipped" for b in op.block_ids}))
 
 
+def next_marks(state) -> tuple[int | None, int | None]:
+    """(the block the next allocation takes: the free queue's head, the block whose cached prefix
+    is evicted next: the first block from the head that still has a hash). They are one block when
+    the head is cached; a queue with no cached block has no prefix to evict."""
+    q, hashes = state.free_queue, state.block_hash
+    head = q[0] if q else None
+    prefix = next((b for b in q if hashes[b] is not None), None)
+    return head, prefix
+
+
 def expected(timeline, index: int, kind: str) -> tuple[int, ...]:
     s = timeline.step(index)
     if kind == "queue":
@@ -96,11 +106,9 @@ def expected(timeline, index: int, kind: str) -> tuple[int, ...]:
         return hit_blocks(timeline.step_ops(index))
     if kind == "window":
         return window_blocks(timeline.step_ops(index))
-    if kind == "victim":
-        return (s.free_queue[0],) if s.free_queue else ()
-    if kind == "evict":
-        first = next((b for b in s.free_queue if s.block_hash[b] is not None), None)
-        return () if first is None else (first,)
+    if kind in ("victim", "evict"):
+        b = next_marks(s)[kind == "evict"]
+        return () if b is None else (b,)
     raise ValueError(f"unknown question {kind!r}")
 
 

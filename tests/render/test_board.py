@@ -36,7 +36,7 @@ def test_every_step_in_both_languages_from_the_one_step_renderer(six_run):
     assert (d.num_steps, d.lo, d.hi) == (9, 0, 8) and d.langs == ["en", "zh"]
     for k in range(9):
         p = build_panels(six_run.timeline, six_run.timeline.step(k), "zh", labels=six_run.labels,
-                         info=B.rstep.RunInfo(title=six_run.titles["zh"]))
+                         title=six_run.titles["zh"])
         assert panel(d, "zh", k, "queue") == p.queue and panel(d, "zh", k, "blocks") == p.blocks
         assert panel(d, "zh", k, "table") == p.table and panel(d, "zh", k, "ops") == p.ops
         assert panel(d, "zh", k, "caption") == p.caption and panel(d, "zh", k, "why") == p.why
