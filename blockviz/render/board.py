@@ -149,14 +149,14 @@ class BoardData:
     mark_names: dict[str, dict[str, str]]
     ui: dict[str, dict[str, str]]        # the board's own words, per language
     legend: dict[str, str]
-    widest_label: str                    # the widest hash label of the run (cards are sized for it)
-    dense: bool                          # blocks as a dense grid (``cells``), not cards
-    num_blocks: int
-    cells: list[dict] | None
+    widest_label: str = ""               # the widest hash label of the run (cards are sized for it)
+    dense: bool = False                  # blocks as a dense grid (``cells``), not cards
+    num_blocks: int = 0
+    cells: list[dict] | None = None
     kind_colours: dict[str, str]
-    external: bool                       # the run has an external tier (its panel is shown)
+    external: bool = False               # the run has an external tier (its panel is shown)
     group_names: dict[str, list[str]] | None = None   # a hybrid model's groups, "g1 sliding window 8"
-    presenter: bool
+    presenter: bool = False
     speed: float                         # play speed
     url: bool | str                      # write the step into the URL: True ?step=, "hash" #step=
     strings: list[str]

@@ -42,15 +42,19 @@ def block_groups(step) -> dict[int, int]:
             g = split_block_key(h)[1]
             if g is not None:
                 out[b] = g
-    for r in step.requests.values():
-        bt = r.block_tables
-        if bt is None or r.status == "finished":
-            continue
-        for g, table in enumerate(bt.tables):
-            for b in table:
-                if b and step.ref_cnt[b] > 0:
-                    out[b] = g
+    for _, g, b in held_blocks(step):
+        out[b] = g
     return out
+
+
+def held_blocks(step):
+    """(request id, group, block) for each block a request's table holds at ``step`` (finished
+    requests hold none; one table, group 0, without kv_cache_groups)."""
+    for r in step.requests.values():
+        if r.status != "finished":
+            bt = r.block_tables
+            for g, table in enumerate((r.block_ids,) if bt is None else bt.tables):
+                yield from ((r.request_id, g, b) for b in table if b and step.ref_cnt[b] > 0)
 
 
 def legend_html(groups: Sequence, lang: str) -> str:

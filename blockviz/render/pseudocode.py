@@ -7,6 +7,8 @@ split order of vLLM >= 0.24 and the classic append-only order of vLLM <= 0.23.
 """
 from __future__ import annotations
 
+from itertools import groupby
+
 from blockviz.core.request import vllm_status
 from blockviz.i18n import t
 from blockviz.render.groups import group_title
@@ -356,12 +358,10 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
     # the ref counts a line shows are those its earlier ops left; later ops change no shown line)
     items: list[str] = []
     run = 0
-    j = 0
-    while j < shown:
+    for _, same in groupby(range(shown), lambda i: ops[i].kind):     # a run of one kind: one call
+        j, *rest = same
+        end = j + 1 + len(rest)
         name = lines[j][0].split("(", 1)[0]
-        end = j
-        while end < shown and lines[end][0].split("(", 1)[0] == name and ops[end].kind == ops[j].kind:
-            end += 1
         folded = end - j >= GROUP_RUN and ops[j].kind in FOLDABLE
         if folded:
             run += 1
@@ -386,7 +386,6 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
             items.append(f'<li class="bv-opl" data-bv="op" data-bv-index="{i}"{member}>'
                          f'<span class="bv-opn">{i + 1}</span>{group}<code class="bv-call">{call}</code>'
                          f' <span class="bv-eff">{eff}</span></li>')
-        j = end
     if shown < len(ops):
         items.append(f'<li class="bv-more">… {esc(t("ol_more", lang, n=len(ops) - shown))}</li>')
     return ops_panel(items, len(ops), "")

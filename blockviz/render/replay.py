@@ -300,9 +300,8 @@ def recording_board(rec, *, langs, lang: str | None = None, url: bool | str = Fa
         mark_colours={c: f"var(--bv-{name})" for c, _, name, _ in MARKS},
         mark_names={lg: {c: t(k, lg) for c, _, _, k in MARKS} for lg in langs},
         ui={lg: {k: t(UI_OVERRIDES.get(k, k), lg) for k in UI_KEYS} for lg in langs},
-        legend={lg: legend_html(lg) for lg in langs}, widest_label="", dense=False,
-        num_blocks=0, cells=None, kind_colours={}, external=False, presenter=False, speed=speed,
-        url=url, strings=pool.strings)
+        legend={lg: legend_html(lg) for lg in langs}, kind_colours={}, speed=speed, url=url,
+        strings=pool.strings)
 
 
 REPLAY_CSS = """

@@ -86,13 +86,8 @@ def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = Fa
         tokens = t("finished_tokens", lang, n=n, p=r.num_prompt_tokens, o=n - r.num_prompt_tokens)
     else:
         tokens = t("computed_of", lang, c=done, n=n, p=n - done)
-    extra = []
-    if r.local_hit_blocks:
-        extra.append(f'<span class="bv-b bv-local">{r.local_hit_blocks}</span> '
-                     f'{esc(t("local_hit", lang))}')
-    if r.external_hit_blocks:
-        extra.append(f'<span class="bv-b bv-ext">{r.external_hit_blocks}</span> '
-                     f'{esc(t("external_hit", lang))}')
+    hits = ((r.local_hit_blocks, "bv-local", "local_hit"), (r.external_hit_blocks, "bv-ext", "external_hit"))
+    extra = [f'<span class="bv-b {cls}">{n}</span> {esc(t(key, lang))}' for n, cls, key in hits if n]
     if r.num_preemptions:
         extra.append(esc(t("preempted_times", lang, n=r.num_preemptions)))
     if r.lora:

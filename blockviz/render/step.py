@@ -48,13 +48,8 @@ class Panels:
 def holders(step: Step) -> dict[int, tuple[str, ...]]:
     """block id -> the requests whose block table holds it (finished ones hold nothing)."""
     out: dict[int, list[str]] = {}
-    for r in step.requests.values():
-        if r.status == "finished":
-            continue
-        bt = r.block_tables          # a hybrid model: every group's table
-        for b in (r.block_ids if bt is None else [b for table in bt.tables for b in table]):
-            if b and step.ref_cnt[b] > 0:
-                out.setdefault(b, []).append(r.request_id)
+    for rid, _, b in rgroups.held_blocks(step):      # (a hybrid model: every group's table)
+        out.setdefault(b, []).append(rid)
     return {b: tuple(ids) for b, ids in out.items()}
 
 
