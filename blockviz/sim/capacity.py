@@ -125,7 +125,7 @@ def _checked(trace: Iterable[TraceRequest], block_size: int) -> Iterator[TraceRe
         yield r
 
 
-def _counted(items: Iterable, progress: Progress | None) -> Iterator:
+def counted(items: Iterable, progress: Progress | None) -> Iterator:
     """The items, with ``progress(n)`` told every :data:`PROGRESS_EVERY` of them and at the end."""
     if progress is None:
         yield from items
@@ -207,7 +207,7 @@ def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_bloc
     get_computed_blocks, allocate_slots, free = (manager.get_computed_blocks,
                                                  manager.allocate_slots, manager.free)
     queries = hits = admitted = rejected = limited = 0
-    for req in _counted(_requests(trace, block_size, exact_tokens), progress):
+    for req in counted(_requests(trace, block_size, exact_tokens), progress):
         blocks, num_hit, boundary = get_computed_blocks(req)
         req.shared_prefix_boundary = boundary
         n = req.num_tokens
@@ -276,7 +276,7 @@ def ceiling_groups(trace: Iterable[TraceRequest], *, block_size: int, kv_cache_g
              enumerate(zip(specs, coordinator.single_type_managers))]
     keys = cached.keys
     queries = hits = limited = 0
-    for i, req in enumerate(_counted(_requests(trace, block_size, False), progress)):
+    for i, req in enumerate(counted(_requests(trace, block_size, False), progress)):
         n = req.num_tokens
         _, num_hit, uncached = coordinator.find_longest_cache_hit(req.block_hashes, n - 1)
         if on_request is not None:
@@ -313,7 +313,7 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
                               progress=progress, on_request=on_request)
     seen: dict[bytes, int] = {}
     queries = hits = count = 0
-    for r in _counted(_checked(trace, block_size), progress):
+    for r in counted(_checked(trace, block_size), progress):
         n = r.input_length
         limit = (n - 1) // block_size
         hit = 0

@@ -66,9 +66,11 @@ import time
 from collections.abc import Callable, Iterable
 
 from blockviz.scenario.trace import TraceRequest, check_block_size, check_trace, iter_trace
+from blockviz.sim.capacity import KNEE_FRACTION, OptionError, Progress, counted, geometric_sizes, hit_rate
+from blockviz.sim.explain_trace import add_explain
+from blockviz.sim.optimal import add_optimal
+from blockviz.sim.sweep import SweepResult, check_pools
 
-PROGRESS_EVERY = 256
-Progress = Callable[[int], None]
 _C, _D, _E = 0, 1, 2     # interval states: canonical, canonical + duplicates, explicit
 
 
@@ -256,6 +258,13 @@ class _Pass:
     def w_after(self, y: int) -> int:
         """Items above request y's chunk: the distinct blocks (and, append, partials) since y."""
         return self.fen.total - self.fen.prefix(y + 1)
+
+    def w_memo(self, y: int, memo: dict[int, int]) -> int:
+        """:meth:`w_after`, kept in ``memo`` (one of this step's)."""
+        wa = memo.get(y)
+        if wa is None:
+            wa = memo[y] = self.w_after(y)
+        return wa
 
     def canon_top(self, depth: int, start: int) -> list[tuple]:
         """The canonical stack from request ``start`` down, as segments, ``depth`` items or more."""
@@ -488,13 +497,6 @@ def _graduate_and_drop(ps: _Pass, dead: tuple, hi: int | None, q: int) -> tuple:
     so the copies deeper than hi - q at every size are a tail of the list (found from the end), and
     only the copies with a threshold need looking at for the rest."""
     memo = ps.memo
-
-    def w(y: int) -> int:
-        wa = memo.get(y)
-        if wa is None:
-            wa = memo[y] = ps.w_after(y)
-        return wa
-
     taus = _meta(dead)[1]
     if not taus and hi is None:
         return dead
@@ -506,13 +508,13 @@ def _graduate_and_drop(ps: _Pass, dead: tuple, hi: int | None, q: int) -> tuple:
             n0 += 1
     end = len(dead)
     if hi is not None:
-        while end and max(w(dead[end - 1][0]) + 1 + above0[end - 1] + q, dead[end - 1][4]) > hi:
+        while end and max(ps.w_memo(dead[end - 1][0], memo) + 1 + above0[end - 1] + q, dead[end - 1][4]) > hi:
             end -= 1
     out = list(dead[:end])
     changed = end < len(dead)
     if taus:
         for k, x in enumerate(out):
-            if x[4] and w(x[0]) + 1 + above0[k] + q >= x[4]:
+            if x[4] and ps.w_memo(x[0], memo) + 1 + above0[k] + q >= x[4]:
                 out[k] = x[:4] + (0,)
                 changed = True
     return tuple(out) if changed else dead
@@ -524,10 +526,7 @@ def _by_threshold(dead, lo: int, hi: int | None) -> list[tuple]:
     taus = _meta(dead)[1] if dead else ()
     if not taus:
         return [(lo, hi, dead)]
-    cuts = [t for t in taus if t > lo and (hi is None or t <= hi)]
-    if not cuts:
-        return [(lo, hi, tuple(x if not x[4] else x[:4] + (0,) for x in dead if x[4] <= lo))]
-    bounds = [lo] + cuts
+    bounds = [lo] + [t for t in taus if t > lo and (hi is None or t <= hi)]
     out = []
     for j, a in enumerate(bounds):
         b = bounds[j + 1] - 1 if j + 1 < len(bounds) else hi
@@ -600,10 +599,6 @@ class _Request:
         if iv.kind == _E:
             runs = self.e_runs(iv.segs, iv.dead)
             q = 0 if ps.append_order else iv.plast
-            self.ramp(lo, hi, q, runs)
-        elif not iv.dead:
-            q = 0 if ps.append_order else ps.p_prev
-            runs = self.canon
             self.ramp(lo, hi, q, runs)
         else:
             q = 0 if ps.append_order else ps.p_prev
@@ -679,10 +674,8 @@ class _Request:
         for ks in mine.values():
             for k in ks:
                 x = dead[k]
-                wa = memo.get(x[0])
-                if wa is None:
-                    wa = memo[x[0]] = ps.w_after(x[0])
-                t = _first_size(wa + 1 + q, sorted(z[4] for z in dead[:k]), max(lo, x[4]), hi)
+                t = _first_size(ps.w_memo(x[0], memo) + 1 + q, sorted(z[4] for z in dead[:k]),
+                                max(lo, x[4]), hi)
                 if t is False:
                     return None
                 thresholds[k] = t
@@ -764,14 +757,8 @@ class _Request:
     def dead_depths(self, kind, segs, dead) -> list[int]:
         """Each duplicate's depth, counting every duplicate above it."""
         if kind != _E:
-            memo, ps = self.ps.memo_before, self.ps
-            out = []
-            for k, x in enumerate(dead):
-                wa = memo.get(x[0])
-                if wa is None:
-                    wa = memo[x[0]] = ps.w_after(x[0])
-                out.append(wa + k + 1)
-            return out
+            ps = self.ps
+            return [ps.w_memo(x[0], ps.memo_before) + k + 1 for k, x in enumerate(dead)]
         return _e_dead_depths(segs, dead)
 
     def common(self, y: int) -> int:
@@ -816,9 +803,7 @@ class _Request:
                 cum += 1
                 di += 1
             if c == nxt:
-                cp = self.cps.get(y)
-                if cp is None:
-                    cp = self.common(y)
+                cp = self.common(y)
                 if cp > c:
                     top = cp if cp < e else e
                     runs.append((y, c, top, cum + 1))
@@ -832,13 +817,10 @@ class _Request:
         pr = self.p if self.ps.append_order else 0
         got = self.F + pr
         out = [(self.r, 0, self.F, pr)] if got else []
-        cps = self.cps
         for y, c, e, pf in segs:
             if T is not None and got >= T:
                 break
-            cp = cps.get(y)
-            if cp is None:
-                cp = self.common(y)
+            cp = self.common(y)
             if cp > c:
                 c = cp if cp < e else e
             k = e - c + pf
@@ -990,13 +972,8 @@ def curve_sequence(trace: Iterable[TraceRequest], *, block_size: int, free_order
     if free_order not in ("split", "append"):
         raise ValueError(f"free_order must be split or append, not {free_order!r}")
     ps = _Pass(block_size, free_order)
-    r = -1
-    for r, req in enumerate(trace):
+    for r, req in enumerate(counted(trace, progress)):
         ps.step(r, req)
-        if progress is not None and r % PROGRESS_EVERY == PROGRESS_EVERY - 1:
-            progress(PROGRESS_EVERY)
-    if progress is not None and (r + 1) % PROGRESS_EVERY:
-        progress((r + 1) % PROGRESS_EVERY)
     return SequenceCurve(ps, free_order)
 
 
@@ -1007,8 +984,6 @@ def curve_sweep(traces, *, block_size: int, pool_blocks, free_orders=("split",),
     per (trace, free order), in this process; each report adds ``"curve"``
     (:meth:`SequenceCurve.steps`). Sequence mode only (``executor`` is not needed). Every trace is
     checked first; ``progress(done, total)`` counts requests over all passes."""
-    from blockviz.sim.capacity import OptionError
-    from blockviz.sim.sweep import SweepResult, check_pools
     if mode != "sequence" or options:
         raise OptionError("trace_opt_curve_mode")
     check_block_size(block_size)
@@ -1047,7 +1022,6 @@ def knee_hit_blocks(ceiling: dict, block_size: int, fraction: float) -> int | No
     """The fewest hit blocks at which a pool that admits every request reaches ``fraction`` of
     the ceiling's hit rate, by :func:`blockviz.sim.capacity.knee_of`'s rule; None when the
     ceiling hits nothing."""
-    from blockviz.sim.capacity import hit_rate
     rate, queries = hit_rate(ceiling), ceiling["queries"]
     if rate <= 0:
         return None
@@ -1076,8 +1050,6 @@ def curve_report(source, *, block_size: int, requests: int, free_orders=("split"
     :data:`OPTIMAL_WORK`, and MIN is left out (``"optimal_skipped"`` says why) past
     :data:`OPTIMAL_MAX_BLOCKS` blocks or below two sizes. ``requests``: how many the trace holds
     (up to ``limit``), for ``progress(done=, total=, phase=, order=, size=, of=)``."""
-    from blockviz.sim.capacity import KNEE_FRACTION, geometric_sizes
-    from blockviz.sim.optimal import add_optimal
     start = time.perf_counter()
     check_block_size(block_size)
     total = requests * (len(free_orders) + (sizes + len(free_orders) if optimal else 0))
@@ -1118,13 +1090,7 @@ def curve_report(source, *, block_size: int, requests: int, free_orders=("split"
         add_optimal(reports, [source], block_size=block_size, limit=limit,
                     progress=lambda d, _: advance(base + d - done[0], phase="optimal", size=-(-d // per),
                                                   of=len(chosen)))
-    # where each size's prompt tokens went (sim.explain: one more pass, for every order)
-    from blockviz.sim.explain_trace import split_of, trace_split_parts
-    parts = trace_split_parts(iter_trace(source, name=name, limit=limit, block_size=block_size),
-                              block_size=block_size, pools=chosen)
-    for rep in reports:
-        for p in rep["points"]:
-            p["split"] = split_of(parts[p["pool_blocks"]], p["hits"])
+    add_explain(reports, [source], block_size=block_size, limit=limit, name=name)  # one more pass
     return {"reports": reports, "largest": lo, "working_set": hi, "queries": ceiling["queries"],
             "full_blocks": blocks, "sizes": chosen, "optimal_skipped": skipped,
             "seconds": time.perf_counter() - start}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 
 from blockviz.scenario.trace import iter_trace
-from blockviz.sim.capacity import block_keys
+from blockviz.sim.capacity import block_keys, counted
 
 TRACE_KEYS = ("hit", "evicted", "cold", "last_token", "partial_block")
 
@@ -37,8 +37,7 @@ def trace_split_parts(trace, *, block_size: int, pools: list[int],
     first_need: dict[bytes, int] = {}      # key -> the smallest need of a request that cached it
     walked = {p: 0 for p in pools}         # ever-cached blocks walked, per pool size
     struct = {p: [0, 0, 0] for p in pools}  # (walkable blocks, last_token, partial_block)
-    since = 0
-    for r in trace:
+    for r in counted(trace, progress):
         n = r.input_length
         need = -(-n // bs)
         k, m = n // bs, (n - 1) // bs
@@ -59,24 +58,18 @@ def trace_split_parts(trace, *, block_size: int, pools: list[int],
         for key in keys:
             if first_need.get(key, 1 << 62) > need:
                 first_need[key] = need
-        since += 1
-        if progress is not None and since == 256:
-            progress(since)
-            since = 0
-    if progress is not None and since:
-        progress(since)
     return {p: (walked[p] * bs, struct[p][0] * bs, struct[p][1], struct[p][2]) for p in pools}
 
 
 def add_explain(reports: list[dict], traces, *, block_size: int, limit: int | None = None,
-                progress=None) -> list[dict]:
+                name: str | None = None, progress=None) -> list[dict]:
     """``--explain``: each point of each report (one per trace and free order, in that order)
     gains ``"split"``, its prompt tokens by category (``split_of``; one pass per trace: the parts
-    do not depend on the free order)."""
+    do not depend on the free order). ``name``: what a lone trace's errors call it."""
     per_trace = len(reports) // max(1, len(traces))
     for k, trace in enumerate(traces):
         points = [p for rep in reports[k * per_trace:(k + 1) * per_trace] for p in rep["points"]]
-        parts = trace_split_parts(iter_trace(trace, limit=limit, block_size=block_size),
+        parts = trace_split_parts(iter_trace(trace, name=name, limit=limit, block_size=block_size),
                                   block_size=block_size, pools=[p["pool_blocks"] for p in points],
                                   progress=progress)
         for p in points:

@@ -149,8 +149,11 @@ class ReadTrace:
 
 @dataclass(frozen=True)
 class SweepTrace:
-    """The page's sweep of a trace: its extent, pool sizes from the largest request to its
-    working set (evenly on a log axis, never past what the trace can fill), both free orders."""
+    """The page's sweep of a trace, both free orders. Sequence mode (one KV-cache group): the
+    curve, one pass per free order giving every pool size, plus Belady's MIN at ``num_sizes``
+    sizes and the knees when ``optimal`` (bounded; ``curve_report``). Else: its extent, pool sizes
+    from the largest request to its working set (evenly on a log axis, never past what the trace
+    can fill), one replay each."""
     path: str
     name: str
     block_size: int
@@ -159,8 +162,18 @@ class SweepTrace:
     limit: int
     options: tuple
     model: str | None = None     # a hybrid preset: the replay runs its groups (each holds a copy)
+    requests: int = 0            # the requests the curve reads (the trace's, up to ``limit``)
+    optimal: bool = True
+
+    @property
+    def curve(self) -> bool:
+        return self.mode == "sequence" and self.model is None   # the one-pass curve is one group's
 
     def __call__(self, report) -> dict:
+        if self.curve:
+            return curve_report(self.path, name=self.name, block_size=self.block_size, limit=self.limit,
+                                requests=self.requests, free_orders=ORDERS, sizes=self.num_sizes,
+                                optimal=self.optimal, progress=report)
         report(force=True, phase="measuring")
         requests = iter_trace(self.path, name=self.name, limit=self.limit)
         extent = trace_extent(requests, block_size=self.block_size)
@@ -175,24 +188,6 @@ class SweepTrace:
                        mode=self.mode, limit=self.limit, options=dict(self.options),
                        executor=LocalExecutor(workers=1), progress=progress, model=self.model)
         return {"reports": tuple(result.reports), "seconds": result.seconds, "runs": 2 * len(sizes)}
-
-
-@dataclass(frozen=True)
-class CurveTrace:
-    """The page's curve of a trace in sequence mode: one pass per free order gives every pool
-    size, plus Belady's MIN at ``sizes`` sizes and the knees when ``optimal`` (bounded)."""
-    path: str
-    name: str
-    block_size: int
-    limit: int
-    requests: int                # the requests it reads (the trace's, up to ``limit``)
-    sizes: int
-    optimal: bool
-
-    def __call__(self, report) -> dict:
-        return curve_report(self.path, name=self.name, block_size=self.block_size, limit=self.limit,
-                            requests=self.requests, free_orders=ORDERS, sizes=self.sizes,
-                            optimal=self.optimal, progress=report)
 
 
 def tab(lang: str) -> None:
@@ -364,13 +359,9 @@ def _run_sweep(trace: TraceFile, lang: str) -> None:
         st.error(e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang))
         return
     model = ss.get("w_capt_model")
-    hybrid = model if model_groups(model) else None   # the one-pass curve is one group's
-    if mode == "sequence" and hybrid is None:
-        task = CurveTrace(trace.path, trace.name, bs, limit, min(limit, trace.requests),
-                          int(ss["w_capt_num_sizes"]), bool(ss.get("w_capt_optimal", True)))
-    else:
-        task = SweepTrace(trace.path, trace.name, bs, mode, int(ss["w_capt_num_sizes"]), limit,
-                          tuple(options.items()), hybrid)
+    task = SweepTrace(trace.path, trace.name, bs, mode, int(ss["w_capt_num_sizes"]), limit,
+                      tuple(options.items()), model if model_groups(model) else None,
+                      min(limit, trace.requests), bool(ss.get("w_capt_optimal", True)))
     if jobs.start(session.CAPT_SWEEP_JOB, task, trace.name, lang):
         ss[session.CAPT_SWEEPING] = (trace.key, task)
 
@@ -380,30 +371,26 @@ def _swept(state, trace: TraceFile, lang: str) -> None:
     key, task = ss.pop(session.CAPT_SWEEPING, (None, None))
     if task is None or key != trace.key:
         return
-    if state.status == "done" and isinstance(task, CurveTrace):
-        r = state.result
-        ss[session.CAPT_SWEEP] = TraceSweep(trace.key, tuple(r["reports"]), "sequence", task.block_size,
-                                            task.requests, (), r["seconds"], r)
-        capacity_curve.place(default_pool(r))
-        best = sum("optimal_hits" in p for p in r["reports"][0]["points"])
-        ss[session.CAPT_JOB_DONE] = (t("curve_done", lang, requests=f"{task.requests:,}", n=best,
-                                       s=f"{r['seconds']:.1f}") if best else
-                                     t("curve_done_no_best", lang, requests=f"{task.requests:,}",
-                                       s=f"{r['seconds']:.1f}"))
-        return
     if state.status == "done":
         r = state.result
-        ss[session.CAPT_SWEEP] = TraceSweep(trace.key, r["reports"], task.mode, task.block_size, task.limit,
-                                            task.options, r["seconds"], model=task.model)
+        curve = r if task.curve else None
+        replayed = task.requests if curve else task.limit
+        ss[session.CAPT_SWEEP] = TraceSweep(trace.key, tuple(r["reports"]), task.mode, task.block_size,
+                                            replayed, task.options, r["seconds"], curve, task.model)
         points = r["reports"][0]["points"]
-        capacity_curve.place(points[len(points) // 2]["pool_blocks"])
-        ss[session.CAPT_JOB_DONE] = t("capt_done", lang, runs=r["runs"], requests=f"{task.limit:,}",
-                         s=f"{r['seconds']:.1f}")
+        best = sum("optimal_hits" in p for p in points)
+        words = {"requests": f"{replayed:,}", "s": f"{r['seconds']:.1f}"}
+        if curve is None:
+            capacity_curve.place(points[len(points) // 2]["pool_blocks"])
+            ss[session.CAPT_JOB_DONE] = t("capt_done", lang, runs=r["runs"], **words)
+        else:
+            capacity_curve.place(default_pool(r))
+            ss[session.CAPT_JOB_DONE] = (t("curve_done", lang, n=best, **words) if best else
+                                         t("curve_done_no_best", lang, **words))
         return
-    mode = getattr(task, "mode", "sequence")
-    cmd = (f"blockviz trace capacity {trace.name} --block-size {task.block_size} --mode {mode} "
-           f"--limit {task.limit} --free-order split,append " +
-           ("--curve --optimal --pool-blocks N1,N2,..." if mode == "sequence" else "--pool-blocks N1,N2,..."))
+    cmd = (f"blockviz trace capacity {trace.name} --block-size {task.block_size} --mode {task.mode} "
+           f"--limit {task.limit} --free-order split,append "
+           f"{'--curve --optimal ' if task.mode == 'sequence' else ''}--pool-blocks N1,N2,...")
     ss[jobs.message_key(session.CAPT_SWEEP_JOB)] = jobs.stopped_message(state, lang,
                                                                       {"what": trace.name, "cmd": cmd})
 
