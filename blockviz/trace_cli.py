@@ -22,7 +22,7 @@ from blockviz.core import FREE_ORDERS
 from blockviz.i18n import LANGS, t
 from blockviz.i18n.errors import localize_error
 from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
-from blockviz.sim.capacity import KV_PRESETS, MODES, TIMED_DEFAULTS, limiting_group, model_groups, pool_bytes
+from blockviz.sim.capacity import KV_PRESETS, MODES, TIMED_DEFAULTS, gib, limiting_group, model_groups
 from blockviz.sim.curve import curve_sweep
 from blockviz.sim.explain_trace import TRACE_KEYS, add_explain
 from blockviz.sim.optimal import add_optimal
@@ -285,7 +285,7 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
     for p in report["points"]:
         row = [f"{p['pool_blocks']:,}", f"{p['pool_blocks'] * bs:,}"]
         if bytes_per_token:
-            row.append(f"{pool_bytes(p['pool_blocks'], bs, bytes_per_token) / (1 << 30):,.2f}")
+            row.append(f"{gib(p['pool_blocks'] * bs, bytes_per_token):,.2f}")
         rate = p["hits"] / p["queries"] if p["queries"] else 0.0
         row += [_rate(p["hits"], p["queries"]), f"{rate / ceil_rate:.1%}" if ceil_rate else "-",
                 f"{p['requests']:,}", f"{p['rejected']:,}", f"{p['evictions']:,}"]

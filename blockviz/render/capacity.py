@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 
 from blockviz.i18n import t
 from blockviz.render.theme import BLUE, GREEN, GRID, INK, MUTED, ORANGE, PAPER, RED, VEIL
-from blockviz.sim.capacity import KNEE_FRACTION, Point, knee_of
+from blockviz.sim.capacity import KNEE_FRACTION, Point, gib, knee_of
 
 ORDERS = ("split", "append")
 DASH = {"split": "solid", "append": "dash"}
@@ -39,10 +39,6 @@ def by_order(points: Iterable[Point]) -> dict[str, list[Point]]:
 
 def sizes_of(points: Iterable[Point]) -> list[int]:
     return sorted({p.pool_blocks for p in points})
-
-
-def gib(tokens: int, bytes_per_token: int | None) -> float | None:
-    return None if not bytes_per_token else tokens * bytes_per_token / (1 << 30)
 
 
 def _x_axis(points: Sequence[Point], lang: str, block_size: int | None = None,

@@ -448,7 +448,11 @@ def needed_blocks(input_length: int, output_length: int, block_size: int, max_mo
 
 def timed_settings(**options) -> tuple[SchedulerConfig, StepCost]:
     """Timed mode's options (:data:`TIMED_DEFAULTS` filled in) as the scheduler's settings and the
-    step cost; ValueError for what vLLM refuses (the scheduler's own checks) or a cost below 0."""
+    step cost; ValueError for what vLLM refuses (the scheduler's own checks) or a cost below 0,
+    TypeError for an option timed mode does not have."""
+    unknown = sorted(set(options) - set(TIMED_DEFAULTS))
+    if unknown:
+        raise TypeError(f"timed mode has no option {unknown[0]!r}")
     o = TIMED_DEFAULTS | options
     for name in ("max_num_batched_tokens", "max_num_seqs", "max_model_len"):
         v = o[name]
@@ -464,17 +468,13 @@ def timed_settings(**options) -> tuple[SchedulerConfig, StepCost]:
 
 def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks: int,
                  free_order: str = "split", progress: Progress | None = None,
-                 exact_tokens: bool = False,
-                 max_num_batched_tokens: int = TIMED_DEFAULTS["max_num_batched_tokens"],
-                 max_num_seqs: int = TIMED_DEFAULTS["max_num_seqs"],
-                 max_model_len: int = TIMED_DEFAULTS["max_model_len"],
-                 step_base_s: float = StepCost.base_s,
-                 step_prefill_token_s: float = StepCost.prefill_token_s,
-                 step_decode_seq_s: float = StepCost.decode_seq_s,
-                 kv_cache_groups: Sequence | None = None) -> dict:
+                 exact_tokens: bool = False, kv_cache_groups: Sequence | None = None,
+                 **options) -> dict:
     """One point of timed mode (see the module docstring): :data:`POINT_FIELDS`, then
     :data:`TIMED_FIELDS` (and, with a hybrid model's ``kv_cache_groups``, :data:`GROUP_FIELDS`:
-    the pool is shared by the groups as in :func:`replay_sequence`).
+    the pool is shared by the groups as in :func:`replay_sequence`). ``options``: the scheduler's
+    settings and the step cost, named and defaulted as in :data:`TIMED_DEFAULTS`
+    (:func:`timed_settings`).
 
     Arrivals: a request arrives at its ``timestamp`` (ms; one earlier than the line before it is
     taken to arrive with that one: the file is in arrival order). Before each step every request
@@ -496,13 +496,11 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
     check_block_size(block_size)
     if pool_blocks < 1:
         raise ValueError(f"pool_blocks must be at least 1, not {pool_blocks}")
-    config, cost = timed_settings(max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-                                  max_model_len=max_model_len, step_base_s=step_base_s,
-                                  step_prefill_token_s=step_prefill_token_s,
-                                  step_decode_seq_s=step_decode_seq_s)
+    config, cost = timed_settings(**options)
+    max_model_len = config.max_model_len
     groups = {} if not kv_cache_groups else {
         "kv_cache_groups": specs_from_groups(block_size, kv_cache_groups),
-        "max_in_flight_tokens": max_num_batched_tokens}
+        "max_in_flight_tokens": config.max_num_batched_tokens}
     manager = KVCacheManager(pool_blocks + 1, block_size, free_order=free_order,
                              enable_kv_cache_events=False, max_model_len=max_model_len, **groups)
     scheduler = Scheduler(manager, config=config)
@@ -862,9 +860,10 @@ def model_groups(model: str | None) -> tuple | None:
     return shape.kv_cache_groups if shape is not None and shape.hybrid else None
 
 
-def pool_bytes(pool_blocks: int, block_size: int, bytes_per_token: int) -> int:
-    """The KV memory a pool of ``pool_blocks`` blocks holds (vLLM allocates whole blocks)."""
-    return pool_blocks * block_size * bytes_per_token
+def gib(tokens: int, bytes_per_token: int | None) -> float | None:
+    """The KV memory of ``tokens`` token slots (a pool's blocks × block size), in GiB; None
+    without ``bytes_per_token``."""
+    return None if not bytes_per_token else tokens * bytes_per_token / (1 << 30)
 
 
 # -- choosing pool sizes, reading the curve ---------------------------------------------------

@@ -1010,7 +1010,7 @@ def curve_sweep(traces, *, block_size: int, pool_blocks, free_orders=("split",),
                             "curve": curve.steps()})
     if progress is not None:
         progress(total, total)
-    return SweepResult(reports, time.perf_counter() - start, len(reports))
+    return SweepResult(reports, time.perf_counter() - start)
 
 
 # -- the capacity page's curves ---------------------------------------------------------------

@@ -30,7 +30,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from blockviz.core import FREE_ORDERS
@@ -167,7 +167,6 @@ class RayExecutor:
     or a local Ray started for the sweep (``address=None``) and stopped after it."""
     address: str | None = None
     num_cpus: int | None = None        # for a local Ray: how many CPUs it may use
-    init_options: dict = field(default_factory=dict)
     poll_s: float = 0.5
 
     def __post_init__(self) -> None:
@@ -179,7 +178,7 @@ class RayExecutor:
         import ray
         started = not ray.is_initialized()
         if started:
-            opts = {"logging_level": logging.WARNING} | dict(self.init_options)
+            opts = {"logging_level": logging.WARNING}
             if self.address is None:   # a local Ray for this sweep: no dashboard
                 opts.setdefault("include_dashboard", False)
                 if self.num_cpus is not None:
@@ -247,7 +246,6 @@ def check_pools(pool_blocks: Sequence[int], extents, block_size: int, groups: in
 class SweepResult:
     reports: list[dict]          # per (trace, free order), in the order asked, run-trace's shape
     seconds: float
-    tasks: int
 
 
 def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
@@ -292,4 +290,4 @@ def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
             if hybrid:               # ... a hybrid model's is not: it names the model
                 report["model"] = hybrid
             reports.append(report)
-    return SweepResult(reports, time.perf_counter() - start, len(tasks))
+    return SweepResult(reports, time.perf_counter() - start)

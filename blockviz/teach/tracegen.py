@@ -35,7 +35,7 @@ from typing import IO
 
 from blockviz.i18n import texts
 from blockviz.scenario.trace import MAX_INPUT_LENGTH, TRACE_BLOCK_TOKENS, trace_line
-from blockviz.sim.capacity import NO_LENGTH_CAP, needed_blocks
+from blockviz.sim.capacity import NO_LENGTH_CAP, TIMED_DEFAULTS, needed_blocks
 from blockviz.teach.workload import KINDS
 
 RANDOM_SOURCES = 1_000       # random: the earlier requests a prefix may come from
@@ -281,14 +281,14 @@ def window_scenario(window: list, *, pool_blocks: int, block_size: int, free_ord
     window = [_in_trace_blocks(r, units) for r in window]
     real = pool_blocks * block_size // TRACE_BLOCK_TOKENS
     player_blocks = max(1, min(real, PLAYER_MAX_BLOCKS))
-    opts = dict(options or {})
+    opts = TIMED_DEFAULTS | dict(options or {})
     timed = mode == "timed"
     token_of: dict[int, int] = {}
     steps: list[dict] = []
     lines, skipped = [], []
     work = 0
     prev_ms = None
-    step_s = opts.get("step_base_s", 0.010) + opts.get("step_decode_seq_s", 0.0001)
+    step_s = opts["step_base_s"] + opts["step_decode_seq_s"]
     for r in window:
         rem = r.input_length - TRACE_BLOCK_TOKENS * (len(r.hash_ids) - 1)
         # a partial trace block stays partial (never full, so never cached: as at block size 512)
@@ -315,11 +315,11 @@ def window_scenario(window: list, *, pool_blocks: int, block_size: int, free_ord
     config: dict = {"num_blocks": player_blocks, "block_size": PLAYER_BLOCK_TOKENS,
                     "free_order": free_order, "model": None}
     if timed:
-        budget = max(PLAYER_BLOCK_TOKENS, opts.get("max_num_batched_tokens", 8192) // PLAYER_SCALE)
+        budget = max(PLAYER_BLOCK_TOKENS, opts["max_num_batched_tokens"] // PLAYER_SCALE)
         config["scheduler"] = {
             "max_num_batched_tokens": budget,
-            "max_num_seqs": min(opts.get("max_num_seqs", 256), budget),
-            "max_model_len": max(2, opts.get("max_model_len", MAX_INPUT_LENGTH) // PLAYER_SCALE)}
+            "max_num_seqs": min(opts["max_num_seqs"], budget),
+            "max_model_len": max(2, opts["max_model_len"] // PLAYER_SCALE)}
         if lines:
             steps.append({"step": min(10_000, work)})
     if not steps:

@@ -78,11 +78,8 @@ def check(params: Mapping) -> list[tuple[str, dict]]:
 
 
 def workload(params: Mapping) -> Workload:
-    return Workload(kind=params["kind"], block_size=params["block_size"],
-                    num_events=params["num_events"], seed=params["seed"],
-                    max_live=params["max_live"], prefix_blocks=params["prefix_blocks"],
-                    new_tokens=params["new_tokens"], num_prefixes=params["num_prefixes"],
-                    max_turns=params["max_turns"])
+    """The form's workload: every parameter but the number of pool sizes is Workload's own."""
+    return Workload(**{k: params[k] for k in ("kind", "block_size", *PARAMS) if k != "num_sizes"})
 
 
 def compute(params: Mapping, progress: Callable[[int, int], None] | None = None) -> Plan:

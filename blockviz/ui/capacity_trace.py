@@ -39,6 +39,7 @@ from blockviz.sim.capacity import (
     TIMED_DEFAULTS,
     Point,
     geometric_sizes,
+    gib,
     hit_rate,
     limiting_group,
     model_groups,
@@ -471,7 +472,7 @@ def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None, model: str
     tokens = p.pool_blocks * block_size
     row = {t("cap_col_pool", lang): p.pool_blocks, t("capt_tokens", lang): tokens}
     if bpt:
-        row["GiB"] = round(tokens * bpt / (1 << 30), 3)
+        row["GiB"] = round(gib(tokens, bpt), 3)
     row |= {t("cap_col_order", lang): p.free_order, t("cap_col_hit", lang): f"{100 * p.hit_rate:.1f}%",
             t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}",
             t("cap_col_evictions", lang): p.evictions, t("trace_tbl_rejected", lang): p.rejected}
