@@ -100,12 +100,6 @@ def _position(text: str, index: int) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-def _control_character_error(text: str, file: str, char: str) -> UnreadableFile:
-    line, col = _position(text, text.find(char))
-    return UnreadableFile(file, line, col, "", f"control character U+{ord(char):04X} is not allowed "
-                                              f"in a scenario file")
-
-
 _DECIMAL = re.compile(r"0|[1-9][0-9]{0,63}")   # a plain scalar YAML 1.1 reads as this int
 
 
@@ -322,7 +316,9 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]
         data = builder.build(text)
     except yaml.reader.ReaderError as e:
         if isinstance(e.character, int) and chr(e.character) in text:
-            raise _control_character_error(text, file, chr(e.character)) from None
+            line, col = _position(text, text.find(chr(e.character)))
+            raise UnreadableFile(file, line, col, "", f"control character U+{e.character:04X} is not "
+                                                      f"allowed in a scenario file") from None
         raise ScenarioError(file, None, None, "", f"YAML error: {e.reason}") from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
@@ -442,8 +438,8 @@ def check_references(loaded: LoadedScenario,
                     size += part.first if part.first is not None else arrived[part.same_as]
                 elif isinstance(part, TextPart):
                     size += _count_words(loaded, part.text, words, at + ("prompt", j, "text"))
-                else:
-                    size += _part_size(part)
+                else:                   # a tokens or a random part
+                    size += len(part.tokens) if hasattr(part, "tokens") else part.random
                 if max_prompt_tokens is not None and prompt_total + size > max_prompt_tokens:
                     break
             prompt_total += size
@@ -491,11 +487,6 @@ def _count_words(loaded: LoadedScenario, text: str, seen: set[str], at: Path_) -
         raise loaded.error(at, f"more than {WORD_SPAN:,} distinct words in the prompts (the toy "
                                f"tokenizer's vocabulary)")
     return len(split)
-
-
-def _part_size(part: Any) -> int:
-    """The tokens of a ``tokens`` or ``random`` part."""
-    return len(part.tokens) if hasattr(part, "tokens") else part.random
 
 
 def load_text(text: str, file: str = "<scenario>") -> LoadedScenario:
