@@ -154,7 +154,6 @@ class Delta:
     removed: list[tuple[tuple, Any, Entry]] = field(default_factory=list)
     unknown: int = 0
     cleared: bool = False
-    num_events: int = 0
     events: list = field(default_factory=list)     # the batch's events, as applied
 
 
@@ -173,7 +172,7 @@ class CacheState:
     # -- applying events -------------------------------------------------------------------------
     def apply_batch(self, seq: int | None, events: list, where: Where | None = None) -> Delta:
         where = where or Where(seq=seq)
-        delta = Delta(num_events=len(events), events=events)
+        delta = Delta(events=events)
         for i, ev in enumerate(events):
             cls = ev.__class__
             if cls is BlockStored:

@@ -150,7 +150,6 @@ class BatchInfo:
     t: float
     rank: int
     seq: int
-    events: int
     stored: int
     removed: int
     cleared: bool
@@ -166,7 +165,6 @@ class RankState:
     missing: deque = field(default_factory=lambda: deque(maxlen=MAX_MISSING_RANGES))
     missing_count: int = 0
     recent_removed: deque = field(default_factory=lambda: deque(maxlen=RECENT_REMOVED))
-    last_seq: int | None = None
 
 
 class Reduction:
@@ -287,11 +285,10 @@ class Reduction:
         delta = rs.state.apply_batch(seq, batch.events, where)
         rs.batches += 1
         rs.events += len(batch.events)
-        rs.last_seq = seq
         for key, h, e in delta.removed:
             rs.recent_removed.append((seq, key, h, e))
-        info = BatchInfo(t if t is not None else batch.ts, rank, seq, len(batch.events),
-                         len(delta.stored), len(delta.removed), delta.cleared)
+        info = BatchInfo(t if t is not None else batch.ts, rank, seq, len(delta.stored),
+                         len(delta.removed), delta.cleared)
         self.history.append(info)
         if self.on_apply is not None:
             self.on_apply(rs, info, delta)
