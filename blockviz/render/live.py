@@ -408,8 +408,6 @@ def age_text(seconds: float | None, lang: str) -> str:
     return t("lv_last_message", lang, s=f"{seconds:.0f}")
 
 
-
-
 def live_css() -> str:
     """The component's stylesheet, live.css (its shadow root gets the palette on :host)."""
     return css_vars() + "\n" + asset("live.css")

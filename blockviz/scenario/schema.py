@@ -147,7 +147,6 @@ class ConnectorConfig(_Model):
                     "asynchronous (vLLM's default)")] = 0
 
 
-
 MAX_KV_CACHE_GROUPS = 8
 # a KV-cache group's type -> the field that sizes its attention (None: full attention)
 GROUP_SIZE_FIELD = {"full_attention": None, "sliding_window": "sliding_window",
