@@ -10,7 +10,7 @@ Decoding treats a code as hostile: its length and alphabet are checked before an
 decoded; it is decompressed with a cap on the output (``MAX_FILE_BYTES``, the file limit: a "zip
 bomb" stops there, never expanded in full); a stream cut short, followed by junk or failing its
 check is refused; the text must be UTF-8. The text is then what a file would be, and goes through
-the same loader and limits (:func:`load_link`). Every refusal is a :class:`ScenarioError` with an
+the same loader and limits (named ``LINK_FILE``). Every refusal is a :class:`ScenarioError` with an
 English message (translated by ``blockviz.i18n.errors``), never a traceback.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import binascii
 import re
 import zlib
 
-from blockviz.scenario.load import LoadedScenario, ScenarioError, load_text
+from blockviz.scenario.load import ScenarioError
 from blockviz.scenario.schema import MAX_FILE_BYTES
 
 MAX_CODE_CHARS = 8_000          # the ``s`` value; the rest of a link is ~100 characters
@@ -93,13 +93,6 @@ def decode(code: str) -> str:
         return out.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BadLink(f"the link's scenario is not UTF-8 text (byte {e.start})") from None
-
-
-def load_link(code: str) -> tuple[str, LoadedScenario]:
-    """(text, loaded scenario) of a link code: decoded as above, then loaded exactly like a file
-    (its size, YAML, schema and reference limits). ScenarioError otherwise."""
-    text = decode(code)
-    return text, load_text(text, LINK_FILE)
 
 
 def link(base_url: str, code: str, *, step: int | None = None, lang: str | None = None,

@@ -14,7 +14,7 @@ import pytest
 
 from blockviz.i18n.errors import knows
 from blockviz.render.authoring import iframe
-from blockviz.scenario import ScenarioError
+from blockviz.scenario import ScenarioError, load_text
 from blockviz.scenario.schema import MAX_FILE_BYTES
 from blockviz.scenario.share import (
     LINK_FILE,
@@ -24,12 +24,18 @@ from blockviz.scenario.share import (
     decode,
     encode,
     link,
-    load_link,
     share_code,
 )
 from blockviz.teach.authoring import STARTER
 
 URL_SAFE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def load_link(code: str):
+    """(text, loaded scenario) of a link code, as the app loads one: decoded, then loaded exactly
+    like a file (its size, YAML, schema and reference limits) under the name LINK_FILE."""
+    text = decode(code)
+    return text, load_text(text, LINK_FILE)
 
 
 def b64(raw: bytes) -> str:
