@@ -14,6 +14,8 @@ import argparse
 import json
 import sys
 
+from blockviz.i18n import event_label, t
+
 EXIT_INPUT = 2
 
 
@@ -60,7 +62,6 @@ def _output(red, name: str, args) -> None:
 
 
 def print_state(red, name: str, lang: str, out=sys.stdout) -> None:
-    from blockviz.i18n import t
     from blockviz.live.reducer import CANNOT_KNOW
     w = out.write
     w(t("live_cli_summary", lang, name=name, batches=red.batches, events=red.events,
@@ -91,7 +92,6 @@ def print_state(red, name: str, lang: str, out=sys.stdout) -> None:
 
 # -- blockviz events state ----------------------------------------------------------------------
 def cmd_state(args) -> int:
-    from blockviz.i18n import t
     from blockviz.live.capture import FORMAT
     from blockviz.live.stream import reduce_file
     try:
@@ -131,7 +131,6 @@ def cmd_live(args) -> int:
 
     import zmq
 
-    from blockviz.i18n import t
     from blockviz.live.subscribe import LiveSession
     lang = args.lang
     try:
@@ -185,7 +184,6 @@ def cmd_live(args) -> int:
 def cmd_publish(args) -> int:
     import zmq
 
-    from blockviz.i18n import event_label, t
     from blockviz.live.publish import Publisher, publish_scenario
     from blockviz.scenario import load
     from blockviz.scenario.lessons import resolve
@@ -227,7 +225,6 @@ def cmd_publish(args) -> int:
 
 
 def _progress(line, lang: str) -> None:
-    from blockviz.i18n import t
     batches, events, gaps, notes, cached = line
     print(t("live_cli_progress", lang, batches=batches, events=events, gaps=gaps, notes=notes,
             cached=cached), file=sys.stderr, flush=True)
