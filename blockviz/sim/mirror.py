@@ -11,21 +11,24 @@ adds the request verbs, for the op frames of one event.
 
     keyframe k ──copy──> Mirror ──replay the ops of steps k+1 .. i──> the pool after step i
 
-The free queue is an ``OrderedDict`` of block ids (O(1) removal from the middle and at both ends;
-read out in C). Block tokens are kept by provenance rather than as tuples: block b holds
-``tsrc[b]``'s tokens ``tstart[b] .. tstart[b] + tlen[b]``, where a source ``s >= 0`` is request
-identity s's token list (a request only ever writes the blocks it owns, at their positions) and
-``s < 0`` an explicit tuple (loaded blocks, and whatever does not fit the rule). So a write is
-three integer stores, and a keyframe a few integer arrays. The recording mirror keeps its explicit
-tuples in the timeline's list (``explicit[-1 - s]``, which keyframes refer to); a mirror serving a
-step keeps new ones in its own ``local`` list (sources from ``-LOCAL`` down), so serving never
-grows what the timeline holds.
+The free queue is a ``dict`` of block ids in queue order (O(1) removal from the middle and append
+at the tail; built and read out in C), after ``head``: the blocks freed to the head since, last
+first (a list, since a dict cannot prepend). Block tokens are kept by provenance rather than as
+tuples: block b holds ``tsrc[b]``'s tokens ``tstart[b] .. tstart[b] + tlen[b]``, where a source
+``s >= 0`` is request identity s's token list (a request only ever writes the blocks it owns, at
+their positions) and ``s < 0`` an explicit tuple (loaded blocks, and whatever does not fit the
+rule). So a write is three integer stores, and a keyframe a few integer arrays (the per-block ones
+zlib-compressed: mostly runs of small values, a tenth of their size; a jump decompresses one
+keyframe). The recording mirror keeps its explicit tuples in the timeline's list
+(``explicit[-1 - s]``, which keyframes refer to); a mirror serving a step keeps new ones in its own
+``local`` list (sources from ``-LOCAL`` down), so serving never grows what the timeline holds.
 """
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from array import array
-from collections import ChainMap, OrderedDict, deque
+from collections import ChainMap, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -35,18 +38,29 @@ from blockviz.sim.oplog import CODEC, OpLog, grow
 from blockviz.sim.step import CHANGING, BlockTables, RequestView
 
 
-def narrow(values) -> array:
-    """Non-negative ints in an array as narrow as they fit."""
-    return grow(array("B"), values)
+def narrow(values, signed: bool = False) -> array:
+    """Ints in an array as narrow as they fit (non-negative ones unless ``signed``)."""
+    return grow(array("b" if signed else "B"), values)
+
+
+def squeeze(values, signed: bool = False) -> tuple[str, bytes]:
+    """Ints, narrowed and zlib-compressed: (typecode, bytes); ``unsqueeze`` reads them back."""
+    a = narrow(values, signed)
+    return a.typecode, zlib.compress(a, 1)
+
+
+def unsqueeze(packed: tuple[str, bytes]) -> list[int]:
+    return array(packed[0], zlib.decompress(packed[1])).tolist()
 
 
 @dataclass(frozen=True)
 class Keyframe:
-    """A mirror, compact: what a keyframe of the timeline stores (block hashes are the table's)."""
-    ref: array
-    tsrc: array
-    tstart: array
-    tlen: array
+    """A mirror, compact: what a keyframe of the timeline stores (block hashes are the table's).
+    The per-block ints are squeezed (``squeeze``); the queue, a permutation, does not compress."""
+    ref: tuple[str, bytes]
+    tsrc: tuple[str, bytes]
+    tstart: tuple[str, bytes]
+    tlen: tuple[str, bytes]
     queue: array
     table: tuple
 
@@ -55,7 +69,7 @@ LOCAL = 1 << 30   # sources -LOCAL - k: the k-th tuple of a serving mirror's own
 
 
 class Mirror:
-    __slots__ = ("n", "ref", "hash", "tsrc", "tstart", "tlen", "free_queue", "table", "log",
+    __slots__ = ("n", "ref", "hash", "tsrc", "tstart", "tlen", "free_queue", "head", "table", "log",
                  "explicit", "local")
 
     def __init__(self, log: OpLog, explicit: list[tuple], kf: Keyframe | None = None,
@@ -64,10 +78,10 @@ class Mirror:
         self.local: list[tuple] | None = [] if serving else None
         if kf is None:
             return
-        n = self.n = len(kf.ref)
-        self.ref, self.tsrc, self.tstart, self.tlen = (kf.ref.tolist(), kf.tsrc.tolist(),
-                                                       kf.tstart.tolist(), kf.tlen.tolist())
-        self.free_queue = OrderedDict.fromkeys(kf.queue)
+        self.ref, self.tsrc, self.tstart, self.tlen = map(unsqueeze, (kf.ref, kf.tsrc, kf.tstart,
+                                                                      kf.tlen))
+        n = self.n = len(self.ref)
+        self.free_queue, self.head = dict.fromkeys(kf.queue), []
         self.hash = hash_ = [None] * n
         table, keys = kf.table, list(map(itemgetter(0), kf.table))
         # one block a hash (nearly always): set them all in C; the few shared hashes in a loop
@@ -88,15 +102,15 @@ class Mirror:
         for b, toks in enumerate(s.block_tokens):
             if toks:
                 m.tsrc[b], m.tlen[b] = m.token_source(tuple(toks)), len(toks)
-        m.free_queue = OrderedDict.fromkeys(s.free_queue)
+        m.free_queue, m.head = dict.fromkeys(s.free_queue), []
         m.table = {h: (h, tuple(ids)) for h, ids in s.hash_table}
         return m
 
     def keyframe(self) -> Keyframe:
         """The recording mirror, compact (its explicit tuples are the timeline's shared list)."""
-        return Keyframe(ref=narrow(self.ref), tsrc=array("i", self.tsrc), tstart=narrow(self.tstart),
-                        tlen=narrow(self.tlen), queue=narrow(self.free_queue),
-                        table=tuple(self.table.values()))
+        return Keyframe(ref=squeeze(self.ref), tsrc=squeeze(self.tsrc, signed=True),
+                        tstart=squeeze(self.tstart), tlen=squeeze(self.tlen),
+                        queue=narrow(self.queue()), table=tuple(self.table.values()))
 
     def copy(self, cls: type[Mirror] | None = None) -> Mirror:
         """A serving copy, of class ``cls`` (default: this one's)."""
@@ -105,8 +119,15 @@ class Mirror:
         m.n, m.ref, m.hash, m.tsrc, m.tstart, m.tlen = (self.n, list(self.ref), list(self.hash),
                                                        list(self.tsrc), list(self.tstart),
                                                        list(self.tlen))
-        m.free_queue, m.table = OrderedDict.fromkeys(self.free_queue), dict(self.table)
+        m.free_queue, m.head, m.table = (dict.fromkeys(self.free_queue), list(self.head),
+                                         dict(self.table))
         return m
+
+    def queue(self) -> tuple[int, ...]:
+        """The free queue, head first."""
+        if self.head:
+            return (*reversed(self.head), *self.free_queue)
+        return tuple(self.free_queue)
 
     def token_source(self, toks: tuple) -> int:
         """A new explicit source holding ``toks``."""
@@ -129,10 +150,11 @@ class Mirror:
         """The pool as a Step's fields. ``frozen``: this mirror will never change again (a served
         step's): its tokens are read from it directly and its free queue is kept as a tuple
         (lighter) from now on."""
+        queue = self.queue()
         if frozen:
-            self.free_queue = tuple(self.free_queue)
+            self.free_queue, self.head = queue, []
         return dict(ref_cnt=tuple(self.ref), block_hash=tuple(self.hash),
-                    block_tokens=BlockTokens(self, share=frozen), free_queue=tuple(self.free_queue),
+                    block_tokens=BlockTokens(self, share=frozen), free_queue=queue,
                     hash_table=tuple(self.table.values()))
 
     def replay(self, a, p: int = 0, n: int | None = None, limit: int = -1) -> int:
@@ -144,13 +166,27 @@ class Mirror:
     def take(self, ids, group: int = 0) -> None:
         free, ref = self.free_queue, self.ref
         for b in ids:
-            del free[b]
+            try:
+                del free[b]
+            except KeyError:
+                self._unhead(b)
             ref[b] = 1
+
+    def _unhead(self, b: int) -> None:
+        """Block b leaves the queue from ``head`` (the front is its last item)."""
+        head = self.head
+        if head[-1] == b:
+            head.pop()
+        else:
+            head.remove(b)
 
     def touch(self, ids, removed_from_queue, group: int = 0) -> None:
         free, ref = self.free_queue, self.ref
         for b in removed_from_queue:
-            del free[b]
+            try:
+                del free[b]
+            except KeyError:
+                self._unhead(b)
         for b in ids:
             ref[b] += 1
 
@@ -181,10 +217,7 @@ class Mirror:
             ref[b] -= 1
 
     def to_head(self, ids) -> None:
-        free = self.free_queue
-        for b in reversed(ids):
-            free[b] = None
-            free.move_to_end(b, last=False)
+        self.head += reversed(ids)       # (freed blocks: none of them is queued)
 
     def to_tail(self, ids) -> None:
         self.free_queue.update(dict.fromkeys(ids))

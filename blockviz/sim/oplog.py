@@ -399,7 +399,7 @@ class EventLog:
         return tuple(out)
 
 
-_WIDER = {"B": "H", "H": "i", "i": "q"}
+_WIDER = {"B": "H", "H": "i", "b": "h", "h": "i", "i": "q"}
 
 
 def grow(a: array, values) -> array:

@@ -40,7 +40,7 @@ class BlockTables:
     shared_prefix_boundary: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RequestView:
     """A request as it was after a step (or an op inside one).
 

@@ -58,8 +58,10 @@ FULL_STATE_EVENTS = frozenset({"rewind", "restart"})
 # Ops that name a request: the requests a step touched.
 REQUEST_OPS = frozenset(r.kind for r in ops.RECORDS if "request_id" in r._fields)
 _changing = attrgetter(*CHANGING)
-# A version of a request: the record it is of, then CHANGING as ints (strings by their code in
-# ``Timeline._words``; the block table by its index in ``Timeline._tables``, 0: none).
+# A version of a request: the record it is of (counted from the request's first, so that a
+# request's rows stay 2 bytes an int however long the run), then CHANGING as ints (strings by their
+# code in ``Timeline._words``), its block table (its index in ``Timeline._tables``, 0: none) and
+# how many of the table's blocks it holds.
 _W = len(CHANGING) + 3
 
 
@@ -212,17 +214,17 @@ class Timeline:
         self._teaching: set[int] = set()
         self._stats = Columns(Stats)
         self._metrics = Columns(VllmMetrics)         # vLLM's metrics, per record
-        # requests: each identity's versions (rows of _W ints), the words and block-table lists
-        # they name, and the epochs they arrived in
+        # requests: each identity's versions (rows of _W ints) from its first record on, the
+        # words and block-table lists they name, and the epochs they arrived in
         self._versions: list[array] = []
+        self._first = array("i")
         self._words: list[str | None] = [None]
         self._word: dict[str | None, int] = {None: 0}
         self._tables: list = []
-        self._table_index: dict[int, int] = {}
         self._epochs: list[_Epoch] = []
         # the miss explainer's splits of each identity, kept when they change (rarely: at an
-        # admission): identity -> [(record, prompt_split, resumed_split)]
-        self._splits: dict[int, list[tuple]] = {}
+        # admission): None, (record, prompt_split, resumed_split), or a list of such (several)
+        self._splits: list = []
         # keyframes
         self._keyframe_at: list[int] = []
         self._keyframes: list = []
@@ -340,27 +342,36 @@ class Timeline:
     def _add_version(self, i: int, index: int, v: RequestView) -> None:
         if i == len(self._versions):
             self._versions.append(array("H"))
+            self._first.append(index)
+            self._splits.append(None)
+        rows = self._versions[i]
         table = 0
-        if v.table is not None:
-            table = self._table_index.get(id(v.table))
-            if table is None:
+        if v.table is not None:         # the engine's list: the same one as last time, or a new
+            table = rows[-2] if rows else 0
+            if not table or self._tables[table - 1] is not v.table:
                 self._tables.append(v.table)
-                table = self._table_index[id(v.table)] = len(self._tables)
-        splits = self._splits.get(i)
-        if (v.prompt_split, v.resumed_split) != ((None, None) if not splits else splits[-1][1:]):
-            self._splits.setdefault(i, []).append((index, v.prompt_split, v.resumed_split))
-        row = [index, *_changing(v), table, v.num_blocks]
+                table = len(self._tables)
+        splits = self._splits[i]
+        last = splits if splits is None or type(splits) is tuple else splits[-1]
+        if (v.prompt_split, v.resumed_split) != ((None, None) if last is None else last[1:]):
+            entry = (index, v.prompt_split, v.resumed_split)
+            self._splits[i] = entry if splits is None else [*self._splits_of(i), entry]
+        row = [index - self._first[i], *_changing(v), table, v.num_blocks]
         row[1], row[7] = self._code(row[1]), self._code(row[7])    # status, finish_reason
-        self._versions[i] = grow(self._versions[i], row)
+        self._versions[i] = grow(rows, row)
+
+    def _splits_of(self, i: int) -> Sequence[tuple]:
+        splits = self._splits[i]
+        return () if splits is None else (splits,) if type(splits) is tuple else splits
 
     def request_view(self, i: int, index: int) -> RequestView:
         """Request identity ``i`` as it was after step ``index``."""
-        rows = self._versions[i]
-        k = bisect.bisect_right(range(len(rows) // _W), index, key=lambda k: rows[k * _W]) - 1
+        rows, at = self._versions[i], index - self._first[i]
+        k = bisect.bisect_right(range(len(rows) // _W), at, key=lambda k: rows[k * _W]) - 1
         row = rows[k * _W + 1:(k + 1) * _W]
         values = dict(zip(CHANGING, row))
         values["status"], values["finish_reason"] = self._words[row[0]], self._words[row[6]]
-        splits = self._splits.get(i, ())
+        splits = self._splits_of(i)
         j = bisect.bisect_right(splits, index, key=lambda e: e[0]) - 1
         prompt, resumed = splits[j][1:] if j >= 0 else (None, None)
         return dataclasses.replace(
