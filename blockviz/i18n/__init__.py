@@ -77,14 +77,8 @@ def event_label(step, lang: str) -> str:
         return t("ev_arrive", lang, id=args.id)
     if kind == "decode":
         return t("ev_decode", lang, n=args.steps)
-    if kind == "step":
-        return t("ev_step", lang, n=args)
-    if kind == "finish":
-        return t("ev_finish" if len(args) == 1 else "ev_finish_many", lang, ids=", ".join(args))
-    if kind == "abort":
-        return t("ev_abort", lang, ids=", ".join(args))
-    if kind == "preempt":
-        return t("ev_preempt", lang, id=args)
-    if kind in ("checkpoint", "rewind"):
-        return t(f"ev_{kind}", lang, name=args)
-    return t(f"ev_{kind}", lang)
+    if kind in ("finish", "abort"):
+        key = "ev_finish_many" if kind == "finish" and len(args) != 1 else f"ev_{kind}"
+        return t(key, lang, ids=", ".join(args))
+    # the others name at most their one value: step's count, preempt's id, a checkpoint's name
+    return t(f"ev_{kind}", lang, n=args, id=args, name=args)

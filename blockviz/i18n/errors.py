@@ -146,8 +146,6 @@ def _yaml_problem(problem: str) -> str:
 _rule(r"YAML syntax error: (?P<p>.+)", lambda m: f"YAML 语法错误：{_yaml_problem(m['p'])}")
 _rule(r"YAML error: (?P<p>.+)", lambda m: f"YAML 错误：{_yaml_problem(m['p'])}")
 _rule(r"nested more than (?P<n>\d+) levels deep", "嵌套超过了 {n} 层")
-_rule(r"the document expands to more than (?P<n>[\d,]+) values \(aliases nested too deeply\?\)",
-      "文档展开后超过 {n} 个值（别名嵌套太深？）")
 _rule(r"YAML tag (?P<tag>\S+) is not allowed: scenarios are plain data",
       "不允许使用 YAML 标签 {tag}：场景文件只能是普通数据")
 _rule(r"mapping keys must be plain names", "映射的键只能是普通的名字")

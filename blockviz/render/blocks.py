@@ -51,19 +51,12 @@ def card_html(i: int, state, *, labels: HashLabels, vocab, block_size: int, lang
         body = (f'<div class="bv-top"><span class="bv-id" data-bv="block-id">0</span></div>'
                 f'<div class="bv-ref">{esc(t("null_block", lang))}</div>')
         return f'<div class="{" ".join(classes)}" data-block="0">{body}</div>'
-    if changed:
-        classes.append("bv-changed")
-    if victim:
-        classes.append("bv-victim")
-    if evict_next:
-        classes.append("bv-evict-next")
+    classes += [c for c, on in (("bv-changed", changed), ("bv-victim", victim), ("bv-evict-next", evict_next))
+                if on]
     hash_label = f'<span class="bv-hash">{esc(labels(h))}</span>' if h is not None else ""
-    tags = []
-    if victim:
-        tags.append(f'<span class="bv-victim-tag">{esc(t("next_victim_short", lang))}</span>')
-    if evict_next:
-        tags.append(f'<span class="bv-evict-tag">{esc(t("next_evict_short", lang))}</span>')
-    tag = f'<span class="bv-tags">{"".join(tags)}</span>' if tags else ""
+    tags = "".join(f'<span class="bv-{c}-tag">{esc(t(f"next_{c}_short", lang))}</span>'
+                   for c, on in (("victim", victim), ("evict", evict_next)) if on)
+    tag = f'<span class="bv-tags">{tags}</span>' if tags else ""
     words = esc(token_text(toks, vocab, TOKENS_ON_CARD)) if toks else "&nbsp;"
     # the count, and what it was before this step (``1→0``): one unit that never wraps
     if prev_ref is not None and prev_ref != ref:

@@ -21,13 +21,8 @@ ONE_LINE = 32     # a queue of up to this many cells never wraps
 def _cell(b: int, state, labels: HashLabels, to_head: Collection[int], to_tail: Collection[int],
           lang: str, victim: bool, evict: bool = False) -> str:
     h = state.block_hash[b]
-    cls = ["bv-q"]
-    if h is not None:
-        cls.append("bv-cached")
-    if victim:
-        cls.append("bv-victim")
-    if evict:
-        cls.append("bv-evict-next")
+    cls = ["bv-q"] + [c for c, on in (("bv-cached", h is not None), ("bv-victim", victim),
+                                      ("bv-evict-next", evict)) if on]
     mark = ""
     if b in to_head:
         cls.append("bv-to-head")

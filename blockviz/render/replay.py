@@ -211,16 +211,11 @@ def caption_html(step, lang: str) -> str:
         parts.append(t("rp_cap_restart", lang, seq=step.seq))
     if step.cleared:
         parts.append(t("rp_cap_cleared", lang))
-    if stored:
-        parts.append(tn("rp_cap_stored", stored, lang, n=stored))
-    if removed:
-        parts.append(tn("rp_cap_removed", removed, lang, n=removed))
     copies = sum(1 for ev in step.events if isinstance(ev, BlockRemoved)
                  for _ in ev.block_hashes) - removed - step.unknown
-    if step.unknown:
-        parts.append(tn("rp_cap_unknown", step.unknown, lang, n=step.unknown))
-    if copies > 0:
-        parts.append(tn("rp_cap_copies", copies, lang, n=copies))
+    counts = (("rp_cap_stored", stored), ("rp_cap_removed", removed), ("rp_cap_unknown", step.unknown),
+              ("rp_cap_copies", copies))
+    parts += [tn(key, n, lang, n=n) for key, n in counts if n > 0]
     if not parts:
         parts.append(t("rp_cap_nothing", lang))
     text = t("sep_clauses", lang).join(parts) + tn("rp_cap_cached", step.cached, lang, n=step.cached)
