@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from blockviz.i18n import t
 from blockviz.render.theme import SPLIT_COLOUR, esc
 from blockviz.sim.explain import KEYS
-from blockviz.teach.explain import TOKEN_ORDER, category_name, segment_sentence
+from blockviz.teach.explain import TOKEN_ORDER, segment_sentence
 
 
 def _segment(cat: str, share: float, title: str, attrs: str = "") -> str:
@@ -41,7 +41,7 @@ def summary_html(split, lang: str) -> str:
     """A request's split in words under its bar, each count behind its colour (the bar's key):
     "4 hit · 4 last-token rule", a swatch before each."""
     counts = dict(zip(KEYS, split.counts, strict=True))
-    return "".join(_key(cat, f"{counts[cat]} {category_name(cat, lang)}") for cat in TOKEN_ORDER
+    return "".join(_key(cat, f"{counts[cat]} {t(f'xc_{cat}', lang)}") for cat in TOKEN_ORDER
                    if counts[cat])
 
 

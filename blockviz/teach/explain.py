@@ -11,10 +11,6 @@ TOKEN_ORDER = ("hit", "external_hit", "window", "evicted", "different_key", "col
                "last_token", "partial_block")
 
 
-def category_name(cat: str, lang: str) -> str:
-    return t(f"xc_{cat}", lang)
-
-
 def split_sentences(split, lang: str) -> list[tuple[str, str]]:
     """(category, sentence) for each category of the split that holds tokens, in token order;
     evictions alike (same holder, same cause, same taker, same steps) make one sentence."""
@@ -84,7 +80,7 @@ def split_sentences(split, lang: str) -> list[tuple[str, str]]:
 def split_summary(split, lang: str) -> str:
     """"4 hit · 4 last-token rule": the non-zero categories with their token counts."""
     counts = dict(zip(KEYS, split.counts, strict=True))
-    return " · ".join(f"{counts[cat]} {category_name(cat, lang)}" for cat in TOKEN_ORDER
+    return " · ".join(f"{counts[cat]} {t(f'xc_{cat}', lang)}" for cat in TOKEN_ORDER
                       if counts[cat])
 
 
