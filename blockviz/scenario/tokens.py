@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from blockviz.scenario.schema import VOCAB_SIZE, RandomPart, SameAsPart, Scenario, TextPart, TokensPart
 
@@ -19,11 +19,9 @@ RANDOM_TOKEN_RANGE = (1, 1_000)
 
 
 class Vocabulary:
-    def __init__(self, words: Iterable[str] = ()) -> None:
+    def __init__(self) -> None:
         self.word_to_id: dict[str, int] = {}
         self.id_to_word: dict[int, str] = {}
-        for w in words:
-            self.add(w)
 
     def add(self, word: str) -> int:
         tid = self.word_to_id.get(word)
