@@ -276,7 +276,7 @@ class PagedKVStore:
         """A short digest of everything the block holds (all layers, K and V)."""
         h = hashlib.blake2b(digest_size=4)
         for c in self.kv_caches:
-            # as bytes: numpy has no bfloat16 (the same bytes as before for the other dtypes)
+            # as bytes: numpy has no bfloat16 (the other dtypes give the bytes numpy would)
             h.update(c[:, block_id].detach().to("cpu").contiguous().view(torch.uint8)
                      .numpy().tobytes())
         return h.hexdigest()

@@ -1,4 +1,4 @@
-"""Live: vLLM's KV-event stream, both ways (issue 30).
+"""Live: vLLM's KV-event stream, both ways.
 
 vLLM 0.33 publishes its prefix cache's changes over ZeroMQ (``--kv-events-config``): a PUB socket
 sends one ``KVEventBatch`` per engine step that had events, and a ROUTER replays the last batches
