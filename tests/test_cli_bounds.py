@@ -82,6 +82,15 @@ def test_the_live_commands_bound_their_options(args, option):
     assert f"argument {option}:" in out.stderr and "at most" in out.stderr, out.stderr
 
 
+def test_dp_ranks_is_bounded_where_the_subscriber_bounds_it():
+    """65 ranks was accepted by the argument and then refused by the subscriber, after sockets were
+    opened: the argument check now refuses it, naming the subscriber's bound."""
+    from blockviz.live.endpoints import MAX_DP_RANKS
+    out = cli("live", "tcp://127.0.0.1:1", "--dp-ranks", str(MAX_DP_RANKS + 1))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"argument --dp-ranks: {MAX_DP_RANKS + 1} must be > 0 and at most {MAX_DP_RANKS}" in out.stderr
+
+
 def test_trace_capacity_refuses_a_pool_the_trace_can_never_fill(small_trace):
     out = cli("trace", "capacity", str(small_trace), "--pool-blocks", "2147483648", timeout=60)
     refused(out, "--pool-blocks 2,147,483,648", "can never use more than", "20 requests")

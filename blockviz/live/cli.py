@@ -15,6 +15,7 @@ import json
 import sys
 
 from blockviz.i18n import event_label, t
+from blockviz.live.endpoints import MAX_DP_RANKS
 
 EXIT_INPUT = 2
 
@@ -243,7 +244,7 @@ def add_parser(sub) -> None:
     lv.add_argument("--bind", action="store_true",
                     help="bind the SUB socket (when vLLM connects its PUB: an endpoint without *)")
     lv.add_argument("--topic", default="", help="KVEventsConfig.topic (default empty: all)")
-    lv.add_argument("--dp-ranks", type=_bounded(int, 1024), default=1, metavar="N",
+    lv.add_argument("--dp-ranks", type=_bounded(int, MAX_DP_RANKS), default=1, metavar="N",
                     help="data-parallel ranks: rank r on the endpoint's port + r (default 1)")
     lv.add_argument("--replay", default=None, metavar="ENDPOINT",
                     help="the replay ROUTER (KVEventsConfig.replay_endpoint): asked from seq 0 at "

@@ -23,6 +23,7 @@ ENV = "BLOCKVIZ_LIVE"
 DEFAULT = "tcp://127.0.0.1:5557"
 SCHEMES = ("tcp://", "ipc://", "inproc://")
 OPTIONS = ("replay", "topic", "bind", "dp_ranks")
+MAX_DP_RANKS = 64      # one SUB socket (and one replay socket) per data-parallel rank
 MAX_SPECS = 16
 
 
@@ -75,8 +76,8 @@ def parse_spec(spec: str) -> EndpointSpec:
         ranks = int(one.get("dp_ranks", "1"))
     except ValueError:
         raise SpecError(f"{spec!r}: dp_ranks must be a whole number") from None
-    if not 1 <= ranks <= 64:
-        raise SpecError(f"{spec!r}: dp_ranks must be from 1 to 64")
+    if not 1 <= ranks <= MAX_DP_RANKS:
+        raise SpecError(f"{spec!r}: dp_ranks must be from 1 to {MAX_DP_RANKS}")
     return EndpointSpec(endpoint, replay, one.get("topic", ""), bind in ("1", "true", "yes"), ranks)
 
 

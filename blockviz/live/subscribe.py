@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import zmq
 
 from blockviz.live.capture import CaptureWriter, Received
+from blockviz.live.endpoints import MAX_DP_RANKS
 from blockviz.live.stream import MAX_PENDING, Reduction
 from blockviz.live.wire import END_SEQ, seq_frame
 
@@ -65,8 +66,8 @@ class LiveSession:
                  replay: str | None = None, dp_ranks: int = 1, record: str | None = None,
                  replay_timeout_s: float = REPLAY_TIMEOUT_S,
                  max_message_bytes: int = MAX_MESSAGE_BYTES, **limits) -> None:
-        if not 1 <= dp_ranks <= 64:
-            raise ValueError("--dp-ranks must be from 1 to 64")
+        if not 1 <= dp_ranks <= MAX_DP_RANKS:
+            raise ValueError(f"--dp-ranks must be from 1 to {MAX_DP_RANKS}")
         self.replay, self.replay_timeout_s = replay, replay_timeout_s
         self.max_message_bytes, self.max_replay = max_message_bytes, MAX_PENDING + 1
         self.red = Reduction(replay=bool(replay), **limits)
