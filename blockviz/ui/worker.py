@@ -26,6 +26,7 @@ Results come back pickled (a timeline's locks are made anew on the server's side
 """
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import multiprocessing as mp
@@ -58,12 +59,10 @@ REPORT_S = 0.25          # a job reports its progress at most this often
 
 _slots = threading.BoundedSemaphore(MAX_PREVIEWS)
 _job_slots = threading.BoundedSemaphore(MAX_JOBS)
-_ctx_lock = threading.Lock()
-_ctx = None
 log = logging.getLogger(__name__)
 
 # what the fork server imports once (every worker is forked from it with these loaded)
-PRELOAD = ("blockviz.ui.worker", "blockviz.ui.main", "torch", "blockviz.sim.runner", "blockviz.kv",
+PRELOAD = ("blockviz.ui.worker", "blockviz.ui.streamlit_app", "torch", "blockviz.sim.runner", "blockviz.kv",
            "blockviz.sim.sweep")
 
 _LOCK, _RLOCK = type(threading.Lock()), type(threading.RLock())
@@ -116,33 +115,20 @@ def busy_error(file: str) -> Busy:
                                       f"try again in a moment")
 
 
-class NoWorker(ScenarioError):
-    """No worker process could be started here (the server itself runs no user's text)."""
-
-
 # -- the fork server -----------------------------------------------------------------------------
+@functools.cache
 def _context():
-    global _ctx
-    with _ctx_lock:
-        if _ctx is None:
-            ctx = mp.get_context("forkserver")
-            ctx.set_forkserver_preload(list(PRELOAD))
-            _ctx = ctx
-        return _ctx
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))
+    return ctx
 
 
-_warmed = threading.Event()
-
-
+@functools.cache
 def warm() -> None:
     """Start the fork server (it imports torch and blockviz once) in the background, so that the
     first preview a session asks for does not wait for it; and the watchdog of ended sessions.
     Once per server process. (A worker imports the app's script as ``__mp_main__``: the script
     calls ``main()`` only as ``__main__``, so a worker never runs the app.)"""
-    if _warmed.is_set():
-        return
-    _warmed.set()
-
     def start() -> None:
         try:
             from multiprocessing import forkserver
@@ -166,19 +152,24 @@ class _Process:
         self.proc = ctx.Process(target=target, args=(send, *args), daemon=True, name="blockviz-worker")
         try:
             self.proc.start()
-        except OSError as e:
+        except OSError as e:             # (the server itself runs no user's text: no fallback)
             self.recv.close()
-            raise NoWorker("", None, None, "", f"the server could not start a worker process "
-                                               f"({e.strerror or e}); try again in a moment") from None
+            raise ScenarioError("", None, None, "", f"the server could not start a worker process "
+                                                    f"({e.strerror or e}); try again in a moment") from None
         finally:
             send.close()
 
-    def message(self, timeout: float):
-        """The next message, None if none came within ``timeout``; EOFError when the process
-        has died."""
-        if not self.recv.poll(timeout):
-            return None
-        return self.recv.recv()
+    def message(self, timeout: float) -> tuple | None:
+        """The next message (kind, value), None if none came within ``timeout``; a "done" or
+        "error" value unpickled. A process that died without a word (its memory cap, or killed
+        from outside) says ("memory", None)."""
+        try:
+            if not self.recv.poll(timeout):
+                return None
+            kind, value = self.recv.recv()
+        except (EOFError, OSError):
+            return "memory", None
+        return kind, (pickle.loads(value) if kind in ("done", "error") else value)
 
     def kill(self) -> None:
         if self.proc.is_alive():
@@ -464,27 +455,23 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False)
                 limit = budget.seconds if budget.seconds is not None else wall
                 raise where.stopped(f"the preview was stopped after {wall:g} s: the run's time "
                                     f"budget is {limit:g} s")
-            try:
-                msg = proc.message(min(wait, 1.0))
-            except EOFError:           # the process died: its memory cap, or killed outside
-                raise where.stopped(memory_message(budget)) from None
+            msg = proc.message(min(wait, 1.0))
             if msg is None:
                 continue
-            kind = msg[0]
+            kind, value = msg
             if kind == "located":
-                where.steps = msg[1]
+                where.steps = value
             elif kind == "sending":    # a run its budget stopped at 20 s, pickled on a busy machine,
                 if deadline is not None:   # must not be killed as if it were still running
                     deadline = max(deadline, time.monotonic() + GRACE_S)
             elif kind == "done":
-                return pickle.loads(msg[1])
+                return value
             elif kind == "error":
-                e = pickle.loads(msg[1])
-                raise ScenarioError(e.file, e.line, e.col, e.path, e.message)
+                raise ScenarioError(value.file, value.line, value.col, value.path, value.message)
             elif kind == "memory":
                 raise where.stopped(memory_message(budget))
             elif kind == "crash":
-                raise where.stopped(f"the preview failed with an internal error ({msg[1]}); the "
+                raise where.stopped(f"the preview failed with an internal error ({value}); the "
                                     f"server is fine")
     finally:
         if proc is not None:
@@ -586,21 +573,16 @@ class _JobRun:
                 if deadline is not None and time.monotonic() > deadline:
                     self.stop("time")
                     break
-                try:
-                    msg = self.proc.message(0.5)
-                except (EOFError, OSError):
-                    if s.running:          # died without a word: its memory cap
-                        self._end("stopped", why="memory")
-                    break
+                msg = self.proc.message(0.5)
                 if msg is None:
                     continue
                 kind, value = msg
                 if kind == "progress":
                     s.progress = value
                 elif kind == "done":
-                    self._end("done", result=pickle.loads(value))
+                    self._end("done", result=value)
                 elif kind == "error":
-                    self._end("failed", error=pickle.loads(value))
+                    self._end("failed", error=value)
                 elif kind == "memory":
                     self._end("stopped", why="memory")
                 elif kind == "crash":
@@ -634,14 +616,13 @@ class Job:
     holds the Job; once nothing does (its state dropped), or the session ends (:func:`hold`), or
     the page's Stop button calls :meth:`stop`, the process is killed."""
 
-    def __init__(self, task, *, label: str, budget: Budget | None = None) -> None:
+    def __init__(self, task, *, label: str) -> None:
         slots = _job_slots
         if not slots.acquire(blocking=False):
             raise JobsBusy(label)
         try:
             self.state = JobState(label)
-            self.budget = budget or JOB_BUDGET
-            self._run = _JobRun(task, self.state, self.budget, slots)
+            self._run = _JobRun(task, self.state, JOB_BUDGET, slots)
         except BaseException:
             slots.release()
             raise
