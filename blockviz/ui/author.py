@@ -61,10 +61,9 @@ def _on_edit() -> None:
     if text is None:
         return
     size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_FILE_BYTES:    # a paste over the limit: said so, and the text stays as it was
-        ss[session.AUTHOR_SEQ] = int(ss.get(session.AUTHOR_SEQ) or 0) + 1   # the editor takes it back
-        ss[session.AUTHOR_MSG] = ("paste_too_big", {"size": f"{size:,}", "limit": f"{MAX_FILE_BYTES:,}"},
-                                  "error")
+    if size > MAX_FILE_BYTES:    # a paste over the limit: said so, and the editor takes the text back
+        msg = ("paste_too_big", {"size": f"{size:,}", "limit": f"{MAX_FILE_BYTES:,}"}, "error")
+        _set_text(ss.get(session.AUTHOR_TEXT), msg, undo=False)
         return
     ss[session.AUTHOR_TEXT] = text
 

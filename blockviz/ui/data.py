@@ -24,10 +24,6 @@ from blockviz.sim.timeline import Timeline
 from blockviz.teach.labels import HashLabels
 
 
-def scenario_dir() -> str:
-    return str(lessons_dir())
-
-
 @dataclass(frozen=True)
 class BuiltinIndex:
     paths: dict[str, Path]        # scenario id -> its file (ids in file-name order)
@@ -82,10 +78,6 @@ class PlayerRun:
     def has_payload(self) -> bool:
         return self.scenario.config.model is not None and self.payloads_off is None
 
-    @property
-    def has_external(self) -> bool:
-        return self.scenario.config.connector is not None
-
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _index(directory: str) -> BuiltinIndex:
@@ -108,7 +100,7 @@ def _index(directory: str) -> BuiltinIndex:
 
 
 def builtin_index() -> BuiltinIndex:
-    return _index(scenario_dir())
+    return _index(str(lessons_dir()))
 
 
 def make_run(key: str, loaded, *, max_steps: int | None = None, budget=RUN_BUDGET,
@@ -144,7 +136,7 @@ def _run(directory: str, sid: str) -> PlayerRun:
 
 
 def builtin_run(sid: str) -> PlayerRun:
-    return _run(scenario_dir(), sid)
+    return _run(str(lessons_dir()), sid)
 
 
 # -- the session's own runs (an authored scenario, a fork): kept in st.session_state only -----

@@ -133,7 +133,6 @@ function context(lines, i, col) {
   if (m) {
     const parent = flowParent(before.slice(0, before.length - m[1].length));
     if (parent && PARENTS[parent]) return {table: PARENTS[parent], prefix: m[1]};
-    if (parent === "config") return {table: "config", prefix: m[1]};
   }
   m = before.match(/^(\\s*)(?:-\\s+)?([A-Za-z_]*)$/);
   if (m) {
@@ -265,22 +264,18 @@ function setup(root, api) {
     placeBand();
   }
 
-  function verdict() {
-    // Python's verdict for the text it checked, when that is the text in the editor
+  function check() {
+    // Python's verdict for the text it checked, when that is the text in the editor; else the
+    // quick check, until Python's comes
     const d = ed.data;
     if (d && d.text === ta.value) {
-      ed.pending = false;
       ed.mark = d.mark ? {...d.mark, from: "python"} : null;
-      return true;
+      ed.pending = false;
+    } else {
+      const q = d ? quickCheck(ta.value, d.words, d.labels) : null;
+      ed.mark = q ? {...q, from: "browser"} : null;
+      ed.pending = true;
     }
-    return false;
-  }
-
-  function check() {
-    if (verdict()) return drawMark();
-    const q = ed.data ? quickCheck(ta.value, ed.data.words, ed.data.labels) : null;
-    ed.mark = q ? {...q, from: "browser"} : null;
-    ed.pending = true;
     drawMark();
   }
 

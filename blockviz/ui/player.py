@@ -2,22 +2,34 @@
 
 Layout: sidebar (scenario, language, speed, presenter mode, the marks' legend); main area: the
 board (it steps and plays in the browser), then the learning tools (self-check, try it yourself,
-export) and the KV payload, metrics and KV events, each opened on demand.
+export) and the KV payload, metrics and KV events, each opened on demand. What is drawn below the
+board is built by the pure functions in ``blockviz.render`` and cached by ``blockviz.ui.cache``.
+
+A shared link (``?s=CODE``, ``blockviz.scenario.share``) opens here: the server checks the code's
+length and nothing more; a preview worker (``ui.worker``) decodes it, loads it like a file and
+runs it within the preview budget, and the run becomes the session's own. Every refusal is a
+notice for the page (in both languages), never a traceback; nothing is stored on the server.
 """
 from __future__ import annotations
 
 import functools
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from blockviz.i18n import LANGS, t
-from blockviz.i18n.errors import error_text
+from blockviz.i18n.errors import error_text, localize_error
 from blockviz.render import theme
 from blockviz.render.authoring import AUTHOR_CSS
 from blockviz.render.markers import markers_legend_html
-from blockviz.render.payload import verify_html, written_blocks
-from blockviz.ui import board, data, panels, shared, tryit
+from blockviz.render.metrics import metrics_figure, vllm_metrics_html
+from blockviz.render.payload import payload_caption_html, payload_figure, verify_html, written_blocks
+from blockviz.scenario import ScenarioError
+from blockviz.scenario.share import LINK_FILE, MAX_CODE_CHARS, LinkTooLong
+from blockviz.teach.authoring import download_name
+from blockviz.ui import board, data, tryit, worker
 from blockviz.ui import state as session
+from blockviz.ui.cache import frozen, memo
 from blockviz.ui.nav import default_lang, follow, language_toggle, md_escape, md_fields
 
 # -- callbacks (they only change session state) --------------------------------------------
@@ -89,7 +101,7 @@ def page() -> None:
         own = (ss[session.CURSOR], ss.get(session.FRAME)) if session.showing_user(ss) else None
         session.init_from_link(ss, dict(st.query_params), index.ids, ss.get(session.LANG) or default_lang(),
                          lambda sid: data.builtin_run(sid).last,
-                         lambda sid, i: data.builtin_run(sid).n_ops(i), shared.open_link)
+                         lambda sid, i: data.builtin_run(sid).n_ops(i), open_link)
         if own is not None:
             ss[session.CURSOR], ss[session.FRAME] = own
     elif ss.get(session.SCENARIO) not in index.paths:
@@ -152,9 +164,9 @@ def _body(run: data.PlayerRun) -> None:
         box = _lazy_expander(t("metrics", lang), "x_metrics")
         with box:
             if box.open:
-                st.plotly_chart(panels.metrics_chart(cursor, lang, run),
+                st.plotly_chart(metrics_chart(cursor, lang, run),
                                 key="metrics_chart", config={"displayModeBar": False})
-                st.html(panels.vllm_metrics(cursor, lang, run))
+                st.html(vllm_metrics(cursor, lang, run))
     box = _lazy_expander(t("kv_events", lang), "x_events")
     with box:
         if box.open:
@@ -190,7 +202,7 @@ def _export_buttons(run: data.PlayerRun, cursor: int, lang: str) -> None:
     this step as a PNG (the board shot by headless Chromium on the server)."""
     ss = st.session_state
     name = run.scenario.id or "scenario"
-    st.download_button(t("export_html", lang), data=lambda: panels.export_doc(run, cursor, lang),
+    st.download_button(t("export_html", lang), data=lambda: export_doc(run, cursor, lang),
                        file_name=f"{name}.html", mime="text/html", key="b_export_html",
                        icon=":material/download:", on_click="ignore", help=t("export_html_help", lang))
     png = ss.get(session.PNG)
@@ -211,7 +223,7 @@ def _make_png(run: data.PlayerRun, lang: str) -> None:
     _board_pos()                  # the step the board shows now (see _fork_here)
     cursor = ss[session.CURSOR]
     try:
-        ss[session.PNG] = ((run.key, cursor, lang), board_png(panels.export_doc(run, cursor, lang), cursor))
+        ss[session.PNG] = ((run.key, cursor, lang), board_png(export_doc(run, cursor, lang), cursor))
     except ExportError as e:
         ss[session.PNG_ERROR] = t("export_png_failed", lang, msg=str(e))
 
@@ -255,7 +267,8 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
         st.selectbox(t("scenario", lang), options, key="w_scenario", on_change=_set_scenario,
                      format_func=title)
         if session.showing_user(ss):
-            st.caption(t(session.user_link_note(ss), lang))
+            # whether a link reopens the session's own scenario
+            st.caption(t("link_opened_note" if session.shared_code(ss) else "user_not_linked", lang))
         cfg = run.scenario.config
         info = [t("config_line", lang, blocks=cfg.num_blocks, size=cfg.block_size, hash=cfg.hash_algo),
                 t("free_order_" + cfg.free_order, lang)]
@@ -308,7 +321,7 @@ def _payload(run: data.PlayerRun, cursor: int, lang: str) -> None:
     block = int(ss["w_pl_block"])
     if written:
         st.caption(t("payload_written", lang, ids=", ".join(map(str, written))))
-    chart = panels.payload_chart(block, cursor, int(ss.get("w_pl_layer") or 0),
+    chart = payload_chart(block, cursor, int(ss.get("w_pl_layer") or 0),
                                  int(ss.get("w_pl_head") or 0), int(ss.get("w_pl_kv") or 0), lang, run)
     if chart is None:
         st.info(t("no_payload_block", lang, b=block))
@@ -328,3 +341,73 @@ def _sync_url() -> None:
     moved = ("step", "op")
     if {k: v for k, v in have.items() if k not in moved} != {k: v for k, v in want.items() if k not in moved}:
         st.query_params.from_dict(want)
+
+
+# -- what is drawn below the board -----------------------------------------------------------
+def metrics_chart(index: int, lang: str, run: data.PlayerRun) -> go.Figure:
+    return memo(run, "metrics", (index, lang), lambda: frozen(metrics_figure(run.series, index, lang)))
+
+
+def vllm_metrics(index: int, lang: str, run: data.PlayerRun) -> str:
+    """vLLM's metrics after step ``index`` (render/metrics.py's table and sentence)."""
+    return memo(run, "vllm_metrics", (index, lang),
+                lambda: vllm_metrics_html(run.timeline.step(index), run.timeline.block_size, lang))
+
+
+def payload_chart(block: int, index: int, layer: int, head: int, kv: int, lang: str, run: data.PlayerRun):
+    """(figure, caption HTML) of a block's K or V at a step; None when the block holds none."""
+    return memo(run, "payload", (block, index, layer, head, kv, lang),
+                lambda: _payload_of(run, block, index, layer, head, kv, lang))
+
+
+def _payload_of(run: data.PlayerRun, block: int, index: int, layer: int, head: int, kv: int, lang: str):
+    summary = run.timeline.payload(block, index)
+    if summary is None:
+        return None
+    tokens = run.timeline.step(index).block_tokens[block]
+    fig = payload_figure(summary, layer=layer, head=head, kv=kv, tokens=tokens,
+                         vocab=run.timeline.vocab, lang=lang)
+    return frozen(fig), payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)
+
+
+def export_doc(run: data.PlayerRun, index: int, lang: str) -> str:
+    """The run as one offline HTML page (the board, its data inlined), opening at ``index``."""
+    from blockviz.export import export_html
+    titles = {lg: run.scenario.title.get(lg) for lg in LANGS}
+    return export_html(run.timeline, title=titles[lang], lang=lang, start=index, labels=run.labels,
+                       titles=titles, file=f"{run.scenario.id}.yaml" if run.scenario.id else "")
+
+
+# -- a shared link ---------------------------------------------------------------------------
+def _refused(notices: list, en: str, zh: str, default: str) -> None:
+    notices.append(("link_refused", {"msg_en": en, "msg_zh": zh, "d": default}))
+
+
+def _link_error(notices: list, e: ScenarioError, default: str) -> None:
+    if e.line is None and not e.path:      # about the link itself: no file position to give
+        _refused(notices, localize_error(e.message, "en"), localize_error(e.message, "zh"), default)
+    else:
+        _refused(notices, e.localized("en"), e.localized("zh"), default)
+
+
+def open_link(state, code: str, notices: list, default: str):
+    """The PlayerRun of a link's scenario, or None (with a notice saying why, and that
+    ``default`` is shown instead)."""
+    if not isinstance(code, str) or len(code) > MAX_CODE_CHARS + 64:   # its size: all the server reads
+        _link_error(notices, LinkTooLong(len(code) if isinstance(code, str) else 0), default)
+        return None
+    try:
+        with st.spinner("…"):
+            outcome = worker.user_outcome(state, "link", worker.Source("link", LINK_FILE, code))
+    except ScenarioError as e:          # busy, or stopped (where it was)
+        _link_error(notices, e, default)
+        return None
+    if outcome.error is not None:
+        _link_error(notices, outcome.error, default)
+        return None
+    if outcome.refusal is not None:
+        key, fields = outcome.refusal
+        fields = {**fields, "file": download_name(outcome.summary.id)}
+        _refused(notices, t(key, "en", **fields), t(key, "zh", **fields), default)
+        return None
+    return outcome.run

@@ -158,15 +158,17 @@ def _shown(value: str) -> str:
     return v if len(v) <= 48 else v[:45] + "…"
 
 
+def _choose(value: str | None, allowed, default: str, notices: list, key: str, **fields) -> str:
+    """``value`` if ``allowed`` holds it, else ``default`` (with the notice ``key`` for a value given)."""
+    if value and value not in allowed:
+        notices.append((key, {"v": _shown(value), **fields}))
+    return value if value and value in allowed else default
+
+
 def choose_scenario(value: str | None, ids: Sequence[str], notices: list) -> str:
     """``value`` if it names a built-in scenario; never a path: ids come from the glob only."""
     default = DEFAULT_SCENARIO if DEFAULT_SCENARIO in ids else (ids[0] if ids else DEFAULT_SCENARIO)
-    if value is None or value == "":
-        return default
-    if value in ids:
-        return value
-    notices.append(("warn_scenario", {"v": _shown(value), "d": default}))
-    return default
+    return _choose(value, ids, default, notices, "warn_scenario", d=default)
 
 
 def choose_step(value: str | None, last: int, notices: list) -> int:
@@ -192,12 +194,7 @@ def choose_op(value: str | None, step: int, n_ops: int, notices: list) -> int | 
 
 
 def choose_lang(value: str | None, default: str, notices: list) -> str:
-    if value is None or value == "":
-        return default
-    if value in LANGS:
-        return value
-    notices.append(("warn_lang", {"v": _shown(value)}))
-    return default
+    return _choose(value, LANGS, default, notices, "warn_lang")
 
 
 def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequence[str],
@@ -206,7 +203,7 @@ def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequen
     """First run of a session: open exactly where ``?scenario=&step=&op=&lang=&presenter=`` says,
     with a notice (and a sensible fallback) for every value that does not make sense. ``?s=CODE``
     (a shared scenario) opens that scenario as the session's own run instead, through
-    ``open_link(state, code, notices, fallback id)`` (the app passes ``blockviz.ui.shared.open_link``;
+    ``open_link(state, code, notices, fallback id)`` (the app passes ``blockviz.ui.player.open_link``;
     without it a code is not opened)."""
     notices: list = []
     lang = choose_lang(params.get("lang"), default_lang, notices)
@@ -241,11 +238,6 @@ def shared_code(state: Mapping) -> str | None:
 def linked(state: Mapping) -> bool:
     """Whether a link reopens what the player shows (a built-in, or a run with a link code)."""
     return not showing_user(state) or shared_code(state) is not None
-
-
-def user_link_note(state: Mapping) -> str:
-    """The i18n key of the sidebar's note on the session's own scenario: whether a link reopens it."""
-    return "link_opened_note" if shared_code(state) else "user_not_linked"
 
 
 def run_notices(run) -> list:
