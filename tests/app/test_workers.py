@@ -46,7 +46,7 @@ def test_the_server_process_parses_no_user_text(page, monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("the server process decoded or read a user's text")
     monkeypatch.setattr(L, "parse_yaml", guarded)
-    for module, name in ((share, "decode"), (share, "load_link"), (A, "read_upload"), (A, "text_names")):
+    for module, name in ((share, "decode"), (A, "read_upload"), (A, "text_names")):
         monkeypatch.setattr(module, name, never)
     text = SMALL + MARK + "\n"
     p = author(page)
