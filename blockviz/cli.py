@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import types
+from itertools import accumulate
 
 from blockviz import trace_cli
 from blockviz.i18n import LANGS, t
@@ -159,9 +160,8 @@ class RunProgress(_Ticker):
         steps = loaded.scenario.steps
         self.kinds = [s.kind or "note" for s in steps]
         self.declared = [_declared_engine_steps(s) for s in steps]
-        self.after = [0] * (len(steps) + 1)        # declared engine steps of events i.. to the end
-        for i in range(len(steps) - 1, -1, -1):
-            self.after[i] = self.after[i + 1] + self.declared[i]
+        # the declared engine steps of events i.. to the end (0 after the last)
+        self.after = list(accumulate(reversed(self.declared), initial=0))[::-1]
         self.events = 0                            # events done
         self.engine_steps = 0
         self.at_event = 0                          # engine steps when the current event began

@@ -86,30 +86,24 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, title: str
     reqs = requests_html(s, lang=lang, fresh=c.fresh, changed=c.requests, groups=groups,
                          **({"max_requests": COMPACT["requests"], "max_cells": COMPACT["cells"]}
                             if compact else {}))
-    labelled = {"lang": lang, "labels": labels, "vocab": vocab, "block_size": bs}
-    code = ""
+    code = ops = why = ""
     if s.frame is not None:                # an op frame: its op is the sentence; its code lit
         line = (clip(describe_op(s.op, lang, labels, vocab, bs)) if s.op is not None
                 else t("no_ops", lang))
         caption = caption_html(line, lang)
         if s.op is not None:
-            code = pseudocode_html(s.op, lang=lang, free_order=free_order,
-                                   vllm_function=s.op.fn)
+            code = pseudocode_html(s.op, lang=lang, free_order=free_order, vllm_function=s.op.fn)
     else:
         said = s.caption.get(lang) if s.caption is not None else None
         if not said:                       # a scenario without captions: its note's first sentence
             said = first_sentence(note) if note else event_label(s.event, lang)
         caption = caption_html(said, lang, error=error, teaching_only=s.teaching_only)
-    ops = "" if s.frame is not None else ops_html(
-        s.ops, **labelled, ref_before=c.prev_ref_cnt,
-        **({"max_lines": COMPACT["ops"]} if compact else {}))
-    on_gpu = {h for h, _ in s.hash_table}
-    ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang, on_gpu=on_gpu,
-                         tier=s.tier)
+        ops = ops_html(s.ops, lang, labels, vocab=vocab, block_size=bs, ref_before=c.prev_ref_cnt,
+                       **({"max_lines": COMPACT["ops"]} if compact else {}))
+        why = note_html(note, lang, error=error) + engine_did_html(
+            s, lang, labels, vocab, bs, **({"max_items": COMPACT["did"]} if compact else {}))
+    ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang,
+                         on_gpu={h for h, _ in s.hash_table}, tier=s.tier)
            if s.external is not None else "")
-    why = "" if s.frame is not None else (
-        note_html(note, lang, error=error)
-        + engine_did_html(s, lang, labels, vocab, bs,
-                          **({"max_items": COMPACT["did"]} if compact else {})))
     return Panels(header=header, caption=caption, why=why, ops=ops, code=code, blocks=blocks,
                   queue=queue, table=table, requests=reqs, external=ext)

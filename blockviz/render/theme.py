@@ -128,8 +128,6 @@ CSS = """
 .bv-panel { margin-bottom: .6em; }
 
 /* GPU block cards */
-.bv-blocks { display: grid; grid-template-columns: repeat(auto-fit, minmax(6.6em, 1fr));
-             gap: .55em; }
 .bv-card { position: relative; border: 2px solid var(--bv-grey); border-radius: .45em;
            background: var(--bv-grey-bg); padding: .3em .45em .4em .45em; min-height: 6.4em; }
 .bv-card.bv-free { border-style: dashed; background: var(--bv-grey-bg-free); }
@@ -142,8 +140,6 @@ CSS = """
 .bv-top { display: flex; justify-content: space-between; align-items: baseline; gap: .3em; }
 .bv-id { font-size: 1.9em; font-weight: 800; line-height: 1; }
 .bv-hash { font-weight: 800; color: var(--bv-green); font-size: 1.15em; }
-.bv-ref { font-size: .95em; margin-top: .15em; }
-.bv-ref b { font-size: 1.15em; }
 .bv-tok { font-size: .85em; color: var(--bv-ink); margin-top: .2em; overflow: hidden;
           display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical;
           word-break: break-word; }
@@ -356,6 +352,5 @@ PRESENTER_CSS = """
 [data-testid="stMainBlockContainer"] button p { font-size: 1.35rem; }
 [data-testid="stMainBlockContainer"] [data-testid="stWidgetLabel"] p { font-size: 1.2rem; }
 .bv-legend { font-size: .72em; margin: .2em 0 0 0; }
-.bv-card { min-height: 5.6em; }
 .bv-h { margin-bottom: .15em; }
 """
