@@ -22,7 +22,15 @@ from blockviz.core import FREE_ORDERS
 from blockviz.i18n import LANGS, t
 from blockviz.i18n.errors import localize_error
 from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
-from blockviz.sim.capacity import KV_PRESETS, MODES, TIMED_DEFAULTS, gib, limiting_group, model_groups
+from blockviz.sim.capacity import (
+    KV_PRESETS,
+    MODES,
+    TIMED_DEFAULTS,
+    gib,
+    hit_rate,
+    limiting_group,
+    model_groups,
+)
 from blockviz.sim.curve import curve_sweep
 from blockviz.sim.explain_trace import TRACE_KEYS, add_explain
 from blockviz.sim.optimal import add_optimal
@@ -44,52 +52,35 @@ def one_line_error(parser: argparse.ArgumentParser, message: str):
     sys.exit(EXIT_INPUT)
 
 
-def int_in(lo: int, hi: int):
-    def parse(text: str) -> int:
+def _option(convert, ok, key: str, **fields):
+    """An option's argparse type: ``convert(text)`` where ``ok`` allows it, else argparse's error
+    (the i18n ``key`` with ``fields`` says what is allowed)."""
+    def parse(text: str):
         try:
-            value = int(text.replace("_", ""))
-        except ValueError:
-            value = None
-        if value is None or not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(t("trace_opt_int", "en", value=text, lo=f"{lo:,}",
-                                               hi=f"{hi:,}"))
-        return value
-    return parse
-
-
-def _pools(text: str) -> list[int]:
-    try:
-        values = [int(x.replace("_", "")) for x in text.split(",")]
-    except ValueError:
-        values = []
-    if not values or any(not 1 <= v <= MAX_POOL_BLOCKS for v in values):
-        raise argparse.ArgumentTypeError(t("trace_opt_pools", "en", value=text))
-    return values
-
-
-def _orders(text: str) -> list[str]:
-    values = [x.strip() for x in text.split(",")]
-    if not values or any(v not in FREE_ORDERS for v in values):
-        raise argparse.ArgumentTypeError(t("trace_opt_choice", "en", value=text,
-                                           choices=", ".join(FREE_ORDERS) + " (or both, comma-separated)"))
-    return list(dict.fromkeys(values))
-
-
-def _number(key: str, ok):
-    """A number that ``ok`` allows, else argparse's error (the i18n ``key`` says what is)."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
+            value = convert(text)
         except ValueError:
             value = None
         if value is None or not ok(value):
-            raise argparse.ArgumentTypeError(t(key, "en", value=text))
+            raise argparse.ArgumentTypeError(t(key, "en", value=text, **fields))
         return value
     return parse
 
 
-_positive = _number("trace_opt_number", lambda v: 0 < v < float("inf"))
-_seconds = _number("trace_opt_seconds", lambda v: 0 <= v < float("inf"))
+def _whole(text: str) -> int:
+    return int(text.replace("_", ""))
+
+
+def int_in(lo: int, hi: int):
+    return _option(_whole, lambda v: lo <= v <= hi, "trace_opt_int", lo=f"{lo:,}", hi=f"{hi:,}")
+
+
+_pools = _option(lambda text: [_whole(x) for x in text.split(",")],
+                 lambda vs: all(1 <= v <= MAX_POOL_BLOCKS for v in vs), "trace_opt_pools")
+_orders = _option(lambda text: list(dict.fromkeys(x.strip() for x in text.split(","))),
+                  lambda vs: all(v in FREE_ORDERS for v in vs), "trace_opt_choice",
+                  choices=", ".join(FREE_ORDERS) + " (or both, comma-separated)")
+_positive = _option(float, lambda v: 0 < v < float("inf"), "trace_opt_number")
+_seconds = _option(float, lambda v: 0 <= v < float("inf"), "trace_opt_seconds")
 
 
 # Timed mode's options: (option name, keyword of replay_timed, parse, help)
@@ -266,7 +257,7 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
                        bytes=_fmt_bytes(bytes_per_token), source=kv_source))
     group = t(f"trace_group_{limiting_group(model)}", lang) if model else None
     ceil = report["ceiling"]
-    ceil_rate = ceil["hits"] / ceil["queries"] if ceil["queries"] else 0.0
+    ceil_rate = hit_rate(ceil)
     headers = [t(k, lang) for k in ("trace_tbl_pool", "trace_tbl_tokens")]
     if bytes_per_token:
         headers.append(t("trace_tbl_gib", lang))
@@ -286,8 +277,7 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
         row = [f"{p['pool_blocks']:,}", f"{p['pool_blocks'] * bs:,}"]
         if bytes_per_token:
             row.append(f"{gib(p['pool_blocks'] * bs, bytes_per_token):,.2f}")
-        rate = p["hits"] / p["queries"] if p["queries"] else 0.0
-        row += [_rate(p["hits"], p["queries"]), f"{rate / ceil_rate:.1%}" if ceil_rate else "-",
+        row += [_rate(p["hits"], p["queries"]), f"{hit_rate(p) / ceil_rate:.1%}" if ceil_rate else "-",
                 f"{p['requests']:,}", f"{p['rejected']:,}", f"{p['evictions']:,}"]
         if optimal:
             row.insert(-4, _rate(p["optimal_hits"], p["queries"]))

@@ -36,12 +36,6 @@ def default_pool(result: dict) -> int:
     return int(knee if knee is not None else sizes[len(sizes) // 2])
 
 
-def best_points(result: dict) -> list[list[int]]:
-    """``[[pool_blocks, MIN's hit tokens], ...]`` (empty when MIN was not computed)."""
-    return [[p["pool_blocks"], p["optimal_hits"]] for p in result["reports"][0]["points"]
-            if "optimal_hits" in p]
-
-
 def skipped_words(result: dict, lang: str) -> str | None:
     s = result.get("optimal_skipped")
     if not s:
@@ -60,7 +54,8 @@ def curve_data(result: dict, lang: str, *, bytes_per_token: int | None, height: 
         orders.append({"id": rep["free_order"], "name": t(f"cap_order_{rep['free_order']}", lang),
                        "dx": _deltas(c["xs"]), "dv": _deltas(c["vals"]), "s": c["slopes"],
                        "knee": c["knee"]})
-    best = best_points(result)
+    # [[pool_blocks, MIN's hit tokens], ...] (empty when MIN was not computed)
+    best = [[p["pool_blocks"], p["optimal_hits"]] for p in first["points"] if "optimal_hits" in p]
     labels = {k: t(f"curve_{k}", lang) for k in (
         "at", "blocks", "hits_of", "best", "best_n", "best_above", "best_above_band", "ceiling",
         "ceiling_at", "ceiling_above_best", "ceiling_above_best_band", "ceiling_above_lru", "policy_gap",

@@ -129,10 +129,6 @@ def _trace_error(file, line, col, field, key, fields) -> TraceError:
     return TraceError(file, line, col, field, key, **fields)
 
 
-def num_trace_blocks(input_length: int, block_tokens: int = TRACE_BLOCK_TOKENS) -> int:
-    return -(-input_length // block_tokens)
-
-
 def allowed_block_sizes(block_tokens: int = TRACE_BLOCK_TOKENS) -> list[int]:
     """The block sizes (up to 512, as ``blockviz trace capacity`` takes them) a trace whose ids
     cover ``block_tokens`` tokens can be replayed at (module docstring)."""
@@ -151,11 +147,7 @@ def block_size_problem(block_size: int, block_tokens: int = TRACE_BLOCK_TOKENS) 
     if block_size % block_tokens == 0:
         return None
     return ("trace_err_block_finer", {"value": block_size, "bt": block_tokens,
-                                      "allowed": _list(allowed_block_sizes(block_tokens))})
-
-
-def _list(values: list[int]) -> str:
-    return ", ".join(map(str, values))
+                                      "allowed": ", ".join(map(str, allowed_block_sizes(block_tokens)))})
 
 
 def check_block_size(block_size: int, block_tokens: int = TRACE_BLOCK_TOKENS) -> None:
@@ -212,7 +204,7 @@ def _check(obj: dict, text: str, file: str, line: int, block_tokens: int) -> Tra
     ids = obj["hash_ids"]
     if type(ids) is not list:
         raise fail("hash_ids", "trace_err_ids_list", value=_show(ids))
-    need = num_trace_blocks(n, block_tokens)
+    need = -(-n // block_tokens)
     if len(ids) != need:
         raise fail("hash_ids", "trace_err_ids_count", got=len(ids), n=n, need=need, bt=block_tokens)
     for i, h in enumerate(ids):
