@@ -176,9 +176,7 @@ class _Generator:
             else:
                 conv[:] = [runs, sum(r[2] for r in runs), ids, out, turns + 1]
             return runs, ids, out
-        k = self.rng.randrange(w.num_prefixes)
-        runs, ids, out = self.finish([self.part(f"sys{k}", w.prefix_tokens),
-                                      self.fresh(self.around(w.new_tokens))])
+        runs, ids, out = self.req_shared_prefix()      # a new conversation's first turn
         if w.max_turns > 1:
             self.open.append([runs, sum(r[2] for r in runs), ids, out, 1])
         return runs, ids, out

@@ -160,12 +160,12 @@ class _Generator:
     def arrive_one(self) -> None:
         getattr(self, f"arrive_{self.w.kind}")()
 
-    def arrive_shared_prefix(self) -> None:
+    def arrive_shared_prefix(self) -> str:
         w = self.w
         k = self.rng.randrange(w.num_prefixes)
         rid = self.new_id()
-        self.arrive(rid, self.shared(rid, f"sys{k}", w.prefix_blocks * w.block_size)
-                    + [{"random": self.fresh()}])
+        return self.arrive(rid, self.shared(rid, f"sys{k}", w.prefix_blocks * w.block_size)
+                           + [{"random": self.fresh()}])
 
     def arrive_few_shot(self) -> None:
         w = self.w
@@ -192,10 +192,7 @@ class _Generator:
             return
         conv = self.num_conversations
         self.num_conversations += 1
-        k = self.rng.randrange(w.num_prefixes)
-        rid = self.new_id()
-        self.arrive(rid, self.shared(rid, f"sys{k}", w.prefix_blocks * w.block_size)
-                    + [{"random": self.fresh()}])
+        rid = self.arrive_shared_prefix()       # a new conversation's first turn
         self.talking[conv] = (rid, 1)
         self.conversation_of[rid] = conv
 
