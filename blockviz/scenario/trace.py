@@ -59,7 +59,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, NamedTuple
 
 from blockviz.i18n import t
@@ -334,24 +334,29 @@ def read_trace(source, *, name: str | None = None, limit: int | None = None) -> 
 
 
 def check_trace(source, *, name: str | None = None, limit: int | None = None,
-                block_size: int | None = None) -> dict:
+                block_size: int | None = None, progress: Callable[[int], None] | None = None) -> dict:
     """Read the whole trace once, checking every line: its size (requests, prompt tokens, hash
-    blocks), the tokens one hash id covers and the block sizes it allows. Raises the first
+    blocks), the tokens one hash id covers, the block sizes it allows and whether its requests
+    name their conversations (``chats``: a Qwen-Bailian trace). Raises the first
     :class:`TraceError`. With a ``block_size`` (refused as :func:`iter_trace` refuses it) also
     ``most_blocks``: the most blocks of that size the trace could ever hold — every request's
-    prompt and output at once, in any mode."""
+    prompt and output at once, in any mode. ``progress(line)`` after each request."""
     requests = tokens = blocks = most = 0
     block_tokens = TRACE_BLOCK_TOKENS
+    chats = False
     for r in iter_trace(source, name=name, limit=limit, block_size=block_size):
         requests += 1
         tokens += r.input_length
         blocks += len(r.hash_ids)
         block_tokens = r.block_tokens
+        chats = chats or r.chat is not None
         if block_size:
             most += -(-(r.input_length + r.output_length) // block_size)
+        if progress is not None:
+            progress(r.line)
     return {"requests": requests, "prompt_tokens": tokens, "trace_blocks": blocks,
             "block_tokens": block_tokens, "block_sizes": allowed_block_sizes(block_tokens),
-            **({"most_blocks": most} if block_size else {})}
+            "chats": chats, **({"most_blocks": most} if block_size else {})}
 
 
 # -- writing ----------------------------------------------------------------------------------

@@ -105,14 +105,14 @@ def block_keys(input_length: int, hash_ids: Iterable[int], block_size: int,
     return [k + s for k in keys for s in suffixes][:full]
 
 
-def _units(r: TraceRequest, block_size: int) -> tuple[int, list[tuple[bytes, int]]]:
-    """(blocks per unit, [(unit key, the request's full blocks in it)]): the trace's own blocks
-    when ``block_size`` divides them, else the vLLM blocks themselves."""
+def _units(r: TraceRequest, block_size: int) -> list[tuple[bytes, int]]:
+    """[(unit key, the request's full blocks in it)]: the trace's own blocks when ``block_size``
+    divides them, else the vLLM blocks themselves."""
     if block_size >= r.block_tokens:
-        return 1, [(k, 1) for k in block_keys(r.input_length, r.hash_ids, block_size, r.block_tokens)]
+        return [(k, 1) for k in block_keys(r.input_length, r.hash_ids, block_size, r.block_tokens)]
     per = r.block_tokens // block_size
     full_total = r.input_length // block_size
-    return per, [(k, min(per, full_total - j * per)) for j, k in enumerate(trace_block_keys(r.hash_ids))]
+    return [(k, min(per, full_total - j * per)) for j, k in enumerate(trace_block_keys(r.hash_ids))]
 
 
 def _checked(trace: Iterable[TraceRequest], block_size: int) -> Iterator[TraceRequest]:
@@ -318,7 +318,7 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
         limit = (n - 1) // block_size
         hit = 0
         counting = True
-        for key, full in _units(r, block_size)[1]:   # full: this request's full blocks in it
+        for key, full in _units(r, block_size):   # full: this request's full blocks in it
             before = seen.get(key, 0)
             if counting:
                 hit += min(before, full)
@@ -880,7 +880,7 @@ def trace_extent(trace: Iterable[TraceRequest], *, block_size: int) -> dict:
     largest = 0
     for r in _checked(trace, block_size):
         largest = max(largest, needed_blocks(r.input_length, r.output_length, block_size, NO_LENGTH_CAP))
-        for key, full in _units(r, block_size)[1]:
+        for key, full in _units(r, block_size):
             if full > seen.get(key, 0):
                 seen[key] = full
     return {"largest": largest, "working_set": sum(seen.values()) + largest}

@@ -129,7 +129,7 @@ def _session_dir() -> Path:
 @dataclass(frozen=True)
 class ReadTrace:
     """Read a trace through once, checking every line (a generated one is written first): its
-    size, or the first bad line's TraceError."""
+    size (``check_trace``), or the first bad line's TraceError."""
     path: str
     name: str
     generate: TraceWorkload | None = None
@@ -138,14 +138,7 @@ class ReadTrace:
         if self.generate is not None:
             with open(self.path, "w", encoding="utf-8") as f:
                 write_generated(self.generate, f)
-        requests = tokens = 0
-        chats = False
-        for r in iter_trace(self.path, name=self.name):
-            requests += 1
-            tokens += r.input_length
-            chats = chats or r.chat is not None
-            report(lines=r.line)
-        return {"requests": requests, "prompt_tokens": tokens, "chats": chats}
+        return check_trace(self.path, name=self.name, progress=lambda line: report(lines=line))
 
 
 @dataclass(frozen=True)
@@ -269,7 +262,7 @@ def _took(state, lang: str) -> None:
         ss[session.CAPT_N] = n
         size = state.result
         ss[session.CAPT_TRACE] = TraceFile(task.name, task.path, size["requests"], size["prompt_tokens"],
-                                           f"{task.name}#{n}", size.get("chats", False))
+                                           f"{task.name}#{n}", size["chats"])
         ss[session.CAPT_ERROR] = None
         return
     if state.status == "failed" and isinstance(state.error, TraceError):

@@ -54,7 +54,8 @@ def test_a_bailian_trace_reads_with_its_chats(qwen):
     assert r.line == 6
     assert T.check_trace(qwen) == {"requests": 8, "prompt_tokens": 766,
                                    "trace_blocks": sum(len(x["hash_ids"]) for x in LINES),
-                                   "block_tokens": 16, "block_sizes": [16, 32, 64, 128, 256, 512]}
+                                   "block_tokens": 16, "block_sizes": [16, 32, 64, 128, 256, 512],
+                                   "chats": True}
 
 
 def test_the_files_name_gives_its_block(tmp_path):

@@ -26,7 +26,8 @@ def test_a_trace_reads_request_by_request(tmp_path):
     assert T.read_trace(path, limit=2)[-1].line == 2
     assert T.check_trace(path) == {"requests": 3, "prompt_tokens": 1549, "trace_blocks": 4,
                                    "block_tokens": 512,
-                                   "block_sizes": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]}
+                                   "block_sizes": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+                                   "chats": False}
 
 
 def test_other_fields_are_ignored_and_floats_are_times():
