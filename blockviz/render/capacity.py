@@ -18,11 +18,11 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from blockviz.core import FREE_ORDERS
 from blockviz.i18n import t
 from blockviz.render.theme import BLUE, GREEN, GRID, INK, MUTED, ORANGE, PAPER, RED, VEIL
 from blockviz.sim.capacity import KNEE_FRACTION, Point, gib, knee_of
 
-ORDERS = ("split", "append")
 DASH = {"split": "solid", "append": "dash"}
 SYMBOL = {"split": "circle", "append": "square"}
 HIT_COLOUR = {"split": GREEN, "append": INK}
@@ -31,7 +31,7 @@ SAME = 1e-9          # two hit rates closer than this are equal (they are ratios
 
 def by_order(points: Iterable[Point]) -> dict[str, list[Point]]:
     """The points of each free order, by pool size."""
-    out: dict[str, list] = {o: [] for o in ORDERS}
+    out: dict[str, list] = {o: [] for o in FREE_ORDERS}
     for p in points:
         out.setdefault(p.free_order, []).append(p)
     return {o: sorted(ps, key=lambda p: p.pool_blocks) for o, ps in out.items() if ps}

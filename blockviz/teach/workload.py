@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from blockviz.core import FREE_ORDERS
 from blockviz.i18n import texts
 from blockviz.scenario.load import LoadedScenario, ScenarioError, check_references
 from blockviz.scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario, request_id
@@ -36,7 +37,6 @@ from blockviz.sim.capacity import Point, scenario_stats
 from blockviz.sim.sweep import LocalExecutor, Task
 
 KINDS = ("shared_prefix", "multi_turn", "few_shot", "random")
-FREE_ORDERS = ("split", "append")
 
 
 @dataclass(frozen=True)

@@ -240,14 +240,6 @@ def _show(plan: Plan, lang: str, computed: bool) -> None:
         st.html(heading_html(t("cap_how_title", lang)))
         st.markdown(t("cap_how", lang))
     with st.expander(t("cap_numbers", lang)):
-        st.dataframe([_row(p, lang) for p in points], hide_index=True)
-
-
-def _row(p: Point, lang: str) -> dict:
-    return {t("cap_col_pool", lang): p.pool_blocks, t("cap_col_order", lang): p.free_order,
-            t("cap_col_hit", lang): f"{100 * p.hit_rate:.1f}%",
-            t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}",
-            t("cap_col_evictions", lang): p.evictions, t("cap_col_preemptions", lang): p.preemptions,
-            t("cap_col_error", lang): localize_error(p.error, lang) if p.error else ""}
+        st.dataframe([capacity_trace.point_row(p, lang) for p in points], hide_index=True)
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from blockviz.core import FREE_ORDERS
 from blockviz.i18n import t
 from blockviz.i18n.errors import localize_error
 from blockviz.render.capacity import (
-    ORDERS,
     hit_rate_figure,
     latency_figure,
     limited,
@@ -166,7 +166,7 @@ class SweepTrace:
     def __call__(self, report) -> dict:
         if self.curve:
             return curve_report(self.path, name=self.name, block_size=self.block_size, limit=self.limit,
-                                requests=self.requests, free_orders=ORDERS, sizes=self.num_sizes,
+                                requests=self.requests, free_orders=FREE_ORDERS, sizes=self.num_sizes,
                                 optimal=self.optimal, progress=report)
         report(force=True, phase="measuring")
         requests = iter_trace(self.path, name=self.name, limit=self.limit)
@@ -178,7 +178,7 @@ class SweepTrace:
 
         def progress(done: int, total: int) -> None:
             report(done=done, total=total, runs=2 * len(sizes))
-        result = sweep([self.path], block_size=self.block_size, pool_blocks=sizes, free_orders=ORDERS,
+        result = sweep([self.path], block_size=self.block_size, pool_blocks=sizes, free_orders=FREE_ORDERS,
                        mode=self.mode, limit=self.limit, options=dict(self.options),
                        executor=LocalExecutor(workers=1), progress=progress, model=self.model)
         return {"reports": tuple(result.reports), "seconds": result.seconds, "runs": 2 * len(sizes)}
@@ -428,7 +428,7 @@ def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     else:
         _show_replays(s, lang, bpt, points)
     with st.expander(t("cap_numbers", lang)):
-        st.dataframe([_trace_row(p, s.block_size, lang, bpt, s.model) for p in points], hide_index=True)
+        st.dataframe([point_row(p, lang, s.block_size, bpt, s.model) for p in points], hide_index=True)
     if s.model:      # the player's window replays one full-attention group, scaled down
         return
     _player_box(trace, s, lang)
@@ -461,14 +461,21 @@ def _show_replays(s: TraceSweep, lang: str, bpt: int | None, points: list[Point]
             st.caption(t("capt_timed_model", lang, **dict(s.options)))
 
 
-def _trace_row(p: Point, block_size: int, lang: str, bpt: int | None, model: str | None = None) -> dict:
-    tokens = p.pool_blocks * block_size
-    row = {t("cap_col_pool", lang): p.pool_blocks, t("capt_tokens", lang): tokens}
-    if bpt:
-        row["GiB"] = round(gib(tokens, bpt), 3)
+def point_row(p: Point, lang: str, block_size: int | None = None, bpt: int | None = None,
+              model: str | None = None) -> dict:
+    """A point as a row of the numbers' table: a generated workload's plan's (no ``block_size``),
+    or a trace's (capacities in tokens, and GiB given a slot's ``bpt``)."""
+    row = {t("cap_col_pool", lang): p.pool_blocks}
+    if block_size:
+        row[t("capt_tokens", lang)] = p.pool_blocks * block_size
+        if bpt:
+            row["GiB"] = round(gib(p.pool_blocks * block_size, bpt), 3)
     row |= {t("cap_col_order", lang): p.free_order, t("cap_col_hit", lang): f"{100 * p.hit_rate:.1f}%",
-            t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}",
-            t("cap_col_evictions", lang): p.evictions, t("trace_tbl_rejected", lang): p.rejected}
+            t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}", t("cap_col_evictions", lang): p.evictions}
+    if not block_size:
+        return row | {t("cap_col_preemptions", lang): p.preemptions,
+                      t("cap_col_error", lang): localize_error(p.error, lang) if p.error else ""}
+    row[t("trace_tbl_rejected", lang)] = p.rejected
     if "optimal_hits" in p.extra:
         row[t("curve_col_best", lang)] = f"{100 * p.extra['optimal_hits'] / max(1, p.queries):.1f}%"
     if model:
@@ -493,7 +500,7 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
         ss[capacity_curve.W_POOL] = max(low, min(top, ss.get(capacity_curve.W_POOL, 0)))
     cols = st.columns([3, 2, 2, 2, 3], vertical_alignment="bottom")
     with cols[0]:
-        order = st.selectbox(t("capt_order", lang), ORDERS, key="w_capt_order",
+        order = st.selectbox(t("capt_order", lang), FREE_ORDERS, key="w_capt_order",
                              format_func=lambda o: t(f"cap_order_{o}", lang))
     with cols[1]:
         pool = st.number_input(t("capt_pool", lang), low, max(1, top), step=1, key=capacity_curve.W_POOL,
