@@ -165,16 +165,23 @@ class SequenceRequest:
         self.shared_prefix_boundary = 0
 
 
+def _request(i: int, r: TraceRequest, block_size: int, hasher: BlockHasher | None,
+             max_tokens: int | None = None):
+    """Request ``i`` of a trace as the manager reads it: its block keys (a :class:`SequenceRequest`,
+    or given ``max_tokens`` a :class:`TimedRequest`); with a ``hasher`` (the reference path, slow)
+    a real Request hashing the derived tokens."""
+    if hasher is not None:
+        return Request(request_id(i + 1), prompt_token_ids(r.input_length, r.hash_ids, r.block_tokens),
+                       hasher=hasher, block_size=block_size, max_tokens=max_tokens)
+    keys = block_keys(r.input_length, r.hash_ids, block_size, r.block_tokens)
+    if max_tokens is None:
+        return SequenceRequest(request_id(i + 1), r.input_length, keys)
+    return TimedRequest(i, r.input_length, keys, max_tokens, block_size)
+
+
 def _requests(trace: Iterable[TraceRequest], block_size: int, exact_tokens: bool):
-    if exact_tokens:   # the reference path: real Requests hashing the derived tokens (slow)
-        hasher = BlockHasher("sha256")
-        for i, r in enumerate(_checked(trace, block_size)):
-            yield Request(request_id(i + 1), prompt_token_ids(r.input_length, r.hash_ids, r.block_tokens),
-                          hasher=hasher, block_size=block_size)
-        return
-    for i, r in enumerate(_checked(trace, block_size)):
-        yield SequenceRequest(request_id(i + 1), r.input_length,
-                              block_keys(r.input_length, r.hash_ids, block_size, r.block_tokens))
+    hasher = BlockHasher("sha256") if exact_tokens else None
+    return (_request(i, r, block_size, hasher) for i, r in enumerate(_checked(trace, block_size)))
 
 
 def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks: int,
@@ -545,16 +552,7 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
                 rejected += 1
                 count_done()
             else:
-                max_tokens = max(1, r.output_length)
-                if exact_tokens:
-                    req = Request(request_id(i + 1), prompt_token_ids(r.input_length, r.hash_ids,
-                                                                      r.block_tokens),
-                                  hasher=hasher, block_size=block_size, max_tokens=max_tokens)
-                else:
-                    req = TimedRequest(i, r.input_length,
-                                       block_keys(r.input_length, r.hash_ids, block_size, r.block_tokens),
-                                       max_tokens,
-                                       block_size)
+                req = _request(i, r, block_size, hasher, max(1, r.output_length))
                 scheduler.add_request(req)
                 arrival[req.request_id] = at
                 index_of[req.request_id] = i
