@@ -258,46 +258,42 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
     group = t(f"trace_group_{limiting_group(model)}", lang) if model else None
     ceil = report["ceiling"]
     ceil_rate = hit_rate(ceil)
-    headers = [t(k, lang) for k in ("trace_tbl_pool", "trace_tbl_tokens")]
-    if bytes_per_token:
-        headers.append(t("trace_tbl_gib", lang))
-    optimal = bool(report["points"]) and "optimal_hits" in report["points"][0]
-    headers += [t(k, lang) for k in ("trace_tbl_hit_rate", "trace_tbl_of_ceiling", "trace_tbl_requests",
-                                     "trace_tbl_rejected", "trace_tbl_evictions")]
-    if optimal:
-        headers.insert(-4, t("trace_tbl_optimal", lang))
-    if model:
-        headers.insert(-3, t("trace_tbl_limited", lang, group=group))
     timed = report.get("mode") == "timed"
     if timed:
         lines.append(t("trace_tbl_timed", lang, **report["options"]))
-        headers += [t(k, lang) for k in ("trace_tbl_preemptions", "trace_tbl_queue", "trace_tbl_ttft")]
-    rows = []
-    for p in report["points"]:
-        row = [f"{p['pool_blocks']:,}", f"{p['pool_blocks'] * bs:,}"]
-        if bytes_per_token:
-            row.append(f"{gib(p['pool_blocks'] * bs, bytes_per_token):,.2f}")
-        row += [_rate(p["hits"], p["queries"]), f"{hit_rate(p) / ceil_rate:.1%}" if ceil_rate else "-",
-                f"{p['requests']:,}", f"{p['rejected']:,}", f"{p['evictions']:,}"]
-        if optimal:
-            row.insert(-4, _rate(p["optimal_hits"], p["queries"]))
-        if model:
-            row.insert(-3, _rate(p["limited_hits"], p["queries"]))
-        if timed:
-            row += [f"{p['preemptions']:,}", f"{p['queue_delay_p50_s']:.3g}/{p['queue_delay_p90_s']:.3g}",
-                    f"{p['ttft_p50_s']:.3g}/{p['ttft_p90_s']:.3g}"]
-        rows.append(row)
-    lines += table_lines(headers, rows)
+    points = report["points"]
+    cols = []                # the table's columns, left to right: (header, a point's cell)
+
+    def col(key: str, cell, **fields) -> None:
+        cols.append((t(key, lang, **fields), cell))
+
+    col("trace_tbl_pool", lambda p: f"{p['pool_blocks']:,}")
+    col("trace_tbl_tokens", lambda p: f"{p['pool_blocks'] * bs:,}")
+    if bytes_per_token:
+        col("trace_tbl_gib", lambda p: f"{gib(p['pool_blocks'] * bs, bytes_per_token):,.2f}")
+    col("trace_tbl_hit_rate", lambda p: _rate(p["hits"], p["queries"]))
+    if points and "optimal_hits" in points[0]:
+        col("trace_tbl_optimal", lambda p: _rate(p["optimal_hits"], p["queries"]))
+    col("trace_tbl_of_ceiling", lambda p: f"{hit_rate(p) / ceil_rate:.1%}" if ceil_rate else "-")
+    if model:
+        col("trace_tbl_limited", lambda p: _rate(p["limited_hits"], p["queries"]), group=group)
+    for name in ("requests", "rejected", "evictions"):
+        col(f"trace_tbl_{name}", lambda p, name=name: f"{p[name]:,}")
+    if timed:
+        col("trace_tbl_preemptions", lambda p: f"{p['preemptions']:,}")
+        col("trace_tbl_queue", lambda p: f"{p['queue_delay_p50_s']:.3g}/{p['queue_delay_p90_s']:.3g}")
+        col("trace_tbl_ttft", lambda p: f"{p['ttft_p50_s']:.3g}/{p['ttft_p90_s']:.3g}")
+    lines += table_lines([h for h, _ in cols], [[cell(p) for _, cell in cols] for p in points])
     lines.append(t("trace_tbl_ceiling", lang, rate=_rate(ceil["hits"], ceil["queries"]),
                    hits=ceil["hits"], queries=ceil["queries"])
                  + (t("trace_tbl_ceiling_limited", lang, limited=ceil["limited_hits"], group=group)
                     if model and ceil["limited_hits"] else ""))
-    if report["points"] and "split" in report["points"][0]:
+    if points and "split" in points[0]:
         lines += ["", t("trace_tbl_split_title", lang)]
         heads = [t("trace_tbl_pool", lang)] + [t(f"xc_{k}", lang) for k in TRACE_KEYS]
         lines += table_lines(heads, [[f"{p['pool_blocks']:,}"] + [_rate(p["split"][k], p["queries"])
                                                                   for k in TRACE_KEYS]
-                                     for p in report["points"]])
+                                     for p in points])
         lines.append(t("trace_tbl_split_how", lang))
     return "\n".join(lines)
 
