@@ -229,8 +229,6 @@ def tab(lang: str) -> None:
     ended = jobs.ended(session.CAPT_SWEEP_JOB)
     if ended is not None:
         _swept(ended, trace, lang)
-    if ss.get(session.CAPT_JOB_DONE):
-        st.progress(1.0, text=ss.pop(session.CAPT_JOB_DONE))
     jobs.poll(session.CAPT_SWEEP_JOB, lang)
     jobs.show_message(session.CAPT_SWEEP_JOB, lang)
     sweep_ = ss.get(session.CAPT_SWEEP)
@@ -376,11 +374,11 @@ def _swept(state, trace: TraceFile, lang: str) -> None:
         words = {"requests": f"{replayed:,}", "s": f"{r['seconds']:.1f}"}
         if curve is None:
             capacity_curve.place(points[len(points) // 2]["pool_blocks"])
-            ss[session.CAPT_JOB_DONE] = t("capt_done", lang, runs=r["runs"], **words)
+            st.progress(1.0, text=t("capt_done", lang, runs=r["runs"], **words))
         else:
             capacity_curve.place(default_pool(r))
-            ss[session.CAPT_JOB_DONE] = (t("curve_done", lang, n=best, **words) if best else
-                                         t("curve_done_no_best", lang, **words))
+            st.progress(1.0, text=t("curve_done", lang, n=best, **words) if best else
+                        t("curve_done_no_best", lang, **words))
         return
     cmd = (f"blockviz trace capacity {trace.name} --block-size {task.block_size} --mode {task.mode} "
            f"--limit {task.limit} --free-order split,append "

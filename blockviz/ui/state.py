@@ -72,7 +72,6 @@ CAPT_READ_JOB = "bv_capt_read_job"  # worker.Job reading (or generating) the ses
 CAPT_READING = "bv_capt_reading"    # the ReadTrace it runs
 CAPT_SWEEP_JOB = "bv_capt_sweep_job"  # worker.Job sweeping it
 CAPT_SWEEPING = "bv_capt_sweeping"  # (trace key, SweepTrace) it runs
-CAPT_JOB_DONE = "bv_capt_job_done"  # what the last sweep did, said above its chart
 CAPT_DIR = "bv_capt_dir"            # the session's SessionDir (its trace's folder)
 CAPT_N = "bv_capt_n"                # how many traces the session has taken
 CAPT_MARK_SEQ = "bv_capt_mark_seq"  # Python's moves of the curve's capacity marker (a count)
