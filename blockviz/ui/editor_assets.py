@@ -252,7 +252,6 @@ function setup(root, api) {
     const num = nums.children[line - 1];
     if (num) num.classList.add("bvx-bad");
     band.hidden = beside.hidden = false;
-    band.style.top = "0px";
     beside.textContent = m.msg;
     beside.title = m.msg;
     root.dataset.markLine = String(line);
