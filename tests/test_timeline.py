@@ -335,3 +335,25 @@ def test_a_step_packed_narrower_than_the_log_before_it_is_kept_exactly():
     assert max(op.hit_tokens_limit for op in results[0].ops if op.kind == "lookup") > 65_535
     for i, result in enumerate(results, 1):
         assert tl.step_ops(i) == tuple(result.ops), i
+
+
+def test_step_records_built_directly_keep_their_dataclass_contract():
+    """Step, Stats and RequestView store their fields directly (sim.step.stored_directly), and
+    are still frozen, with their defaults and a fresh default per instance."""
+    import dataclasses
+
+    from blockviz.sim.step import RequestView, Stats, Step
+    a, b = Step(index=1), Step(index=1)
+    assert a == b and a.requests == {} and a.requests is not b.requests and a.frame is None
+    v = RequestView(request_id="r", status="waiting", num_prompt_tokens=3, num_tokens=3,
+                    num_computed_tokens=0, table=[7])
+    assert (v.num_preemptions, v.all_token_ids, v.table) == (0, [], [7])
+    assert v.all_token_ids is not RequestView(request_id="s", status="waiting", num_prompt_tokens=1,
+                                              num_tokens=1, num_computed_tokens=0).all_token_ids
+    assert dataclasses.replace(v, status="running").status == "running"
+    assert pickle.loads(pickle.dumps(v)) == v
+    for record, name in ((a, "index"), (v, "status"), (Stats(num_free_blocks=1, usage=0.5), "usage")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, name, 0)
+    with pytest.raises(TypeError):
+        Stats(num_free_blocks=1)            # usage has no default

@@ -115,6 +115,22 @@ class _Tee:
             call(op)
 
 
+class _Explained:
+    """The engine's own sink when it explains misses: the step's records (``ops``, if it keeps
+    them), then the explainer of the engine's current state (a rewind brings back another). One
+    call an op: every op of a run passes here."""
+
+    __slots__ = ("engine", "append")
+
+    def __init__(self, engine: Engine, ops: OpList | None) -> None:
+        self.engine, self.append = engine, None if ops is None else ops.append
+
+    def on_op(self, op) -> None:
+        if self.append is not None:
+            self.append(op)
+        self.engine.state.explain.on_op(op)
+
+
 class Engine:
     def __init__(self, scenario: Scenario, *, record_ops: bool = True,
                  payloads: bool = True, device: str | None = None,
@@ -133,9 +149,8 @@ class Engine:
         # the records of the step running (its StepResult's ops), and whoever else watches them
         self.ops: OpList | None = OpList() if record_ops else None
         self.sink: OpSink | None = self.ops
-        if explain:        # every op also goes to the current explainer (a rewind replaces it)
-            calls = () if self.sink is None else (self.sink.on_op,)
-            self.sink = _Tee(*calls, lambda op: self.state.explain.on_op(op))
+        if explain:        # every op also goes to the current explainer
+            self.sink = _Explained(self, self.ops)
         self.num_events = 0          # events applied (a rewind does not take them back)
         self.num_engine_steps = 0
         # LoRA name -> vLLM's lora_int_id (the adapter id KV events publish): 1, 2, ... in the

@@ -71,20 +71,21 @@ class Columns:
     def __init__(self, cls: type) -> None:
         self.cls, self.n = cls, 0
         self.kinds = {f.name: f.type for f in fields(cls)}
-        self.cols = {name: array("d" if kind == "float" else "B") for name, kind in self.kinds.items()}
+        self.values = attrgetter(*self.kinds)             # a record's, in field order
+        self.cols = [array("d" if kind == "float" else "B") for kind in self.kinds.values()]
 
     def append(self, record) -> None:
-        for name, col in self.cols.items():
-            value = getattr(record, name)
+        cols = self.cols
+        for k, value in enumerate(self.values(record)):
             try:                      # one value: append is all or nothing
-                col.append(value)
+                cols[k].append(value)
             except OverflowError:     # past what the column's width holds: widen it once
-                self.cols[name] = grow(col, (value,))
+                cols[k] = grow(cols[k], (value,))
         self.n += 1
 
     def __getitem__(self, i: int):
-        return self.cls(**{name: bool(col[i]) if self.kinds[name] == "bool" else col[i]
-                           for name, col in self.cols.items()})
+        return self.cls(**{name: bool(col[i]) if kind == "bool" else col[i]
+                           for (name, kind), col in zip(self.kinds.items(), self.cols)})
 
 
 @dataclass
@@ -131,7 +132,10 @@ class RequestsAt(Mapping):
 
 
 # -- engine steps, packed ----------------------------------------------------------------------
-_FLAGS = ("decode", "admitted", "resumed", "samples")     # bits 0..3
+# A scheduled request: its identity, tokens, then flags: these (bits 0..3), and bit 4 when its hit
+# tokens (local, external) follow (only an admission has any: a decode's two zeros are not kept)
+_FLAGS = ("decode", "admitted", "resumed", "samples")
+_HITS = 1 << len(_FLAGS)
 
 
 def _pack_engine_steps(steps: Sequence[EngineStepView], ident: Mapping[str, int]) -> list[int]:
@@ -139,9 +143,12 @@ def _pack_engine_steps(steps: Sequence[EngineStepView], ident: Mapping[str, int]
     for es in steps:
         out += (int(es.teaching_only), len(es.scheduled))
         for s in es.scheduled:
-            out += (ident[s.request_id], s.num_tokens,
-                    s.decode | s.admitted << 1 | s.resumed << 2 | s.samples << 3,
-                    s.local_hit_tokens, s.external_hit_tokens)
+            flags = s.decode | s.admitted << 1 | s.resumed << 2 | s.samples << 3
+            if s.local_hit_tokens or s.external_hit_tokens:
+                out += (ident[s.request_id], s.num_tokens, flags | _HITS, s.local_hit_tokens,
+                        s.external_hit_tokens)
+            else:
+                out += (ident[s.request_id], s.num_tokens, flags)
         for rids in (es.preempted, es.finished):
             out += (len(rids), *(ident[r] for r in rids))
         out.append(len(es.sampled))
@@ -150,22 +157,23 @@ def _pack_engine_steps(steps: Sequence[EngineStepView], ident: Mapping[str, int]
     return out
 
 
-def _flags(bits: int) -> dict[str, bool]:
-    return {flag: bool(bits >> j & 1) for j, flag in enumerate(_FLAGS)}
-
-
 def _unpack_engine_steps(a, rid, budget: int) -> tuple[EngineStepView, ...]:
     it = iter(a)                         # (arguments are evaluated left to right: in packed order)
     out = []
     for _ in range(next(it, 0)):
         teaching = bool(next(it))
-        scheduled = tuple(ScheduledView(
-            request_id=rid(next(it)), num_tokens=next(it), **_flags(next(it)),
-            local_hit_tokens=next(it), external_hit_tokens=next(it)) for _ in range(next(it)))
+        scheduled = []
+        for _ in range(next(it)):
+            r, n, bits = rid(next(it)), next(it), next(it)
+            hits = (next(it), next(it)) if bits & _HITS else (0, 0)
+            scheduled.append(ScheduledView(
+                request_id=r, num_tokens=n, local_hit_tokens=hits[0], external_hit_tokens=hits[1],
+                **{flag: bool(bits >> j & 1) for j, flag in enumerate(_FLAGS)}))
         preempted, finished = [tuple(rid(next(it)) for _ in range(next(it))) for _ in range(2)]
         sampled = tuple((rid(next(it)), next(it)) for _ in range(next(it)))
-        out.append(EngineStepView(scheduled=scheduled, preempted=preempted, finished=finished,
-                                  sampled=sampled, token_budget=budget, teaching_only=teaching))
+        out.append(EngineStepView(scheduled=tuple(scheduled), preempted=preempted,
+                                  finished=finished, sampled=sampled, token_budget=budget,
+                                  teaching_only=teaching))
     return tuple(out)
 
 
