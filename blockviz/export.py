@@ -98,15 +98,12 @@ def _page(data, start: int, css: str, *, title: str, lang: str, file: str) -> st
             f"{BOOT}</script></body></html>\n")
 
 
-def export_recording_html(rec, *, lang: str = "en", start: int = 0, words=None,
-                          data=None) -> str:
+def export_recording_html(rec, *, lang: str = "en", start: int = 0, words=None) -> str:
     """A KV-event recording (blockviz.live.replay.Recording) as one offline HTML file: the board
     stepping through its batches, both languages; ``#step=k`` opens step k (0: before the first
-    batch; k: after batch k). ``data``: its board data, made already (the page's)."""
+    batch; k: after batch k)."""
     from blockviz.render.replay import recording_board, replay_css
-    if data is None:
-        data = recording_board(rec, langs=[lang, other_lang(lang)], lang=lang, words=words)
-    data = dataclasses.replace(data, url="hash")
+    data = recording_board(rec, langs=[lang, other_lang(lang)], lang=lang, words=words, url="hash")
     last = data.num_steps - 1
     if not 0 <= start <= last:
         raise ExportError(f"{rec.name}: step {start} is out of range: this recording has steps 0 "
