@@ -18,6 +18,10 @@ of the state's verbs). A record is its kind's code, then per field in declaratio
     Tokens                            the count (the tokens are the request's, from ``start``)
     Hashes, ParentHash                nothing (the request's hashes, from ``start``)
 
+A kind with fields that are nearly always their default (an int defaulting to 0, a tuple to ():
+a KV-cache group, a mask) has a *short form* too, under a second code, that leaves them out; a
+record packs in it when every one of them is its default.
+
 Code 0 (``GENERIC``) is a record kept as it is: an index into ``OpLog.records``. Code ``REPEAT``
 is a Lookup that is the very object of the step's Lookup before it (a waiting request refused every
 engine step is looked up with the same result, and the engine records that one Lookup each time):
@@ -58,6 +62,16 @@ def _spec(record: type, name: str):
     return _TYPES.get(getattr(hint, "__forward_arg__", hint))   # NamedTuple keeps ForwardRefs
 
 
+def _omittable(record: type, specs: list) -> dict[str, Any]:
+    """The fields of ``record`` a short form leaves out: ints defaulting to 0 and id tuples
+    defaulting to () (a group, a mask), except where a derived field starts (a write's position)."""
+    starts = {getattr(s, a) for _, s in specs if isinstance(s, _DERIVED)
+              for a in ("start", "like") if hasattr(s, a)}
+    return {name: record._field_defaults[name] for name, s in specs
+            if name in record._field_defaults and name not in starts
+            and (s, record._field_defaults[name]) in (("int", 0), ("ids", ()))}
+
+
 class Codec:
     """pack / walk / replayers for ``records``, generated from their declarations (``source``:
     the generated code, to read)."""
@@ -68,6 +82,15 @@ class Codec:
         self.specs = {r.kind: [(f, _spec(r, f)) for f in r._fields] for r in self.records}
         packable = [r.kind for r in self.records if None not in dict(self.specs[r.kind]).values()]
         self.order = [k for k in _HOT if k in packable] + [k for k in packable if k not in _HOT]
+        # A kind's short form: its fields that are nearly always their default (0 or (): a
+        # group, a mask) left out, under a second code, when every one of them is
+        self.omit = {r.kind: _omittable(r, self.specs[r.kind]) for r in self.records}
+        self.short = {kind: len(self.records) + 1 + j
+                      for j, kind in enumerate(k for k in self.order if self.omit[k])}
+        # (kind, code, fields left out), in the order the loops test them: each kind's short
+        # form where it has one, then the full forms of those (a hybrid model's groups)
+        self.forms = [(k, self.short[k], self.omit[k]) if k in self.short else (k, self.code[k], {})
+                      for k in self.order] + [(k, self.code[k], {}) for k in self.short]
         self.env: dict[str, Any] = {"GENERIC": GENERIC, "REPEAT": REPEAT, "apply": apply}
         for r in self.records:
             self.env[f"R_{r.kind}"] = r
@@ -87,18 +110,28 @@ class Codec:
 
     # -- pack: a record -> ints, or None -----------------------------------------------------
     def _pack_source(self) -> str:
-        out = ["def pack(op, ident, log):", "    kind = op.kind",
-               "    toks, hashes_of = log.tokens, log.hashes_of"]
+        out = ["def pack(op, ident, log):", "    kind = op.kind"]
         for n, kind in enumerate(self.order):
             out.append(f"    {'elif' if n else 'if'} kind == {kind!r}:")
             out += ["        " + line for line in self._pack_body(kind)]
         return "\n".join(out + ["    return None"]) + "\n"
 
     def _pack_body(self, kind: str) -> list[str]:
-        check, pre, items = [], [], [str(self.code[kind])]
-        specs = self.specs[kind]
+        out = self._pack_form(kind, self.code[kind], {})
+        omit = self.omit[kind]
+        if not omit:
+            return out
+        short = self._pack_form(kind, self.short[kind], omit)
+        test = " and ".join(f"op.{name} == {value!r}" for name, value in omit.items())
+        return out[:-1] + [f"if {test}:", "    " + short[-1], out[-1]]
+
+    def _pack_form(self, kind: str, code: int, omit: Mapping[str, Any]) -> list[str]:
+        check, pre, items = [], [], [str(code)]
+        specs = [(name, s) for name, s in self.specs[kind] if name not in omit]
         if any(s == "request" or isinstance(s, _DERIVED) for _, s in specs):
             check += ["i = ident.get(op.request_id)", "if i is None:", "    return None"]
+        if any(isinstance(s, _DERIVED) for _, s in specs):    # (bound only where needed)
+            check.append("toks, hashes_of = log.tokens, log.hashes_of")
         for name, s in specs:
             v = f"op.{name}"
             if s == "request":
@@ -123,7 +156,7 @@ class Codec:
         return check + pre + [f"return [{', '.join(items)}]"]
 
     # -- reading a record back ------------------------------------------------------------------
-    def _read(self, kind: str, want: set[str] | None) -> list[str]:
+    def _read(self, kind: str, want: set[str] | None, omit: Mapping[str, Any] = {}) -> list[str]:
         """Lines that read record ``kind`` at ``a[p]`` into locals named after its fields (those in
         ``want``, every one if None; ``i`` the request's identity, ``n_<field>`` a Tokens count,
         ``k<j>`` the j-th tuple's length) and leave ``p`` after it. Ids read as tuples only when
@@ -142,6 +175,10 @@ class Codec:
 
         for name, s in specs:
             keep = want is None or name in want
+            if name in omit:                    # a short form: the default, not in the array
+                if keep:
+                    lines.append(f"{name} = {omit[name]!r}")
+                continue
             if s == "ids":
                 k = f"k{len(ks)}"
                 items = f"a[{at(1)}:{at(1)} + {k}]"
@@ -192,15 +229,15 @@ class Codec:
         out = [f"def walk{'_only' if only else ''}(a, p, n, log{', only' if only else ''}):",
                *self._HEAD, "    last = None", "    while p < n:", "        code = a[p]",
                "        at = p"]
-        for kind in self.order:
+        for kind, code, omit in self.forms:
             args = [f"{name}={self._derive(s, 'n_' + name, 'tuple')}" if isinstance(s, _DERIVED)
                     else f"{name}={name}" for name, s in self.specs[kind]]
-            out.append(f"        if code == {self.code[kind]}:")
+            out.append(f"        if code == {code}:")
             if only:
                 out += [f"            if {kind!r} not in only:",
-                        *("                " + line for line in self._read(kind, set())),
+                        *("                " + line for line in self._read(kind, set(), omit)),
                         "                continue"]
-            out += [*("            " + line for line in self._read(kind, None)),
+            out += [*("            " + line for line in self._read(kind, None, omit)),
                     f"            yield at, R_{kind}({', '.join(args)})", "            continue"]
         # (after every kind's test: a repeat costs the common records nothing)
         out += ["        if code == REPEAT:            # the record it repeats, decoded once",
@@ -233,15 +270,15 @@ class Codec:
                "    n = len(a) if n is None else n", "    log = m.log", *self._HEAD,
                *(f"    v_{v} = C.{v}" for v in sorted({e[0] for e in verbs.values()})),
                "    while p < n and limit != 0:", "        limit -= 1", "        code = a[p]"]
-        for j, kind in enumerate(self.order):
+        for j, (kind, code, omit) in enumerate(self.forms):
             effect = verbs.get(kind, (None,))
             specs = dict(self.specs[kind])
-            body = self._read(kind, set(effect[1:]))
+            body = self._read(kind, set(effect[1:]), omit)
             if effect[0] is not None:
                 args = [self._derive(specs[f], "n_" + f, "span") if isinstance(specs[f], _DERIVED)
                         else f for f in effect[1:]]
                 body.append(f"v_{effect[0]}(m, {', '.join(args)})")
-            out += [f"        {'elif' if j else 'if'} code == {self.code[kind]}:",
+            out += [f"        {'elif' if j else 'if'} code == {code}:",
                     *("            " + line for line in body)]
         out += ["        elif code == GENERIC:", "            apply(m, log.records[a[p + 1]], C)",
                 "            p += 2", "        elif code == REPEAT:",
@@ -300,7 +337,7 @@ class OpLog:
     def pack(self, records: Sequence, ident: Mapping[str, int]) -> array:
         """``records`` as ints (an array as narrow as they allow: a step of 10,000 engine steps
         may pack tens of millions); ``ident`` maps each request id they name to its identity."""
-        out, batch = array("H"), []
+        out, batch, pack = array("H"), [], CODEC.pack
         lookup, lookup_at = None, 0          # the step's last Lookup, and where it starts
         for op in records:
             if op.kind == "lookup":
@@ -309,7 +346,7 @@ class OpLog:
                     batch += (REPEAT, at - lookup_at)
                     continue
                 lookup, lookup_at = op, at
-            ints = CODEC.pack(op, ident, self)
+            ints = pack(op, ident, self)
             if ints is None:
                 ints = (GENERIC, len(self.records))
                 self.records.append(op)
