@@ -668,10 +668,8 @@ def replay_scenario(scenario, *, pool_blocks: int, free_order: str,
     config = scenario.config.model_copy(update={"num_blocks": pool_blocks, "free_order": free_order,
                                                 "model": None})
     stats, error = scenario_stats(scenario.model_copy(update={"config": config}), progress=progress)
-    return {"pool_blocks": pool_blocks, "queries": stats["queries"], "hits": stats["hits"],
-            "evictions": stats["evictions"], "preemptions": stats["preemptions"],
-            "preempted_queries": stats["preempted_queries"],
-            "preempted_hits": stats["preempted_hits"], "error": error}
+    del stats["largest_request_blocks"]
+    return {"pool_blocks": pool_blocks, **stats, "error": error}
 
 
 @dataclass(frozen=True)
