@@ -881,12 +881,7 @@ class SequenceCurve:
         change of slope where :meth:`steps` has one pair per size along a ramp."""
         xs, vals, sl = self._xs, self._vals, self._sl
         i = bisect.bisect_right(xs, lo) - 1
-        out_x, out_v, out_s = [lo], [self.hit_blocks(lo)], [sl[i] if i >= 0 else 0]
-        for j in range(i + 1, len(xs)):
-            out_x.append(xs[j])
-            out_v.append(vals[j])
-            out_s.append(sl[j])
-        return out_x, out_v, out_s
+        return [lo] + xs[i + 1:], [self.hit_blocks(lo)] + vals[i + 1:], [sl[i] if i >= 0 else 0] + sl[i + 1:]
 
     def first_reaching(self, hit_blocks: int, lo: int = 1) -> int | None:
         """The smallest pool size from ``lo`` on whose hits are at least ``hit_blocks``; None if
