@@ -59,7 +59,7 @@ from blockviz.core.block_pool import make_block_hash_with_group_id
 from blockviz.core.kv_cache_coordinator import replay_boundaries
 from blockviz.core.kv_cache_interface import specs_from_groups
 from blockviz.core.scheduler import SchedulerConfig
-from blockviz.i18n.trace import trace_message
+from blockviz.i18n import t
 from blockviz.scenario.schema import kv_bytes_per_token, request_id
 from blockviz.scenario.trace import (
     MAX_INPUT_LENGTH,
@@ -342,17 +342,18 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
 
 # -- timed mode -------------------------------------------------------------------------------
 class OptionError(ValueError):
-    """A refused mode option, kept as an i18n key and its fields (it reads in either language)."""
+    """A refused option or setting, kept as an i18n key and its fields (it reads in either
+    language)."""
 
     def __init__(self, key: str, **fields) -> None:
         self.key, self.fields = key, fields
-        super().__init__(trace_message(key, "en", **fields))
+        super().__init__(self.localized("en"))
 
     def __reduce__(self):   # across processes
         return (_option_error, (self.key, self.fields))
 
     def localized(self, lang: str) -> str:
-        return trace_message(self.key, lang, **self.fields)
+        return t(self.key, lang, **self.fields)
 
 
 def _option_error(key: str, fields: dict) -> OptionError:
@@ -783,7 +784,6 @@ class KVShape:
     def describe(self, lang: str = "en") -> str:
         """The shape in words: a dense model's product; a hybrid model's layer mix, vLLM's groups
         and what a pool slot holds."""
-        from blockviz.i18n import t
         per = t("kv_per_layer", lang, heads=self.kv_heads, dim=self.head_dim, bytes=self.dtype_bytes)
         if not self.hybrid:
             return t("kv_dense", lang, layers=self.layers, per=per)

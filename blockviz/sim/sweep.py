@@ -35,7 +35,7 @@ from pathlib import Path
 
 from blockviz.core import FREE_ORDERS
 from blockviz.scenario.trace import check_block_size, check_trace, iter_trace
-from blockviz.sim.capacity import KV_PRESETS, MODES, ceiling, model_groups, replay_scenario
+from blockviz.sim.capacity import KV_PRESETS, MODES, OptionError, ceiling, model_groups, replay_scenario
 
 Progress = Callable[[int], None]
 
@@ -218,18 +218,13 @@ EXECUTORS: dict[str, type] = {"local": LocalExecutor, "ray": RayExecutor}
 
 
 # -- the sweep --------------------------------------------------------------------------------
-class PoolTooLarge(ValueError):
+class PoolTooLarge(OptionError):
     """A pool size past every block the trace could ever hold (it would replay exactly as that
     many, after allocating the rest for nothing)."""
 
     def __init__(self, value: int, most: int, block_size: int, requests: int) -> None:
-        self.fields = {"value": f"{value:,}", "most": f"{most:,}", "bs": block_size,
-                       "requests": f"{requests:,}"}
-        super().__init__(self.localized("en"))
-
-    def localized(self, lang: str) -> str:
-        from blockviz.i18n import t
-        return t("pool_too_big", lang, **self.fields)
+        super().__init__("pool_too_big", value=f"{value:,}", most=f"{most:,}", bs=block_size,
+                         requests=f"{requests:,}")
 
 
 def check_pools(pool_blocks: Sequence[int], extents, block_size: int, groups: int = 1) -> None:
