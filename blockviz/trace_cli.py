@@ -267,11 +267,11 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
     def col(key: str, cell, **fields) -> None:
         cols.append((t(key, lang, **fields), cell))
 
-    col("trace_tbl_pool", lambda p: f"{p['pool_blocks']:,}")
+    col("cap_col_pool", lambda p: f"{p['pool_blocks']:,}")
     col("trace_tbl_tokens", lambda p: f"{p['pool_blocks'] * bs:,}")
     if bytes_per_token:
         col("trace_tbl_gib", lambda p: f"{gib(p['pool_blocks'] * bs, bytes_per_token):,.2f}")
-    col("trace_tbl_hit_rate", lambda p: _rate(p["hits"], p["queries"]))
+    col("cap_hit_rate", lambda p: _rate(p["hits"], p["queries"]))
     if points and "optimal_hits" in points[0]:
         col("trace_tbl_optimal", lambda p: _rate(p["optimal_hits"], p["queries"]))
     col("trace_tbl_of_ceiling", lambda p: f"{hit_rate(p) / ceil_rate:.1%}" if ceil_rate else "-")
@@ -290,7 +290,7 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
                     if model and ceil["limited_hits"] else ""))
     if points and "split" in points[0]:
         lines += ["", t("trace_tbl_split_title", lang)]
-        heads = [t("trace_tbl_pool", lang)] + [t(f"xc_{k}", lang) for k in TRACE_KEYS]
+        heads = [t("cap_col_pool", lang)] + [t(f"xc_{k}", lang) for k in TRACE_KEYS]
         lines += table_lines(heads, [[f"{p['pool_blocks']:,}"] + [_rate(p["split"][k], p["queries"])
                                                                   for k in TRACE_KEYS]
                                      for p in points])

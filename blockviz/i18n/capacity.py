@@ -130,7 +130,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "cap_numbers": ("The numbers", "具体数字"),
     "cap_col_pool": ("pool (blocks)", "块池（块）"),
     "cap_col_order": ("free order", "释放顺序"),
-    "cap_col_hit": ("hit rate", "命中率"),
     "cap_col_hits": ("hit / asked tokens", "命中 / 查询 token"),
     "cap_col_evictions": ("evictions", "淘汰"),
     "cap_col_preemptions": ("preemptions", "抢占"),

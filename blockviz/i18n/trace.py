@@ -84,7 +84,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     # the table of `blockviz trace capacity`
     "trace_tbl_title": ("{file}: {requests:,} requests, blocks of {bs} tokens, free order {order}",
                         "{file}：{requests:,} 个请求，每块 {bs} 个 token，释放顺序 {order}"),
-    "trace_tbl_pool": ("pool (blocks)", "块池（块）"),
     "trace_tbl_tokens": ("tokens", "token 数"),
     "trace_tbl_gib": ("GiB", "GiB"),
     "capt_split_title": ("Where the prompt tokens went (split free order)",
@@ -104,7 +103,6 @@ STRINGS: dict[str, tuple[str, str]] = {
                             "已淘汰：之前缓存过，后来被分配新块时复用——更大的块池本可以留住；"
                             "从未算过：之前没有请求算过；末 token 规则和不满的块：结构性的，"
                             "任何缓存都提供不了。"),
-    "trace_tbl_hit_rate": ("hit rate", "命中率"),
     "trace_tbl_of_ceiling": ("of ceiling", "占上限"),
     "trace_tbl_requests": ("requests", "请求"),
     "trace_tbl_rejected": ("rejected", "被拒"),
@@ -248,7 +246,6 @@ STRINGS: dict[str, tuple[str, str]] = {
                           "that group had not kept their blocks.",
                           "{order}：{group}限制了命中：在最大的块池上，全注意力另外持有 {share} 的提示词 "
                           "token（{limited} 个），因为那个组没有保留相应的块，命中用不上它们。"),
-    "capt_col_limited": ("limited by {group}", "受{group}所限"),
     "capt_timed_settings": ("Timed mode: scheduler and step cost", "计时模式：调度器与每步开销"),
     "capt_timed_help": ("A step lasts base + prefill token × the prompt tokens it computes (cache hits "
                         "are not computed) + decode × the requests it decodes, in simulated seconds; an "

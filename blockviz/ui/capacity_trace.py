@@ -468,7 +468,7 @@ def point_row(p: Point, lang: str, block_size: int | None = None, bpt: int | Non
         row[t("capt_tokens", lang)] = p.pool_blocks * block_size
         if bpt:
             row["GiB"] = round(gib(p.pool_blocks * block_size, bpt), 3)
-    row |= {t("cap_col_order", lang): p.free_order, t("cap_col_hit", lang): f"{100 * p.hit_rate:.1f}%",
+    row |= {t("cap_col_order", lang): p.free_order, t("cap_hit_rate", lang): f"{100 * p.hit_rate:.1f}%",
             t("cap_col_hits", lang): f"{p.hits:,} / {p.queries:,}", t("cap_col_evictions", lang): p.evictions}
     if not block_size:
         return row | {t("cap_col_preemptions", lang): p.preemptions,
@@ -478,7 +478,7 @@ def point_row(p: Point, lang: str, block_size: int | None = None, bpt: int | Non
         row[t("curve_col_best", lang)] = f"{100 * p.extra['optimal_hits'] / max(1, p.queries):.1f}%"
     if model:
         group = t(f"trace_group_{limiting_group(model)}", lang)
-        row[t("capt_col_limited", lang, group=group)] = f"{100 * limited(p) / max(1, p.queries):.1f}%"
+        row[t("trace_tbl_limited", lang, group=group)] = f"{100 * limited(p) / max(1, p.queries):.1f}%"
     if "ttft_p90_s" in p.extra:
         x = p.extra
         row |= {t("cap_col_preemptions", lang): p.preemptions,
