@@ -277,6 +277,11 @@ function create(parent, component) {
     root.classList.toggle('bvb-dense-on', !!d().dense);
     root.classList.toggle('bvb-present', presenting());
     put(part.head, show.header);
+    // (the step-into line's code leaves the list before a new step's lines come in: morph would
+    // take it for a line and keep it, as that line, pseudocode inside)
+    if (code.isConnected && (part.ops.__bv !== `p${st.lang}:${rec.ops}` || part.ops.__bvData !== st.data)) {
+      code.remove(); st.opsKey = '';
+    }
     put(part.ops, rec.ops);
     keyOps();
     put(part.why, rec.why);
