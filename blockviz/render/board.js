@@ -159,7 +159,7 @@ function create(parent, component) {
   const st = {
     data: null, control: {}, step: 0, frame: null, lang: 'en', playing: false, timer: 0, seq: null,
     dataLang: null, sent: '', debounce: 0, scale: 1, fitKey: '', lit: null, want: -1, fits: 0,
-    why: false, page: 0, pages: 1, opsKey: '', unfold: new Set(), fitted: false, cols: '',
+    why: false, page: 0, pages: 1, opsKey: '', opsH: -1, unfold: new Set(), fitted: false, cols: '',
   };
   const b = { api: component, root };
 
@@ -303,8 +303,9 @@ function create(parent, component) {
     }
     drawMarks();
     drawButtons(ui);
-    opsLayout(fr ? S(fr.code) : null, ui);
-    if (!fitting) fadeFoot();
+    const shown = opsLayout(fr ? S(fr.code) : null, ui);
+    fadeFoot();                          // (its reads before the ops' writes: one layout for both)
+    if (shown) shown();
     if (st.lit) light(st.lit);
     slide(before);
   }
@@ -386,14 +387,22 @@ function create(parent, component) {
 
   // -- the ops panel: every line it shows is whole. When the lines overflow the panel, runs of
   // one call fold into one line ("6 × execute_model"), then the lines page (↓ ↑, and it says so).
+  // The lines are measured once, every one shown (a folded run's line too): a line's height does
+  // not depend on which others are shown, so where each line would end with some runs folded is
+  // arithmetic. (Folding one run at a time and measuring again laid out the board after each
+  // fold: five layouts a key at 4,096 blocks.) Returns the writes that show the result, for after
+  // the caller's own reads (fadeFoot), or null.
   function opsLayout(codeHtml, ui) {
     const list = part.ops.querySelector('.bv-oplist');
     const cur = st.frame;
-    const key = `${st.lang}|${st.step}|${cur}|${st.scale}|${part.ops.clientHeight}|${st.page}|${[...st.unfold].join()}|${codeHtml ? codeHtml.length : 0}`;
-    if (key === st.opsKey) return;
+    const key = `${st.lang}|${st.step}|${cur}|${st.scale}|${st.page}|${[...st.unfold].join()}|${codeHtml ? codeHtml.length : 0}`;
+    // (the panel's height is read only when nothing else changed: a read here would lay out the
+    // step's writes, and the measure below lays them out once more with its own)
+    if (key === st.opsKey && part.ops.clientHeight === st.opsH) return null;
     st.opsKey = key;
+    st.opsH = -1;
     setText(part.page, '');
-    if (!list) { if (code.isConnected) code.remove(); return; }
+    if (!list) { if (code.isConnected) code.remove(); return null; }
     const lines = [...list.children].filter((e) => e.matches('[data-bv="op"]'));
     for (const e of lines) { e.classList.remove('bv-cur', 'bv-off'); }
     const curLine = cur === null ? null : lines.find((e) => !e.matches('.bv-opg') && Number(e.getAttribute('data-bv-index')) === cur);
@@ -403,50 +412,75 @@ function create(parent, component) {
       if (codeHtml) curLine.after(code); else if (code.isConnected) code.remove();
     } else if (code.isConnected) code.remove();
     const curRun = curLine ? curLine.getAttribute('data-bv-member') : null;
-    // every line first; then fold runs (the longest first) while they overflow
-    const runs = new Map();
+    // every line first (a run's folded line hidden); then fold runs (the longest first) while they
+    // overflow
+    const runs = new Map(), run = [], member = [];
     for (const e of lines) {
-      const g = e.getAttribute('data-bv-run');
-      if (g !== null) { e.hidden = true; runs.set(g, 0); }
+      const g = e.getAttribute('data-bv-run'), m = e.getAttribute('data-bv-member');
+      run.push(g); member.push(m);
+      if (g !== null) runs.set(g, 0);
     }
-    for (const e of lines) {
-      const m = e.getAttribute('data-bv-member');
-      if (m !== null) { e.hidden = false; runs.set(m, runs.get(m) + 1); }
-    }
-    const fit = root.classList.contains('bvb-fit');
-    // does the last line shown (or the code under the step-into line) end below the panel?
-    const over = () => {
-      const vis = lines.filter((e) => !e.hidden);
-      let bottom = vis.length ? vis[vis.length - 1].getBoundingClientRect().bottom : 0;
-      if (code.isConnected) bottom = Math.max(bottom, code.getBoundingClientRect().bottom);
-      return bottom > part.ops.getBoundingClientRect().top + part.ops.clientHeight - 1;
+    for (const m of member) if (m !== null) runs.set(m, runs.get(m) + 1);
+    const vis = run.map((g) => g === null);
+    const show = () => lines.forEach((e, i) => { if (e.hidden === vis[i]) e.hidden = !vis[i]; });
+    if (!root.classList.contains('bvb-fit')) { show(); st.opsH = part.ops.clientHeight; st.pages = 1; return null; }
+    // (a page that scrolls shows every line)
+    for (const e of lines) if (e.hidden) e.hidden = false;      // each line measured, once
+    const box = part.ops.getBoundingClientRect();
+    st.opsH = part.ops.clientHeight;
+    const rect = lines.map((e) => e.getBoundingClientRect());
+    const c = code.isConnected ? code.getBoundingClientRect() : null;
+    const ci = lines.indexOf(curLine);
+    // the code under the step-into line: its margin above, its height, its margin below
+    const next = c && ci + 1 < lines.length ? rect[ci + 1].top - c.bottom : 0;
+    const codeAt = c ? [c.top - rect[ci].bottom, c.height, next] : null;
+    const start = lines.length ? rect[0].top : 0;
+    // the lines shown, as drawn with only them shown: [index, top, bottom], and the code's bottom
+    const place = () => {
+      const out = [];
+      let y = start, codeBottom = -Infinity;
+      for (let i = 0; i < lines.length; i++) {
+        if (!vis[i]) continue;
+        out.push([i, y, y + rect[i].height]);
+        y += rect[i].height;
+        if (i === ci && codeAt) { codeBottom = y + codeAt[0] + codeAt[1]; y = codeBottom + codeAt[2]; }
+      }
+      return [out, codeBottom];
     };
-    if (!fit) { st.pages = 1; return; }        // (a page that scrolls shows every line)
+    // does the last line shown (or the code under the step-into line) end below the panel?
+    const limit = box.top + st.opsH - 1;
+    const over = () => {
+      const [out, codeBottom] = place();
+      return Math.max(out.length ? out[out.length - 1][2] : 0, codeBottom) > limit;
+    };
     const order = [...runs.entries()].sort((a, b2) => b2[1] - a[1]).map(([g]) => g);
     let folded = 0;
     for (const g of order) {
       if (!over()) break;
       if (g === curRun || st.unfold.has(g)) continue;
-      for (const e of lines) {
-        if (e.getAttribute('data-bv-member') === g) e.hidden = true;
-        else if (e.getAttribute('data-bv-run') === g) e.hidden = false;
+      for (let i = 0; i < lines.length; i++) {
+        if (member[i] === g) vis[i] = false;
+        else if (run[i] === g) vis[i] = true;
       }
       folded++;
     }
-    if (!over()) { st.pages = 1; if (folded) setText(part.page, ui.board_ops_folded); return; }
-    // pages: as many whole lines as the panel holds, the step-into line's page first
-    const shown = lines.filter((e) => !e.hidden);
-    // each page starts where the first line is drawn now (the lines before it hidden)
-    const box = part.ops.getBoundingClientRect(), room = part.ops.clientHeight - 1;
-    const at = shown.map((e) => e.getBoundingClientRect());
-    const lead = shown.length ? at[0].top - box.top : 0;
-    const pages = [];
-    let start = 0, top = shown.length ? at[0].top : 0;
-    for (let i = 0; i < shown.length; i++) {
-      const extra = shown[i] === curLine && code.isConnected ? code.getBoundingClientRect().height : 0;
-      if (at[i].bottom + extra - top + lead > room && i > start) { pages.push([start, i]); start = i; top = at[i].top; }
+    if (!over()) {
+      st.pages = 1;
+      return () => { show(); if (folded) setText(part.page, ui.board_ops_folded); };
     }
-    pages.push([start, shown.length]);
+    // pages: as many whole lines as the panel holds, the step-into line's page first
+    const [at] = place();
+    const shown = at.map(([i]) => lines[i]);
+    // each page starts where the first line is drawn now (the lines before it hidden)
+    const room = st.opsH - 1;
+    const lead = shown.length ? at[0][1] - box.top : 0;
+    const pages = [];
+    let first = 0, top = shown.length ? at[0][1] : 0;
+    for (let i = 0; i < shown.length; i++) {
+      const extra = shown[i] === curLine && codeAt ? codeAt[1] : 0;
+      if (at[i][2] + extra - top + lead > room && i > first) { pages.push([first, i]); first = i; top = at[i][1]; }
+    }
+    pages.push([first, shown.length]);
     st.pages = pages.length;
     if (curLine) {
       const at = shown.indexOf(curLine);
@@ -455,14 +489,17 @@ function create(parent, component) {
     }
     st.page = Math.max(0, Math.min(st.page, pages.length - 1));
     const [a, z] = pages[st.page];
-    shown.forEach((e, i) => e.classList.toggle('bv-off', i < a || i >= z));
-    if (code.isConnected && (!curLine || curLine.classList.contains('bv-off'))) code.remove();
-    const n = Number(part.ops.querySelector('[data-n]')?.getAttribute('data-n')) || shown.length;
-    const first = Number(shown[a].getAttribute('data-bv-index')) + 1;
-    const lastLine = shown[z - 1];
-    const end = lastLine.matches('.bv-opg') ? Number(lastLine.querySelector('.bv-opn').textContent.split('–')[1])
-      : Number(lastLine.getAttribute('data-bv-index')) + 1;
-    setText(part.page, ui.board_ops_page.replace('{a}', first).replace('{b}', end).replace('{n}', n));
+    return () => {
+      show();
+      shown.forEach((e, i) => e.classList.toggle('bv-off', i < a || i >= z));
+      if (code.isConnected && (!curLine || curLine.classList.contains('bv-off'))) code.remove();
+      const n = Number(part.ops.querySelector('[data-n]')?.getAttribute('data-n')) || shown.length;
+      const from = Number(shown[a].getAttribute('data-bv-index')) + 1;
+      const lastLine = shown[z - 1];
+      const end = lastLine.matches('.bv-opg') ? Number(lastLine.querySelector('.bv-opn').textContent.split('–')[1])
+        : Number(lastLine.getAttribute('data-bv-index')) + 1;
+      setText(part.page, ui.board_ops_page.replace('{a}', from).replace('{b}', end).replace('{n}', n));
+    };
   }
 
   function turnPage(by) {
@@ -477,7 +514,8 @@ function create(parent, component) {
     }
     const ui = d().ui[st.lang] || d().ui[d().langs[0]];
     st.opsKey = '';
-    opsLayout(null, ui);
+    const shown = opsLayout(null, ui);
+    if (shown) shown();
     return true;
   }
 
