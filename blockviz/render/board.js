@@ -96,8 +96,12 @@ function morphNode(a, b) {
   }
   if (a.isEqualNode(b)) return;
   if (ANIMATED.test(b.getAttribute('class') || '')) { a.replaceWith(b); return; }
-  for (const at of Array.from(a.attributes)) if (!b.hasAttribute(at.name)) a.removeAttribute(at.name);
-  for (const at of b.attributes) if (a.getAttribute(at.name) !== at.value) a.setAttribute(at.name, at.value);
+  // (by name: reading .attributes makes an Attr node for each attribute of each node compared)
+  for (const k of a.getAttributeNames()) if (!b.hasAttribute(k)) a.removeAttribute(k);
+  for (const k of b.getAttributeNames()) {
+    const v = b.getAttribute(k);
+    if (a.getAttribute(k) !== v) a.setAttribute(k, v);
+  }
   morphChildren(a, b);
 }
 
