@@ -1082,7 +1082,7 @@ def curve_report(source, *, block_size: int, requests: int, free_orders=("split"
     if optimal and skipped is None:     # Belady's MIN: a pass per size, the size counted from 1
         base, per = done[0], max(1, first.requests)
         total = base + first.requests * len(chosen)
-        add_optimal(reports, [source], block_size=block_size, limit=limit,
+        add_optimal(reports, [source], block_size=block_size, limit=limit, name=name,
                     progress=lambda d, _: advance(base + d - done[0], phase="optimal", size=-(-d // per),
                                                   of=len(chosen)))
     add_explain(reports, [source], block_size=block_size, limit=limit, name=name)  # one more pass

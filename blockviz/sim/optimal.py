@@ -109,11 +109,12 @@ def _min(reqs, pool: int, progress) -> int:
 
 
 def add_optimal(reports: list[dict], traces: Sequence[str], *, block_size: int,
-                limit: int | None = None,
+                limit: int | None = None, name: str | None = None,
                 progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """``--optimal``: each point of each report (one per trace and free order, in that order)
     gains ``"optimal_hits"``, Belady's MIN at its pool size (the same for both free orders).
-    ``progress(done, total)`` counts requests over the passes (one per trace and pool size)."""
+    ``progress(done, total)`` counts requests over the passes (one per trace and pool size).
+    ``name``: what a lone trace is called (an upload's name tells a Bailian trace's hash block)."""
     from blockviz.scenario.trace import iter_trace
     per_trace = len(reports) // max(1, len(traces))
     done, total = [0], 0
@@ -129,7 +130,7 @@ def add_optimal(reports: list[dict], traces: Sequence[str], *, block_size: int,
         progress(done[0], total)
 
     for trace, mine, pools in plans:
-        best = optimal_hits(iter_trace(trace, limit=limit, block_size=block_size),
+        best = optimal_hits(iter_trace(trace, name=name, limit=limit, block_size=block_size),
                             block_size=block_size, pool_blocks=pools,
                             progress=progress and advance)
         for rep in mine:

@@ -53,6 +53,7 @@ class Task:
     options: tuple = ()              # the mode's own settings, as (name, value) pairs
     scenario: object = None          # a Scenario to replay instead of a trace
     model: str | None = None         # a hybrid preset (KV_PRESETS): the replay runs its KV-cache groups
+    name: str | None = None          # what the trace is called, if not its path (an upload's name)
 
     @property
     def is_ceiling(self) -> bool:
@@ -64,7 +65,8 @@ def run_task(task: Task, data: bytes | None = None, progress: Progress | None = 
     if task.scenario is not None:
         return replay_scenario(task.scenario, pool_blocks=task.pool_blocks, free_order=task.free_order,
                                progress=progress)
-    requests = iter_trace(task.trace if data is None else data, name=task.trace, limit=task.limit)
+    requests = iter_trace(task.trace if data is None else data, name=task.name or task.trace,
+                          limit=task.limit)
     groups = model_groups(task.model)
     if task.is_ceiling:
         return ceiling(requests, block_size=task.block_size, progress=progress, kv_cache_groups=groups)
@@ -75,9 +77,10 @@ def run_task(task: Task, data: bytes | None = None, progress: Progress | None = 
 
 def plan(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
          free_orders: Sequence[str] = ("split",), mode: str = "sequence", limit: int | None = None,
-         options: dict | None = None, model: str | None = None) -> list[Task]:
+         options: dict | None = None, model: str | None = None, name: str | None = None) -> list[Task]:
     """The tasks; ``model``: a preset whose layer mix the replay follows when it is hybrid (a
-    dense model's replay is the one-group replay, whatever its name)."""
+    dense model's replay is the one-group replay, whatever its name); ``name``: what a lone trace
+    is called, if not its path (an upload's name tells a Bailian trace's hash block)."""
     check_block_size(block_size)
     if model is not None and model not in KV_PRESETS:
         raise ValueError(f"unknown model {model!r} (one of {', '.join(KV_PRESETS)})")
@@ -99,8 +102,8 @@ def plan(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
     opts = tuple(sorted((options or {}).items()))
     tasks = []
     for trace in traces:
-        tasks.append(Task(str(trace), block_size, limit=limit, model=model))
-        tasks += [Task(str(trace), block_size, p, order, mode, limit, opts, model=model)
+        tasks.append(Task(str(trace), block_size, limit=limit, model=model, name=name))
+        tasks += [Task(str(trace), block_size, p, order, mode, limit, opts, model=model, name=name)
                   for order in free_orders for p in pool_blocks]
     return tasks
 
@@ -246,15 +249,16 @@ class SweepResult:
 def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
           free_orders: Sequence[str] = ("split",), mode: str = "sequence",
           limit: int | None = None, options: dict | None = None, executor=None,
-          progress: Callable[[int, int], None] | None = None, model: str | None = None) -> SweepResult:
+          progress: Callable[[int, int], None] | None = None, model: str | None = None,
+          name: str | None = None) -> SweepResult:
     """Check every trace (the first bad line raises its TraceError before anything runs), run
     the tasks, and assemble one report per (trace, free order). ``progress(done, total)`` counts
     requests replayed over all tasks. ``model``: a hybrid preset's groups drive the replay, and
-    its reports add ``"model"`` (their points ``limited_hits``)."""
+    its reports add ``"model"`` (their points ``limited_hits``). ``name``: as :func:`plan`'s."""
     tasks = plan(traces, block_size=block_size, pool_blocks=pool_blocks, free_orders=free_orders,
-                 mode=mode, limit=limit, options=options, model=model)
+                 mode=mode, limit=limit, options=options, model=model, name=name)
     hybrid = tasks[0].model if tasks else None
-    extents = {str(t): check_trace(t, block_size=block_size, limit=limit) for t in traces}
+    extents = {str(t): check_trace(t, name=name, block_size=block_size, limit=limit) for t in traces}
     sizes = {t: e["requests"] for t, e in extents.items()}
     check_pools(pool_blocks, extents.values(), block_size, len(model_groups(hybrid) or ()) or 1)
     total = sum(sizes[t.trace] for t in tasks)

@@ -179,7 +179,7 @@ class SweepTrace:
         def progress(done: int, total: int) -> None:
             report(done=done, total=total, runs=2 * len(sizes))
         result = sweep([self.path], block_size=self.block_size, pool_blocks=sizes, free_orders=FREE_ORDERS,
-                       mode=self.mode, limit=self.limit, options=dict(self.options),
+                       mode=self.mode, limit=self.limit, options=dict(self.options), name=self.name,
                        executor=LocalExecutor(workers=1), progress=progress, model=self.model)
         return {"reports": tuple(result.reports), "seconds": result.seconds, "runs": 2 * len(sizes)}
 

@@ -182,3 +182,25 @@ def test_a_player_window_of_a_bailian_trace_hits_what_the_replay_at_512_hits(qwe
     engine, _ = run(loaded(Scenario.model_validate(w.scenario)))
     want = replay_sequence(kept, block_size=512, pool_blocks=pool)
     assert engine.manager.prefix_cache_stats.hits * 128 == want["hits"] and want["hits"] > 0
+
+
+def test_an_upload_is_read_under_its_own_name_by_every_pass(tmp_path):
+    """The capacity page keeps an upload as trace.jsonl and its name apart; the name tells a
+    Bailian trace's hash block (blksz_32 here). Every pass reads it under that name: the curve, the
+    MIN pass and the per-pool sweep (timed mode) give what the same file under its name gives."""
+    from blockviz.sim.curve import curve_report
+    from blockviz.sim.sweep import sweep
+    lines = [req(k, -1, 0.5 * k, 64 + 32 * (k % 3), [1, 2] + list(range(10 * k, 10 * k + k % 3)))
+             for k in range(6)]
+    named = write_bailian(tmp_path / "qwen_x_blksz_32.jsonl", lines)
+    kept = tmp_path / "trace.jsonl"
+    kept.write_bytes(named.read_bytes())
+    name = named.name
+    want = curve_report(str(named), block_size=32, requests=6, optimal=True)
+    got = curve_report(str(kept), name=name, block_size=32, requests=6, optimal=True)
+    assert [r["points"] for r in got["reports"]] == [r["points"] for r in want["reports"]]
+    assert all("optimal_hits" in p for r in got["reports"] for p in r["points"])
+    for mode in ("sequence", "timed"):
+        want = sweep([str(named)], block_size=32, pool_blocks=[3, 8], mode=mode).reports
+        got = sweep([str(kept)], name=name, block_size=32, pool_blocks=[3, 8], mode=mode).reports
+        assert [r["points"] for r in got] == [r["points"] for r in want]
