@@ -11,9 +11,10 @@ adds the request verbs, for the op frames of one event.
 
     keyframe k ──copy──> Mirror ──replay the ops of steps k+1 .. i──> the pool after step i
 
-The free queue is a ``dict`` of block ids in queue order (O(1) removal from the middle and append
-at the tail; built and read out in C), after ``head``: the blocks freed to the head since, last
-first (a list, since a dict cannot prepend). Block tokens are kept by provenance rather than as
+The free queue is kept as it was (``base``: the keyframe's, not copied) less the blocks that have
+left it since (``gone``), after ``head`` (the blocks freed to the head since, last first) and
+before ``tail`` (a dict of those freed to the tail since, in order): a jump builds no queue until
+the step is read out (in C). Block tokens are kept by provenance rather than as
 tuples: block b holds ``tsrc[b]``'s tokens ``tstart[b] .. tstart[b] + tlen[b]``, where a source
 ``s >= 0`` is request identity s's token list (a request only ever writes the blocks it owns, at
 their positions) and ``s < 0`` an explicit tuple (loaded blocks, and whatever does not fit the
@@ -31,6 +32,7 @@ from array import array
 from collections import ChainMap, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import filterfalse
 from operator import itemgetter
 
 from blockviz.core.ops import op_request
@@ -63,13 +65,15 @@ class Keyframe:
     tlen: tuple[str, bytes]
     queue: array
     table: tuple
+    shared: tuple = ()      # the table's entries of more than one block (rare: set in a loop)
 
 
 LOCAL = 1 << 30   # sources -LOCAL - k: the k-th tuple of a serving mirror's own list
 
 
 class Mirror:
-    __slots__ = ("n", "ref", "hash", "tsrc", "tstart", "tlen", "free_queue", "head", "table", "log",
+    __slots__ = ("n", "ref", "hash", "tsrc", "tstart", "tlen", "base", "gone", "tail", "head",
+                 "table", "log",
                  "explicit", "local")
 
     def __init__(self, log: OpLog, explicit: list[tuple], kf: Keyframe | None = None,
@@ -81,12 +85,12 @@ class Mirror:
         self.ref, self.tsrc, self.tstart, self.tlen = map(unsqueeze, (kf.ref, kf.tsrc, kf.tstart,
                                                                       kf.tlen))
         n = self.n = len(self.ref)
-        self.free_queue, self.head = dict.fromkeys(kf.queue), []
+        self.base, self.gone, self.tail, self.head = kf.queue, set(), {}, []
         self.hash = hash_ = [None] * n
         table, keys = kf.table, list(map(itemgetter(0), kf.table))
         # one block a hash (nearly always): set them all in C; the few shared hashes in a loop
         deque(map(hash_.__setitem__, map(itemgetter(0), map(itemgetter(1), table)), keys), maxlen=0)
-        for h, ids in [e for e in table if len(e[1]) > 1]:
+        for h, ids in kf.shared:
             for b in ids:
                 hash_[b] = h
         self.table = dict(zip(keys, table))
@@ -102,7 +106,7 @@ class Mirror:
         for b, toks in enumerate(s.block_tokens):
             if toks:
                 m.tsrc[b], m.tlen[b] = m.token_source(tuple(toks)), len(toks)
-        m.free_queue, m.head = dict.fromkeys(s.free_queue), []
+        m.base, m.gone, m.tail, m.head = tuple(s.free_queue), set(), {}, []
         m.table = {h: (h, tuple(ids)) for h, ids in s.hash_table}
         return m
 
@@ -110,7 +114,8 @@ class Mirror:
         """The recording mirror, compact (its explicit tuples are the timeline's shared list)."""
         return Keyframe(ref=squeeze(self.ref), tsrc=squeeze(self.tsrc, signed=True),
                         tstart=squeeze(self.tstart), tlen=squeeze(self.tlen),
-                        queue=narrow(self.queue()), table=tuple(self.table.values()))
+                        queue=narrow(self.queue()), table=(table := tuple(self.table.values())),
+                        shared=tuple(e for e in table if len(e[1]) > 1))
 
     def copy(self, cls: type[Mirror] | None = None) -> Mirror:
         """A serving copy, of class ``cls`` (default: this one's)."""
@@ -119,15 +124,14 @@ class Mirror:
         m.n, m.ref, m.hash, m.tsrc, m.tstart, m.tlen = (self.n, list(self.ref), list(self.hash),
                                                        list(self.tsrc), list(self.tstart),
                                                        list(self.tlen))
-        m.free_queue, m.head, m.table = (dict.fromkeys(self.free_queue), list(self.head),
-                                         dict(self.table))
+        m.base, m.gone, m.tail, m.head = self.queue(), set(), {}, []
+        m.table = dict(self.table)
         return m
 
     def queue(self) -> tuple[int, ...]:
         """The free queue, head first."""
-        if self.head:
-            return (*reversed(self.head), *self.free_queue)
-        return tuple(self.free_queue)
+        base = filterfalse(self.gone.__contains__, self.base) if self.gone else self.base
+        return (*reversed(self.head), *base, *self.tail)
 
     def token_source(self, toks: tuple) -> int:
         """A new explicit source holding ``toks``."""
@@ -152,7 +156,7 @@ class Mirror:
         (lighter) from now on."""
         queue = self.queue()
         if frozen:
-            self.free_queue, self.head = queue, []
+            self.base, self.gone, self.tail, self.head = queue, set(), {}, []
         return dict(ref_cnt=tuple(self.ref), block_hash=tuple(self.hash),
                     block_tokens=BlockTokens(self, share=frozen), free_queue=queue,
                     hash_table=tuple(self.table.values()))
@@ -164,29 +168,27 @@ class Mirror:
 
     # -- the verbs (core.ops effects) ---------------------------------------------------------
     def take(self, ids, group: int = 0) -> None:
-        free, ref = self.free_queue, self.ref
+        ref = self.ref
         for b in ids:
-            try:
-                del free[b]
-            except KeyError:
-                self._unhead(b)
+            self._dequeue(b)
             ref[b] = 1
 
-    def _unhead(self, b: int) -> None:
-        """Block b leaves the queue from ``head`` (the front is its last item)."""
-        head = self.head
-        if head[-1] == b:
+    def _dequeue(self, b: int) -> None:
+        """Block b leaves the free queue, from wherever it is (see ``queue``)."""
+        tail, head = self.tail, self.head
+        if b in tail:
+            del tail[b]
+        elif head and head[-1] == b:
             head.pop()
-        else:
+        elif head and b in head:
             head.remove(b)
+        else:
+            self.gone.add(b)
 
     def touch(self, ids, removed_from_queue, group: int = 0) -> None:
-        free, ref = self.free_queue, self.ref
+        ref = self.ref
         for b in removed_from_queue:
-            try:
-                del free[b]
-            except KeyError:
-                self._unhead(b)
+            self._dequeue(b)
         for b in ids:
             ref[b] += 1
 
@@ -220,7 +222,7 @@ class Mirror:
         self.head += reversed(ids)       # (freed blocks: none of them is queued)
 
     def to_tail(self, ids) -> None:
-        self.free_queue.update(dict.fromkeys(ids))
+        self.tail.update(dict.fromkeys(ids))
 
     def reset(self, ok: bool) -> None:
         if ok:
