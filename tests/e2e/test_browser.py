@@ -288,6 +288,46 @@ def test_every_op_frame_shows_requests_that_agree_with_the_blocks(browser, serve
     page.close()
 
 
+OPS_STATE = """(root) => {
+  const body = root.querySelector('.bvb-ops .bvb-body');
+  const lines = [...body.querySelectorAll('[data-bv="op"]')];
+  return {step: root.getAttribute('data-bv-step'), frame: root.getAttribute('data-bv-frame'),
+          page: root.querySelector('.bvb-page').textContent,
+          code: body.querySelectorAll('.bv-codeli').length,
+          lines_with_code: lines.filter((e) => e.querySelector('.bv-code')).length,
+          lines_without_call: lines.filter((e) => !e.querySelector('.bv-call, .bv-opn')).length};
+}"""
+
+
+def test_step_into_across_steps_keeps_every_op_line_a_line(browser, server):
+    """Stepping into chunked-prefill op by op across its steps, at a size where the ops page: the
+    step-into line's code box stays one box under its line, no op line holds code instead of its
+    call, and the page text counts forward ('ops 6–2 of 10' was a line of the next step taken for
+    the code box)."""
+    page = open_page(browser, server, "scenario=chunked-prefill&step=2&op=1&lang=en", 1024, 640)
+    board = page.locator(BOARD)
+    expect(board).to_have_attribute("data-bv-frame", "0")
+    seen, at = 0, None
+    while True:
+        state = board.evaluate(OPS_STATE)
+        where = (state["step"], state["frame"])
+        if where == at:
+            break
+        at, seen = where, seen + 1
+        assert state["code"] <= 1 and state["lines_with_code"] == 0, (where, state)
+        assert state["lines_without_call"] == 0, (where, state)
+        m = re.search(r"(\d+)–(\d+) of (\d+)", state["page"])
+        assert m is None or int(m[1]) <= int(m[2]) <= int(m[3]), (where, state["page"])
+        page.keyboard.press("ArrowRight")
+        for _ in range(50):
+            if (board.get_attribute("data-bv-step"), board.get_attribute("data-bv-frame")) != at:
+                break
+            page.wait_for_timeout(40)
+    assert int(at[0]) >= 4 and seen >= 10
+    assert page.locator(NO_ERROR).count() == 0
+    page.close()
+
+
 def test_payload_and_metrics_open_in_the_browser(browser, server, screenshots):
     page = open_page(browser, server, "scenario=six-blocks&step=2&lang=en", 1920, 1080)
     page.locator(".st-key-x_payload summary").click()
