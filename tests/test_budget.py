@@ -101,7 +101,7 @@ def test_bytes_a_forward_pass_would_need_are_refused_before_it_runs(monkeypatch)
 def engine_fixed(head: str) -> int:
     from blockviz.sim.engine import Engine
     e = Engine(loaded("", head.replace("steps:", "steps: []")).scenario,
-               budget=Budget(tensor_bytes=1 << 40))
+               meter=B.Meter(Budget(tensor_bytes=1 << 40)))
     return e.meter.fixed_bytes
 
 

@@ -19,10 +19,11 @@ line (``FILE:LINE:COL: steps[i].kind: step k (kind): ...``, exit status 2 on the
 ``RUN_BUDGET`` is the command line's and the library's; ``PREVIEW_BUDGET`` is the app's, for
 every scenario a session runs (its Author preview, its "try it yourself" fork).
 
-The engine knows nothing of budgets: it tells its meter what it is about to do, at its moments
-(``before_tensors``, ``attach``, ``tick``, ``engine_step``, ``checkpoint``, ``payload_copies``),
-and a meter that refuses raises BudgetExceeded. An unbounded run has a meter too, of
-``Budget()``: it counts and refuses nothing.
+The engine knows nothing of budgets: it tells its one meter (``sim.engine.EngineMeter``, which
+observes nothing) what it is about to do, at its moments (``before_tensors``, ``attach``, ``tick``,
+``engine_step``, ``checkpoint``, ``payload_copies``). ``sim.runner`` gives it a :class:`Meter`,
+which refuses by raising BudgetExceeded; an unbounded run's is of ``Budget()``: it counts (the
+progress ``watch`` reads it) and refuses nothing.
 """
 from __future__ import annotations
 
@@ -99,8 +100,9 @@ def fixed_bytes(config: Config) -> int:
 
 
 class Meter:
-    """One run's use of its budget. ``held`` callables report bytes held now beyond the fixed
-    part (checkpointed blocks, the external tier); ``history`` counts the payload copies kept."""
+    """One run's use of its budget (the engine's moments of ``sim.engine.EngineMeter``). ``held``
+    callables report bytes held now beyond the fixed part (checkpointed blocks, the external
+    tier); ``history`` counts the payload copies kept."""
 
     def __init__(self, budget: Budget, clock: Callable[[], float] | None = None) -> None:
         self.budget = budget

@@ -36,7 +36,6 @@ from blockviz.core.scheduler import SchedulerConfig
 from blockviz.scenario.schema import ArriveSpec, Scenario
 from blockviz.scenario.schema import Step as Event
 from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
-from blockviz.sim.budget import Budget, BudgetExceeded, Meter
 from blockviz.sim.explain import Explainer
 from blockviz.sim.metrics import VllmStatLogger
 from blockviz.sim.step import BlockTables, EngineStepView, RequestView, ScheduledView, Stats, Step, TierView
@@ -104,6 +103,22 @@ class StepResult:
         return [e if isinstance(e, dict) else e.to_dict() for e in self.events]
 
 
+class EngineMeter:
+    """The one observer of the engine's moments, which may refuse any of them by raising: before
+    the tensors are allocated, once the state exists, at each event and arrival (``tick``), before
+    each engine step, before a checkpoint copies the state (it returns the copy's bytes beyond the
+    payloads and a ``need(n)`` the payload snapshot calls) and before the player keeps payload
+    copies. This one observes nothing; ``sim.budget.Meter`` meters a run's budget."""
+    exceeded = None
+
+    def before_tensors(self, config, payloads: bool) -> None: pass
+    def attach(self, engine: Engine) -> None: pass
+    def tick(self) -> None: pass
+    def engine_step(self, num_tokens: int) -> None: pass
+    def checkpoint(self, state: EngineState) -> tuple[int, None]: return 0, None
+    def payload_copies(self, num_blocks: int, store) -> None: pass
+
+
 class _Tee:
     """Several op sinks as one, each given as its ``on_op``."""
 
@@ -134,7 +149,7 @@ class _Explained:
 class Engine:
     def __init__(self, scenario: Scenario, *, record_ops: bool = True,
                  payloads: bool = True, device: str | None = None,
-                 payload_history: bool = True, budget: Budget | None = None,
+                 payload_history: bool = True, meter: EngineMeter | None = None,
                  explain: bool = True) -> None:
         self.scenario = scenario
         self.config = cfg = scenario.config
@@ -166,8 +181,7 @@ class Engine:
         self._engine_steps: list[EngineStepView] = []
         self._update_marks: list[int] = []
         self.scheduler_config = SchedulerConfig(**cfg.scheduler.model_dump())
-        # The run's budget: BudgetExceeded from here on stops the run (sim.budget).
-        self.meter = Meter(budget or Budget())
+        self.meter = meter or EngineMeter()   # what it raises from here on stops the run
         self.meter.before_tensors(cfg, payloads)
         manager = self._new_manager()
         kv = None
@@ -362,14 +376,14 @@ class Engine:
 
     def _checkpoint(self, name: str) -> None:
         """Save the state; the payloads copy-on-write (a block unchanged since an earlier
-        checkpoint shares its copy). Counted against the budget: the new block copies and the
-        rest of the state's copy."""
+        checkpoint shares its copy). The meter is told of the new block copies and the rest of
+        the state's copy; one it refuses leaves the checkpoints as they were."""
         state = self.state
-        old = self.checkpoints.pop(name, None)   # replaced: its share of the budget is freed
+        old = self.checkpoints.pop(name, None)   # replaced: the meter no longer counts it
         try:
             state_bytes, need = self.meter.checkpoint(state)
             payload = None if self.kv is None else self.kv.store.snapshot(need)
-        except BudgetExceeded:
+        except Exception:
             if old is not None:
                 self.checkpoints[name] = old
             raise

@@ -30,7 +30,7 @@ def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | 
                 budget: Budget | None = None) -> Engine:
     try:
         engine = Engine(loaded.scenario, payloads=payloads, device=device,
-                        payload_history=payload_history, budget=budget)
+                        payload_history=payload_history, meter=Meter(budget or Budget()))
     except BudgetExceeded as e:   # the store and the weights alone are over the budget
         raise loaded.error(("config", "model"), str(e)) from None
     except RuntimeError as e:  # e.g. device: cuda without a GPU; or torch could not allocate
