@@ -104,12 +104,10 @@ class StepResult:
 
 
 class EngineMeter:
-    """The one observer of the engine's moments, which may refuse any of them by raising: before
-    the tensors are allocated, once the state exists, at each event and arrival (``tick``), before
-    each engine step, before a checkpoint copies the state (it returns the copy's bytes beyond the
-    payloads and a ``need(n)`` the payload snapshot calls) and before the player keeps payload
-    copies. This one observes nothing; ``sim.budget.Meter`` meters a run's budget."""
-    exceeded = None
+    """The one observer of the engine's moments, which may refuse any of them by raising (before
+    the tensors, once the state exists, at each event and arrival, before each engine step, before
+    a checkpoint's copy: its bytes and a ``need(n)`` for the payload snapshot; before the player's
+    payload copies). This one observes nothing; ``sim.budget.Meter`` meters a run's budget."""
 
     def before_tensors(self, config, payloads: bool) -> None: pass
     def attach(self, engine: Engine) -> None: pass
