@@ -46,35 +46,73 @@ KEYS = ("hit", "external_hit", "last_token", "partial_block", "cold", "evicted",
 EXTERNAL_MEDIUM = "CPU"                          # blockviz's tier (vLLM's OffloadingConnector)
 
 
-@dataclass(slots=True)
-class Residency:
-    """One block holding one key, from its ``cache`` to its eviction (``removed_at`` None while it
-    holds it). Times are (event index, engine step) packed in one int, ``event << 32 | step``
-    (they order as the pairs do); ``seq`` orders residencies by their start."""
-    block_id: int
-    key: bytes
-    seq: int
-    cached_by: str
-    cached_at: int
-    removed_at: int | None = None
-    cause: str | None = None          # allocation | evict_blocks | reset_prefix_cache | restart
-    taken_by: str | None = None       # the request whose allocation reused the block
+_CAUSES = ("allocation", "evict_blocks", "reset_prefix_cache", "restart")
 
 
-@dataclass(slots=True)
-class KeyHistory:
-    """What a lookup needs of a key's past: how many of its residencies have ended, and the one
-    a lookup names — the latest to end, the first to start among those that ended together. A
-    key is in ``history`` from its first residency on."""
-    closed: int = 0
-    last: Residency | None = None
+class History:
+    """What a lookup needs of each key's past, for every key ever cached: how many of its
+    residencies (a block holding the key, from its ``cache`` to its eviction) have ended, and the
+    one a lookup names — the latest to end, the first to start among those that ended together.
 
-    def close(self, res: Residency) -> None:
-        self.closed += 1
-        last = self.last
-        if last is None or res.removed_at > last.removed_at or (
-                res.removed_at == last.removed_at and res.seq < last.seq):
-            self.last = res
+    A run keeps it for good, so it is kept in columns: a key's number (``index``, from its first
+    residency on) indexes int arrays of the count and the named residency's block, start order
+    (``seq``), times (``event << 32 | engine step``, ordered as the pairs are) and cause, and two
+    lists of the requests that cached it and whose allocation took its block (None otherwise).
+    The number also names the key's owner of its token prefix (``Explainer.owners``): the key
+    (``keys``), the latest request that cached it in the first attention group (``owner_rid``)
+    and that request's extras (``owner_extras``; None while there is no owner)."""
+
+    __slots__ = ("index", "closed", "block", "seq", "cached_at", "removed_at", "cause",
+                 "cached_by", "taken_by", "keys", "owner_rid", "owner_extras")
+
+    def __init__(self) -> None:
+        self.index: dict[bytes, int] = {}
+        self.closed, self.block, self.cause = array("l"), array("l"), array("b")
+        self.seq, self.cached_at, self.removed_at = array("q"), array("q"), array("q")
+        self.cached_by: list[str | None] = []
+        self.taken_by: list[str | None] = []
+        self.keys: list[bytes] = []
+        self.owner_rid: list[str | None] = []
+        self.owner_extras: list[tuple | None] = []
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, History):
+            return NotImplemented
+        return all(getattr(self, a) == getattr(other, a) for a in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def add(self, key: bytes) -> None:
+        if key not in self.index:
+            self.index[key] = len(self.closed)
+            for col in (self.closed, self.block, self.cause, self.seq, self.cached_at,
+                        self.removed_at):
+                col.append(0)
+            for col in (self.cached_by, self.taken_by, self.owner_rid, self.owner_extras):
+                col.append(None)
+            self.keys.append(key)
+
+    def owner(self, entry: int | Owner) -> Owner:
+        """An owner entry as an ``Owner``: a key's number, or (its extras not those the key's
+        number keeps) the ``Owner`` itself."""
+        if type(entry) is int:
+            return Owner(self.keys[entry], self.owner_rid[entry], self.owner_extras[entry])
+        return entry
+
+    def close(self, block: int, res: tuple, removed_at: int, cause: int) -> int | None:
+        """Ends ``block``'s open residency ``res`` (key, seq, cached_by, cached_at); the key's
+        number when it is the one a lookup names now, else None."""
+        key, seq, cached_by, cached_at = res
+        k = self.index[key]
+        n = self.closed[k]
+        self.closed[k] = n + 1
+        last = self.removed_at[k]
+        if n and (removed_at < last or (removed_at == last and seq >= self.seq[k])):
+            return None
+        self.block[k], self.seq[k], self.cause[k] = block, seq, cause
+        self.cached_at[k], self.removed_at[k] = cached_at, removed_at
+        self.cached_by[k], self.taken_by[k] = cached_by, None
+        return k
 
 
 class Owner(NamedTuple):
@@ -202,17 +240,18 @@ class Explainer:
     none_hash: bytes = b""           # the engine process's NONE_HASH (a restart may change it)
     event: int = 0
     engine_step: int = 0
-    # Kept for the whole run, so kept small: per key ever cached, its KeyHistory (not every
+    # Kept for the whole run, so kept small: per key ever cached, its History columns (not every
     # residency); per token prefix, its owners (one per key and extras, the latest: the only one
     # a lookup can name; a list only when there are several); the open residencies by block
-    history: dict[bytes, KeyHistory] = field(default_factory=dict)
-    open: dict[int, Residency] = field(default_factory=dict)
-    owners: dict[bytes, Owner | list[Owner]] = field(default_factory=dict)
+    history: History = field(default_factory=History)
+    open: dict[int, tuple] = field(default_factory=dict)    # block: (key, seq, cached_by, at)
+    owners: dict[bytes, int | Owner | list[int | Owner]] = field(default_factory=dict)
     prompt_split: dict[str, Split] = field(default_factory=dict)
     resumed_split: dict[str, Split] = field(default_factory=dict)
     _digests: dict[str, list[bytes]] = field(default_factory=dict)
     _pending: dict[str, _Pending] = field(default_factory=dict)
-    _taking: list[Residency] = field(default_factory=list)    # closed by the allocation running
+    _taking: list[tuple[int, int]] = field(default_factory=list)  # (key number, seq) closed
+                                                 # by the allocation running, as named now
     _popping: bool = False
     _seq: int = 0
     _tick: int = 0                               # the last _now (one int shared while it holds)
@@ -230,8 +269,10 @@ class Explainer:
         self._popping = False
         rid = getattr(op, "request_id", None)
         if rid is not None and self._taking:
-            for res in self._taking:      # the next request named is the one that allocated
-                res.taken_by = rid
+            history = self.history        # the next request named is the one that allocated
+            for k, seq in self._taking:
+                if history.seq[k] == seq:
+                    history.taken_by[k] = rid
             self._taking = []
         if kind == "cache":
             self._cached(op)
@@ -250,7 +291,7 @@ class Explainer:
 
     @property
     def _now(self) -> int:
-        """(event, engine step), packed as ``Residency`` keeps it."""
+        """(event, engine step), packed as ``History`` keeps it."""
         tick = self.event << 32 | self.engine_step
         if tick != self._tick:
             self._tick = tick
@@ -260,18 +301,15 @@ class Explainer:
         res = self.open.pop(block_id, None)
         if res is None:
             return
-        res.removed_at = self._now
-        res.cause = "allocation" if self._popping else "evict_blocks"
-        self.history[res.key].close(res)
-        if self._popping:
-            self._taking.append(res)
+        k = self.history.close(block_id, res, self._now, 0 if self._popping else 1)
+        if self._popping and k is not None:
+            self._taking.append((k, res[1]))
 
     def _close_all(self, cause: str) -> None:
-        now = self._now
+        now, c = self._now, _CAUSES.index(cause)
         history = self.history
-        for res in self.open.values():
-            res.removed_at, res.cause = now, cause
-            history[res.key].close(res)
+        for bid, res in self.open.items():
+            history.close(bid, res, now, c)
         self.open.clear()
 
     def _cached(self, op) -> None:
@@ -279,11 +317,9 @@ class Explainer:
         rid = op.request_id
         history = self.history
         for bid, key in zip(op.block_ids, op.hashes):
-            res = Residency(bid, key, self._seq, rid, now)
+            self.open[bid] = (key, self._seq, rid, now)
             self._seq += 1
-            if key not in history:
-                history[key] = KeyHistory()
-            self.open[bid] = res
+            history.add(key)
         if not self.index_tokens or op.group != self.first_group_ids[0] or op.masked:
             return
         req = self.scheduler.requests.get(rid)
@@ -295,7 +331,19 @@ class Explainer:
             i = op.first_block_index + j
             extras = (req.cache_salt, lora, self._mm_ids(req, i), self.none_hash)
             extras = self._extras.setdefault(extras, extras)
-            owner = Owner(key, rid, extras)
+            k = history.index[key]          # one int object per key, shared with the index
+            kept = history.owner_extras[k]
+            if kept is None or kept is extras:
+                history.owner_rid[k], history.owner_extras[k] = rid, extras
+                owner = k
+
+                def same(e, k=k) -> bool:
+                    return e == k
+            else:                            # the key cached with other extras: kept whole
+                owner = Owner(key, rid, extras)
+
+                def same(e, key=key, extras=extras) -> bool:
+                    return type(e) is Owner and e.key == key and e.extras is extras
             digest = self._digest(req, i)
             had = owners.get(digest)
             if had is None:
@@ -303,9 +351,9 @@ class Explainer:
             elif isinstance(had, list):
                 # an owner of the same key and extras is one no lookup can name any more: a
                 # lookup names the latest owner of those it differs least from
-                had[:] = [o for o in had if o.key != key or o.extras is not extras]
+                had[:] = [e for e in had if not same(e)]
                 had.append(owner)
-            elif had.key == key and had.extras is extras:
+            elif same(had):
                 owners[digest] = owner
             else:
                 owners[digest] = [had, owner]
@@ -366,18 +414,19 @@ class Explainer:
             block = found[0] if isinstance(found, list) else found
             return ("present", {"cached_in_block": block.block_id})
         key = pool.key(h, self.first_group_ids[0])
-        past = self.history.get(key)
-        if past is not None and past.closed:
-            last = past.last
-            d = {"block_id": last.block_id, "cached_by": last.cached_by,
-                 "cached_at": _at(last.cached_at), "evicted_at": _at(last.removed_at),
-                 "cause": last.cause, "taken_by": last.taken_by}
-            if past.closed > 1:
-                d["copies"] = past.closed
+        past = self.history
+        k = past.index.get(key)
+        if k is not None and past.closed[k]:
+            d = {"block_id": past.block[k], "cached_by": past.cached_by[k],
+                 "cached_at": _at(past.cached_at[k]), "evicted_at": _at(past.removed_at[k]),
+                 "cause": _CAUSES[past.cause[k]], "taken_by": past.taken_by[k]}
+            if past.closed[k] > 1:
+                d["copies"] = past.closed[k]
             return ("evicted", d)
         if self.index_tokens:
             had = self.owners.get(self._digest(req, i))
-            owners = [o for o in (had if isinstance(had, list) else (had,) if had else ())
+            owners = [o for o in map(self.history.owner, had if isinstance(had, list)
+                                     else () if had is None else (had,))
                       if o.key != key]
             if owners:
                 mine = (req.cache_salt, req.lora.name if req.lora else None, self._mm_ids(req, i),
@@ -412,10 +461,9 @@ class Explainer:
                 if pool.get_cached_block(h, list(ids)) is not None:
                     continue
                 key = pool.key(h, ids[0])
-                past = self.history.get(key)
-                if past:
+                if key in self.history.index:
                     status = "evicted"
-                elif self.history.get(pool.key(h, first_key)):
+                elif pool.key(h, first_key) in self.history.index:
                     status = "not_retained"
                 else:
                     status = "cold"
