@@ -3,7 +3,7 @@ session that views it (the server owns it; a session only reads it).
 
 The thread waits on the sockets without the lock and takes the lock to reduce what came, so a
 reader (the Live page, drawing) sees a consistent state. It stops when nobody has looked for
-``idle_stop_s`` seconds (its state is dropped; the next view starts afresh, asking the replay
+``IDLE_STOP_S`` seconds (its state is dropped; the next view starts afresh, asking the replay
 socket from seq 0 when there is one). Bounded like ``blockviz live``: hashes, tokens per hash,
 notes and history are capped.
 """

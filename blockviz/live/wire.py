@@ -117,9 +117,16 @@ def encode_batch(events: list, ts: float, data_parallel_rank: int | None = 0) ->
 
 def event_from_dict(d: dict) -> Event:
     """One of blockviz's KV events (the JSON contract's dict: every field of vLLM's struct, in its
-    order) as the wire struct, read as a received event is. Raises ValueError (a WireError) for a
-    dict that is not one."""
-    return _event(d)[0]
+    order) as the wire struct. Raises ValueError for a dict that is not one: the publish side is
+    strict (a received event is read leniently, by ``_event``)."""
+    kind = d.get("type")
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        raise ValueError(f"not a KV event type: {kind!r}")
+    try:
+        return msgspec.convert(d, cls)
+    except msgspec.ValidationError as e:
+        raise ValueError(f"{kind}: {e}") from None
 
 
 def seq_frame(seq: int) -> bytes:

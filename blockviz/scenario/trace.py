@@ -340,7 +340,8 @@ def check_trace(source, *, name: str | None = None, limit: int | None = None,
     name their conversations (``chats``: a Qwen-Bailian trace). Raises the first
     :class:`TraceError`. With a ``block_size`` (refused as :func:`iter_trace` refuses it) also
     ``most_blocks``: the most blocks of that size the trace could ever hold — every request's
-    prompt and output at once, in any mode. ``progress(line)`` after each request."""
+    prompt and output at once, in any mode. ``progress(line)`` after each request, given that
+    request's line number (not a count since the last call, as ``sim``'s progress callbacks)."""
     requests = tokens = blocks = most = 0
     block_tokens = TRACE_BLOCK_TOKENS
     chats = False

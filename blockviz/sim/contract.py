@@ -66,8 +66,11 @@ def step_dict(s: Step, frames: Iterable | None, *, lazy: bool = False, groups: i
     blocks = []
     for i, key in enumerate(s.block_hash):
         h, g = _split(key, groups)
-        blocks.append({"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i], "hash": h,
-                       "token_ids": list(s.block_tokens[i]), **({"group": g} if groups else {})})
+        block = {"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i], "hash": h,
+                 "token_ids": list(s.block_tokens[i])}
+        if groups:
+            block["group"] = g
+        blocks.append(block)
     hash_table = {}
     for key, ids in s.hash_table:
         h, g = _split(key, groups)

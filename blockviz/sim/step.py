@@ -32,7 +32,11 @@ def stored_directly(cls: type) -> type:
     directly. The one ``dataclasses`` writes for a frozen class calls ``object.__setattr__`` once
     per field: about twice the cost of the rest, paid by every request view and step the engine
     captures (millions in a long run). Same signature, defaults and factories; frozen after."""
-    fs = [f for f in dataclasses.fields(cls) if f.init]
+    fs = dataclasses.fields(cls)
+    if (not cls.__dataclass_params__.frozen or hasattr(cls, "__post_init__")
+            or not all(f.init and f.kw_only for f in fs)):
+        raise TypeError(f"{cls.__name__}: stored_directly takes a frozen dataclass whose fields are "
+                        f"all keyword-only and in __init__, with no __post_init__")
     env: dict[str, Any] = {"_NOTHING": _NOTHING}
     params, body = [], []
     for f in fs:

@@ -72,6 +72,7 @@ class Columns:
     def __init__(self, cls: type) -> None:
         self.cls, self.n = cls, 0
         self.kinds = {f.name: f.type for f in fields(cls)}
+        assert len(self.kinds) > 1, "attrgetter of one name returns the value, not a 1-tuple"
         self.values = attrgetter(*self.kinds)             # a record's, in field order
         self.cols = [array("d" if kind == "float" else "B") for kind in self.kinds.values()]
 
