@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from blockviz.i18n import t
-from blockviz.render.theme import BLOCK_KINDS, BLOCK_LEGEND, GREY, block_kind, esc
+from blockviz.render.theme import BLOCK_KINDS, BLOCK_LEGEND, BLOCK_MARKS, GREY, block_kind, esc
 from blockviz.teach.labels import HashLabels, token_text
 from blockviz.teach.selfcheck import next_marks
 
@@ -98,6 +98,6 @@ def heatmap_legend_html(lang: str, n: int, extra: str = "") -> str:
     """The dense view's legend (``extra``: more of it, a hybrid model's groups)."""
     sw = "".join(f'<span><i class="bv-sw" style="background:{c};border-color:{GREY}">'
                  f'</i>{esc(t(key, lang))}</span>' for c, key in CATEGORIES)
-    sw += "".join(legend_item(k, cls, lang) for k, cls in BLOCK_LEGEND[-3:])   # the marks
+    sw += "".join(legend_item(k, cls, lang) for k, cls in BLOCK_MARKS)
     return (f'<div class="bv"><div class="bv-small">{esc(t("heatmap_note", lang, n=f"{n:,}"))}</div>'
             f'<div class="bv-legend">{sw}</div>{extra}</div>')

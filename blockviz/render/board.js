@@ -393,8 +393,7 @@ function create(parent, component) {
   // one call fold into one line ("6 × execute_model"), then the lines page (↓ ↑, and it says so).
   // The lines are measured once, every one shown (a folded run's line too): a line's height does
   // not depend on which others are shown, so where each line would end with some runs folded is
-  // arithmetic. (Folding one run at a time and measuring again laid out the board after each
-  // fold: five layouts a key at 4,096 blocks.) Returns the writes that show the result, for after
+  // arithmetic, with no layout per fold (each would lay out the whole board). Returns the writes that show the result, for after
   // the caller's own reads (fadeFoot), or null.
   function opsLayout(codeHtml, ui) {
     const list = part.ops.querySelector('.bv-oplist');

@@ -91,16 +91,19 @@ def block_kind(block_id: int, ref_cnt: int, block_hash) -> str:
     return ("free" if ref_cnt == 0 else "used") + ("_cached" if block_hash is not None else "")
 
 
-# The legend of the block cards: (i18n key, the swatch's CSS class)
+# The legend of the block cards: (i18n key, the swatch's CSS class); the marks end it (the dense
+# view's legend shows only those)
+BLOCK_MARKS = (
+    ("changed", "bv-changed"),
+    ("next_victim", "bv-victim"),
+    ("next_evict", "bv-evict-next"),
+)
 BLOCK_LEGEND = (
     ("cached", "bv-cached"),
     ("uncached", ""),
     ("legend_free", "bv-free"),
     ("null_block_long", "bv-null"),
-    ("changed", "bv-changed"),
-    ("next_victim", "bv-victim"),
-    ("next_evict", "bv-evict-next"),
-)
+) + BLOCK_MARKS
 
 # step-event markers (the board's timeline, the legend, metrics)
 MARKER_COLOURS = {"allocate": BLUE, "hit": GREEN, "external": PURPLE, "evict": RED, "free": FAINT,

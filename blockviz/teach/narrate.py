@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from blockviz.i18n import id_list, t, tn
+from blockviz.i18n import STRINGS, id_list, t, tn
 from blockviz.scenario.tokens import Vocabulary
 from blockviz.teach.labels import HashLabels, token_text
 
@@ -110,7 +110,10 @@ def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block
         return t("nr_verify_same" if diff == 0 else "nr_verify_diff", lang, rid=op.request_id,
                  hit=op.hit_tokens, diff=f"{diff:.2e}", dev=op.device)
     # the rest (arrive, popleft, evict, free, free_head, free_tail, load, save, drop) say their
-    # fields: ``nr_<kind>`` takes those it names of a request, its blocks, a block, a hash
+    # fields: ``nr_<kind>`` takes those it names of a request, its blocks, a block, a hash (a
+    # kind with no sentence names itself)
+    if f"nr_{k}" not in STRINGS:
+        return k
     fields = {"rid": getattr(op, "request_id", None), "bid": getattr(op, "block_id", None)}
     if hasattr(op, "block_ids"):
         fields.update(blocks=_blocks(op.block_ids, lang), Blocks=_blocks(op.block_ids, lang, "nr_Blocks"))
