@@ -38,6 +38,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "open_in_player_help": ("Step through this scenario with every panel, step into events, self-check.",
                             "用完整的播放器逐步查看这个场景：所有面板、单步进入、自测。"),
     "preview_not_run": ("The preview did not run", "预览没有运行"),
+    "preview_memory_cap": ("The preview stopped at its memory cap", "预览在内存上限处被终止"),
     "preview_retry": ("Run the preview again", "重新运行预览"),
     "paste_too_big": ("The text was not taken: it is {size} bytes, and a scenario is at most {limit} "
                       "bytes. The editor keeps the text it had.",

@@ -262,8 +262,10 @@ def _status(err, outcome, lang: str) -> None:
     if s is not None and outcome.refusal:          # too big for the app to run
         st.html(warn_html(t(outcome.refusal[0], lang, file=file, **outcome.refusal[1])))
         return
-    if stopped is not None:
-        st.html(error_html(stopped, text, lang, title=t("preview_not_run", lang),
+    if stopped is not None:            # it ran until its memory cap stopped it, or did not run
+        capped = worker.memory_message(data.PREVIEW_BUDGET) in stopped.message
+        title = t("preview_memory_cap" if capped else "preview_not_run", lang)
+        st.html(error_html(stopped, text, lang, title=title,
                            kept=ss.get(session.AUTHOR_GOOD) is not None))
         if isinstance(stopped, worker.Busy):
             st.button(t("preview_retry", lang), key="b_preview_retry", icon=":material/refresh:")

@@ -137,3 +137,25 @@ def test_a_worker_over_its_memory_cap_is_stopped_with_a_located_message(monkeypa
     run = worker.run_of(worker.run_source("user:test:3", worker.Source("text", "s.yaml", small),
                                          Budget(seconds=60)), "s.yaml")
     assert run.last == 3 and run.timeline.error is None
+
+
+def test_a_preview_stopped_at_its_memory_cap_says_so_not_that_it_did_not_run(page, monkeypatch):
+    """A worker killed at its memory cap ran up to the step it was in: the box's title says the
+    preview stopped at its memory cap (in both languages), not that it did not run."""
+    from blockviz.scenario import ScenarioError
+    p = author(page)
+    edit(p, SMALL)
+    message = "step 2 (arrive): " + worker.memory_message(data.PREVIEW_BUDGET)
+
+    def capped(state, kind, source, *, share=False):
+        raise ScenarioError(source.file, 6, 5, "steps[1].arrive", message)
+
+    monkeypatch.setattr(worker, "user_outcome", capped)
+    edit(p, HOSTILE)
+    box = error_box(p)
+    assert "The preview stopped at its memory cap" in box and "did not run" not in box
+    assert "it needed more memory than the run&#x27;s budget" in box and 'data-line="6"' in box
+    assert p.state["bv_author_good"][0] == SMALL            # the last good preview stays
+    p.at.button_group(key="w_lang").set_value("zh")
+    p.run()
+    assert "预览在内存上限处被终止" in error_box(p) and "预览没有运行" not in error_box(p)
