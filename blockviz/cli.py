@@ -339,7 +339,7 @@ def cmd_verify(args) -> int:
 def cmd_export(args) -> int:
     from pathlib import Path
 
-    from blockviz.export import ExportError, board_png, check_step, export_html, export_recording_html
+    from blockviz.export import ExportError, board_png, export_html, export_recording_html
     from blockviz.live.replay import RecordingError, is_recording, read_recording
     from blockviz.render.board import MissingAsset
     fmt = args.format or ("png" if args.output and args.output.lower().endswith(".png") else "html")
@@ -351,11 +351,10 @@ def cmd_export(args) -> int:
         else:
             loaded = _load(args.file)
             engine, timeline = _run(args, loaded)
-            check_step(timeline, args.step, args.file)
             out = args.output or f"{loaded.scenario.id}-step{args.step}.{fmt}"
             titles = {lang: loaded.scenario.title.get(lang) for lang in LANGS}
             doc = export_html(timeline, title=titles[args.lang], lang=args.lang, start=args.step,
-                              file=Path(args.file).name, titles=titles)
+                              file=args.file, titles=titles)
         made = doc.encode("utf-8") if fmt == "html" else board_png(doc, args.step)  # png: Chromium's
         try:                       # only the write blames the output path
             Path(out).write_bytes(made)

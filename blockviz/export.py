@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import PurePath
 
 from blockviz.i18n import HTML_LANG, other_lang, t
 from blockviz.render.board import BoardControl, BoardRun, asset, board_css, board_data, is_dense
@@ -23,12 +24,6 @@ W, H = 1920, 1080          # a step's PNG: a slide's size
 
 class ExportError(Exception):
     """A one-line reason the export cannot be made (the CLI prints it, exit status 2)."""
-
-
-def check_step(timeline, step: int, file: str) -> None:
-    last = len(timeline) - 1
-    if not 0 <= step <= last:
-        raise ExportError(f"{file}: step {step} is out of range: this scenario has steps 0 to {last}")
 
 
 # -- HTML -----------------------------------------------------------------------------------
@@ -62,12 +57,14 @@ def _inline(text: str) -> str:
 def export_html(timeline, *, title: str = "", lang: str = "en", start: int = 0,
                 file: str = "", labels: HashLabels | None = None, titles: dict | None = None) -> str:
     """The whole run as one HTML document that steps through it offline: the board, with every
-    step inlined (both languages for a lesson-sized pool); ``#step=k`` opens step k."""
+    step inlined (both languages for a lesson-sized pool); ``#step=k`` opens step k. ``file``: the
+    scenario's path as the user gave it (errors name it; the page's footer names its file)."""
     n = len(timeline)
+    if not 0 <= start < n:
+        raise ExportError(f"{file}: step {start} is out of range: this scenario has steps 0 to {n - 1}")
     if n > MAX_HTML_STEPS:
         raise ExportError(f"{file}: {n - 1} steps is too many for one HTML file (at most "
                           f"{MAX_HTML_STEPS - 1}); export a shorter scenario")
-    check_step(timeline, start, file)
     labels = labels or HashLabels.for_timeline(timeline)
     kinds = list(timeline_kinds(timeline))
     run = BoardRun(timeline, labels, kinds, titles or {lang: title})
@@ -75,7 +72,7 @@ def export_html(timeline, *, title: str = "", lang: str = "en", start: int = 0,
     # op frames come from the server: a file has none
     data = dataclasses.replace(board_data(run, langs=langs, whole=True, url="hash", lang=lang),
                                no_frames=True)
-    return _page(data, start, board_css(), title=title, lang=lang, file=file)
+    return _page(data, start, board_css(), title=title, lang=lang, file=PurePath(file).name)
 
 
 def _page(data, start: int, css: str, *, title: str, lang: str, file: str) -> str:
