@@ -21,6 +21,7 @@ import types
 from blockviz.core import FREE_ORDERS
 from blockviz.i18n import LANGS, t
 from blockviz.i18n.errors import localize_error
+from blockviz.render.text import columns
 from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
 from blockviz.sim.capacity import (
     KV_PRESETS,
@@ -300,20 +301,15 @@ def render_table(report: dict, file: str, lang: str, bytes_per_token: int | None
 
 def table_lines(headers: list[str], rows: list[list[str]]) -> list[str]:
     """Columns padded to fit; numbers (every column but none here) right-aligned."""
-    widths = [max(_width(x) for x in col) for col in zip(headers, *rows)]
+    widths = [max(columns(x) for x in col) for col in zip(headers, *rows)]
     out = ["  ".join(_pad(h, w) for h, w in zip(headers, widths)),
            "  ".join("-" * w for w in widths)]
     out += ["  ".join(_pad(x, w) for x, w in zip(r, widths)) for r in rows]
     return out
 
 
-def _width(text: str) -> int:
-    """Terminal columns: a CJK character takes two."""
-    return sum(2 if ord(ch) > 0x2E7F else 1 for ch in text)
-
-
 def _pad(text: str, width: int) -> str:
-    return " " * (width - _width(text)) + text
+    return " " * (width - columns(text)) + text
 
 
 def _refuse(args, err) -> int:

@@ -17,26 +17,27 @@ _RESET, _BOLD, _DIM = "\x1b[0m", "\x1b[1m", "\x1b[2m"
 _GREEN, _YELLOW, _GREY = "\x1b[32m", "\x1b[33m", "\x1b[90m"
 
 
-def _width(text: str) -> int:
+def columns(text: str) -> int:
+    """Terminal columns: a wide or full-width (CJK) character takes two."""
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def _label(text: str, width: int = 18) -> str:
-    return text + " " * max(1, width - _width(text))
+    return text + " " * max(1, width - columns(text))
 
 
 def wrap(text: str, width: int = 100, indent: str = "") -> str:
     """Wrap by display width: words for Latin text, characters for CJK runs."""
-    if all(_width(ch) == 1 for ch in text):
+    if all(columns(ch) == 1 for ch in text):
         return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent)
-    lines, line, w = [], indent, _width(indent)
+    lines, line, w = [], indent, columns(indent)
     for token in _tokens(text):
-        tw = _width(token)
+        tw = columns(token)
         if w + tw > width and line.strip():
             lines.append(line.rstrip())
-            line, w = indent, _width(indent)
+            line, w = indent, columns(indent)
             token = token.lstrip()
-            tw = _width(token)
+            tw = columns(token)
         line += token
         w += tw
     lines.append(line.rstrip())
@@ -47,7 +48,7 @@ def _tokens(text: str):
     """Latin words (with their leading space) stay whole; each wide character is its own token."""
     word = ""
     for ch in text:
-        if _width(ch) == 2:
+        if columns(ch) == 2:
             if word:
                 yield word
                 word = ""
