@@ -298,7 +298,6 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "所有 GPU 组缓存的哈希都被清空（CPU 层保留自己的）"),
     "rp_no_events": ("This batch had no events.", "这一批没有事件。"),
     "rp_hash_title": ("{hash}, stored at seq {seq}", "{hash}，于 seq {seq} 存储"),
-    "rp_parent_out": ("parent not cached", "父块未缓存"),
     "rp_removed_here": ("Removed by this batch:", "这一批移除了："),
     "rp_empty": ("Nothing is cached after this batch.", "这一批之后没有任何缓存。"),
     "rp_more_rows": ("… only the first {rows} rows are drawn", "……只画出前 {rows} 行"),

@@ -109,6 +109,21 @@ class Forest:
         roots.sort(key=lambda r: (-latest[r], -order[r]))
         self.g, self.children, self.roots = g, children, roots
 
+    def tenants(self) -> dict:
+        """The roots by tenant (``tenant_of``), in drawing order."""
+        out: dict = {}
+        for r in self.roots:
+            out.setdefault(tenant_of(self.g[r]), []).append(r)
+        return out
+
+    def head(self, key: tuple, lang: str, rank: int | None = None) -> str:
+        """The group's heading: its name, kinds, hashes and trees (its rank, when there are
+        several data-parallel ranks: each its own engine)."""
+        kinds = {e.kind for e in self.g.values() if e.kind}
+        head = t("lv_group", lang, group=group_name(key), kind=", ".join(sorted(kinds)) or "?",
+                 n=len(self.g), trees=len(self.roots))
+        return head if rank is None else t("lv_rank", lang, rank=rank) + " · " + head
+
     def chain(self, h) -> list:
         """``h`` and the blocks after it while each has exactly one child (one row)."""
         out = [h]
@@ -217,14 +232,8 @@ def _tree(forest: Forest, root, recent: set, words, w: _Words, rows: _Rows, orph
 def group_html(key: tuple, g: dict, *, rank: int, ranks: int, recent: set, removed: list,
                words, lang: str, rows: _Rows) -> str:
     forest = Forest(g)
-    kinds = {e.kind for e in g.values() if e.kind}
-    head = t("lv_group", lang, group=group_name(key), kind=", ".join(sorted(kinds)) or "?",
-             n=len(g), trees=len(forest.roots))
-    if ranks > 1:
-        head = t("lv_rank", lang, rank=rank) + " · " + head
-    tenants: dict = {}
-    for r in forest.roots:
-        tenants.setdefault(tenant_of(g[r]), []).append(r)
+    head = forest.head(key, lang, rank if ranks > 1 else None)
+    tenants = forest.tenants()
     parts = [f'<section class="bvl-group" data-group="{esc(group_name(key))}">'
              f'<div class="bvl-gh">{esc(head)}</div>']
     drawn0 = rows.drawn
@@ -351,8 +360,10 @@ def notes_html(red, lang: str) -> str:
                     (n.text(lang)[:300] for n in reversed(notes.kept()[-NOTES_SHOWN:])))
 
 
-def cannot_know_html(lang: str) -> str:
-    return _details("cannot", t("lv_cannot", lang), (t("live_unknown_" + k, lang) for k in CANNOT_KNOW))
+def cannot_know(lang: str) -> list[str]:
+    """What no subscriber can know (reducer.CANNOT_KNOW), in ``lang``."""
+    return [t("live_unknown_" + k, lang) for k in CANNOT_KNOW]
+
 
 
 # -- the whole ----------------------------------------------------------------------------------------
@@ -397,7 +408,7 @@ def live_html(red, *, lang: str, now: float | None = None, status: str = "",
     if not any_group:
         parts.append(f'<div class="bvl-empty">{esc(t("lv_empty", lang))}</div>')
     parts.append(notes_html(red, lang))
-    parts.append(cannot_know_html(lang))
+    parts.append(_details("cannot", t("lv_cannot", lang), cannot_know(lang)))
     parts.append("</div>")
     return "".join(parts)
 

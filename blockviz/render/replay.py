@@ -23,10 +23,10 @@ from __future__ import annotations
 import time
 
 from blockviz.i18n import t, tn
-from blockviz.live.reducer import CANNOT_KNOW, group_name, hash_label, short_hex
+from blockviz.live.reducer import group_name, hash_label, short_hex
 from blockviz.live.wire import AllBlocksCleared, BlockRemoved, BlockStored
 from blockviz.render.board import UI_KEYS, VERSION, BoardData, Pool, board_css
-from blockviz.render.live import Forest, tenant_label, tenant_of, token_text
+from blockviz.render.live import Forest, cannot_know, tenant_label, token_text
 from blockviz.render.pseudocode import ops_panel
 from blockviz.render.theme import esc
 
@@ -117,7 +117,7 @@ def _row(key: tuple, forest: Forest, chain: list, depth: int, new: set, words, l
     first = g[chain[0]]
     orphan = ""
     if depth == 0 and (not first.chain_known or first.parent is not None):
-        why = "lv_parent_unknown" if not first.chain_known else "rp_parent_out"
+        why = "lv_parent_unknown" if not first.chain_known else "lv_parent_gone"
         orphan = f'<span class="bvr-orphan">{esc(t(why, lang))}</span>'
     return (f'<div class="bvr-row" style="--bvr-d:{min(depth, 12)}">{orphan}{"".join(chips)}'
             f'<span class="bvr-tok">{esc(token_text(toks, words, TOKENS))}</span></div>')
@@ -126,15 +126,8 @@ def _row(key: tuple, forest: Forest, chain: list, depth: int, new: set, words, l
 def _group(key: tuple, g: dict, new: set, removed: list, words, lang: str, rows: list,
            rank: int | None = None) -> str:
     forest = Forest(g)
-    kinds = {e.kind for e in g.values() if e.kind}
-    head = t("lv_group", lang, group=group_name(key), kind=", ".join(sorted(kinds)) or "?",
-             n=len(g), trees=len(forest.roots))
-    if rank is not None:                 # several data-parallel ranks: each its own engine
-        head = t("lv_rank", lang, rank=rank) + " · " + head
-    parts = [f'<section class="bvr-group"><div class="bvr-gh">{esc(head)}</div>']
-    tenants: dict = {}
-    for r in forest.roots:
-        tenants.setdefault(tenant_of(g[r]), []).append(r)
+    parts = [f'<section class="bvr-group"><div class="bvr-gh">{esc(forest.head(key, lang, rank))}</div>']
+    tenants = forest.tenants()
     for tenant, roots in tenants.items():
         if len(tenants) > 1 or tenant != (None, None):
             parts.append(f'<div class="bvr-tenant">{esc(tenant_label(tenant, lang))}</div>')
@@ -227,7 +220,7 @@ def why_html(step, lang: str) -> str:
     if step is not None and step.notes:
         items = "".join(f"<li>{esc(n.text(lang)[:300])}</li>" for n in step.notes)
         parts.append(f'<div class="bvr-sub">{esc(t("rp_step_notes", lang))}</div><ul>{items}</ul>')
-    items = "".join(f"<li>{esc(t('live_unknown_' + k, lang))}</li>" for k in CANNOT_KNOW)
+    items = "".join(f"<li>{esc(text)}</li>" for text in cannot_know(lang))
     parts.append(f'<div class="bvr-sub">{esc(t("lv_cannot", lang))}</div><ul>{items}</ul></div>')
     return "".join(parts)
 
