@@ -10,6 +10,7 @@ from blockviz.i18n.errors import localize_error
 from blockviz.scenario import ScenarioError
 from blockviz.ui import worker
 from blockviz.ui.nav import md_escape
+from blockviz.ui.state import message_key
 
 
 def start(key: str, task, label: str, lang: str) -> bool:
@@ -110,11 +111,6 @@ def stopped_message(state, lang: str, what: dict) -> tuple[str, dict] | None:
         return f"job_stopped_{state.why}", {"s": duration(state.seconds), "at": at,
                                             "mb": (worker.JOB_BUDGET.tensor_bytes or 0) >> 20, **what}
     return None
-
-
-def message_key(key: str) -> str:
-    """Where the page keeps why job ``key`` did not start or finish (said once)."""
-    return key + "_msg"
 
 
 def show_message(key: str, lang: str) -> None:

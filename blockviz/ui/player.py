@@ -134,7 +134,7 @@ def _body(run: data.PlayerRun) -> None:
     cursor, frame = ss[session.CURSOR], ss.get(session.FRAME)
     side = session.side_open(ss)
     # The board tells Python its step only while a panel beside or below it follows the step.
-    report = bool(side or any(ss.get(session.OPEN + k) for k in ("x_payload", "x_metrics", "x_events")))
+    report = bool(side or any(ss.get(session.opened(k)) for k in ("x_payload", "x_metrics", "x_events")))
     # The board and the learning panel share one row, the board always first: opening the panel
     # narrows the board (it refits to its container's width) but never moves it in the page, so
     # the browser keeps it (a moved component is mounted afresh).
@@ -248,8 +248,8 @@ def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str
 def _lazy_expander(label: str, key: str):
     """An expander whose content runs only while it is open; it stays open across a language
     switch (its label, and so its identity, changes with the language)."""
-    return st.expander(label, expanded=st.session_state.get(session.OPEN + key, False), key=key,
-                       on_change=follow, args=(session.OPEN + key, key))
+    return st.expander(label, expanded=st.session_state.get(session.opened(key), False), key=key,
+                       on_change=follow, args=(session.opened(key), key))
 
 
 def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter: bool) -> None:

@@ -32,7 +32,6 @@ SHARED = "bv_shared"        # (run key, link code): the session's own run that a
 SHARE_PARAM = "s"           # ?s=CODE: a scenario shared by link (blockviz.scenario.share)
 PNG = "bv_png"              # ((run key, step, lang), PNG bytes): the board's picture, made on asking
 PNG_ERROR = "bv_png_error"  # why the picture could not be made
-OPEN = "bv_open_"           # + an expander's key: it is open (its content runs)
 # what is drawn from the session's own runs (ui.cache), and their keys (ui.data)
 MEMO = "bv_memo"            # {run key: {kind: {args: value}}}, least recently drawn first
 SESSION_ID = "bv_uid"       # this session's id, in its runs' keys
@@ -43,6 +42,9 @@ SC_RESULT = "bv_sc_result"     # {"at": (run key, step, kind), "answer": tuple}
 SC_ANSWER = "bv_sc_answer"     # {"run", "step", "ids", "kind"}: the revealed answer, on the board
 SC_SCORE = "bv_sc_score"       # {(run key, step, kind): right at the first try}
 SC_AT = "bv_sc_at"             # (run key, step) the answer widgets belong to
+# self-check's answer widgets, and their values before an answer (a picker, or the ids typed)
+SC_WIDGETS = {"w_sc_queue": "", "w_sc_hits": [], "w_sc_victim": None, "w_sc_victim_t": "",
+              "w_sc_hits_t": "", "w_sc_window": [], "w_sc_window_t": ""}
 FK_PARTS = "bv_fk_parts"       # the prompt being built: [part dict]
 FK_MSG = "bv_fk_msg"           # (i18n key, fields, is_error) after the last action
 FK_HISTORY = "bv_fk_history"   # the forks before each added event (undo)
@@ -79,6 +81,26 @@ CAPT_CURVE_JSON = "bv_capt_curve_json"  # (sweep, lang, bytes per token, the cur
 CAPT_CHAT_JOB = "bv_capt_chat_job"  # worker.Job replaying a Bailian trace's conversations at one size
 CAPT_CHATTING = "bv_capt_chatting"  # (trace key, ChatTrace) it runs
 CAPT_CHATS = "bv_capt_chats"        # (trace key, ChatTrace, chat_report's result) last taken
+
+
+
+def opened(key: str) -> str:
+    """The key that says expander ``key`` is open (its content runs)."""
+    return "bv_open_" + key
+
+
+def message_key(key: str) -> str:
+    """Where a page keeps why its worker job ``key`` did not start or finish (said once)."""
+    return key + "_msg"
+
+
+def sc_widget(kind: str, picker: bool) -> str:
+    """The SC_WIDGETS key of self-check's answer to question ``kind``: blocks picked (``picker``),
+    or ids typed; the free queue is always typed, victim and evict share one widget."""
+    if kind == "queue":
+        return "w_sc_queue"
+    return "w_sc_" + (kind if kind in ("hits", "window") else "victim") + ("" if picker else "_t")
+
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 DEFAULT_SCENARIO = "six-blocks"

@@ -39,9 +39,6 @@ from blockviz.ui.nav import AUTHOR_PATH, base_url, go_to, md_escape, md_fields
 FORK_FILE = "fork.yaml"
 EVENT_KINDS = ("arrive", "decode", "step", "finish", "preempt", "reset_prefix_cache")
 PART_KINDS = ("tokens", "text", "same_as", "random")
-# self-check's answer widgets, and their values before an answer (a picker, or the ids typed)
-SC_WIDGETS = {"w_sc_queue": "", "w_sc_hits": [], "w_sc_victim": None, "w_sc_victim_t": "",
-              "w_sc_hits_t": "", "w_sc_window": [], "w_sc_window_t": ""}
 
 
 @dataclass(frozen=True)
@@ -345,24 +342,19 @@ def _sc_reset(run: data.PlayerRun, cursor: int) -> None:
     if ss.get(session.SC_AT) == at:
         return
     ss[session.SC_AT] = at
-    for key, empty in SC_WIDGETS.items():
+    for key, empty in session.SC_WIDGETS.items():
         ss[key] = copy(empty)
     if cursor < run.last:
         ss["w_sc_kind"] = selfcheck.default_question(run.timeline, cursor + 1)
 
 
 def _sc_answer(run: data.PlayerRun, kind: str) -> tuple[int, ...]:
-    ss = st.session_state
-    if kind == "queue":
-        return selfcheck.parse_ids(ss.get("w_sc_queue") or "")
-    if kind in ("hits", "window"):             # a set of blocks
-        if _few_blocks(run):
-            return tuple(ss.get(f"w_sc_{kind}") or ())
-        return selfcheck.parse_ids(ss.get(f"w_sc_{kind}_t") or "")
-    if _few_blocks(run):
-        v = ss.get("w_sc_victim")
-        return () if v is None else (int(v),)
-    return selfcheck.parse_ids(ss.get("w_sc_victim_t") or "")[:1]
+    few = _few_blocks(run)
+    v = st.session_state.get(session.sc_widget(kind, few))
+    if kind != "queue" and few:                # picked: a set of blocks, or one block or none
+        return tuple(v or ()) if kind in ("hits", "window") else () if v is None else (int(v),)
+    ids = selfcheck.parse_ids(v or "")
+    return ids if kind in ("queue", "hits", "window") else ids[:1]
 
 
 PICKER_LIMIT = 256   # self-check answers from a picker up to this many usable blocks; more: typed ids
@@ -419,23 +411,18 @@ def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
                                     key="w_sc_kind", required=True,
                                     format_func=lambda q: t("sc_q_" + q, lang))
         n = run.timeline.num_gpu_blocks
+        few = _few_blocks(run)
+        label, widget = t("sc_in_" + kind, lang, k=k), session.sc_widget(kind, few)
         if kind == "queue":
-            st.text_input(t("sc_in_queue", lang, k=k), key="w_sc_queue",
-                          placeholder=t("sc_in_queue_ph", lang))
+            st.text_input(label, key=widget, placeholder=t("sc_in_queue_ph", lang))
+        elif not few:                         # ids typed
+            st.text_input(label, key=widget)
         elif kind in ("hits", "window"):        # a set of blocks
-            if _few_blocks(run):
-                st.multiselect(t(f"sc_in_{kind}", lang, k=k), list(range(1, n)), key=f"w_sc_{kind}",
-                               placeholder=t("sc_nothing", lang))
-            else:
-                st.text_input(t(f"sc_in_{kind}", lang, k=k), key=f"w_sc_{kind}_t")
+            st.multiselect(label, list(range(1, n)), key=widget, placeholder=t("sc_nothing", lang))
         else:                                 # one block or none: victim, evict
-            label = t("sc_in_" + kind, lang, k=k)
-            if _few_blocks(run):
-                none = t("sc_none_option" if kind == "victim" else "sc_none_option_evict", lang)
-                st.selectbox(label, [None] + list(range(1, n)), key="w_sc_victim",
-                             format_func=lambda b: none if b is None else str(b))
-            else:
-                st.text_input(label, key="w_sc_victim_t")
+            none = t("sc_none_option" if kind == "victim" else "sc_none_option_evict", lang)
+            st.selectbox(label, [None] + list(range(1, n)), key=widget,
+                         format_func=lambda b: none if b is None else str(b))
         row = st.container(horizontal=True, gap="small", key="sc_buttons")
         row.button(t("sc_check", lang), key="b_sc_check", type="primary", icon=":material/check:",
                    on_click=_sc_check, args=(run, cursor))
