@@ -136,6 +136,19 @@ class Forest:
             kids = self.children.get(h)
         return out
 
+    def walk(self, root):
+        """``root``'s tree depth first, a chain a row: (chain, depth). Iterative (a deep tree cannot
+        overflow); parents in a circle (a lying stream) are drawn once."""
+        stack, drawn = [(root, 0)], set()
+        while stack:
+            h, depth = stack.pop()
+            if h in drawn:
+                continue
+            chain = self.chain(h)
+            drawn.update(chain)
+            yield chain, depth
+            stack.extend((k, depth + 1) for k in reversed(self.children.get(chain[-1], [])))
+
 
 class _Rows:
     def __init__(self, max_rows: int) -> None:
@@ -200,32 +213,21 @@ def _row(forest: Forest, chain: list, recent: set, words, w: _Words, orphan: boo
 
 
 def _tree(forest: Forest, root, recent: set, words, w: _Words, rows: _Rows, orphan: bool) -> str:
-    """One tree, depth first; a chain is one row. Iterative (a deep tree cannot overflow)."""
+    """One tree (``Forest.walk``): a node's children in a ``bvl-kids`` box after its row."""
     out = []
-    stack = [(root, 0, orphan)]
-    drawn = set()
-    while stack:
-        h, depth, orph = stack.pop()
-        if h is None:                      # closes a level
-            out.append("</div>")
-            continue
+    boxes = 0                              # open: one per level above the row
+    for chain, depth in forest.walk(root):
         if rows.left <= 0:
             break
-        if h in drawn:                     # parents in a circle (a lying stream): once
-            continue
-        chain = forest.chain(h)
-        drawn.update(chain)
+        out.append("</div>" * (boxes - depth))
         rows.left -= 1
         rows.drawn += len(chain)
-        out.append(_row(forest, chain, recent, words, w, orph))
-        kids = forest.children.get(chain[-1], [])
-        if kids:
+        out.append(_row(forest, chain, recent, words, w, orphan and depth == 0))
+        boxes = depth
+        if forest.children.get(chain[-1]):
             out.append('<div class="bvl-kids">')
-            stack.append((None, depth, False))
-            for k in reversed(kids):
-                stack.append((k, depth + 1, False))
-    # close what a cut left open
-    out.extend("</div>" for h, _, _ in stack if h is None)
+            boxes += 1
+    out.append("</div>" * boxes)           # and what a cut left open
     return "".join(out)
 
 

@@ -132,18 +132,11 @@ def _group(key: tuple, g: dict, new: set, removed: list, words, lang: str, rows:
         if len(tenants) > 1 or tenant != (None, None):
             parts.append(f'<div class="bvr-tenant">{esc(tenant_label(tenant, lang))}</div>')
         for r in roots:
-            stack = [(r, 0)]
-            seen: set = set()
-            while stack and rows[0] > 0:
-                h, depth = stack.pop()
-                if h in seen:
-                    continue
-                chain = forest.chain(h)
-                seen.update(chain)
+            for chain, depth in forest.walk(r):
+                if rows[0] <= 0:
+                    break
                 rows[0] -= 1
                 parts.append(_row(key, forest, chain, depth, new, words, lang))
-                for k in reversed(forest.children.get(chain[-1], [])):
-                    stack.append((k, depth + 1))
     if removed:
         items = _chips(key, removed, lambda he: _chip(key, he[0], "bvr-h bvr-gone", _title(*he, lang)))
         parts.append(f'<div class="bvr-removed"><span class="bvr-sub">{esc(t("rp_removed_here", lang))}'
