@@ -44,11 +44,14 @@ def sizes_of(points: Iterable[Point]) -> list[int]:
 def _x_axis(points: Sequence[Point], lang: str, block_size: int | None = None,
             bytes_per_token: int | None = None) -> dict:
     """Pool blocks, or tokens (``block_size`` given) with GiB under each tick."""
-    bpt = bytes_per_token if block_size else None
     sizes = [s * (block_size or 1) for s in sizes_of(points)]
-    labels = [f"{s:,}" + ("" if g is None else f"<br>{g:,.3g} GiB")
-              for s, g in ((s, gib(s, bpt)) for s in sizes)]
-    title = "cap_axis_pool" if not block_size else "capt_axis_tokens_gib" if bpt else "capt_axis_tokens"
+    labels = [f"{s:,}" for s in sizes]
+    title = "cap_axis_pool"
+    if block_size:
+        title = "capt_axis_tokens"
+        if bytes_per_token:
+            title = "capt_axis_tokens_gib"
+            labels = [f"{s:,}<br>{gib(s, bytes_per_token):,.3g} GiB" for s in sizes]
     return dict(title=t(title, lang), type="log", tickvals=sizes, ticktext=labels, showgrid=True,
                 gridcolor=GRID)
 

@@ -125,20 +125,37 @@ def _checked(trace: Iterable[TraceRequest], block_size: int) -> Iterator[TraceRe
         yield r
 
 
+class Tally:
+    """The capacity code's one progress counter: ``add(n)`` counts work done, ``progress(since)``
+    is told the count since the last report once it reaches ``every``, and :meth:`flush` tells the
+    rest. Without ``progress`` it counts nothing."""
+    __slots__ = ("progress", "every", "since")
+
+    def __init__(self, progress: Progress | None, every: int = PROGRESS_EVERY) -> None:
+        self.progress, self.every, self.since = progress, every, 0
+
+    def add(self, n: int = 1) -> None:
+        if self.progress is not None:
+            self.since += n
+            if self.since >= self.every:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.since:
+            self.progress(self.since)
+            self.since = 0
+
+
 def counted(items: Iterable, progress: Progress | None) -> Iterator:
     """The items, with ``progress(n)`` told every :data:`PROGRESS_EVERY` of them and at the end."""
     if progress is None:
         yield from items
         return
-    since = 0
+    tally = Tally(progress)
     for item in items:
         yield item
-        since += 1
-        if since == PROGRESS_EVERY:
-            progress(since)
-            since = 0
-    if since:
-        progress(since)
+        tally.add()
+    tally.flush()
 
 
 class SequenceRequest:
@@ -529,18 +546,10 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
     queue_delays: list[float] = []
     ttfts: list[float] = []
     rejected = steps = admitted = 0
-    since = 0
+    tally = Tally(progress)
     first_arrival = None
     now = 0.0
     last_arrival = 0.0
-
-    def count_done() -> None:
-        nonlocal since
-        since += 1
-        if progress is not None and since == PROGRESS_EVERY:
-            progress(since)
-            since = 0
-
     incoming = enumerate(_checked(trace, block_size))
     pending = next(incoming, None)
     while True:
@@ -551,7 +560,7 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
                 first_arrival = at
             if r.input_length >= max_model_len or too_large(r):
                 rejected += 1
-                count_done()
+                tally.add()
             else:
                 req = _request(i, r, block_size, hasher, max(1, r.output_length))
                 scheduler.add_request(req)
@@ -594,10 +603,9 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
             done.block_hashes = []
             del arrival[rid], index_of[rid], queued[rid]
             first_token.discard(rid)
-            count_done()
+            tally.add()
         now = end
-    if progress is not None and since:
-        progress(since)
+    tally.flush()
     stats = manager.prefix_cache_stats
     queue_delays.sort()
     ttfts.sort()
@@ -642,18 +650,16 @@ def scenario_stats(scenario, *, sink=None, progress: Callable[[int], None] | Non
     if sink is not None:
         engine.watch(sink)
     error = None
-    every, told = max(1, len(scenario.steps) // 50), 0
+    tally = Tally(progress, max(1, len(scenario.steps) // 50))
     for i, step in enumerate(scenario.steps, 1):
         try:
             engine.apply(step)
         except EngineError as e:
             error = f"step {i} ({step.kind}): {e}"
+            tally.add(len(scenario.steps) - i + 1)    # the steps not run are done too
             break
-        if progress is not None and i % every == 0:
-            progress(i - told)
-            told = i
-    if progress is not None and len(scenario.steps) > told:
-        progress(len(scenario.steps) - told)
+        tally.add()
+    tally.flush()
     s = engine.capture(()).stats
     largest = max((-(-r.num_tokens // engine.block_size)
                    for r in engine.scheduler.requests.values()), default=1)
@@ -668,9 +674,10 @@ def replay_scenario(scenario, *, pool_blocks: int, free_order: str,
     ``free_order``, payloads off: a point as a trace's (its error: the event that stopped it)."""
     config = scenario.config.model_copy(update={"num_blocks": pool_blocks, "free_order": free_order,
                                                 "model": None})
-    stats, error = scenario_stats(scenario.model_copy(update={"config": config}), progress=progress)
-    del stats["largest_request_blocks"]
-    return {"pool_blocks": pool_blocks, **stats, "error": error}
+    s, error = scenario_stats(scenario.model_copy(update={"config": config}), progress=progress)
+    return {"pool_blocks": pool_blocks, "queries": s["queries"], "hits": s["hits"],
+            "preempted_queries": s["preempted_queries"], "preempted_hits": s["preempted_hits"],
+            "preemptions": s["preemptions"], "evictions": s["evictions"], "error": error}
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ def box(trace, sweep, lang: str) -> None:
     st.caption(t("chat_intro", lang))
     pool = int(ss.get(capacity_curve.W_POOL) or 1)
     order = ss.get("w_capt_order") or "split"
-    task = ChatTrace(trace.path, trace.name, sweep.block_size, sweep.replayed, sweep.replayed, pool, order)
+    task = ChatTrace(trace.path, trace.name, sweep.task.block_size, sweep.task.limit, sweep.task.limit, pool,
+                     order)
     if st.button(t("chat_run", lang, pool=f"{pool:,}", order=t(f"cap_order_{order}", lang)),
                  key="b_capt_chats", icon=":material/forum:"):
         if jobs.start(session.CAPT_CHAT_JOB, task, trace.name, lang):
@@ -56,7 +57,7 @@ def box(trace, sweep, lang: str) -> None:
     jobs.poll(session.CAPT_CHAT_JOB, lang)
     jobs.show_message(session.CAPT_CHAT_JOB, lang)
     shown = ss.get(session.CAPT_CHATS)
-    if shown is None or shown[0] != trace.key or shown[1].block_size != sweep.block_size:
+    if shown is None or shown[0] != trace.key or shown[1].block_size != sweep.task.block_size:
         return
     _, done, r = shown
     if (done.pool_blocks, done.free_order) != (pool, order):

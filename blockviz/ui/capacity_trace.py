@@ -89,19 +89,6 @@ class TraceFile:
     chats: bool = False          # a Qwen-Bailian trace: its requests name their conversations
 
 
-@dataclass(frozen=True)
-class TraceSweep:
-    trace_key: str
-    reports: tuple               # sweep reports, one per free order
-    mode: str
-    block_size: int
-    replayed: int
-    options: tuple
-    seconds: float
-    curve: dict | None = None    # sequence mode: curve_report's result (reports are its own)
-    model: str | None = None     # a hybrid preset whose KV-cache groups the replay ran
-
-
 class SessionDir:
     """A session's folder on the server for its trace (up to MAX_UPLOAD_MB), removed with the
     session: once its tab has been gone a little while (``worker.hold``'s watchdog, on an idle
@@ -143,20 +130,19 @@ class ReadTrace:
 
 @dataclass(frozen=True)
 class SweepTrace:
-    """The page's sweep of a trace, both free orders. Sequence mode (one KV-cache group): the
-    curve, one pass per free order giving every pool size, plus Belady's MIN at ``num_sizes``
-    sizes and the knees when ``optimal`` (bounded; ``curve_report``). Else: its extent, pool sizes
-    from the largest request to its working set (evenly on a log axis, never past what the trace
-    can fill), one replay each."""
+    """The page's sweep of a trace's first ``limit`` requests (at most all of them), both free
+    orders. Sequence mode (one KV-cache group): the curve, one pass per free order giving every
+    pool size, plus Belady's MIN at ``num_sizes`` sizes and the knees when ``optimal`` (bounded;
+    ``curve_report``). Else: its extent, ``num_sizes`` pool sizes from the largest request to its
+    working set (evenly on a log axis, never past what the trace can fill), one replay each."""
     path: str
     name: str
     block_size: int
     mode: str
     num_sizes: int
     limit: int
-    options: tuple
+    options: tuple               # the mode's own settings, as (name, value) pairs (timed mode's)
     model: str | None = None     # a hybrid preset: the replay runs its groups (each holds a copy)
-    requests: int = 0            # the requests the curve reads (the trace's, up to ``limit``)
     optimal: bool = True
 
     @property
@@ -166,7 +152,7 @@ class SweepTrace:
     def __call__(self, report) -> dict:
         if self.curve:
             return curve_report(self.path, name=self.name, block_size=self.block_size, limit=self.limit,
-                                requests=self.requests, free_orders=FREE_ORDERS, sizes=self.num_sizes,
+                                requests=self.limit, free_orders=FREE_ORDERS, sizes=self.num_sizes,
                                 optimal=self.optimal, progress=report)
         report(force=True, phase="measuring")
         requests = iter_trace(self.path, name=self.name, limit=self.limit)
@@ -182,6 +168,24 @@ class SweepTrace:
                        mode=self.mode, limit=self.limit, options=dict(self.options), name=self.name,
                        executor=LocalExecutor(workers=1), progress=progress, model=self.model)
         return {"reports": tuple(result.reports), "seconds": result.seconds, "runs": 2 * len(sizes)}
+
+
+@dataclass(frozen=True)
+class TraceSweep:
+    """A sweep the page ran: its task and the task's result (``SweepTrace.__call__``'s)."""
+    trace_key: str
+    task: SweepTrace
+    result: dict
+
+    @property
+    def reports(self) -> list[dict]:
+        """Per free order, the sweep's report."""
+        return self.result["reports"]
+
+    @property
+    def curve(self) -> dict | None:
+        """Sequence mode, one KV-cache group: ``curve_report``'s result (its reports are the sweep's)."""
+        return self.result if self.task.curve else None
 
 
 def tab(lang: str) -> None:
@@ -339,7 +343,7 @@ def _run_sweep(trace: TraceFile, lang: str) -> None:
     ss = st.session_state
     mode = ss.get("w_capt_mode") or "sequence"
     bs = int(ss["w_capt_block_size"])
-    limit = int(ss["w_capt_replay"])
+    limit = min(int(ss["w_capt_replay"]), trace.requests)
     options = _timed_options() if mode == "timed" else {}
     if limit > MAX_REPLAY[mode]:
         st.error(t("capt_replay_too_many", lang, n=f"{limit:,}", mode=t(f"capt_mode_{mode}", lang),
@@ -353,7 +357,7 @@ def _run_sweep(trace: TraceFile, lang: str) -> None:
     model = ss.get("w_capt_model")
     task = SweepTrace(trace.path, trace.name, bs, mode, int(ss["w_capt_num_sizes"]), limit,
                       tuple(options.items()), model if model_groups(model) else None,
-                      min(limit, trace.requests), bool(ss.get("w_capt_optimal", True)))
+                      bool(ss.get("w_capt_optimal", True)))
     if jobs.start(session.CAPT_SWEEP_JOB, task, trace.name, lang):
         ss[session.CAPT_SWEEPING] = (trace.key, task)
 
@@ -365,14 +369,11 @@ def _swept(state, trace: TraceFile, lang: str) -> None:
         return
     if state.status == "done":
         r = state.result
-        curve = r if task.curve else None
-        replayed = task.requests if curve else task.limit
-        ss[session.CAPT_SWEEP] = TraceSweep(trace.key, tuple(r["reports"]), task.mode, task.block_size,
-                                            replayed, task.options, r["seconds"], curve, task.model)
+        ss[session.CAPT_SWEEP] = TraceSweep(trace.key, task, r)
         points = r["reports"][0]["points"]
         best = sum("optimal_hits" in p for p in points)
-        words = {"requests": f"{replayed:,}", "s": f"{r['seconds']:.1f}"}
-        if curve is None:
+        words = {"requests": f"{task.limit:,}", "s": f"{r['seconds']:.1f}"}
+        if not task.curve:
             capacity_curve.place(points[len(points) // 2]["pool_blocks"])
             st.progress(1.0, text=t("capt_done", lang, runs=r["runs"], **words))
         else:
@@ -389,7 +390,7 @@ def _swept(state, trace: TraceFile, lang: str) -> None:
 
 def _bytes_per_token(s: TraceSweep) -> int | None:
     """A pool slot's bytes: the hybrid model the sweep ran, else the model chosen now."""
-    m = s.model or st.session_state.get("w_capt_model")
+    m = s.task.model or st.session_state.get("w_capt_model")
     return KV_PRESETS[m].bytes_per_token if m in KV_PRESETS else None
 
 
@@ -406,9 +407,10 @@ def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     """Sequence mode: the whole curve, read in the browser, with the words beside it; timed mode (or
     a hybrid model's groups): the sizes replayed, drawn and read here."""
     bpt = _bytes_per_token(s)
+    task = s.task
     points = points_of(s.reports)
-    st.caption(t("capt_shown", lang, requests=f"{s.replayed:,}", name=md_escape(trace.name),
-                 mode=t(f"capt_mode_{s.mode}", lang), bs=s.block_size))
+    st.caption(t("capt_shown", lang, requests=f"{task.limit:,}", name=md_escape(trace.name),
+                 mode=t(f"capt_mode_{task.mode}", lang), bs=task.block_size))
     if s.curve is not None:
         st.html(heading_html(t("capt_hit_title", lang)))
         capacity_curve.show(s, lang, bpt)
@@ -421,13 +423,13 @@ def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
             st.caption(t("curve_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
         if any("split" in p.extra for p in points):
             st.html(heading_html(t("capt_split_title", lang)))
-            st.html(split_bars_html(points, lang, block_size=s.block_size, bytes_per_token=bpt))
+            st.html(split_bars_html(points, lang, block_size=task.block_size, bytes_per_token=bpt))
             st.caption(t("capt_split_how", lang))
     else:
         _show_replays(s, lang, bpt, points)
     with st.expander(t("cap_numbers", lang)):
-        st.dataframe([point_row(p, lang, s.block_size, bpt, s.model) for p in points], hide_index=True)
-    if s.model:      # the player's window replays one full-attention group, scaled down
+        st.dataframe([point_row(p, lang, task.block_size, bpt, task.model) for p in points], hide_index=True)
+    if task.model:      # the player's window replays one full-attention group, scaled down
         return
     _player_box(trace, s, lang)
     if s.curve is not None and trace.chats:
@@ -435,28 +437,29 @@ def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
 
 
 def _show_replays(s: TraceSweep, lang: str, bpt: int | None, points: list[Point]) -> None:
+    task = s.task
     ceiling = hit_rate(s.reports[0]["ceiling"])
-    if s.model:
-        st.caption(md_escape(_groups_caption(s.model, lang)))
+    if task.model:
+        st.caption(md_escape(_groups_caption(task.model, lang)))
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.html(heading_html(t("capt_hit_title", lang)))
-        st.plotly_chart(hit_rate_figure(points, lang, ceiling=ceiling, block_size=s.block_size,
+        st.plotly_chart(hit_rate_figure(points, lang, ceiling=ceiling, block_size=task.block_size,
                                         bytes_per_token=bpt), key="capt_hit_chart",
                         config={"displayModeBar": False})
-        if s.mode == "timed":
+        if task.mode == "timed":
             st.html(heading_html(t("capt_ttft_title", lang)))
-            st.plotly_chart(latency_figure(points, lang, block_size=s.block_size, bytes_per_token=bpt),
+            st.plotly_chart(latency_figure(points, lang, block_size=task.block_size, bytes_per_token=bpt),
                             key="capt_ttft_chart", config={"displayModeBar": False})
     with right:
         st.html(heading_html(t("cap_read_title", lang)))
-        lines = reading_lines(reading(points, ceiling), lang, block_size=s.block_size, bytes_per_token=bpt)
-        if s.model:
-            lines += limited_lines(points, lang, t(f"trace_group_{limiting_group(s.model)}", lang))
+        lines = reading_lines(reading(points, ceiling), lang, block_size=task.block_size, bytes_per_token=bpt)
+        if task.model:
+            lines += limited_lines(points, lang, t(f"trace_group_{limiting_group(task.model)}", lang))
         st.markdown("\n".join(f"- {md_escape(line)}" for line in lines))
         st.caption(t("capt_knee_def", lang, pct=f"{100 * KNEE_FRACTION:.0f}"))
-        if s.mode == "timed":
-            st.caption(t("capt_timed_model", lang, **dict(s.options)))
+        if task.mode == "timed":
+            st.caption(t("capt_timed_model", lang, **dict(task.options)))
 
 
 def point_row(p: Point, lang: str, block_size: int | None = None, bpt: int | None = None,
@@ -489,6 +492,7 @@ def point_row(p: Point, lang: str, block_size: int | None = None, bpt: int | Non
 
 def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     ss = st.session_state
+    task = s.task
     st.html(heading_html(t("capt_player_title", lang)))
     st.caption(t("capt_player_help", lang, tokens=PLAYER_BLOCK_TOKENS, scale=PLAYER_SCALE,
                  max_blocks=PLAYER_MAX_BLOCKS))
@@ -503,10 +507,10 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     with cols[1]:
         pool = st.number_input(t("capt_pool", lang), low, max(1, top), step=1, key=capacity_curve.W_POOL,
                                on_change=capacity_curve.typed, help=t("capt_pool_help", lang))
-    if ss.get("w_capt_window_first", 0) > s.replayed:
-        ss["w_capt_window_first"] = s.replayed
+    if ss.get("w_capt_window_first", 0) > task.limit:
+        ss["w_capt_window_first"] = task.limit
     with cols[2]:
-        first = st.number_input(t("capt_window_first", lang), 1, s.replayed, 1, step=1,
+        first = st.number_input(t("capt_window_first", lang), 1, task.limit, 1, step=1,
                                 key="w_capt_window_first", help=t("capt_window_first_help", lang))
     with cols[3]:
         size = st.number_input(t("capt_window_size", lang), 1, PLAYER_MAX_WINDOW, 6, step=1,
@@ -518,8 +522,8 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
         return
     pool = int(pool)
     window = {"path": trace.path, "name": trace.name, "first": int(first), "size": int(size),
-              "pool_blocks": pool, "block_size": s.block_size, "free_order": order, "mode": s.mode,
-              "options": dict(s.options)}
+              "pool_blocks": pool, "block_size": task.block_size, "free_order": order, "mode": task.mode,
+              "options": dict(task.options)}
     try:       # read, built and run in a worker within the preview budget, as every session's own run
         with st.spinner(t("preview", lang) + "…"):
             outcome = worker.user_outcome(ss, "trace", worker.Source("window", "trace-window.yaml", window))

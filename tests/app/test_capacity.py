@@ -353,7 +353,7 @@ def test_a_timed_trace_sweep_and_a_window_in_the_player(page):
     p = trace_sweep(generated_trace(open_capacity(page), 120), "timed", 2)
     assert not errors(p)
     s = p.state[session.CAPT_SWEEP]
-    assert s.mode == "timed" and "ttft_p90_s" in s.reports[0]["points"][0]
+    assert s.task.mode == "timed" and "ttft_p90_s" in s.reports[0]["points"][0]
     assert len(p.charts()) == 2 and "TTFT p50" in p.text()
     pool = s.reports[0]["points"][1]["pool_blocks"]                   # the larger point
     p.at.number_input(key="w_capt_pool").set_value(pool)
@@ -427,7 +427,7 @@ def test_a_hybrid_model_is_replayed_with_its_groups_and_the_page_says_what_limit
     p = trace_sweep(p, "sequence", 3)
     assert not errors(p)
     s = p.state[session.CAPT_SWEEP]
-    assert s.curve is None and s.model == "gpt-oss-120b" and s.reports[0]["model"] == "gpt-oss-120b"
+    assert s.curve is None and s.task.model == "gpt-oss-120b" and s.reports[0]["model"] == "gpt-oss-120b"
     reqs = read_trace(p.state[session.CAPT_TRACE].path)
     groups = model_groups("gpt-oss-120b")
     for point in s.reports[0]["points"]:
