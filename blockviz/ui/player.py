@@ -356,18 +356,14 @@ def vllm_metrics(index: int, lang: str, run: data.PlayerRun) -> str:
 
 def payload_chart(block: int, index: int, layer: int, head: int, kv: int, lang: str, run: data.PlayerRun):
     """(figure, caption HTML) of a block's K or V at a step; None when the block holds none."""
-    return memo(run, "payload", (block, index, layer, head, kv, lang),
-                lambda: _payload_of(run, block, index, layer, head, kv, lang))
-
-
-def _payload_of(run: data.PlayerRun, block: int, index: int, layer: int, head: int, kv: int, lang: str):
-    summary = run.timeline.payload(block, index)
-    if summary is None:
-        return None
-    tokens = run.timeline.step(index).block_tokens[block]
-    fig = payload_figure(summary, layer=layer, head=head, kv=kv, tokens=tokens,
-                         vocab=run.timeline.vocab, lang=lang)
-    return frozen(fig), payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)
+    def make():
+        summary = run.timeline.payload(block, index)
+        if summary is None:
+            return None
+        fig = payload_figure(summary, layer=layer, head=head, kv=kv, vocab=run.timeline.vocab, lang=lang,
+                             tokens=run.timeline.step(index).block_tokens[block])
+        return frozen(fig), payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)
+    return memo(run, "payload", (block, index, layer, head, kv, lang), make)
 
 
 def export_doc(run: data.PlayerRun, index: int, lang: str) -> str:

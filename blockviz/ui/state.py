@@ -214,10 +214,6 @@ def choose_op(value: str | None, step: int, n_ops: int, notices: list) -> int | 
     return None
 
 
-def choose_lang(value: str | None, default: str, notices: list) -> str:
-    return _choose(value, LANGS, default, notices, "warn_lang")
-
-
 def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequence[str],
                    default_lang: str, last_of: Callable[[str], int],
                    n_ops_of: Callable[[str, int], int], open_link: Callable | None = None) -> None:
@@ -227,7 +223,7 @@ def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequen
     ``open_link(state, code, notices, fallback id)`` (the app passes ``blockviz.ui.player.open_link``;
     without it a code is not opened)."""
     notices: list = []
-    lang = choose_lang(params.get("lang"), default_lang, notices)
+    lang = _choose(params.get("lang"), LANGS, default_lang, notices, "warn_lang")
     sid = choose_scenario(params.get("scenario"), ids, notices)
     code = params.get(SHARE_PARAM)
     run = None
