@@ -68,6 +68,25 @@ function morphChildren(a, b) {
     const k = keyOf(o);
     if (k !== null) (keyed ||= new Map()).set(k, o);
   }
+  if (keyed) {
+    // a keyed node the new list lacks (a request that finished, last step's evicted hashes)
+    // leaves first: kept until the end, it held the cursor back, and every row after it was
+    // moved before it — taken out and put back, restyled and laid out anew (at 4,096 blocks
+    // the whole hash table and most of the requests, each step)
+    const want = new Set();
+    for (let nn = b.firstChild; nn; nn = nn.nextSibling) {
+      const k = keyOf(nn);
+      if (k !== null) want.add(k);
+    }
+    for (let o = a.firstChild; o;) {
+      const next = o.nextSibling, k = keyOf(o);
+      if (k !== null && (!want.has(k) || keyed.get(k) !== o)) {    // (or an earlier duplicate)
+        if (keyed.get(k) === o) keyed.delete(k);
+        o.remove();
+      }
+      o = next;
+    }
+  }
   let cur = a.firstChild;
   for (let nn = b.firstChild; nn;) {
     const next = nn.nextSibling, k = keyOf(nn);
