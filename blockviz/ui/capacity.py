@@ -133,34 +133,41 @@ def _form(lang: str) -> bool:
     """The parameters; True on the run after Compute was pressed."""
     ss = st.session_state
     start = ss.get(session.CAP_PARAMS) or DEFAULTS
-    for name in ("kind", "block_size", *PARAMS):
-        if f"w_cap_{name}" not in ss:       # first visit, or back from another page
-            ss[f"w_cap_{name}"] = start[name]
+    # Each widget is created with the value it holds as its default (the session's, else the
+    # plan shown or the generator's), never written into session state first: Streamlit sends a
+    # value written that way to the browser once, on that run only, and a browser that drew the
+    # next run without having kept it (the language switched within half a second of opening the
+    # page) showed and submitted each widget's own default instead: zeros and the first block
+    # size, a form the check refused.
+    now = {name: _whole(ss.get(f"w_cap_{name}", start[name])) for name in ("kind", "block_size", *PARAMS)}
     with st.form("cap_form", border=True):
         st.markdown(f"**{t('cap_workload', lang)}**")
         st.segmented_control(t("cap_kind", lang), KINDS, key="w_cap_kind", required=True,
+                             default=now["kind"] if now["kind"] in KINDS else KINDS[0],
                              format_func=lambda k: t(f"cap_kind_{k}", lang), help=t("cap_kind_help", lang))
         cols = st.columns(5)
         with cols[0]:
-            st.selectbox(t("cap_block_size", lang), BLOCK_SIZES, key="w_cap_block_size")
+            size = now["block_size"]
+            st.selectbox(t("cap_block_size", lang), BLOCK_SIZES, key="w_cap_block_size",
+                         index=BLOCK_SIZES.index(size) if size in BLOCK_SIZES else 0)
         for i, (name, (label, help_key, _, hi, _)) in enumerate(PARAMS.items()):
             with cols[(i + 1) % 5]:
                 # No min/max here: Streamlit would silently reset a value out of range; check()
                 # refuses it with a message that says what is allowed.
-                st.number_input(t(label, lang), step=1, key=f"w_cap_{name}",
+                st.number_input(t(label, lang), value=now[name], step=1, key=f"w_cap_{name}",
                                 help=t(help_key, lang, max=hi) if help_key else None)
         return st.form_submit_button(t("cap_compute", lang), key="b_cap_compute", type="primary",
                                      icon=":material/query_stats:")
 
 
+def _whole(v):
+    """A whole float as an int (number_input gives ints for int bounds; be strict anyway)."""
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
 def _read_params() -> dict:
     ss = st.session_state
-    out = {name: ss.get(f"w_cap_{name}") for name in ("kind", "block_size", *PARAMS)}
-    for name in PARAMS:                   # number_input gives ints for int bounds; be strict anyway
-        v = out[name]
-        if isinstance(v, float) and v.is_integer():
-            out[name] = int(v)
-    return out
+    return {name: _whole(ss.get(f"w_cap_{name}")) for name in ("kind", "block_size", *PARAMS)}
 
 
 def _submit(lang: str) -> None:

@@ -30,17 +30,32 @@ def open_capacity(browser, url: str, lang: str):
     return page
 
 
+ERROR_BOX = '[data-testid="stAlertContentError"]'
+FORM_DEFAULTS = {"block_size": "16", "num_events": "300", "prefix_blocks": "4", "new_tokens": "12",
+                 "num_prefixes": "2", "max_live": "4", "max_turns": "4", "seed": "0", "num_sizes": "8"}
+
+
+def form_values(page) -> dict:
+    """What the workload form's fields show (the block size's box is an input too)."""
+    return {name: page.locator(f".st-key-w_cap_{name} input").input_value() for name in FORM_DEFAULTS}
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_compute_a_plan_and_read_the_chart(browser, server, screenshots, lang):
     title, x_title, y_title, how = WORDS[lang]
     page = open_capacity(browser, server, lang)
+    # the form shows the generator's defaults, in either language (a switch soon after the page
+    # opened once redrew it with 0 in every field and the first block size: the form refused it)
+    assert form_values(page) == FORM_DEFAULTS
     page.locator(".st-key-w_cap_num_events input").fill("200")
     page.locator(".st-key-w_cap_num_events input").press("Tab")
     page.wait_for_timeout(300)                  # the value's own rerun starts ...
     page.wait_for_selector(IDLE, timeout=60_000)   # ... and ends before the click
     click_key(page, "b_cap_compute")
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 2",
-                           timeout=90_000)
+    # the charts, or the message that says why there are none
+    page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length === 2 || "
+                           f"document.querySelector('{ERROR_BOX}') !== null", timeout=90_000)
+    assert page.locator(ERROR_BOX).all_inner_texts() == []
     page.wait_for_selector(IDLE, timeout=60_000)
     assert page.locator(NO_ERROR).count() == 0
     hit = page.locator(".js-plotly-plot").first
