@@ -63,29 +63,21 @@ def _chips(key: tuple, hashes, chip=None) -> str:
 
 
 def event_line(ev, i: int, lang: str) -> str:
-    """One event as an ops line: vLLM's name, then what it says (hashes linked)."""
+    """One event as an ops line: vLLM's name (its class's), then what it says (hashes linked)."""
+    call, eff = esc(type(ev).__name__), ""     # (the decoder yields only the three below)
     if isinstance(ev, BlockStored):
         key = (ev.medium, ev.group_idx)
         parent = (_chip(key, ev.parent_block_hash) if ev.parent_block_hash is not None
                   else f'<span class="bvr-root">{esc(t("rp_root", lang))}</span>')
-        extra = []
-        if ev.lora_name:
-            extra.append(t("lv_tenant_lora", lang, lora=ev.lora_name))
-        toks = len(ev.token_ids)
+        lora = " · " + t("lv_tenant_lora", lang, lora=ev.lora_name) if ev.lora_name else ""
         eff = (f'<span class="bvr-grp">{esc(group_name(key))}</span> {parent} → '
                f'{_chips(key, ev.block_hashes)} <span class="bvr-small">'
-               f'{esc(t("rp_stored_tokens", lang, n=toks, bs=ev.block_size))}'
-               f'{esc(" · " + ", ".join(extra)) if extra else ""}</span>')
-        call = "BlockStored"
+               f'{esc(t("rp_stored_tokens", lang, n=len(ev.token_ids), bs=ev.block_size) + lora)}</span>')
     elif isinstance(ev, BlockRemoved):
         key = (ev.medium, ev.group_idx)
         eff = f'<span class="bvr-grp">{esc(group_name(key))}</span> {_chips(key, ev.block_hashes)}'
-        call = "BlockRemoved"
     elif isinstance(ev, AllBlocksCleared):
         eff = f'<span class="bvr-small">{esc(t("rp_cleared_eff", lang))}</span>'
-        call = "AllBlocksCleared"
-    else:                                    # (the decoder yields only the three)
-        eff, call = "", esc(type(ev).__name__)
     return (f'<li class="bv-opl bvr-{call}" data-bv="op" data-bv-index="{i}"><span class="bv-opn">'
             f'{i + 1}</span><code class="bv-call">{call}</code> <span class="bv-eff">{eff}</span></li>')
 
