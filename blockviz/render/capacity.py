@@ -76,31 +76,26 @@ def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float
     as a star and a dotted line at the first; without one, a dotted line marks the smallest pool
     from which on neither order evicts a cached block."""
     tokens = block_size is not None
+    scale = block_size or 1          # x: pool blocks, or tokens
     groups = by_order(points)
     fig = go.Figure()
     for order, ps in groups.items():
         fig.add_trace(go.Scatter(
-            x=[p.pool_blocks * block_size if tokens else p.pool_blocks for p in ps],
-            y=[p.hit_rate for p in ps],
+            x=[p.pool_blocks * scale for p in ps], y=[p.hit_rate for p in ps],
             customdata=[[p.pool_blocks, p.evictions, p.rejected] if tokens else [p.evictions, p.preemptions]
                         for p in ps],
             name=t(f"cap_order_{order}", lang), mode="lines+markers",
             line=dict(color=HIT_COLOUR.get(order, MUTED), width=3, dash=DASH.get(order, "dot")),
             marker=dict(symbol=SYMBOL.get(order, "diamond"), size=9), hovertemplate=_hover(lang, tokens)))
-    held = _full_attention_held(groups, lang, block_size)
+    held = _full_attention_held(groups, lang, scale)
     for trace in held:
         fig.add_trace(trace)
     if ceiling is None:
         top = max((p.hit_rate for p in points), default=0.0) * 1.12
         r = reading(points)
         if r.no_evict is not None and len(sizes_of(points)) > 1:
-            x = r.no_evict * block_size if tokens else r.no_evict
-            # on a log axis a shape takes the data value, an annotation its log10 (plotly.js)
-            fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, yref="paper", xref="x",
-                          line=dict(color=MUTED, width=1.5, dash="dot"))
-            fig.add_annotation(x=math.log10(x), y=1, yref="paper", xref="x",
-                               text=t("cap_no_evict_mark", lang), showarrow=False, xanchor="right",
-                               yanchor="top", align="right", font=dict(size=13, color=MUTED), bgcolor=VEIL)
+            _v_mark(fig, r.no_evict * scale, MUTED, t("cap_no_evict_mark", lang), y=1, xanchor="right",
+                    yanchor="top", align="right")
     else:
         top = max([ceiling] + [max(tr.y) for tr in held]) * 1.15
         knees = []
@@ -108,20 +103,15 @@ def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float
             k = knee_of(ps, ceiling)
             if k is not None:
                 p = next(p for p in ps if p.pool_blocks == k)
-                knees.append((k * block_size if tokens else k, p.hit_rate))
+                knees.append((k * scale, p.hit_rate))
         for x, y in knees:
             fig.add_trace(go.Scatter(
                 x=[x], y=[y], mode="markers", showlegend=False, hoverinfo="skip",
                 marker=dict(symbol="star", size=18, color=ORANGE, line=dict(color=INK, width=1)),
                 name=t("capt_knee", lang)))
         if knees:
-            x = knees[0][0]
-            fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, yref="paper", xref="x",
-                          line=dict(color=ORANGE, width=1.5, dash="dot"))
-            fig.add_annotation(x=math.log10(x), y=0.02, yref="paper", xref="x",
-                               text=t("capt_knee_mark", lang, pct=f"{100 * KNEE_FRACTION:.0f}"),
-                               showarrow=False, xanchor="left", yanchor="bottom",
-                               font=dict(size=13, color=ORANGE), bgcolor=VEIL)
+            _v_mark(fig, knees[0][0], ORANGE, t("capt_knee_mark", lang, pct=f"{100 * KNEE_FRACTION:.0f}"),
+                    y=0.02, xanchor="left", yanchor="bottom")
         fig.add_hline(y=ceiling, line=dict(color=MUTED, width=1.5, dash="dash"))
         fig.add_annotation(x=0, xref="paper", y=ceiling, yref="y", showarrow=False, xanchor="left",
                            yanchor="bottom", text=t("capt_ceiling_mark", lang, rate=pct(ceiling)),
@@ -136,21 +126,30 @@ def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float
     return fig
 
 
+def _v_mark(fig: go.Figure, x: float, colour: str, text: str, **place) -> None:
+    """A dotted line up the plot at ``x``, labelled ``text`` (``place``: where the label sits). On a
+    log axis a shape takes the data value, an annotation its log10 (plotly.js)."""
+    fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, yref="paper", xref="x",
+                  line=dict(color=colour, width=1.5, dash="dot"))
+    fig.add_annotation(x=math.log10(x), yref="paper", xref="x", text=text, showarrow=False,
+                       font=dict(size=13, color=colour), bgcolor=VEIL, **place)
+
+
 def limited(p: Point) -> int:
     """A hybrid model's point: prompt tokens full attention held past the hit (0 otherwise)."""
     return p.extra.get("limited_hits", 0)
 
 
-def _full_attention_held(groups: dict[str, list[Point]], lang: str, block_size: int | None) -> list:
+def _full_attention_held(groups: dict[str, list[Point]], lang: str, scale: int) -> list:
     """A hybrid model's replay: per free order, the hit rate full attention alone held (the hits
     plus the tokens another group's missing blocks kept out of them), thin and dotted above the
-    order's own line; none when nothing was limited."""
+    order's own line; none when nothing was limited. x: pool blocks times ``scale``."""
     out = []
     for order, ps in groups.items():
         if not any(limited(p) for p in ps):
             continue
         out.append(go.Scatter(
-            x=[p.pool_blocks * block_size if block_size else p.pool_blocks for p in ps],
+            x=[p.pool_blocks * scale for p in ps],
             y=[(p.hits + limited(p)) / p.queries if p.queries else 0.0 for p in ps],
             name=t("capt_full_held", lang, order=t(f"cap_order_{order}", lang)), mode="lines",
             line=dict(color=HIT_COLOUR.get(order, MUTED), width=1.5, dash="dot"), opacity=0.7,
@@ -223,7 +222,6 @@ def latency_figure(points: Sequence[Point], lang: str = "en", *, block_size: int
 @dataclass(frozen=True)
 class Reading:
     """What the curves say, as numbers (see :func:`reading_lines`)."""
-    smallest: int                   # the smallest pool run (the largest single request fits)
     ceiling: float                  # an infinite pool's hit rate, given; else the roomiest pool's
     infinite: bool                  # the ceiling is an infinite pool's (a trace's)
     no_evict: int | None            # smallest pool from which on neither order evicts
@@ -276,7 +274,7 @@ def reading(points: Sequence[Point], ceiling: float | None = None) -> Reading:
         for o, ps in groups.items():
             k = knee_of(ps, ceiling)
             knee[o] = None if k is None else next(p for p in ps if p.pool_blocks == k)
-    return Reading(sizes[0] if sizes else 0, ceiling, infinite, no_evict, meet, reach, gap, knee,
+    return Reading(ceiling, infinite, no_evict, meet, reach, gap, knee,
                    {o: ps[-1] for o, ps in groups.items()})
 
 

@@ -81,6 +81,7 @@ function h(tag, cls, text) {
 
 const fill = (s, f) => s.replace(/\{(\w+)\}/g, (m, k) => (k in f ? f[k] : m));
 const pct = (r) => `${(100 * r).toFixed(1)}%`;
+const gib = (tokens, bpt) => `${Number((tokens * bpt / 2 ** 30).toPrecision(3))} GiB`;
 const STAR = (x, y, r) => {
   let d = '';
   for (let k = 0; k < 10; k++) {
@@ -205,7 +206,7 @@ function create(parent) {
       axes.appendChild(tx);
       if (d.bpt) {
         const g = el('text', 'bvc-tick bvc-gib', { x, y: M.t + H + 37, 'text-anchor': 'middle' });
-        g.textContent = `${Number((v * d.bpt / 2 ** 30).toPrecision(3))} GiB`;
+        g.textContent = gib(v, d.bpt);
         axes.appendChild(g);
       }
     }
@@ -321,8 +322,7 @@ function create(parent) {
   function capacity(n) {
     const d = c.data;
     const tokens = n * d.bs;
-    const gib = d.bpt ? ` · ${Number((tokens * d.bpt / 2 ** 30).toPrecision(3))} GiB` : '';
-    return `${c.full.format(tokens)} ${d.labels.tokens}${gib}`;
+    return `${c.full.format(tokens)} ${d.labels.tokens}${d.bpt ? ` · ${gib(tokens, d.bpt)}` : ''}`;
   }
 
   function bestAt(n) {                     // [lowest, highest] MIN can be at n (exact at its sizes)
@@ -353,7 +353,7 @@ function create(parent) {
     };
     const cap = card('bvc-cap', L.at, c.full.format(n * d.bs),
                      fill(L.blocks, { n: c.full.format(n), bs: d.bs }) +
-                     (d.bpt ? ` · ${Number((n * d.bs * d.bpt / 2 ** 30).toPrecision(3))} GiB` : ''), L.tokens);
+                     (d.bpt ? ` · ${gib(n * d.bs, d.bpt)}` : ''), L.tokens);
     cap.dataset.pool = String(n);
     const rates = [];
     for (const o of c.orders) {

@@ -93,9 +93,6 @@ class _Iv:
         self.live = live
         self.new = True
 
-    def part(self, lo, hi) -> _Iv:
-        return _Iv(lo, hi, self.kind, self.segs, self.T, self.plast, self.dead, self.live, self.Z)
-
 
 class _Fenwick:
     """Prefix sums over a growing array: the items each request's chunk still holds."""
@@ -413,9 +410,7 @@ class _Pass:
                         iv.Z = r
                         out.append(iv)
                     else:
-                        e = iv.part(lo, top)
-                        e.Z = r
-                        out.append(e)
+                        out.append(_Iv(lo, top, _E, iv.segs, iv.T, iv.plast, iv.dead, iv.live, r))
                 else:
                     top_segs = self.canon_top(top, r - 1)
                     for a, b, dead in _by_threshold(iv.dead, lo, top):

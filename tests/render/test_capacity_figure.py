@@ -83,7 +83,7 @@ def test_pressure_figure_shows_evictions_and_preemptions_per_order(lang, titles)
 
 def test_reading_finds_ceiling_meeting_point_and_gap():
     r = C.reading(points())
-    assert r.smallest == 8 and r.ceiling == 0.80
+    assert r.ceiling == 0.80
     assert r.no_evict == 64 and r.meet == 32
     assert r.reach == {"split": 32, "append": 32}
     assert r.gap == (16, 0.70, 0.60)
