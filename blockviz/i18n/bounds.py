@@ -51,6 +51,9 @@ STRINGS: dict[str, tuple[str, str]] = {
     "job_stopped_ended": ("Stopped: this session was away too long.", "已停止：这个会话离开太久了。"),
     "job_crash": ("The work failed with an internal error ({kind}); the server is fine.",
                   "因内部错误（{kind}）失败；服务器本身没有受到影响。"),
+    "job_lost": ("The server could not read from the worker process ({e}): the work was stopped. "
+                 "Try again in a moment.",
+                 "服务器无法读取工作进程的消息（{e}）：这项工作已停止。请稍后再试。"),
     "capt_trace_gone": ("This session's trace was removed while the session was away: open it again.",
                         "这个会话离开期间，它的 trace 已被删除：请重新打开。"),
     # a session's run kept to the app's step limit (ui.data.PREVIEW_MAX_STEPS)

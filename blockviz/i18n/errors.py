@@ -321,6 +321,8 @@ _rule(r"while checking the scenario \(all (?P<n>[\d,]+) lines read\): (?P<rest>.
 _rule(r"after its last step: (?P<rest>.+)", lambda m: f"最后一步之后：{_inner(m['rest'])}")
 _rule(r"the server could not start a worker process \((?P<e>.+)\); try again in a moment",
       "服务器无法启动工作进程（{e}）；请稍后再试")
+_rule(r"the server could not read from its worker process \((?P<e>.+)\); try again in a moment",
+      "服务器无法读取工作进程的消息（{e}）；请稍后再试")
 _rule(r"the server is busy: (?P<n>\d+) previews are running; try again in a moment",
       "服务器正忙：已经有 {n} 个预览在运行，请稍后再试")
 

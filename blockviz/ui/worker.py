@@ -162,13 +162,16 @@ class _Process:
     def message(self, timeout: float) -> tuple | None:
         """The next message (kind, value), None if none came within ``timeout``; a "done" or
         "error" value unpickled. A process that died without a word (its memory cap, or killed
-        from outside) says ("memory", None)."""
+        from outside) says ("memory", None); a pipe the server could not read (an I/O error on
+        this side: the worker may be well) says ("lost", the error), never "memory"."""
         try:
             if not self.recv.poll(timeout):
                 return None
             kind, value = self.recv.recv()
-        except (EOFError, OSError):
+        except EOFError:
             return "memory", None
+        except OSError as e:
+            return "lost", e.strerror or str(e)
         return kind, (pickle.loads(value) if kind in ("done", "error") else value)
 
     def kill(self) -> None:
@@ -470,6 +473,8 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False)
                 raise ScenarioError(value.file, value.line, value.col, value.path, value.message)
             elif kind == "memory":
                 raise where.stopped(memory_message(budget))
+            elif kind == "lost":
+                raise where.stopped(lost_message(value))
             elif kind == "crash":
                 raise where.stopped(f"the preview failed with an internal error ({value}); the "
                                     f"server is fine")
@@ -508,6 +513,10 @@ def memory_message(budget: Budget) -> str:
     limit = budget.tensor_bytes or 0
     return (f"the preview was stopped: it needed more memory than the run's budget of "
             f"{mib(limit)}")
+
+
+def lost_message(error: str) -> str:
+    return f"the server could not read from its worker process ({error}); try again in a moment"
 
 
 # -- jobs: long work in the background -----------------------------------------------------------
@@ -585,6 +594,8 @@ class _JobRun:
                     self._end("failed", error=value)
                 elif kind == "memory":
                     self._end("stopped", why="memory")
+                elif kind == "lost":
+                    self._end("failed", error=("job_lost", {"e": value}))
                 elif kind == "crash":
                     self._end("failed", error=("job_crash", {"kind": value}))
         finally:
