@@ -33,7 +33,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 
 from blockviz.scenario.trace import TraceRequest, check_block_size
-from blockviz.sim.capacity import PROGRESS_EVERY, block_keys
+from blockviz.sim.capacity import Tally, block_keys
 
 NEVER = 1 << 62
 
@@ -74,7 +74,8 @@ def _min(reqs, pool: int, progress) -> int:
             seen[k] = s if i < lim else NEVER
     cache: dict = {}          # key -> (next use, depth) as last set
     heap: list = []           # (-next use, -depth, key): the first to give up on top
-    hits = since = 0
+    hits = 0
+    tally = Tally(progress)
     for s in admitted:
         _, b, lim, keys = reqs[s]
         h = 0
@@ -97,14 +98,9 @@ def _min(reqs, pool: int, progress) -> int:
         if len(heap) > 4 * len(cache) + 64:       # drop stale entries now and then
             heap = [(-u, -d, k) for k, (u, d) in cache.items()]
             heapq.heapify(heap)
-        since += 1
-        if progress is not None and since == PROGRESS_EVERY:
-            progress(since)
-            since = 0
-    if progress is not None:
-        rejected = len(reqs) - len(admitted)
-        if since or rejected:
-            progress(since + rejected)
+        tally.add()
+    tally.add(len(reqs) - len(admitted))      # the rejected requests are done too
+    tally.flush()
     return hits
 
 
