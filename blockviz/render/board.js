@@ -183,6 +183,7 @@ function create(parent, component) {
     data: null, control: {}, step: 0, frame: null, lang: 'en', playing: false, timer: 0, seq: null,
     dataLang: null, sent: '', debounce: 0, scale: 1, fitKey: '', lit: null, want: -1, fits: 0,
     why: false, page: 0, pages: 1, opsKey: '', opsH: -1, unfold: new Set(), fitted: false, cols: '',
+    hOf: '', heights: new Map(),          // the op lines' heights measured, at a scale and width
   };
   const b = { api: component, root };
 
@@ -447,24 +448,37 @@ function create(parent, component) {
     const show = () => lines.forEach((e, i) => { if (e.hidden === vis[i]) e.hidden = !vis[i]; });
     if (!root.classList.contains('bvb-fit')) { show(); st.opsH = part.ops.clientHeight; st.pages = 1; return null; }
     // (a page that scrolls shows every line)
-    for (const e of lines) if (e.hidden) e.hidden = false;      // each line measured, once
+    // A line is measured once per scale and width: its height is its content's, so a line seen
+    // before — at this step or another (most of a step's lines recur in the next: the same
+    // requests decoding) — is not laid out for the measure; only the lines not yet measured are
+    // shown for it, the rest stay hidden. (Laying out every line, 134 at 4,096 blocks, to hide
+    // most of them again was most of a step's layout.) Step into measures every line: the code
+    // sits under one.
+    const into = code.isConnected;
+    const sized = `${st.scale}|${st.boxW}|${st.lang}|${presenting()}`;
+    if (st.hOf !== sized || st.heights.size > 20000) { st.hOf = sized; st.heights = new Map(); }
+    const hkey = lines.map((e) => (e.classList.contains('bv-opg') ? 'g' : 'l') + e.innerHTML);
+    const height = hkey.map((k) => (into ? undefined : st.heights.get(k)));
+    lines.forEach((e, i) => { const hide = height[i] !== undefined; if (e.hidden !== hide) e.hidden = hide; });
     const box = part.ops.getBoundingClientRect();
     st.opsH = part.ops.clientHeight;
-    const rect = lines.map((e) => e.getBoundingClientRect());
-    const c = code.isConnected ? code.getBoundingClientRect() : null;
+    const start = list.getBoundingClientRect().top;       // (the list's top: its first line's)
+    lines.forEach((e, i) => {
+      if (height[i] === undefined) st.heights.set(hkey[i], (height[i] = e.getBoundingClientRect().height));
+    });
+    const c = into ? code.getBoundingClientRect() : null;
     const ci = lines.indexOf(curLine);
     // the code under the step-into line: its margin above, its height, its margin below
-    const next = c && ci + 1 < lines.length ? rect[ci + 1].top - c.bottom : 0;
-    const codeAt = c ? [c.top - rect[ci].bottom, c.height, next] : null;
-    const start = lines.length ? rect[0].top : 0;
+    const next = c && ci + 1 < lines.length ? lines[ci + 1].getBoundingClientRect().top - c.bottom : 0;
+    const codeAt = c ? [c.top - curLine.getBoundingClientRect().bottom, c.height, next] : null;
     // the lines shown, as drawn with only them shown: [index, top, bottom], and the code's bottom
     const place = () => {
       const out = [];
       let y = start, codeBottom = -Infinity;
       for (let i = 0; i < lines.length; i++) {
         if (!vis[i]) continue;
-        out.push([i, y, y + rect[i].height]);
-        y += rect[i].height;
+        out.push([i, y, y + height[i]]);
+        y += height[i];
         if (i === ci && codeAt) { codeBottom = y + codeAt[0] + codeAt[1]; y = codeBottom + codeAt[2]; }
       }
       return [out, codeBottom];
