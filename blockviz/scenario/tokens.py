@@ -16,6 +16,9 @@ from blockviz.scenario.schema import VOCAB_SIZE, RandomPart, SameAsPart, Scenari
 WORD_BASE = 1_000
 WORD_SPAN = VOCAB_SIZE - WORD_BASE
 RANDOM_TOKEN_RANGE = (1, 1_000)
+# The ids random parts draw from, one int object each, which every prompt's random tokens (and the
+# engine's samples) share: a long run holds hundreds of thousands of them
+RANDOM_IDS = tuple(range(*RANDOM_TOKEN_RANGE))
 
 
 class Vocabulary:
@@ -57,7 +60,7 @@ class Vocabulary:
 def random_tokens(seed: int, request_id: str, part_index: int, n: int) -> list[int]:
     rng = random.Random(f"{seed}/{request_id}/{part_index}")
     lo, hi = RANDOM_TOKEN_RANGE
-    return [rng.randrange(lo, hi) for _ in range(n)]
+    return [RANDOM_IDS[rng.randrange(lo, hi) - lo] for _ in range(n)]
 
 
 def resolve_prompt(parts: Sequence, *, request_id: str, seed: int, vocab: Vocabulary,

@@ -20,10 +20,10 @@ line (``FILE:LINE:COL: steps[i].kind: step k (kind): ...``, exit status 2 on the
 every scenario a session runs (its Author preview, its "try it yourself" fork).
 
 The engine knows nothing of budgets: it tells its one meter (``sim.engine.EngineMeter``, which
-observes nothing) what it is about to do, at its moments (``before_tensors``, ``attach``, ``tick``,
-``engine_step``, ``checkpoint``, ``payload_copies``). ``sim.runner`` gives it a :class:`Meter`,
-which refuses by raising BudgetExceeded; an unbounded run's is of ``Budget()``: it counts (the
-progress ``watch`` reads it) and refuses nothing.
+observes nothing) what it is about to do, at its moments (``EngineMeter.MOMENTS``, the one list of
+them). ``sim.runner`` gives it a :class:`Meter`, which has a method for each and refuses by raising
+BudgetExceeded; an unbounded run's is of ``Budget()``: it counts (the progress ``watch`` reads it)
+and refuses nothing.
 """
 from __future__ import annotations
 
@@ -100,9 +100,9 @@ def fixed_bytes(config: Config) -> int:
 
 
 class Meter:
-    """One run's use of its budget (the engine's moments of ``sim.engine.EngineMeter``). ``held``
-    callables report bytes held now beyond the fixed part (checkpointed blocks, the external
-    tier); ``history`` counts the payload copies kept."""
+    """One run's use of its budget, at the engine's moments (``sim.engine.EngineMeter.MOMENTS``,
+    one method each). ``held`` callables report bytes held now beyond the fixed part
+    (checkpointed blocks, the external tier); ``history`` counts the payload copies kept."""
 
     def __init__(self, budget: Budget, clock: Callable[[], float] | None = None) -> None:
         self.budget = budget

@@ -35,7 +35,7 @@ from blockviz.core.request import FINISH_ABORT, FINISH_STOP
 from blockviz.core.scheduler import SchedulerConfig
 from blockviz.scenario.schema import ArriveSpec, Scenario
 from blockviz.scenario.schema import Step as Event
-from blockviz.scenario.tokens import RANDOM_TOKEN_RANGE, Vocabulary, resolve_prompt
+from blockviz.scenario.tokens import RANDOM_IDS, Vocabulary, resolve_prompt
 from blockviz.sim.explain import Explainer
 from blockviz.sim.metrics import VllmStatLogger
 from blockviz.sim.step import BlockTables, EngineStepView, RequestView, ScheduledView, Stats, Step, TierView
@@ -45,10 +45,10 @@ class EngineError(Exception):
     """An event that the reached state does not allow (the run stops at this step)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestInfo:
     """What the engine knows of a request beyond vLLM's Request: its script, the tokens it may
-    sample, and its last hits."""
+    sample, and its last hits. (Slotted: a run keeps one per request it ever saw.)"""
     scripted_output: list[int] | None
     candidates: tuple[int, ...]
     local_hit_blocks: int = 0
@@ -104,10 +104,13 @@ class StepResult:
 
 
 class EngineMeter:
-    """The one observer of the engine's moments, which may refuse any of them by raising (before
-    the tensors, once the state exists, at each event and arrival, before each engine step, before
-    a checkpoint's copy: its bytes and a ``need(n)`` for the payload snapshot; before the player's
-    payload copies). This one observes nothing; ``sim.budget.Meter`` meters a run's budget."""
+    """The one observer of the engine's moments (``MOMENTS``, in this order: before the tensors,
+    once the state exists, at each event and arrival, before each engine step, before a
+    checkpoint's copy: its bytes and a ``need(n)`` for the payload snapshot; before the player's
+    payload copies), which may refuse any of them by raising. This one observes nothing;
+    ``sim.budget.Meter`` meters a run's budget, with the same methods."""
+
+    MOMENTS = ("before_tensors", "attach", "tick", "engine_step", "checkpoint", "payload_copies")
 
     def before_tensors(self, config, payloads: bool) -> None: pass
     def attach(self, engine: Engine) -> None: pass
@@ -158,7 +161,7 @@ class Engine:
         # prompt parts draw from. A request with words samples among its own prompt's words, so
         # that what it generates never depends on the rest of the file.
         # (one tuple, shared by every such request: not 999 ints per request)
-        self.candidates = tuple(range(*RANDOM_TOKEN_RANGE))
+        self.candidates = RANDOM_IDS
         # the records of the step running (its StepResult's ops), and whoever else watches them
         self.ops: OpList | None = OpList() if record_ops else None
         self.sink: OpSink | None = self.ops

@@ -60,14 +60,20 @@ class History:
     lists of the requests that cached it and whose allocation took its block (None otherwise).
     The number also names the key's owner of its token prefix (``Explainer.owners``): the key
     (``keys``), the latest request that cached it in the first attention group (``owner_rid``)
-    and that request's extras (``owner_extras``; None while there is no owner)."""
+    and that request's extras (``owner_extras``; None while there is no owner).
+
+    Contract: a key determines its token prefix (key => digest). A key is a chain hash over the
+    prefix's blocks of tokens (and extras), so two prefixes share a key only by a hash collision,
+    which vLLM's prefix cache assumes away too. The owner columns are therefore per key, not per
+    (digest, key): the number ``k`` stands in one digest's owner list only, and updating
+    ``owner_rid[k]`` cannot change what another digest's list says."""
 
     __slots__ = ("index", "closed", "block", "seq", "cached_at", "removed_at", "cause",
                  "cached_by", "taken_by", "keys", "owner_rid", "owner_extras")
 
     def __init__(self) -> None:
         self.index: dict[bytes, int] = {}
-        self.closed, self.block, self.cause = array("l"), array("l"), array("b")
+        self.closed, self.block, self.cause = array("i"), array("i"), array("b")
         self.seq, self.cached_at, self.removed_at = array("q"), array("q"), array("q")
         self.cached_by: list[str | None] = []
         self.taken_by: list[str | None] = []
@@ -124,6 +130,7 @@ class Owner(NamedTuple):
 
 
 _CATEGORY = {c: i for i, c in enumerate(KEYS)}
+_DIGEST_MASK = (1 << 60) - 1
 _HIT_IDS = -1         # a segment's detail is {"block_ids": [...]}, its ids at the array's end
 _NO_DETAIL = -2
 
@@ -245,10 +252,10 @@ class Explainer:
     # a lookup can name; a list only when there are several); the open residencies by block
     history: History = field(default_factory=History)
     open: dict[int, tuple] = field(default_factory=dict)    # block: (key, seq, cached_by, at)
-    owners: dict[bytes, int | Owner | list[int | Owner]] = field(default_factory=dict)
+    owners: dict[int, int | Owner | list[int | Owner]] = field(default_factory=dict)
     prompt_split: dict[str, Split] = field(default_factory=dict)
     resumed_split: dict[str, Split] = field(default_factory=dict)
-    _digests: dict[str, list[bytes]] = field(default_factory=dict)
+    _digests: dict[str, list[int]] = field(default_factory=dict)
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _taking: list[tuple[int, int]] = field(default_factory=list)  # (key number, seq) closed
                                                  # by the allocation running, as named now
@@ -267,27 +274,29 @@ class Explainer:
             self._popping = True
             return
         self._popping = False
-        rid = getattr(op, "request_id", None)
-        if rid is not None and self._taking:
-            history = self.history        # the next request named is the one that allocated
-            for k, seq in self._taking:
-                if history.seq[k] == seq:
-                    history.taken_by[k] = rid
-            self._taking = []
-        if kind == "cache":
-            self._cached(op)
-        elif kind == "reset":
-            if op.ok:
-                self._close_all("reset_prefix_cache")
-        elif kind == "restart":
-            self._close_all("restart")
-            self.none_hash = op.none_hash
-        elif kind == "lookup":
-            self._lookup(op)
-        elif kind == "admit":
-            self._admitted(op)
-        elif kind == "finish":      # a finished request looks nothing up and caches nothing more
-            self._digests.pop(op.request_id, None)
+        if self._taking:
+            rid = getattr(op, "request_id", None)
+            if rid is not None:
+                history = self.history    # the next request named is the one that allocated
+                for k, seq in self._taking:
+                    if history.seq[k] == seq:
+                        history.taken_by[k] = rid
+                self._taking = []
+        handle = _HANDLE.get(kind)          # (most ops, writes and samples, have none)
+        if handle is not None:
+            handle(self, op)
+
+    def _reset(self, op) -> None:
+        if op.ok:
+            self._close_all("reset_prefix_cache")
+
+    def _restart(self, op) -> None:
+        self._close_all("restart")
+        self.none_hash = op.none_hash
+
+    def _finished(self, op) -> None:
+        """A finished request looks nothing up and caches nothing more."""
+        self._digests.pop(op.request_id, None)
 
     @property
     def _now(self) -> int:
@@ -336,14 +345,8 @@ class Explainer:
             if kept is None or kept is extras:
                 history.owner_rid[k], history.owner_extras[k] = rid, extras
                 owner = k
-
-                def same(e, k=k) -> bool:
-                    return e == k
             else:                            # the key cached with other extras: kept whole
                 owner = Owner(key, rid, extras)
-
-                def same(e, key=key, extras=extras) -> bool:
-                    return type(e) is Owner and e.key == key and e.extras is extras
             digest = self._digest(req, i)
             had = owners.get(digest)
             if had is None:
@@ -351,9 +354,9 @@ class Explainer:
             elif isinstance(had, list):
                 # an owner of the same key and extras is one no lookup can name any more: a
                 # lookup names the latest owner of those it differs least from
-                had[:] = [e for e in had if not same(e)]
+                had[:] = [e for e in had if not _same_owner(e, owner)]
                 had.append(owner)
-            elif same(had):
+            elif _same_owner(had, owner):
                 owners[digest] = owner
             else:
                 owners[digest] = [had, owner]
@@ -363,16 +366,19 @@ class Explainer:
         end = (i + 1) * self.block_size
         return tuple(m.identifier for m in req.mm_items if m.offset < end)
 
-    def _digest(self, req, i: int) -> bytes:
-        """The digest of the request's first ``i + 1`` blocks of tokens, tokens only."""
+    def _digest(self, req, i: int) -> int:
+        """The digest of the request's first ``i + 1`` blocks of tokens, tokens only: 60 bits
+        of a chain hash, as an int (the owner map holds one per prefix ever cached: an int of 60
+        bits is 32 bytes, 16 bytes of digest 56)."""
         ds = self._digests.setdefault(req.request_id, [])
         bs = self.block_size
         toks = req.all_token_ids
         while len(ds) <= i:
             j = len(ds)
-            prev = ds[-1] if ds else b""
-            ds.append(hashlib.blake2b(prev + array("I", toks[j * bs:(j + 1) * bs]).tobytes(),
-                                      digest_size=16).digest())
+            prev = ds[-1].to_bytes(8, "little") if ds else b""
+            d = hashlib.blake2b(prev + array("I", toks[j * bs:(j + 1) * bs]).tobytes(),
+                                digest_size=8).digest()
+            ds.append(int.from_bytes(d, "little") & _DIGEST_MASK)
         return ds[i]
 
     # -- the lookup ----------------------------------------------------------------------------
@@ -533,6 +539,20 @@ class Explainer:
             segs.append((k * bs, n, "partial_block", None))
         assert sum(counts.values()) == n, (counts, n)
         return Split(tuple(counts.values()), tuple(segs), *now, n)
+
+
+# What the explainer does with an op of each kind (``on_op``; eviction and popleft apart)
+_HANDLE = {"cache": Explainer._cached, "reset": Explainer._reset, "restart": Explainer._restart,
+           "lookup": Explainer._lookup, "admit": Explainer._admitted,
+           "finish": Explainer._finished}
+
+
+def _same_owner(e: int | Owner, owner: int | Owner) -> bool:
+    """Whether owner entry ``e`` is of the same key and extras as ``owner`` (a key's number
+    stands for the key with the extras its number keeps)."""
+    if type(owner) is int:
+        return e == owner
+    return type(e) is Owner and e.key == owner.key and e.extras is owner.extras
 
 
 def _has(r, i: int, h: bytes) -> bool:

@@ -25,7 +25,9 @@ record packs in it when every one of them is its default.
 Code 0 (``GENERIC``) is a record kept as it is: an index into ``OpLog.records``. Code ``REPEAT``
 is a Lookup that is the very object of the step's Lookup before it (a waiting request refused every
 engine step is looked up with the same result, and the engine records that one Lookup each time):
-how far back that record starts. It is decoded once a step, and replayed as that record.
+how far back that record starts. Only the immediately previous Lookup is compared: with two
+requests refused in turn (A, B, A, B, ...) each Lookup is packed in full. It is decoded once a
+step, and replayed as that record.
 
 Requests are named by *identity*: one per request object the engine captured (a rewind restores
 copies, which are new identities), keyed by its token list, which the view shares with the engine
@@ -336,7 +338,9 @@ class OpLog:
 
     def pack(self, records: Sequence, ident: Mapping[str, int]) -> array:
         """``records`` as ints (an array as narrow as they allow: a step of 10,000 engine steps
-        may pack tens of millions); ``ident`` maps each request id they name to its identity."""
+        may pack tens of millions); ``ident`` maps each request id they name to its identity.
+        A Lookup that is the same object as the step's previous Lookup (only that one) packs as
+        a ``REPEAT`` of it."""
         out, batch, pack = array("H"), [], CODEC.pack
         lookup, lookup_at = None, 0          # the step's last Lookup, and where it starts
         for op in records:

@@ -134,28 +134,41 @@ class RequestsAt(Mapping):
 
 
 # -- engine steps, packed ----------------------------------------------------------------------
-# A scheduled request: its identity, tokens, then flags: these (bits 0..3), and bit 4 when its hit
-# tokens (local, external) follow (only an admission has any: a decode's two zeros are not kept)
+# An engine step: its head (bit 0: teaching only; bit 1: its samples are those of the scheduled
+# requests that sample, in their order, so each is its token alone), then the scheduled requests.
+# A scheduled request: its identity, then flags: these (bits 0..3), bit 4 when its hit tokens
+# (local, external) follow (only an admission has any: a decode's two zeros are not kept), bit 5
+# when it schedules one token (a decode: the count is not kept), else its tokens after the flags.
+# A long run packs millions of decodes: two ints of each are left out.
 _FLAGS = ("decode", "admitted", "resumed", "samples")
 _HITS = 1 << len(_FLAGS)
+_ONE = _HITS << 1
+_IN_ORDER = 2
 
 
 def _pack_engine_steps(steps: Sequence[EngineStepView], ident: Mapping[str, int]) -> list[int]:
     out = [len(steps)] if steps else []
     for es in steps:
-        out += (int(es.teaching_only), len(es.scheduled))
+        in_order = [s.request_id for s in es.scheduled if s.samples] == [r for r, _ in es.sampled]
+        out += (int(es.teaching_only) | (_IN_ORDER if in_order else 0), len(es.scheduled))
         for s in es.scheduled:
             flags = s.decode | s.admitted << 1 | s.resumed << 2 | s.samples << 3
             if s.local_hit_tokens or s.external_hit_tokens:
-                out += (ident[s.request_id], s.num_tokens, flags | _HITS, s.local_hit_tokens,
-                        s.external_hit_tokens)
+                flags |= _HITS
+            if s.num_tokens == 1:
+                out += (ident[s.request_id], flags | _ONE)
             else:
-                out += (ident[s.request_id], s.num_tokens, flags)
+                out += (ident[s.request_id], flags, s.num_tokens)
+            if flags & _HITS:
+                out += (s.local_hit_tokens, s.external_hit_tokens)
         for rids in (es.preempted, es.finished):
             out += (len(rids), *(ident[r] for r in rids))
         out.append(len(es.sampled))
-        for r, tok in es.sampled:
-            out += (ident[r], tok)
+        if in_order:
+            out += (tok for _, tok in es.sampled)
+        else:
+            for r, tok in es.sampled:
+                out += (ident[r], tok)
     return out
 
 
@@ -163,19 +176,24 @@ def _unpack_engine_steps(a, rid, budget: int) -> tuple[EngineStepView, ...]:
     it = iter(a)                         # (arguments are evaluated left to right: in packed order)
     out = []
     for _ in range(next(it, 0)):
-        teaching = bool(next(it))
+        head = next(it)
         scheduled = []
         for _ in range(next(it)):
-            r, n, bits = rid(next(it)), next(it), next(it)
+            r, bits = rid(next(it)), next(it)
+            n = 1 if bits & _ONE else next(it)
             hits = (next(it), next(it)) if bits & _HITS else (0, 0)
             scheduled.append(ScheduledView(
                 request_id=r, num_tokens=n, local_hit_tokens=hits[0], external_hit_tokens=hits[1],
                 **{flag: bool(bits >> j & 1) for j, flag in enumerate(_FLAGS)}))
         preempted, finished = [tuple(rid(next(it)) for _ in range(next(it))) for _ in range(2)]
-        sampled = tuple((rid(next(it)), next(it)) for _ in range(next(it)))
+        if head & _IN_ORDER:
+            sampling = [s.request_id for s in scheduled if s.samples]
+            sampled = tuple((r, next(it)) for r in sampling[:next(it)])
+        else:
+            sampled = tuple((rid(next(it)), next(it)) for _ in range(next(it)))
         out.append(EngineStepView(scheduled=tuple(scheduled), preempted=preempted,
                                   finished=finished, sampled=sampled, token_budget=budget,
-                                  teaching_only=teaching))
+                                  teaching_only=bool(head & 1)))
     return tuple(out)
 
 
