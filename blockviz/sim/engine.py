@@ -454,7 +454,7 @@ class Engine:
                           arrival_time=float(len(sched.requests) + 1),
                           prompt_logprobs=spec.prompt_logprobs,
                           skip_reading_prefix_cache=spec.skip_reading_prefix_cache)
-        words = sorted({t for t in prompt if self.vocab.word(t) is not None})
+        words = sorted(self.vocab.id_to_word.keys() & set(prompt))   # (its words' ids)
         self.state.info[spec.id] = RequestInfo(list(spec.output) if spec.output else None,
                                                tuple(words) if words else self.candidates)
         sched.add_request(request)

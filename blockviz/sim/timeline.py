@@ -253,8 +253,13 @@ class Timeline:
         self._tables: list = []
         self._epochs: list[_Epoch] = []
         # the miss explainer's splits of each identity, kept when they change (rarely: at an
-        # admission): None, (record, prompt_split, resumed_split), or a list of such (several)
-        self._splits: list = []
+        # admission), in columns: the latest (the record it was set at, -1: none yet; the
+        # prompt_split; the resumed_split), and the ones before it (record, prompt, resumed) of
+        # the few identities whose splits changed again
+        self._split_at = array("i")
+        self._prompt_split: list = []
+        self._resumed_split: list = []
+        self._earlier_splits: dict[int, list[tuple]] = {}
         # keyframes
         self._keyframe_at: list[int] = []
         self._keyframes: list = []
@@ -373,7 +378,9 @@ class Timeline:
         if i == len(self._versions):
             self._versions.append(array("H"))
             self._first.append(index)
-            self._splits.append(None)
+            self._split_at.append(-1)
+            self._prompt_split.append(None)
+            self._resumed_split.append(None)
         rows = self._versions[i]
         table = 0
         if v.table is not None:         # the engine's list: the same one as last time, or a new
@@ -381,18 +388,21 @@ class Timeline:
             if not table or self._tables[table - 1] is not v.table:
                 self._tables.append(v.table)
                 table = len(self._tables)
-        splits = self._splits[i]
-        last = splits if splits is None or type(splits) is tuple else splits[-1]
-        if (v.prompt_split, v.resumed_split) != ((None, None) if last is None else last[1:]):
-            entry = (index, v.prompt_split, v.resumed_split)
-            self._splits[i] = entry if splits is None else [*self._splits_of(i), entry]
+        if v.prompt_split != self._prompt_split[i] or v.resumed_split != self._resumed_split[i]:
+            if self._split_at[i] >= 0:
+                self._earlier_splits.setdefault(i, []).append(
+                    (self._split_at[i], self._prompt_split[i], self._resumed_split[i]))
+            self._split_at[i] = index
+            self._prompt_split[i], self._resumed_split[i] = v.prompt_split, v.resumed_split
         row = [index - self._first[i], *_changing(v), table, v.num_blocks]
         row[1], row[7] = self._code(row[1]), self._code(row[7])    # status, finish_reason
         self._versions[i] = grow(rows, row)
 
     def _splits_of(self, i: int) -> Sequence[tuple]:
-        splits = self._splits[i]
-        return () if splits is None else (splits,) if type(splits) is tuple else splits
+        if self._split_at[i] < 0:
+            return ()
+        return [*self._earlier_splits.get(i, ()),
+                (self._split_at[i], self._prompt_split[i], self._resumed_split[i])]
 
     def request_view(self, i: int, index: int) -> RequestView:
         """Request identity ``i`` as it was after step ``index``."""
