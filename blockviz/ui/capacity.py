@@ -117,10 +117,7 @@ def _toy_tab(lang: str) -> None:
     st.caption(t("cap_bounds", lang, events=MAX_EVENTS, sizes=MAX_SIZES))
     if submitted:
         _submit(lang)
-    ended = jobs.ended(session.CAP_PLAN_JOB)
-    computed = _planned(ended, lang) if ended is not None else False
-    jobs.poll(session.CAP_PLAN_JOB, lang)
-    jobs.show_message(session.CAP_PLAN_JOB, lang)
+    computed = jobs.follow(session.CAP_PLAN_JOB, lang, _planned)
     shown = ss.get(session.CAP_PARAMS)
     plan = ss.get(session.CAP_RESULTS, {}).get(params_key(shown)) if shown else None
     if plan is None:
@@ -184,8 +181,8 @@ def _submit(lang: str) -> None:
         return
     if params_key(params) in ss.setdefault(session.CAP_RESULTS, {}):
         ss[session.CAP_PARAMS] = params
-    elif jobs.start(session.CAP_PLAN_JOB, ComputePlan(params_key(params)), "plan", lang):
-        ss[session.CAP_PLANNING] = params
+    else:
+        jobs.start(session.CAP_PLAN_JOB, ComputePlan(params_key(params)), "plan", lang)
 
 
 @dataclass(frozen=True)
@@ -201,19 +198,16 @@ class ComputePlan:
         return compute(params, progress)
 
 
-def _planned(state, lang: str) -> bool:
+def _planned(state, task: ComputePlan, lang: str) -> bool:
     """Take a plan's job once it has ended; True when it made the plan (its bar says so)."""
     ss = st.session_state
-    params = ss.pop(session.CAP_PLANNING, None)
-    if params is None:
-        return False
     if state.status == "done":
         plan: Plan = state.result
         results = ss.setdefault(session.CAP_RESULTS, {})
         while len(results) >= KEEP:
             del results[next(iter(results))]
         results[plan.params] = plan
-        ss[session.CAP_PARAMS] = params
+        ss[session.CAP_PARAMS] = dict(task.params)
         st.progress(1.0, text=t("cap_done", lang, runs=plan.runs, events=plan.events, s=plan.seconds))
         return True
     if state.status == "failed" and isinstance(state.error, ValueError):

@@ -49,13 +49,8 @@ def box(trace, sweep, lang: str) -> None:
                      order)
     if st.button(t("chat_run", lang, pool=f"{pool:,}", order=t(f"cap_order_{order}", lang)),
                  key="b_capt_chats", icon=":material/forum:"):
-        if jobs.start(session.CAPT_CHAT_JOB, task, trace.name, lang):
-            ss[session.CAPT_CHATTING] = (trace.key, task)
-    ended = jobs.ended(session.CAPT_CHAT_JOB)
-    if ended is not None:
-        _took(ended, trace, lang)
-    jobs.poll(session.CAPT_CHAT_JOB, lang)
-    jobs.show_message(session.CAPT_CHAT_JOB, lang)
+        jobs.start(session.CAPT_CHAT_JOB, task, trace.name, lang)
+    jobs.follow(session.CAPT_CHAT_JOB, lang, lambda state, task, lang: _took(state, task, trace, lang))
     shown = ss.get(session.CAPT_CHATS)
     if shown is None or shown[0] != trace.key or shown[1].block_size != sweep.task.block_size:
         return
@@ -80,13 +75,10 @@ def box(trace, sweep, lang: str) -> None:
         st.markdown("\n".join(f"- {md_escape(line)}" for line in chat_lines(r, chat, lang)))
 
 
-def _took(state, trace, lang: str) -> None:
+def _took(state, task: ChatTrace, trace, lang: str) -> None:
     ss = st.session_state
-    key, task = ss.pop(session.CAPT_CHATTING, (None, None))
-    if task is None or key != trace.key:
-        return
     if state.status == "done":
-        ss[session.CAPT_CHATS] = (key, task, state.result)
+        ss[session.CAPT_CHATS] = (trace.key, task, state.result)
         ss[W_CHAT] = 0
         st.progress(1.0, text=t("chat_done", lang, requests=f"{state.result['requests']:,}",
                                 pool=f"{task.pool_blocks:,}", s=f"{state.seconds:.1f}"))

@@ -191,9 +191,10 @@ class TraceSweep:
 def tab(lang: str) -> None:
     ss = st.session_state
     st.markdown(t("capt_intro", lang))
-    ss.setdefault("w_capt_source", "upload")
+    # the value the session holds as the widget's default, on every run (see capacity._form)
     source = st.segmented_control(t("capt_source", lang), ("upload", "generate"), key="w_capt_source",
-                                  required=True, format_func=lambda s: t(f"capt_source_{s}", lang))
+                                  default=ss.get("w_capt_source", "upload"), required=True,
+                                  format_func=lambda s: t(f"capt_source_{s}", lang))
     if source == "upload":
         f = st.file_uploader(t("capt_upload", lang), type=["jsonl", "json", "txt"], key="w_capt_upload",
                              max_upload_size=MAX_UPLOAD_MB, help=t("capt_upload_help", lang))
@@ -209,11 +210,7 @@ def tab(lang: str) -> None:
                 _read(ReadTrace(str(path), f.name), lang)
     else:
         _generate_form(lang)
-    ended = jobs.ended(session.CAPT_READ_JOB)
-    if ended is not None:
-        _took(ended, lang)
-    jobs.poll(session.CAPT_READ_JOB, lang)
-    jobs.show_message(session.CAPT_READ_JOB, lang)
+    jobs.follow(session.CAPT_READ_JOB, lang, _took)
     err = ss.get(session.CAPT_ERROR)
     if err is not None:
         text = err.localized(lang) if isinstance(err, TraceError) else t(err[0], lang, **err[1])
@@ -230,11 +227,7 @@ def tab(lang: str) -> None:
                  tokens=f"{trace.prompt_tokens:,}"))
     if _sweep_form(trace, lang):
         _run_sweep(trace, lang)
-    ended = jobs.ended(session.CAPT_SWEEP_JOB)
-    if ended is not None:
-        _swept(ended, trace, lang)
-    jobs.poll(session.CAPT_SWEEP_JOB, lang)
-    jobs.show_message(session.CAPT_SWEEP_JOB, lang)
+    jobs.follow(session.CAPT_SWEEP_JOB, lang, lambda state, task, lang: _swept(state, task, trace, lang))
     sweep_ = ss.get(session.CAPT_SWEEP)
     if sweep_ is not None and sweep_.trace_key == trace.key:
         _show_sweep(trace, sweep_, lang)
@@ -250,15 +243,11 @@ def _read(task: ReadTrace, lang: str) -> None:
         if isinstance(stop, worker.Job):        # a sweep (or chats) of the trace this one replaces
             stop.stop()
             ss[key] = None
-    if jobs.start(session.CAPT_READ_JOB, task, task.name, lang):
-        ss[session.CAPT_READING] = task
+    jobs.start(session.CAPT_READ_JOB, task, task.name, lang)
 
 
-def _took(state, lang: str) -> None:
+def _took(state, task: ReadTrace, lang: str) -> None:
     ss = st.session_state
-    task: ReadTrace | None = ss.pop(session.CAPT_READING, None)
-    if task is None:
-        return
     if state.status == "done":
         n = int(ss.get(session.CAPT_N, 0)) + 1
         ss[session.CAPT_N] = n
@@ -358,15 +347,11 @@ def _run_sweep(trace: TraceFile, lang: str) -> None:
     task = SweepTrace(trace.path, trace.name, bs, mode, int(ss["w_capt_num_sizes"]), limit,
                       tuple(options.items()), model if model_groups(model) else None,
                       bool(ss.get("w_capt_optimal", True)))
-    if jobs.start(session.CAPT_SWEEP_JOB, task, trace.name, lang):
-        ss[session.CAPT_SWEEPING] = (trace.key, task)
+    jobs.start(session.CAPT_SWEEP_JOB, task, trace.name, lang)
 
 
-def _swept(state, trace: TraceFile, lang: str) -> None:
+def _swept(state, task: SweepTrace, trace: TraceFile, lang: str) -> None:
     ss = st.session_state
-    key, task = ss.pop(session.CAPT_SWEEPING, (None, None))
-    if task is None or key != trace.key:
-        return
     if state.status == "done":
         r = state.result
         ss[session.CAPT_SWEEP] = TraceSweep(trace.key, task, r)

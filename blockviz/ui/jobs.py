@@ -3,6 +3,8 @@ session (stopping the one it replaces), show its progress with a Stop button whi
 once it has ended, and say why one did not start or finish (once)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from blockviz.i18n import t
@@ -13,35 +15,44 @@ from blockviz.ui.nav import md_escape
 from blockviz.ui.state import message_key
 
 
-def start(key: str, task, label: str, lang: str) -> bool:
-    """Start ``task`` as this session's job ``key`` (a job it had there is stopped); False, with
+def start(key: str, task, label: str, lang: str) -> None:
+    """Start ``task`` as this session's job ``key`` (a job it had there is stopped); none, with
     the session told, when the server's job slots are all taken."""
     ss = st.session_state
     old = ss.get(key)
     if isinstance(old, worker.Job):
         old.stop()
+    ss[key] = None
     try:
         job = worker.Job(task, label=label)
     except worker.JobsBusy:
-        ss[key] = None
         ss[message_key(key)] = ("job_busy", {"n": worker.MAX_JOBS})
-        return False
+        return
     except ScenarioError as e:        # no worker process could be started
-        ss[key] = None
         ss[message_key(key)] = ("job_failed", {"msg": e.localized(lang)})
-        return False
+        return
     worker.hold(job)
     ss[key] = job
     ss[message_key(key)] = None
-    return True
 
 
-def poll(key: str, lang: str) -> None:
-    """While the session's job ``key`` runs: its progress and a Stop button, redrawn twice a second
-    (a fragment); the whole page reruns once it has ended."""
-    job = st.session_state.get(key)
-    if isinstance(job, worker.Job) and job.state.running:
+def follow(key: str, lang: str, took: Callable):
+    """The session's job ``key`` on the page: once it has ended, it is taken off the session and
+    ``took(its state, its task, lang)`` puts what it made where the page keeps it (what ``took``
+    returns, else None); while it runs, its progress and a Stop button, redrawn twice a second (a
+    fragment; the whole page reruns once it has ended); then why it did not start or finish (once)."""
+    ss = st.session_state
+    job, out = ss.get(key), None
+    if isinstance(job, worker.Job) and not job.state.running:
+        ss[key] = None
+        out = took(job.state, job.task, lang)
+    elif isinstance(job, worker.Job) and job.state.running:
         st.fragment(_job_panel, run_every=0.5)(key, lang)
+    msg = ss.pop(message_key(key), None)
+    if msg:
+        k, fields = msg
+        (st.warning if k.startswith("job_stopped_stop") else st.error)(t(k, lang, **fields))
+    return out
 
 
 def _job_panel(key: str, lang: str) -> None:
@@ -81,17 +92,6 @@ def duration(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-def ended(key: str):
-    """The session's job ``key`` once it has ended (taken off the session: its result goes where
-    the page keeps it), else None."""
-    ss = st.session_state
-    job = ss.get(key)
-    if not isinstance(job, worker.Job) or job.state.running:
-        return None
-    ss[key] = None
-    return job.state
-
-
 def stopped_message(state, lang: str, what: dict) -> tuple[str, dict] | None:
     """(i18n key, fields) for a job that did not finish."""
     if state.status == "failed":
@@ -111,12 +111,3 @@ def stopped_message(state, lang: str, what: dict) -> tuple[str, dict] | None:
         return f"job_stopped_{state.why}", {"s": duration(state.seconds), "at": at,
                                             "mb": (worker.JOB_BUDGET.tensor_bytes or 0) >> 20, **what}
     return None
-
-
-def show_message(key: str, lang: str) -> None:
-    msg = st.session_state.pop(message_key(key), None)
-    if msg:
-        key, fields = msg
-        (st.warning if key.startswith("job_stopped_stop") else st.error)(t(key, lang, **fields))
-
-

@@ -63,7 +63,6 @@ AUTHOR_STOPPED = "bv_author_stopped"  # ScenarioError: the preview of the curren
 # the capacity page's workload tab (ui.capacity)
 CAP_PARAMS = "bv_cap_params"        # the parameters of the plan shown (the last valid ones computed)
 CAP_PLAN_JOB = "bv_cap_plan_job"    # worker.Job computing a plan
-CAP_PLANNING = "bv_cap_planning"    # the parameters it computes
 CAP_RESULTS = "bv_cap_results"      # {parameters key: Plan}, this session's last few
 # its real-traffic tab (ui.capacity_trace)
 CAPT_TRACE = "bv_capt_trace"        # the session's trace: TraceFile, or None
@@ -71,15 +70,12 @@ CAPT_ERROR = "bv_capt_error"        # a TraceError (or an i18n key) for the last
 CAPT_SWEEP = "bv_capt_sweep"        # the last TraceSweep computed
 CAPT_UPLOADED = "bv_capt_uploaded"  # the file_id of the upload already taken
 CAPT_READ_JOB = "bv_capt_read_job"  # worker.Job reading (or generating) the session's trace
-CAPT_READING = "bv_capt_reading"    # the ReadTrace it runs
 CAPT_SWEEP_JOB = "bv_capt_sweep_job"  # worker.Job sweeping it
-CAPT_SWEEPING = "bv_capt_sweeping"  # (trace key, SweepTrace) it runs
 CAPT_DIR = "bv_capt_dir"            # the session's SessionDir (its trace's folder)
 CAPT_N = "bv_capt_n"                # how many traces the session has taken
 CAPT_MARK_SEQ = "bv_capt_mark_seq"  # Python's moves of the curve's capacity marker (a count)
 CAPT_CURVE_JSON = "bv_capt_curve_json"  # (sweep, lang, bytes per token, the curve element's data)
 CAPT_CHAT_JOB = "bv_capt_chat_job"  # worker.Job replaying a Bailian trace's conversations at one size
-CAPT_CHATTING = "bv_capt_chatting"  # (trace key, ChatTrace) it runs
 CAPT_CHATS = "bv_capt_chats"        # (trace key, ChatTrace, chat_report's result) last taken
 
 

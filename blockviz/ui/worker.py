@@ -622,15 +622,16 @@ class _JobRun:
 
 class Job:
     """Long work of one session in a worker process: ``task(report)`` (picklable; it calls
-    ``report(done=, total=, ...)``), its progress and then its result, failure or why it was
-    stopped (``state``). At most MAX_JOBS run per server (JobsBusy beyond). The session's state
-    holds the Job; once nothing does (its state dropped), or the session ends (:func:`hold`), or
-    the page's Stop button calls :meth:`stop`, the process is killed."""
+    ``report(done=, total=, ...)``; kept as ``task``), its progress and then its result, failure
+    or why it was stopped (``state``). At most MAX_JOBS run per server (JobsBusy beyond). The
+    session's state holds the Job; once nothing does (its state dropped), or the session ends
+    (:func:`hold`), or the page's Stop button calls :meth:`stop`, the process is killed."""
 
     def __init__(self, task, *, label: str) -> None:
         slots = _job_slots
         if not slots.acquire(blocking=False):
             raise JobsBusy(label)
+        self.task = task
         try:
             self.state = JobState(label)
             self._run = _JobRun(task, self.state, JOB_BUDGET, slots)

@@ -39,3 +39,23 @@ def test_every_run_sends_the_values_the_session_holds(page):
     p.run()
     expected = dict(C.DEFAULTS, num_events=60, num_sizes=4, seed=3)
     assert shown_without_a_copy(p) == held(p) == expected
+
+
+def test_the_trace_tab_sends_its_source_on_every_run(page):
+    """The real-traffic tab's source switch (upload or generate) had its value written into session
+    state before the widget: sent once, on the first run; every later run sent no default (nothing
+    selected) to a browser that kept no value of its own."""
+    def sent(p):
+        (i,) = p.at.segmented_control(key="w_capt_source").proto.default
+        return ("upload", "generate")[i]
+
+    p = open_capacity(page)
+    assert sent(p) == p.state["w_capt_source"] == "upload"
+    p.at.segmented_control(key="w_lang").set_value("zh")            # a language switch
+    p.run()
+    assert sent(p) == p.state["w_capt_source"] == "upload"
+    p.at.segmented_control(key="w_capt_source").set_value("generate")
+    p.run()
+    p.at.segmented_control(key="w_lang").set_value("en")
+    p.run()
+    assert sent(p) == p.state["w_capt_source"] == "generate"
