@@ -25,11 +25,11 @@ from blockviz.teach import authoring
 from blockviz.ui import board, data, editor, worker
 from blockviz.ui import state as session
 from blockviz.ui.nav import (
+    PLAYER_PATH,
     base_url,
-    default_lang,
-    go_to_player,
-    language_toggle,
+    go_to,
     md_fields,
+    page_top,
     session_lang,
 )
 
@@ -187,19 +187,14 @@ def check_text(text: str):
 # -- the page -------------------------------------------------------------------------------
 def page() -> None:
     ss = st.session_state
-    lang = session_lang(default_lang())
-    if st.query_params:                 # the player's link does not describe this page
-        st.query_params.clear()
+    lang = page_top()
     handoff = ss.pop(session.AUTHOR_HANDOFF, None)
     if handoff is not None:
         _set_text(handoff, ("replaced", {"what": t("your_scenario", lang)}, "info"))
     if ss.get(session.AUTHOR_TEXT) is None:
         ss[session.AUTHOR_TEXT] = authoring.STARTER
     _on_edit()
-    st.html(theme.css(False))
     st.html(AUTHOR_CSS)
-    with st.sidebar:
-        language_toggle(lang)
     st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("author_title", lang))}</div>'
             f'<div class="bv-small">{theme.esc(t("author_intro", lang))}</div></div>')
     err, outcome = check_text(ss[session.AUTHOR_TEXT])
@@ -296,7 +291,7 @@ def _preview_panel(lang: str) -> None:
     if st.button(t("open_in_player", lang), key="b_open_player", type="primary",
                  icon=":material/play_arrow:", on_click=_open_in_player, disabled=not current,
                  help=t("open_in_player_help" if current else "open_in_player_stale", lang)) and current:
-        go_to_player()
+        go_to(PLAYER_PATH)
     if not current:               # the preview is of another text than the editor's
         st.caption(t("preview_stale", lang))
     step = max(0, min(int(ss.get(session.AUTHOR_STEP) or 0), run.last))

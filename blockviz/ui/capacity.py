@@ -24,7 +24,7 @@ from blockviz.sim.capacity import Point
 from blockviz.teach.workload import KINDS, Workload, capacity_plan, default_pool_sizes, generate
 from blockviz.ui import capacity_trace, jobs
 from blockviz.ui import state as session
-from blockviz.ui.nav import default_lang, language_toggle, md_fields, session_lang
+from blockviz.ui.nav import md_fields, page_top
 
 MAX_EVENTS, MAX_SIZES = 500, 10
 BLOCK_SIZES = (4, 8, 16, 32, 64)
@@ -96,12 +96,7 @@ def compute(params: Mapping, progress: Callable[[int, int], None] | None = None)
 
 # -- the page --------------------------------------------------------------------------------
 def page() -> None:
-    lang = session_lang(default_lang())
-    if st.query_params:                 # the player's link does not describe this page
-        st.query_params.clear()
-    st.html(theme.css(False))
-    with st.sidebar:
-        language_toggle(lang)
+    lang = page_top()
     st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("cap_title", lang))}</div></div>')
     toy, real = st.tabs([t("capt_tab_toy", lang), t("capt_tab_trace", lang)])
     with toy:

@@ -60,7 +60,7 @@ from blockviz.teach.tracegen import (
 from blockviz.teach.workload import KINDS
 from blockviz.ui import capacity_chats, capacity_curve, jobs, worker
 from blockviz.ui import state as session
-from blockviz.ui.nav import go_to_player, md_escape, md_fields
+from blockviz.ui.nav import PLAYER_PATH, go_to, md_escape, md_fields
 
 MAX_UPLOAD_MB = 200              # the uploader's limit (Streamlit's server.maxUploadSize is as large)
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB << 20
@@ -524,5 +524,5 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     run = outcome.run
     ss[session.FORK] = None
     session.use_user_run(ss, run)
-    go_to_player()
+    go_to(PLAYER_PATH)
 

@@ -32,7 +32,7 @@ from blockviz.render import theme
 from blockviz.render.board import BoardControl, asset
 from blockviz.scenario.lessons import lesson_files
 from blockviz.ui import board
-from blockviz.ui.nav import default_lang, language_toggle, session_lang
+from blockviz.ui.nav import page_top
 
 NAME = "blockviz_live"
 REPLAY_NAME = "blockviz_replay"
@@ -109,18 +109,13 @@ def _view(spec_text: str, lang: str, lesson: str | None) -> None:
 
 
 def page() -> None:
-    lang = session_lang(default_lang())
     server = lreplay.server_recordings()
     ss = st.session_state
     asked = st.query_params.get("recording")  # /live?recording=NAME: one the server was started with
     names = [p.name for p in server]
     if asked is not None and asked in names:
         ss[W_SOURCE], ss[W_RP_SERVER] = "recording", names.index(asked)
-    if st.query_params:                 # the player's link does not describe this page
-        st.query_params.clear()
-    st.html(theme.css(False))
-    with st.sidebar:
-        language_toggle(lang)
+    lang = page_top()
     st.session_state.setdefault(W_SOURCE, "recording" if server else "live")
     source = st.session_state[W_SOURCE]
     intro = t("lv_intro" if source == "live" else "rp_intro", lang)

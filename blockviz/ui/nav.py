@@ -9,6 +9,7 @@ import streamlit as st
 
 from blockviz.i18n import LANG_NAMES, LANGS, t
 from blockviz.i18n.errors import error_text
+from blockviz.render import theme
 from blockviz.ui import state as session
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>:$])")
@@ -39,10 +40,6 @@ def register_pages(pages: dict[str, st.Page]) -> None:
 
 def go_to(path: str) -> None:
     st.switch_page(st.session_state[session.PAGES][path])
-
-
-def go_to_player() -> None:
-    go_to(PLAYER_PATH)
 
 
 def base_url() -> str:
@@ -84,6 +81,19 @@ def language_toggle(lang: str) -> None:
     st.segmented_control(t("language", lang), list(reversed(LANGS)), key="w_lang", required=True,
                          format_func=lambda v: LANG_NAMES[v], on_change=follow,
                          args=(session.LANG, "w_lang", LANGS))
+
+
+def page_top() -> str:
+    """The top of every page but the player: its language (the browser's, until the user chooses),
+    no query string (the player's link does not describe the page), the stylesheet, and the
+    language switch in the sidebar."""
+    lang = session_lang(default_lang())
+    if st.query_params:
+        st.query_params.clear()
+    st.html(theme.css(False))
+    with st.sidebar:
+        language_toggle(lang)
+    return lang
 
 
 def session_lang(default: str = "en") -> str:

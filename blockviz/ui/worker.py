@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import logging
 import multiprocessing as mp
 import os
@@ -329,7 +330,9 @@ def _preview(conn, at, key: str, source: Source, budget: Budget, share: bool, ma
              t0: float) -> Outcome:
     out = Outcome()
     from blockviz.sim import budget as B
-    B.now = _since_start(t0)     # the one run of this process: its 20 s count from here
+    # the one run of this process: its budget's clock reads ``t0`` first (the meter's start), so that
+    # its 20 s count from the worker's start, reading the text included; then the time
+    B.now = itertools.chain((t0,), iter(time.monotonic, None)).__next__
     import importlib
 
     from blockviz.teach.authoring import text_names
@@ -382,19 +385,6 @@ def _kept(run):
     from dataclasses import replace
     return replace(run, scenario=run.scenario.model_copy(update={"steps": steps[:n]}),
                    steps_in_all=len(steps))
-
-
-def _since_start(t0: float):
-    """A clock for the run's budget whose first reading (the meter's start) is ``t0``: the
-    preview's wall time counts from the worker's start, reading the text included."""
-    first = [True]
-
-    def clock() -> float:
-        if first[0]:
-            first[0] = False
-            return t0
-        return time.monotonic()
-    return clock
 
 
 def _step_lines(loaded) -> tuple:
@@ -474,7 +464,8 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False)
             elif kind == "memory":
                 raise where.stopped(memory_message(budget))
             elif kind == "lost":
-                raise where.stopped(lost_message(value))
+                raise where.stopped(f"the server could not read from its worker process ({value}); try "
+                                    f"again in a moment")
             elif kind == "crash":
                 raise where.stopped(f"the preview failed with an internal error ({value}); the "
                                     f"server is fine")
@@ -513,10 +504,6 @@ def memory_message(budget: Budget) -> str:
     limit = budget.tensor_bytes or 0
     return (f"the preview was stopped: it needed more memory than the run's budget of "
             f"{mib(limit)}")
-
-
-def lost_message(error: str) -> str:
-    return f"the server could not read from its worker process ({error}); try again in a moment"
 
 
 # -- jobs: long work in the background -----------------------------------------------------------
@@ -652,16 +639,6 @@ class Job:
 
 
 # -- what a session holds, released when it ends -------------------------------------------------
-def session_id() -> str | None:
-    """The Streamlit session running this script (None outside a script run)."""
-    try:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-        ctx = get_script_run_ctx(suppress_warning=True)
-    except Exception:  # noqa: BLE001 - no Streamlit here
-        return None
-    return None if ctx is None else ctx.session_id
-
-
 class _Watchdog:
     """One thread per server: a session whose tab has been gone ENDED_AFTER_S (not an active
     session of the runtime: its websocket closed and not reconnected) has its held things
@@ -673,9 +650,7 @@ class _Watchdog:
         self.gone_since: dict[str, float] = {}
         self.thread: threading.Thread | None = None
 
-    def hold(self, sid: str | None, thing) -> None:
-        if sid is None:
-            return
+    def hold(self, sid: str, thing) -> None:
         with self.lock:
             self.held.setdefault(sid, weakref.WeakSet()).add(thing)
         self.start()
@@ -728,8 +703,15 @@ _watchdog = _Watchdog()
 
 
 def hold(thing) -> None:
-    """Release ``thing`` (it has ``release()``) when the session running this script ends."""
-    _watchdog.hold(session_id(), thing)
+    """Release ``thing`` (it has ``release()``) when the session running this script ends (nothing
+    outside a script run)."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+        ctx = get_script_run_ctx(suppress_warning=True)
+    except Exception:  # noqa: BLE001 - no Streamlit here
+        return
+    if ctx is not None:
+        _watchdog.hold(ctx.session_id, thing)
 
 
 class _Watched:
