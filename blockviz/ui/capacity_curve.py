@@ -15,6 +15,7 @@ import streamlit as st
 from blockviz.render import curve as rcurve
 from blockviz.render.board import asset
 from blockviz.ui import state as session
+from blockviz.ui.board import reported
 
 NAME = "blockviz_curve"
 KEY = "capt_curve"          # the element's widget key
@@ -29,9 +30,8 @@ def _renderer():
 
 def place(pool: int) -> None:
     """Python moves the marker (a new sweep, a typed pool size)."""
-    ss = st.session_state
-    ss[W_POOL] = int(pool)
-    ss[session.CAPT_MARK_SEQ] = int(ss.get(session.CAPT_MARK_SEQ, 0)) + 1
+    st.session_state[W_POOL] = int(pool)
+    typed()
 
 
 def typed() -> None:
@@ -42,14 +42,9 @@ def typed() -> None:
 
 def _released() -> None:
     """The element's marker was let go: its pool size becomes the page's."""
-    ss = st.session_state
-    value = ss.get(KEY)
-    try:
-        pool = value.get("pool") if hasattr(value, "get") else value["pool"]
-    except (KeyError, TypeError):
-        return
+    pool = reported(st.session_state, KEY, "pool")
     if isinstance(pool, int) and not isinstance(pool, bool) and pool >= 1:
-        ss[W_POOL] = pool
+        st.session_state[W_POOL] = pool
 
 
 def show(sweep, lang: str, bytes_per_token: int | None) -> None:

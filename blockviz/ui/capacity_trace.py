@@ -19,7 +19,7 @@ import streamlit as st
 
 from blockviz.core import FREE_ORDERS
 from blockviz.i18n import t
-from blockviz.i18n.errors import localize_error
+from blockviz.i18n.errors import error_text, localize_error
 from blockviz.render.capacity import (
     hit_rate_figure,
     latency_figure,
@@ -341,7 +341,7 @@ def _run_sweep(trace: TraceFile, lang: str) -> None:
     try:
         timed_settings(**options)
     except ValueError as e:
-        st.error(e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang))
+        st.error(error_text(e, lang))
         return
     model = ss.get("w_capt_model")
     task = SweepTrace(trace.path, trace.name, bs, mode, int(ss["w_capt_num_sizes"]), limit,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from blockviz.i18n import t
-from blockviz.i18n.errors import localize_error
+from blockviz.i18n.errors import error_text
 from blockviz.scenario import ScenarioError
 from blockviz.ui import worker
 from blockviz.ui.nav import md_escape
@@ -98,8 +98,7 @@ def stopped_message(state, lang: str, what: dict) -> tuple[str, dict] | None:
         e = state.error
         if isinstance(e, tuple):
             return e
-        text = e.localized(lang) if hasattr(e, "localized") else localize_error(str(e), lang)
-        return "capt_bad_trace", {"msg": md_escape(text)}
+        return "capt_bad_trace", {"msg": md_escape(error_text(e, lang))}
     if state.status == "stopped":
         p = state.progress
         if "total" in p:

@@ -514,7 +514,6 @@ class JobsBusy(Exception):
 @dataclass
 class JobState:
     """A job as its page reads it (updated by the job's reader thread)."""
-    label: str
     started: float = field(default_factory=time.monotonic)
     status: str = "running"      # running | done | failed | stopped
     progress: dict = field(default_factory=dict)   # the last report: done, total, and the task's own
@@ -620,7 +619,7 @@ class Job:
             raise JobsBusy(label)
         self.task = task
         try:
-            self.state = JobState(label)
+            self.state = JobState()
             self._run = _JobRun(task, self.state, JOB_BUDGET, slots)
         except BaseException:
             slots.release()
