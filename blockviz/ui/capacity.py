@@ -157,16 +157,11 @@ def _whole(v):
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
-def _read_params() -> dict:
-    ss = st.session_state
-    return {name: _whole(ss.get(f"w_cap_{name}")) for name in ("kind", "block_size", *PARAMS)}
-
-
 def _submit(lang: str) -> None:
     """Check the form's parameters; show their plan if this session has it, else start computing
     it in a worker (the page shows its progress, then the plan)."""
     ss = st.session_state
-    params = _read_params()
+    params = {name: _whole(ss.get(f"w_cap_{name}")) for name in ("kind", "block_size", *PARAMS)}
     problems = check(params)
     for key, fields in problems:
         if "field" in fields:

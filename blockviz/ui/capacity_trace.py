@@ -321,19 +321,14 @@ def _sweep_form(trace: TraceFile, lang: str) -> bool:
                                      icon=":material/query_stats:")
 
 
-def _timed_options() -> dict:
-    ss = st.session_state
-    return {name: (int if isinstance(TIMED_DEFAULTS[name], int) else float)(ss[f"w_capt_{name}"])
-            for name in TIMED_FORM}
-
-
 def _run_sweep(trace: TraceFile, lang: str) -> None:
     """Start the sweep the form asks for, in a worker (the page shows its progress)."""
     ss = st.session_state
     mode = ss.get("w_capt_mode") or "sequence"
     bs = int(ss["w_capt_block_size"])
     limit = min(int(ss["w_capt_replay"]), trace.requests)
-    options = _timed_options() if mode == "timed" else {}
+    options = {name: (int if isinstance(TIMED_DEFAULTS[name], int) else float)(ss[f"w_capt_{name}"])
+               for name in TIMED_FORM} if mode == "timed" else {}
     if limit > MAX_REPLAY[mode]:
         st.error(t("capt_replay_too_many", lang, n=f"{limit:,}", mode=t(f"capt_mode_{mode}", lang),
                    max=f"{MAX_REPLAY[mode]:,}"))

@@ -111,11 +111,9 @@ function flowParent(before) {
     else if (c === "{") {
       if (depth) { depth--; continue; }
       const head = before.slice(0, i);
-      let m = head.match(/([A-Za-z_][\\w-]*)\\s*:\\s*$/);
-      if (m) return m[1];
-      m = head.match(/([A-Za-z_][\\w-]*)\\s*:\\s*\\[[^\\]]*$/);     // prompt: [{..}, {
-      if (m) return m[1];
-      return null;
+      const m = head.match(/([A-Za-z_][\\w-]*)\\s*:\\s*$/)
+             || head.match(/([A-Za-z_][\\w-]*)\\s*:\\s*\\[[^\\]]*$/);     // prompt: [{..}, {
+      return m ? m[1] : null;
     }
   }
   return undefined;                                            // not inside a flow mapping

@@ -79,15 +79,6 @@ def _run_fork(fork: Fork) -> tuple[data.PlayerRun, str | None]:
     return run, (outcome.share if isinstance(outcome.share, str) else None)
 
 
-def _show_fork(fork: Fork, run: data.PlayerRun, code: str | None) -> None:
-    """The player shows the fork's run at its last step, and its URL carries the fork (``?s=``,
-    as a share link does) so that the address bar's link reopens it."""
-    ss = st.session_state
-    ss[session.FORK], ss[session.FORK_KEY] = fork, run.key
-    session.use_user_run(ss, run, run.last)
-    ss[session.SHARED] = (run.key, code) if code is not None else None
-
-
 def current_fork(run: data.PlayerRun) -> Fork | None:
     """The fork the player is showing, if it is showing one."""
     ss = st.session_state
@@ -111,7 +102,11 @@ def _apply(fork: Fork, msg: bool = True) -> bool:
         ss[session.FK_MSG] = ("fork_refused", {"msg": ErrorMessage(e.message)}, True)
         return False
     ss[session.FK_MSG] = ("fork_added", {"n": len(fork.extra), "k": fork.upto}, False) if msg else None
-    _show_fork(fork, new, code)
+    # the player shows the fork's run at its last step, and its URL carries the fork (``?s=``, as
+    # a share link does) so that the address bar's link reopens it
+    ss[session.FORK], ss[session.FORK_KEY] = fork, new.key
+    session.use_user_run(ss, new, new.last)
+    ss[session.SHARED] = (new.key, code) if code is not None else None
     return True
 
 

@@ -278,14 +278,12 @@ def _window(path: str, name: str, first: int, size: int, **kw) -> str:
     window = list(iter_trace(path, name=name, limit=first + size - 1))[first - 1:]
     w = window_scenario(window, **kw)
     if not w.lines:
-        raise _Refused("capt_window_empty", {"blocks": w.player_blocks})
+        raise _Refused(("capt_window_empty", {"blocks": w.player_blocks}))
     return to_yaml(w.scenario)
 
 
 class _Refused(Exception):
-    def __init__(self, key: str, fields: dict) -> None:
-        super().__init__(key)
-        self.key, self.fields = key, fields
+    """A text the app does not run: its one argument is the refusal, (i18n key, fields)."""
 
 
 def _serve(conn, what: str, errors: tuple, body: Callable[[], None]) -> None:
@@ -342,7 +340,7 @@ def _preview(conn, at, key: str, source: Source, budget: Budget, share: bool, ma
     try:
         text = _decode(source)
     except _Refused as e:
-        out.refusal = (e.key, e.fields)
+        out.refusal = e.args[0]
         return out
     except ScenarioError as e:          # no text at all: a damaged link, an unreadable file
         out.error = e
