@@ -26,6 +26,7 @@ Results come back pickled (a timeline's locks are made anew on the server's side
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import itertools
@@ -188,10 +189,8 @@ def _settle(budget: Budget, margin: int, niceness: int) -> None:
     import resource
 
     import torch
-    try:
+    with contextlib.suppress(OSError):
         os.nice(niceness)
-    except OSError:
-        pass
     torch.set_num_threads(1)
     if budget.tensor_bytes is not None:
         with open("/proc/self/statm") as f:
@@ -598,10 +597,8 @@ class _JobRun:
 
     def stop(self, why: str = "stop") -> None:
         if self._end("stopped", why=why):   # the watching thread sees it die and cleans up
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 self.proc.proc.kill()
-            except (OSError, ValueError):
-                pass
 
 
 class Job:
@@ -689,10 +686,8 @@ class _Watchdog:
                     thing.release()
                 except Exception:  # noqa: BLE001
                     log.warning("could not release what an ended session held", exc_info=True)
-            try:
+            with contextlib.suppress(Exception):
                 runtime.uploaded_file_mgr.remove_session_files(sid)
-            except Exception:  # noqa: BLE001
-                pass
         return ended
 
 
