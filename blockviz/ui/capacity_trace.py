@@ -368,12 +368,6 @@ def _swept(state, task: SweepTrace, trace: TraceFile, lang: str) -> None:
                                                                       {"what": trace.name, "cmd": cmd})
 
 
-def _bytes_per_token(s: TraceSweep) -> int | None:
-    """A pool slot's bytes: the hybrid model the sweep ran, else the model chosen now."""
-    m = s.task.model or st.session_state.get("w_capt_model")
-    return KV_PRESETS[m].bytes_per_token if m in KV_PRESETS else None
-
-
 def _groups_caption(model: str, lang: str) -> str:
     """What a hybrid model's replay ran: its groups, their layers, a slot's bytes."""
     shape = KV_PRESETS[model]
@@ -386,7 +380,8 @@ def _groups_caption(model: str, lang: str) -> str:
 def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     """Sequence mode: the whole curve, read in the browser, with the words beside it; timed mode (or
     a hybrid model's groups): the sizes replayed, drawn and read here."""
-    bpt = _bytes_per_token(s)
+    model = s.task.model or st.session_state.get("w_capt_model")   # the sweep's, else the one chosen now
+    bpt = KV_PRESETS[model].bytes_per_token if model in KV_PRESETS else None     # a pool slot's bytes
     task = s.task
     points = points_of(s.reports)
     st.caption(t("capt_shown", lang, requests=f"{task.limit:,}", name=md_escape(trace.name),

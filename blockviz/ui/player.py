@@ -107,8 +107,6 @@ def page() -> None:
     elif ss.get(session.SCENARIO) not in index.paths:
         session.switch_scenario(ss, index.ids[0])
 
-    if ss.get(session.SOURCE) == "user" and ss.get(session.USER_RUN) is None:
-        ss[session.SOURCE] = "builtin"
     run = _current_run()
     ss[session.CURSOR] = max(0, min(int(ss.get(session.CURSOR, 0)), run.last))
     lang, presenter = ss[session.LANG], ss.get(session.PRESENTER, False)

@@ -278,18 +278,14 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
                          on_click=_to_author):
                 go_to(AUTHOR_PATH)
             st.button(t("fork_back", lang), key="b_fk_back", icon=":material/close:", on_click=_back)
-        _fork_link(lang)
-
-
-def _fork_link(lang: str) -> None:
-    """The fork's link (as the Author page's share link: the whole text in ``?s=``, no step, so it
-    opens at step 0), or why it has none."""
-    code = session.shared_code(st.session_state)
-    if code is None:
-        st.caption(t("fork_no_link", lang))
-        return
-    st.caption(t("fork_link", lang))
-    st.code(share.link(base_url(), code, lang=lang), language=None)
+        # the fork's link (as the Author page's share link: the whole text in ``?s=``, no step, so
+        # it opens at step 0), or why it has none
+        code = session.shared_code(ss)
+        if code is None:
+            st.caption(t("fork_no_link", lang))
+        else:
+            st.caption(t("fork_link", lang))
+            st.code(share.link(base_url(), code, lang=lang), language=None)
 
 
 def _arrive_form(lang: str, everyone: list[str], fork: Fork) -> None:
