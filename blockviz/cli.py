@@ -40,6 +40,12 @@ STREAMLIT_OPTIONS = {
 }
 
 
+def _refuse(message: str) -> int:
+    """``message`` on stderr, and the exit status of a command refused (a located problem)."""
+    print(message, file=sys.stderr)
+    return EXIT_SCENARIO
+
+
 def _load(path: str):
     return load(resolve(path))
 
@@ -58,8 +64,7 @@ def cmd_app(args) -> int:
     try:   # --live ENDPOINT..., --recording FILE...: the Live page's (blockviz.live), not streamlit's
         args.streamlit_args, _ = live_cli.app_live_args(args.streamlit_args)
     except ValueError as e:
-        print(f"blockviz app: {e}", file=sys.stderr)
-        return EXIT_SCENARIO
+        return _refuse(f"blockviz app: {e}")
     cmd += args.streamlit_args
     port = next((a.split("=", 1)[1] for a in args.streamlit_args if a.startswith("--server.port=")),
                 None)
@@ -202,14 +207,16 @@ def _progress_wanted(args) -> bool:
     return bool(getattr(args, "progress", False)) or sys.stderr.isatty()
 
 
-def _run(args, loaded, *, stop: bool = True):
-    """``run`` to the end within the command line's budget (``--time-limit`` its wall time),
-    with progress on stderr when wanted; running out of memory is a located error (the step
-    that was running), not a traceback. ``stop``: a run that stopped early raises its error."""
+def _run(args, *, stop: bool = True):
+    """(loaded, engine, timeline): ``args.file`` loaded and ``run`` to the end within the command
+    line's budget (``--time-limit`` its wall time), with progress on stderr when wanted; running
+    out of memory is a located error (the step that was running), not a traceback. ``stop``: a
+    run that stopped early raises its error."""
     from dataclasses import replace
 
     from blockviz.sim.budget import RUN_BUDGET
     from blockviz.sim.runner import run
+    loaded = _load(args.file)
     limit = getattr(args, "time_limit", None)       # --time-limit: the budget's wall time
     budget = RUN_BUDGET if limit is None else replace(RUN_BUDGET, seconds=limit)
     done = [0]
@@ -230,15 +237,14 @@ def _run(args, loaded, *, stop: bool = True):
         shown.done()
     if stop and timeline.error is not None:
         raise timeline.error
-    return engine, timeline
+    return loaded, engine, timeline
 
 
 def cmd_json(args) -> int:
     """The contract, written one step (and one frame) at a time as it is made: memory stays that
     of one step whatever their number, and the first bytes come out at once."""
     from blockviz.sim.contract import write_timeline
-    loaded = _load(args.file)
-    engine, timeline = _run(args, loaded)
+    loaded, engine, timeline = _run(args)
     at = [0]
     writing = _JsonProgress(len(timeline), getattr(args, "lang", "en")) if _progress_wanted(args) else None
 
@@ -282,15 +288,13 @@ def cmd_schema(args) -> int:
 def cmd_play(args) -> int:
     from blockviz.render.text import render_step
     from blockviz.teach.labels import HashLabels
-    loaded = _load(args.file)
-    engine, timeline = _run(args, loaded, stop=False)
+    loaded, engine, timeline = _run(args, stop=False)
     color = sys.stdout.isatty() if args.color is None else args.color
     labels = HashLabels.for_timeline(timeline)
     for i in range(len(timeline)):
         print(render_step(timeline, i, lang=args.lang, color=color, labels=labels))
     if timeline.error is not None:
-        print(timeline.error.localized(args.lang), file=sys.stderr)
-        return EXIT_SCENARIO
+        return _refuse(timeline.error.localized(args.lang))
     return 0
 
 
@@ -298,13 +302,10 @@ def cmd_metrics(args) -> int:
     """vLLM's metrics after each step (or step K), in the Prometheus text format."""
     from blockviz.i18n import event_label
     from blockviz.render.prometheus import log_line, prometheus_text
-    loaded = _load(args.file)
-    engine, timeline = _run(args, loaded)
+    loaded, engine, timeline = _run(args)
     steps = range(len(timeline)) if args.step is None else [args.step]
     if args.step is not None and not 0 <= args.step < len(timeline):
-        print(f"{args.file}: there is no step {args.step} (0 to {len(timeline) - 1})",
-              file=sys.stderr)
-        return EXIT_SCENARIO
+        return _refuse(f"{args.file}: there is no step {args.step} (0 to {len(timeline) - 1})")
     for i in steps:
         m = timeline.step_vllm_metrics(i)
         label = event_label(timeline.step_of(i), "en")
@@ -316,12 +317,10 @@ def cmd_metrics(args) -> int:
 
 def cmd_verify(args) -> int:
     from blockviz.kv import tolerance
-    loaded = _load(args.file)
-    engine, timeline = _run(args, loaded)
+    loaded, engine, timeline = _run(args)
     if engine.kv is None:
-        print(f"{args.file}: this scenario runs without KV payloads (config.model is null): "
-              f"there is nothing to verify", file=sys.stderr)
-        return EXIT_SCENARIO
+        return _refuse(f"{args.file}: this scenario runs without KV payloads (config.model is null): "
+                       f"there is nothing to verify")
     device = engine.kv.device_name
     tol = tolerance(device)
     found = [(i, op) for i in range(len(timeline)) for op in timeline.step_ops(i)
@@ -349,8 +348,7 @@ def cmd_export(args) -> int:
             out = args.output or f"{Path(args.file).stem}-step{args.step}.{fmt}"
             doc = export_recording_html(read_recording(args.file), lang=args.lang, start=args.step)
         else:
-            loaded = _load(args.file)
-            engine, timeline = _run(args, loaded)
+            loaded, engine, timeline = _run(args)
             out = args.output or f"{loaded.scenario.id}-step{args.step}.{fmt}"
             titles = {lang: loaded.scenario.title.get(lang) for lang in LANGS}
             doc = export_html(timeline, title=titles[args.lang], lang=args.lang, start=args.step,
@@ -359,17 +357,13 @@ def cmd_export(args) -> int:
         try:                       # only the write blames the output path
             Path(out).write_bytes(made)
         except OSError as e:
-            print(f"{out}: cannot write the file: {e.strerror}", file=sys.stderr)
-            return EXIT_SCENARIO
+            return _refuse(f"{out}: cannot write the file: {e.strerror}")
     except (ExportError, MissingAsset) as e:
-        print(str(e), file=sys.stderr)
-        return EXIT_SCENARIO
+        return _refuse(str(e))
     except RecordingError as e:
-        print(e.localized(args.lang), file=sys.stderr)
-        return EXIT_SCENARIO
+        return _refuse(e.localized(args.lang))
     except OSError as e:           # not the output (that is said above): name what failed
-        print(f"{e.filename or args.file}: {e.strerror or e}", file=sys.stderr)
-        return EXIT_SCENARIO
+        return _refuse(f"{e.filename or args.file}: {e.strerror or e}")
     print(out)
     return 0
 
@@ -392,12 +386,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="options for streamlit run (e.g. --server.port 8600)")
     a.set_defaults(fn=cmd_app)
     v = sub.add_parser("validate", help="check a scenario file without running it")
-    v.add_argument("file")
     v.add_argument("--strict", action="store_true",
                    help="also refuse the teaching-only forms (preempt: ID, decode: {requests})")
     v.set_defaults(fn=cmd_validate)
     j = sub.add_parser("json", help="run a scenario and print every step as JSON (the contract)")
-    j.add_argument("file")
     j.add_argument("--indent", type=trace_cli.int_in(0, MAX_INDENT), default=None, metavar="N",
                    help=f"indent the JSON by N spaces (0 to {MAX_INDENT}; default: one line per step)")
     j.add_argument("--no-frames", action="store_true", help="leave out the op-level frames")
@@ -405,7 +397,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the KV tensors (outputs then come from the seeded toy sampler)")
     j.set_defaults(fn=cmd_json)
     pl = sub.add_parser("play", help="run a scenario and show each step in the terminal")
-    pl.add_argument("file")
     pl.add_argument("--lang", choices=LANGS, default="en")
     pl.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
                     help="ANSI colours (default: when stdout is a terminal)")
@@ -416,12 +407,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "prefix-cache metrics as its /metrics endpoint shows them (names, HELP texts, "
                     "labels; no _created samples: there is no clock), then its log line's "
                     "equivalent as a comment (the hit rate over its last 1,000 requests).")
-    me.add_argument("file")
     me.add_argument("--step", type=int, default=None, help="only this step (0: the start)")
     me.add_argument("--model-name", default="blockviz", help="the model_name label")
     me.set_defaults(fn=cmd_metrics, no_payloads=True)
     ve = sub.add_parser("verify", help="check that every cache hit reproduces recomputation")
-    ve.add_argument("file")
     ve.set_defaults(fn=cmd_verify)
     x = sub.add_parser("export", help="a step as a PNG, or the whole run as one offline HTML file "
                                       "(a scenario, or a KV-event recording: a batch a step)")
@@ -435,6 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--lang", choices=LANGS, default="en")
     x.add_argument("-o", "--output", default=None, help="default: ID-stepK.png|html here")
     x.set_defaults(fn=cmd_export)
+    for cmd in (v, j, pl, me, ve):     # (export's FILE may also be a recording: its own help)
+        cmd.add_argument("file")
     for cmd in (j, pl, ve, x, me):     # the commands that run a scenario
         cmd.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
         cmd.add_argument("--time-limit", type=_time_limit, default=None, metavar="S",
@@ -462,13 +453,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except ScenarioError as e:
-        print(e.localized(getattr(args, "lang", "en")), file=sys.stderr)  # play/export --lang zh
-        return EXIT_SCENARIO
+        return _refuse(e.localized(getattr(args, "lang", "en")))  # play/export --lang zh
     except MemoryError:  # where no step can be named (the commands name it where they can)
         where = getattr(args, "file", None) or "blockviz"
-        print(f"{where}: {localize_error('ran out of memory', getattr(args, 'lang', 'en'))}",
-              file=sys.stderr)
-        return EXIT_SCENARIO
+        return _refuse(f"{where}: {localize_error('ran out of memory', getattr(args, 'lang', 'en'))}")
     except BrokenPipeError:  # `... | head`
         return 0
     except KeyboardInterrupt:

@@ -120,11 +120,7 @@ def find_browser() -> str | None:
     chosen = os.environ.get("BLOCKVIZ_CHROMIUM")
     if chosen:
         return chosen if os.path.isfile(chosen) and os.access(chosen, os.X_OK) else None
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+    return next(filter(None, map(shutil.which, BROWSERS)), None)
 
 
 def board_png(html: str, step: int, *, width: int = W, height: int = H, timeout_s: float = 90.0) -> bytes:

@@ -56,11 +56,7 @@ def token_text(tokens, words: Mapping[int, str] | None, limit: int = TOKEN_CHARS
 def tenant_of(e) -> tuple[str | None, str | None]:
     """(LoRA name, cache_salt) of an entry: the salt is the first block's string extra key that is
     not the LoRA name (vLLM puts a salt in a sequence's first block only)."""
-    salt = None
-    for k in e.extra_keys or ():
-        if isinstance(k, str) and k != e.lora_name:
-            salt = k
-            break
+    salt = next((k for k in e.extra_keys or () if isinstance(k, str) and k != e.lora_name), None)
     return e.lora_name, salt
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from blockviz.i18n import t
-from blockviz.render.theme import BLUE, GREEN, INK, PAPER, PURPLE, RED
+from blockviz.render.theme import BLUE, GREEN, INK, PAPER, PURPLE, RED, esc
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,6 @@ def vllm_metrics_html(step, block_size: int, lang: str = "en") -> str:
     """The step's ``vllm_metrics`` as a table — the Prometheus name, the value, what it counts —
     with the log line's windowed rate beside the counters' cumulative one, the usage gauge beside
     what the pool holds, and a sentence on why those disagree at this step. Pure HTML."""
-    from blockviz.render.theme import esc
     from blockviz.sim.metrics import pool_figures
     m = step.vllm_metrics
     if m is None:

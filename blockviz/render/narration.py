@@ -15,8 +15,8 @@ def step_header_html(index: int, last: int, event: str, lang: str, frame: tuple[
     op = ""
     if frame is not None:
         j, m = frame
-        op = (f'<span class="bv-event bv-muted">{esc(t("op_k_of_m", lang, k=j + 1, m=m))}</span>'
-              if m else f'<span class="bv-event bv-muted">{esc(t("no_ops_short", lang))}</span>')
+        said = t("op_k_of_m", lang, k=j + 1, m=m) if m else t("no_ops_short", lang)
+        op = f'<span class="bv-event bv-muted">{esc(said)}</span>'
     return (f'<div class="bv"><div class="bv-stepline"><span class="bv-stepno" data-step="{index}">'
             f'{esc(t("step_k_of_n", lang, k=index, n=last))}</span>'
             f'<span class="bv-event">{esc(event)}</span>{op}'

@@ -198,7 +198,7 @@ def op_line(op, free_order: str = "split") -> tuple[str, int]:
     return where(op) if callable(where) else where
 
 
-def pseudocode_html(op, *, lang: str = "en", free_order: str = "split", vllm_function: str = "") -> str:
+def pseudocode_html(op, *, free_order: str = "split", vllm_function: str = "") -> str:
     fn, line = op_line(op, free_order)
     lines = PSEUDOCODE[fn]
     code = "".join(
@@ -302,10 +302,9 @@ def _op_line(op, lang: str, labels, vocab, block_size: int, refs: list[int]) -> 
         return f"_preempt_request({rid})", esc(t("ol_preempt", lang, rid=rid))
     if k == "free":
         return f"free_blocks({_ids(op.block_ids)})", esc(_ref_text(op.block_ids, refs, -1, lang))
-    if k == "free_head":
-        return f"prepend_n({_ids(op.block_ids)})", esc(t("ol_free_head", lang))
-    if k == "free_tail":
-        return f"append_n({_ids(op.block_ids)})", esc(t("ol_free_tail", lang))
+    if k in ("free_head", "free_tail"):
+        call = "prepend_n" if k == "free_head" else "append_n"
+        return f"{call}({_ids(op.block_ids)})", esc(t(f"ol_{k}", lang))
     if k == "reset":
         return "reset_prefix_cache()", esc(t("ol_reset_ok" if op.ok else "ol_reset_no", lang))
     if k == "write":
@@ -333,12 +332,10 @@ def _op_line(op, lang: str, labels, vocab, block_size: int, refs: list[int]) -> 
             return call, esc(t("ol_skipped_hit", lang, n=len(op.block_indices)))
         return call, (_ids(op.block_ids) + " · "
                       + esc(t("ol_skipped", lang, slots=", ".join(map(str, op.block_indices)))))
-    if k == "rewind":
+    if k in ("rewind", "restart"):
         refs[:] = [0] * len(refs)           # (the next step's counts are the checkpoint's)
-        return f"rewind({esc(op.checkpoint)})", esc(t("ol_rewind", lang))
-    if k == "restart":
-        refs[:] = [0] * len(refs)
-        return "restart()", esc(t("ol_restart", lang))
+        call = f"rewind({esc(op.checkpoint)})" if k == "rewind" else "restart()"
+        return call, esc(t(f"ol_{k}", lang))
     return esc(k), ""
 
 
@@ -393,8 +390,6 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
 
 def ops_panel(items: list[str], n: int, empty: str) -> str:
     """The ops panel around its ``<li>`` lines (``n`` ops in all; none: the words ``empty``)."""
-    if not n:
-        return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="0"><div class="bv-muted">'
-                f'{esc(empty)}</div></div>')
-    return (f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="{n}">'
-            f'<ol class="bv-oplist">{"".join(items)}</ol></div>')
+    body = (f'<ol class="bv-oplist">{"".join(items)}</ol>' if n
+            else f'<div class="bv-muted">{esc(empty)}</div>')
+    return f'<div class="bv bv-panel bv-opsp" data-bv="ops" data-n="{n}">{body}</div>'

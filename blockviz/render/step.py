@@ -92,7 +92,7 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, title: str
                 else t("no_ops", lang))
         caption = caption_html(line, lang)
         if s.op is not None:
-            code = pseudocode_html(s.op, lang=lang, free_order=free_order, vllm_function=s.op.fn)
+            code = pseudocode_html(s.op, free_order=free_order, vllm_function=s.op.fn)
     else:
         said = s.caption.get(lang) if s.caption is not None else None
         if not said:                       # a scenario without captions: its note's first sentence

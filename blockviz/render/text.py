@@ -84,8 +84,7 @@ def render_blocks(s: Step, labels: HashLabels, vocab, changed: frozenset[int],
         cells.append(style(f"[{body}]{mark}", *codes))
     lines, line = [], ""
     for c in cells:
-        visible = len(line)
-        if line and visible + len(c) > 160:
+        if line and len(line) + len(c) > 160:
             lines.append(line)
             line = ""
         line += (" " if line else "") + c

@@ -119,8 +119,6 @@ def _default_text(prop: dict) -> str:
         if len(d) > 4:
             return "{…}"            # a whole section: its own table lists the defaults
         return "{" + ", ".join(f"{k}: {_default_text({'default': v})}" for k, v in d.items()) + "}"
-    if isinstance(d, list):
-        return "[]" if not d else str(d)
     return str(d)
 
 
@@ -268,21 +266,6 @@ _STEPS = re.compile(r"^steps\s*:\s*(#.*)?$")
 _ITEM = re.compile(r"^(\s*)- ")
 
 
-def steps_indent(text: str) -> int:
-    """The indentation of the step list's items (2 if the list is empty)."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if _STEPS.match(line)), None)
-    if start is None:
-        return 2
-    for line in lines[start + 1:]:
-        m = _ITEM.match(line)
-        if m:
-            return len(m.group(1))
-        if _TOP_KEY.match(line):
-            break
-    return 2
-
-
 def insert_step(text: str, kind: str, ids: Sequence[str], checkpoints: Sequence[str],
                 live: Sequence[str] | None = None) -> str:
     """``text`` with an example ``kind`` event added as the last step (a ``steps:`` list is
@@ -293,13 +276,16 @@ def insert_step(text: str, kind: str, ids: Sequence[str], checkpoints: Sequence[
         lines = [line for line in lines if not re.match(r"^steps\s*:\s*\[\s*\]\s*$", line)]
         body = "\n".join(lines).rstrip("\n")
         return (body + "\n" if body else "") + "steps:\n" + snippet(kind, ids, checkpoints, 2, live)
-    indent = steps_indent(text)
-    end = len(lines)
-    for j in range(start + 1, len(lines)):
-        line = lines[j]
-        if _TOP_KEY.match(line) and not (indent == 0 and line.startswith("- ")):
-            end = j
+    indent = 2                          # the step list's items' indentation (2: an empty list)
+    for line in lines[start + 1:]:
+        m = _ITEM.match(line)
+        if m:
+            indent = len(m.group(1))
             break
+        if _TOP_KEY.match(line):
+            break
+    end = next((j for j in range(start + 1, len(lines)) if _TOP_KEY.match(lines[j])
+                and not (indent == 0 and lines[j].startswith("- "))), len(lines))
     while end > start + 1 and not lines[end - 1].strip():
         end -= 1
     new = snippet(kind, ids, checkpoints, indent, live).rstrip("\n").split("\n")

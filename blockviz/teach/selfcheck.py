@@ -69,11 +69,7 @@ def parse_ids(text: str) -> tuple[int, ...]:
 def hit_blocks(ops: Iterable[tuple]) -> tuple[int, ...]:
     """The blocks a step's admissions hit: those ``touch`` took (a lookup whose allocation then
     failed hits nothing — the request keeps waiting)."""
-    out: list[int] = []
-    for op in ops:
-        if op.kind == "touch":
-            out += [b for b in op.block_ids if b not in out]
-    return tuple(sorted(out))
+    return tuple(sorted({b for op in ops if op.kind == "touch" for b in op.block_ids}))
 
 
 def questions(timeline) -> tuple[str, ...]:

@@ -180,7 +180,7 @@ def _every_panel(tl, lang):
             out.append(hash_table_html(v.hash_table, labels=labels, state=v, lang=lang))
             out.append(requests_html(s, lang=lang))
             if v.op is not None:
-                out.append(pseudocode_html(v.op, lang=lang))
+                out.append(pseudocode_html(v.op))
     return "\n".join(out)
 
 
