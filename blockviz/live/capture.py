@@ -53,16 +53,12 @@ class CaptureWriter:
                   "replay": replay, "started": time.time(), **extra}
         self._f.write(json.dumps({"header": header}) + "\n")
         self._f.flush()
-        self.count = 0
 
     def write(self, src: str, frames: list[bytes], t: float | None = None) -> None:
-        if src not in SOURCES:
-            raise ValueError(f"src must be one of {SOURCES}, not {src!r}")
         line = {"src": src, "t": time.time() if t is None else t,
                 "frames": [base64.b64encode(bytes(f)).decode("ascii") for f in frames]}
         self._f.write(json.dumps(line) + "\n")
         self._f.flush()
-        self.count += 1
 
     def close(self) -> None:
         if not self._f.closed:
@@ -81,11 +77,8 @@ class CaptureReader:
     path, or a binary file object (an upload held in memory)."""
 
     def __init__(self, path: str | Path | IO[bytes]) -> None:
-        if hasattr(path, "readline"):
-            self.path, self._f = None, path
-        else:
-            self.path = Path(path)
-            self._f = open(self.path, "rb")  # noqa: SIM115 - closed when iteration ends
+        # a path is opened here and closed when iteration ends
+        self._f = path if hasattr(path, "readline") else open(path, "rb")  # noqa: SIM115
         self.header: dict | None = None
         self.bad_lines: list[BadLine] = []
         self._lineno = 0

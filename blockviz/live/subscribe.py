@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import zmq
 
 from blockviz.live.capture import CaptureWriter, Received
-from blockviz.live.endpoints import MAX_DP_RANKS
 from blockviz.live.stream import MAX_PENDING, Reduction
 from blockviz.live.wire import END_SEQ, seq_frame
 
@@ -66,8 +65,6 @@ class LiveSession:
                  replay: str | None = None, dp_ranks: int = 1, record: str | None = None,
                  replay_timeout_s: float = REPLAY_TIMEOUT_S,
                  max_message_bytes: int = MAX_MESSAGE_BYTES, **limits) -> None:
-        if not 1 <= dp_ranks <= MAX_DP_RANKS:
-            raise ValueError(f"--dp-ranks must be from 1 to {MAX_DP_RANKS}")
         self.replay, self.replay_timeout_s = replay, replay_timeout_s
         self.max_message_bytes, self.max_replay = max_message_bytes, MAX_PENDING + 1
         self.red = Reduction(replay=bool(replay), **limits)
@@ -183,21 +180,19 @@ class LiveSession:
                     frames = sock.recv_multipart(zmq.NOBLOCK)
                 except zmq.Again:
                     break
-                t = time.time()
-                if src == "replay":
-                    if frames and frames[0] == b"":
-                        frames = frames[1:]   # the DEALER's empty delimiter
-                    rp = self._replays.get(rank)
-                    if rp is not None:
-                        rp.replies += 1
-                        rp.last = time.monotonic()
-                    out.append((src, rank, frames, t))
-                    if (len(frames) == 3 and len(frames[1]) == 8
-                            and int.from_bytes(frames[1], "big", signed=True) == END_SEQ):
-                        self._drop_replay(rank)     # done: the marker ends it
-                        break
-                else:
-                    out.append((src, rank, frames, t))
+                if src == "replay" and frames and frames[0] == b"":
+                    frames = frames[1:]   # the DEALER's empty delimiter
+                out.append((src, rank, frames, time.time()))
+                if src != "replay":
+                    continue
+                rp = self._replays.get(rank)
+                if rp is not None:
+                    rp.replies += 1
+                    rp.last = time.monotonic()
+                if (len(frames) == 3 and len(frames[1]) == 8
+                        and int.from_bytes(frames[1], "big", signed=True) == END_SEQ):
+                    self._drop_replay(rank)     # done: the marker ends it
+                    break
         return out
 
     def handle(self, msgs: list) -> int:

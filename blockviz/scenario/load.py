@@ -164,12 +164,9 @@ class _Builder:
                 path = open_[-1].path + (len(items),)
                 mark = event.start_mark
                 marks.setdefault(path, (mark.line + 1, mark.column + 1))
-                if event.implicit[0] and _DECIMAL.fullmatch(value):
-                    items.append(int(value))
-                else:
-                    value = self.scalar(event, path)
-                    if self.deferred is None:
-                        items.append(value)
+                value = self.scalar(event, path)
+                if self.deferred is None:
+                    items.append(value)
                 continue
             self.event(event)
         if self.deferred is not None:
