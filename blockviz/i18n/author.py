@@ -64,7 +64,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "reference": ("Every field of the format, generated from its JSON Schema.",
                   "格式里的每个字段，由 JSON Schema 生成。"),
     "reference_tab": ("Format reference", "格式参考"),
-    "ref_field": ("field", "字段"),
     "ref_type": ("type", "类型"),
     "ref_default": ("default", "默认值"),
     "ref_required": ("required", "必填"),

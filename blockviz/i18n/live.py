@@ -203,7 +203,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "lv_tenant_both": ("LoRA {lora}, cache_salt {salt}", "LoRA {lora}，cache_salt {salt}"),
     "lv_blocks": ("{n} blocks", "{n} 块"),
     "lv_copies": ("{n} in two blocks", "{n} 个存在两个块里"),
-    "lv_new": ("new", "新"),
     "lv_parent_gone": ("parent not cached", "父块未缓存"),
     "lv_parent_unknown": ("place in the chain unknown", "在链中的位置未知"),
     "lv_node_title": ("{first} … {last}: stored at seq {seq}, {kind}, {bs}-token blocks",

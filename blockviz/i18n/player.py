@@ -120,7 +120,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "layer": ("layer", "层"),
     "kv_head": ("KV head", "KV 头"),
     "k_or_v": ("K or V", "K 还是 V"),
-    "payload_block": ("block", "块"),
     "payload_of": ("block {b} · layer {l} · head {h} · {kv}", "块 {b} · 第 {l} 层 · 头 {h} · {kv}"),
     "payload_written": ("K/V written in this step: block(s) {ids}", "本步写入 K/V 的块：{ids}"),
     "no_payload_model": ("This scenario runs without KV payloads (config.model is null): there are no "
@@ -144,7 +143,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "no_scenarios": ("No built-in scenarios were found in scenarios/.", "scenarios/ 里没有找到内置场景。"),
 
     # self-check (blockviz.teach.selfcheck)
-    "sc_nothing": ("(none)", "（无）"),
     "sc_queue_right": ("Right: after this step the free queue reads {q} (head first).",
                        "答对了：这一步之后空闲队列是 {q}（从队首起）。"),
     "sc_queue_wrong": ("Not quite: after this step the free queue reads {q} (head first); you said {a}.",
@@ -332,7 +330,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "preempt_id": ("Running request to preempt", "要抢占的运行中请求"),
     "no_running": ("No request is running.", "没有运行中的请求。"),
     "no_live": ("Every request has finished.", "所有请求都已结束。"),
-    "step_n": ("Iterations", "迭代次数"),
     "fork_scenario_title": ("{title} — fork at step {k}", "{title} —— 从第 {k} 步分叉"),
     "fork_summary": ("Forked from “{title}” ({id}) at step {k}; the steps after it were added by "
                      "hand.",

@@ -293,7 +293,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "capt_window_first": ("From request", "从第几个请求"),
     "capt_window_first_help": ("The window starts at this request (1 = the first of the file).",
                                "窗口从这个请求开始（1 = 文件中的第一个）。"),
-    "capt_window_size": ("Requests", "请求数"),
     "capt_window_empty": ("Every request of this window is larger than the player's pool ({blocks} "
                           "blocks): pick a larger point or other requests.",
                           "这个窗口中的每个请求都比播放器的块池（{blocks}"

@@ -110,7 +110,7 @@ def warn_html(message: str) -> str:
 def _fields_table(fields, lang: str) -> str:
     if not fields:
         return ""
-    head = (f'<tr><th>{esc(t("ref_field", lang))}</th><th>{esc(t("ref_type", lang))}</th>'
+    head = (f'<tr><th>{esc(t("err_path", lang))}</th><th>{esc(t("ref_type", lang))}</th>'
             f'<th>{esc(t("ref_default", lang))}</th></tr>')
     rows = []
     for f in fields:

@@ -157,7 +157,7 @@ class _Words:
 
     def __init__(self, lang: str) -> None:
         self.blocks, self.copies = t("lv_blocks", lang), t("lv_copies", lang)
-        self.new = esc(t("lv_new", lang))
+        self.new = esc(t("sl_new", lang))
         self.gone, self.unknown = esc(t("lv_parent_gone", lang)), esc(t("lv_parent_unknown", lang))
         self.title = t("lv_node_title", lang)
         self.more = t("lv_more_blocks", lang)

@@ -123,7 +123,7 @@ def default_question(timeline, index: int) -> str:
 
 # -- grading (plain values) ---------------------------------------------------------------
 def _ids(ids: Sequence[int], lang: str) -> str:
-    return " ".join(map(str, ids)) if ids else t("sc_nothing", lang)
+    return " ".join(map(str, ids)) if ids else t("none", lang)
 
 
 def grade_queue(answer: Sequence[int], want: Sequence[int], lang: str) -> tuple[bool, str, list[str]]:

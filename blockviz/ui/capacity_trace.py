@@ -488,7 +488,7 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
         first = st.number_input(t("capt_window_first", lang), 1, task.limit, 1, step=1,
                                 key="w_capt_window_first", help=t("capt_window_first_help", lang))
     with cols[3]:
-        size = st.number_input(t("capt_window_size", lang), 1, PLAYER_MAX_WINDOW, 6, step=1,
+        size = st.number_input(t("capt_gen_requests", lang), 1, PLAYER_MAX_WINDOW, 6, step=1,
                                key="w_capt_window_size")
     with cols[4]:
         clicked = st.button(t("open_in_player", lang), key="b_capt_open_player", type="primary",

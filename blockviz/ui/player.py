@@ -307,7 +307,7 @@ def _payload(run: data.PlayerRun, cursor: int, lang: str) -> None:
     ss["w_pl_block"] = max(1, min(int(ss["w_pl_block"]), n_blocks - 1))
     c1, c2, c3, c4 = st.columns([1.3, 1, 1, 1.2])
     with c1:
-        st.number_input(t("payload_block", lang), min_value=1, max_value=max(1, n_blocks - 1), step=1,
+        st.number_input(t("block", lang), min_value=1, max_value=max(1, n_blocks - 1), step=1,
                         key="w_pl_block")
     with c2:
         st.selectbox(t("layer", lang), list(range(shape.num_layers)), key="w_pl_layer")

@@ -250,7 +250,7 @@ def fork_panel(run: data.PlayerRun, fork: Fork, lang: str) -> None:
             c2.multiselect(t("decode_requests", lang), running, key="w_fk_dreq",
                            placeholder=t("no_running", lang) if not running else "")
         elif kind == "step":
-            st.number_input(t("step_n", lang), 1, 100, 1, key="w_fk_steps", width=200)
+            st.number_input(t("decode_steps", lang), 1, 100, 1, key="w_fk_steps", width=200)
         elif kind == "finish":
             if ss.get("w_fk_fin") and not set(ss["w_fk_fin"]) <= set(live):
                 ss["w_fk_fin"] = [r for r in ss["w_fk_fin"] if r in live]
@@ -409,7 +409,7 @@ def selfcheck_panel(run: data.PlayerRun, cursor: int, lang: str) -> None:
         elif not few:                         # ids typed
             st.text_input(label, key=widget)
         elif kind in ("hits", "window"):        # a set of blocks
-            st.multiselect(label, list(range(1, n)), key=widget, placeholder=t("sc_nothing", lang))
+            st.multiselect(label, list(range(1, n)), key=widget, placeholder=t("none", lang))
         else:                                 # one block or none: victim, evict
             none = t("sc_none_option" if kind == "victim" else "sc_none_option_evict", lang)
             st.selectbox(label, [None] + list(range(1, n)), key=widget,
