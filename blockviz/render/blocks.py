@@ -15,8 +15,7 @@ from blockviz.teach.selfcheck import next_marks
 TOKENS_ON_CARD = 8
 
 # the dense view's legend: (colour, i18n key) per kind of block, from the style table
-CATEGORY_KINDS = ("null", "free", "free_cached", "used", "used_cached")
-CATEGORIES = tuple((BLOCK_KINDS[k].cell, BLOCK_KINDS[k].key) for k in CATEGORY_KINDS)
+CATEGORIES = tuple((style.cell, style.key) for style in BLOCK_KINDS.values())
 
 
 def legend_item(key: str, cls: str, lang: str) -> str:

@@ -307,18 +307,13 @@ def rates_svg(history, now: float, lang: str) -> str:
 
 
 def counters_html(red, now: float, lang: str) -> str:
-    ranks = list(red.ranks.values())
-    stored = sum(rs.state.stored for rs in ranks)
-    removed = sum(rs.state.removed for rs in ranks)
-    cleared = sum(rs.state.cleared for rs in ranks)
     recent = [b for b in red.history if now - b.t < RATE_AVG_S]
-    st_rate = sum(b.stored for b in recent) / RATE_AVG_S
-    rm_rate = sum(b.removed for b in recent) / RATE_AVG_S
-    cards = [("lv_cached", f"{red.cached():,}", ""),
-             ("lv_stored", f"{stored:,}", t("lv_per_s", lang, v=f"{st_rate:.1f}")),
-             ("lv_removed", f"{removed:,}", t("lv_per_s", lang, v=f"{rm_rate:.1f}")),
-             ("lv_cleared", f"{cleared:,}", ""),
-             ("lv_batches", f"{red.batches:,}", t("lv_events_n", lang, n=f"{red.events:,}"))]
+    cards = [("lv_cached", f"{red.cached():,}", "")]
+    for k in ("stored", "removed", "cleared"):     # every rank's count; the last seconds' rate
+        rate = f"{sum(getattr(b, k) for b in recent) / RATE_AVG_S:.1f}"
+        cards.append((f"lv_{k}", f"{sum(getattr(rs.state, k) for rs in red.ranks.values()):,}",
+                      t("lv_per_s", lang, v=rate) if k != "cleared" else ""))
+    cards.append(("lv_batches", f"{red.batches:,}", t("lv_events_n", lang, n=f"{red.events:,}")))
     return '<div class="bvl-cards">' + "".join(
         f'<div class="bvl-card" data-counter="{key[3:]}"><div class="bvl-cv">{esc(v)}</div>'
         f'<div class="bvl-cl">{esc(t(key, lang))}</div><div class="bvl-cs">{esc(sub)}</div></div>'

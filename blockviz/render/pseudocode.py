@@ -283,12 +283,11 @@ def _op_line(op, lang: str, labels, vocab, block_size: int, refs: list[int]) -> 
         return (f"_maybe_evict_cached_block({_ids([op.block_id])})",
                 esc(t("ol_evict", lang, label=labels(op.block_hash))))
     if k == "cache":
-        pairs = ", ".join(f'{_ids([b])}→<b class="bv-hl">{esc(labels(h))}</b>'
-                          for b, h in zip(op.block_ids, op.hashes))
+        eff = ", ".join(f'{_ids([b])}→<b class="bv-hl">{esc(labels(h))}</b>'
+                        for b, h in zip(op.block_ids, op.hashes))
         masked = getattr(op, "masked", ())
-        eff = pairs
         if masked:
-            eff += (" · " if pairs else "") + _chips_in("ol_cache_masked", lang, "ids", masked)
+            eff += (" · " if eff else "") + _chips_in("ol_cache_masked", lang, "ids", masked)
         return f"cache_full_blocks({rid})", eff
     if k == "admit":
         ext = op.external_hit_tokens

@@ -23,13 +23,11 @@ def _cell(b: int, state, labels: HashLabels, to_head: Collection[int], to_tail: 
     h = state.block_hash[b]
     cls = ["bv-q"] + [c for c, on in (("bv-cached", h is not None), ("bv-victim", victim),
                                       ("bv-evict-next", evict)) if on]
+    end = "head" if b in to_head else "tail" if b in to_tail else None    # where it went this step
     mark = ""
-    if b in to_head:
-        cls.append("bv-to-head")
-        mark = f'<span class="bv-qm">{esc(t("to_head", lang))}</span>'
-    elif b in to_tail:
-        cls.append("bv-to-tail")
-        mark = f'<span class="bv-qm">{esc(t("to_tail", lang))}</span>'
+    if end:
+        cls.append(f"bv-to-{end}")
+        mark = f'<span class="bv-qm">{esc(t(f"to_{end}", lang))}</span>'
     label = esc(labels(h)) if h is not None else ""
     return (f'<span class="{" ".join(cls)}" data-block="{b}"><span class="bv-qh">{label}</span>'
             f'<span class="bv-qid">{b}</span>{mark}</span>')

@@ -316,8 +316,7 @@ def text_names(text: str) -> tuple[list[str], list[str], list[str]]:
     """(request ids, checkpoint names, ids not finished by a ``finish`` step) as far as the text
     says, read line by line: it need not be valid (the insert buttons follow the text being
     written, not its last valid version)."""
-    found = sorted([(m.start(), m.group(1)) for m in _ARRIVE_ID.finditer(text)]
-                   + [(m.start(), m.group(1)) for m in _BLOCK_ID.finditer(text)])
+    found = sorted((m.start(), m.group(1)) for rx in (_ARRIVE_ID, _BLOCK_ID) for m in rx.finditer(text))
     ids = list(dict.fromkeys(rid for _, rid in found))
     cps = list(dict.fromkeys(m.group(1) for m in _CHECKPOINT.finditer(text)))
     finished: set[str] = set()

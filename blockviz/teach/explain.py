@@ -3,8 +3,9 @@ its detail (``blockviz.i18n.explain``'s templates), in English and 中文. The t
 the board's request panel say the same sentences."""
 from __future__ import annotations
 
-from blockviz.i18n import id_list, t, tn
+from blockviz.i18n import t
 from blockviz.sim.explain import KEYS
+from blockviz.teach.narrate import blocks_text
 
 # the categories in the order a prompt's tokens meet them (a lookup walks from the start)
 TOKEN_ORDER = ("hit", "external_hit", "window", "evicted", "different_key", "cold", "skipped",
@@ -27,8 +28,7 @@ def split_sentences(split, lang: str) -> list[tuple[str, str]]:
             pass
         elif cat == "hit":
             ids = [i for *_, d in segs for i in (d or {}).get("block_ids", ())]
-            out.append((cat, t("xs_hit", lang, n=n,
-                               blocks=tn("nr_blocks", len(ids), lang, ids=id_list(ids)))))
+            out.append((cat, t("xs_hit", lang, n=n, blocks=blocks_text(ids, lang))))
         elif cat == "external_hit":
             out.append((cat, t("xs_external_hit", lang, n=n, medium=segs[0][3]["medium"])))
         elif cat == "partial_block" and n == 1:
@@ -53,8 +53,7 @@ def split_sentences(split, lang: str) -> list[tuple[str, str]]:
                 k = sum(b - a for a, b, _ in items)
                 ids = [d["block_id"] for _, _, d in items]
                 out.append((cat, t(f"xs_evicted_{cause}", lang, n=k, req=req, s=s, t=at,
-                                   taker=taker or "?",
-                                   blocks=tn("nr_Blocks", len(ids), lang, ids=id_list(ids)))))
+                                   taker=taker or "?", blocks=blocks_text(ids, lang, "nr_Blocks"))))
         elif cat == "different_key":
             d = next((d for *_, d in segs if d and "which" in d), {})
             which = t("x_and", lang).join(t(f"xw_{w}", lang) for w in d.get("which", ())) or "?"
@@ -73,7 +72,7 @@ def split_sentences(split, lang: str) -> list[tuple[str, str]]:
         if cached:
             ids = [d["cached_in_block"] for *_, d in cached]
             out.append((cat, t("xs_behind_miss", lang, n=sum(b - a for a, b, *_ in cached),
-                               blocks=tn("nr_blocks", len(ids), lang, ids=id_list(ids)))))
+                               blocks=blocks_text(ids, lang))))
     return out
 
 

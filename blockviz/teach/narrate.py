@@ -13,7 +13,7 @@ from blockviz.scenario.tokens import Vocabulary
 from blockviz.teach.labels import HashLabels, token_text
 
 
-def _blocks(ids: Sequence[int], lang: str, key: str = "nr_blocks") -> str:
+def blocks_text(ids: Sequence[int], lang: str, key: str = "nr_blocks") -> str:
     return tn(key, len(ids), lang, ids=id_list(ids))
 
 
@@ -37,7 +37,7 @@ def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block
     k = op.kind
     if k == "lookup" and labels.hybrid:
         rid, n, spb = op.request_id, op.num_hit_tokens, op.shared_prefix_boundary
-        text = (t("nr_lookup_groups", lang, rid=rid, n=n, blocks=_blocks(op.block_ids, lang)) if n
+        text = (t("nr_lookup_groups", lang, rid=rid, n=n, blocks=blocks_text(op.block_ids, lang)) if n
                 else t("nr_lookup_groups_miss", lang, rid=rid))
         if spb > n:
             text += t("nr_lookup_short", lang, rid=rid, n=n, spb=spb)
@@ -48,7 +48,7 @@ def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block
         if not hits:
             text = t("nr_lookup_miss", lang, rid=rid)
         else:
-            text = t("nr_lookup_hit", lang, rid=rid, k=len(hits), blocks=_blocks(hits, lang),
+            text = t("nr_lookup_hit", lang, rid=rid, k=len(hits), blocks=blocks_text(hits, lang),
                      n=len(hits) * block_size if block_size else "?")
         if block_size and len(hits) == limit // block_size and n_hashes > len(hits):
             text += t("nr_lookup_capped", lang, limit=limit)
@@ -61,7 +61,7 @@ def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block
                       total=op.blocks_needed + op.watermark_blocks)
         return text
     if k == "touch":
-        text = t("nr_touch", lang, blocks=_blocks(op.block_ids, lang))
+        text = t("nr_touch", lang, blocks=blocks_text(op.block_ids, lang))
         removed = op.removed_from_queue
         if removed:
             text += tn("nr_touch_free", len(removed), lang, ids=id_list(removed))
@@ -72,15 +72,15 @@ def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block
             return tn("nr_skipped_hit", n, lang, rid=op.request_id, n=n)
         kind = "chunk" if labels.groups[op.group].type == "chunked_local_attention" else "window"
         return tn(f"nr_skipped_{kind}", len(op.block_ids), lang, rid=op.request_id,
-                  blocks=_blocks(op.block_ids, lang), slots=id_list(op.block_indices))
+                  blocks=blocks_text(op.block_ids, lang), slots=id_list(op.block_indices))
     if k == "cache":
         masked = getattr(op, "masked", ())
         if not op.block_ids:
-            return tn("nr_cache_masked", len(masked), lang, blocks=_blocks(masked, lang))
-        text = tn("nr_cache", len(op.block_ids), lang, blocks=_blocks(op.block_ids, lang),
+            return tn("nr_cache_masked", len(masked), lang, blocks=blocks_text(masked, lang))
+        text = tn("nr_cache", len(op.block_ids), lang, blocks=blocks_text(op.block_ids, lang),
                   hashes=", ".join(labels(h) for h in op.hashes))
         if masked:
-            text += t("nr_cache_also_masked", lang, blocks=_blocks(masked, lang))
+            text += t("nr_cache_also_masked", lang, blocks=blocks_text(masked, lang))
         return text
     if k == "admit":
         ext = op.external_hit_tokens
@@ -116,7 +116,8 @@ def _describe(op, lang: str, labels: HashLabels, vocab: Vocabulary | None, block
         return k
     fields = {"rid": getattr(op, "request_id", None), "bid": getattr(op, "block_id", None)}
     if hasattr(op, "block_ids"):
-        fields.update(blocks=_blocks(op.block_ids, lang), Blocks=_blocks(op.block_ids, lang, "nr_Blocks"))
+        fields.update(blocks=blocks_text(op.block_ids, lang),
+                      Blocks=blocks_text(op.block_ids, lang, "nr_Blocks"))
     if hasattr(op, "block_hash"):
         fields["label"] = labels(op.block_hash)
     return t(f"nr_{k}", lang, **fields)
@@ -175,7 +176,7 @@ def _writes(ops: Sequence, lang: str, labels: HashLabels) -> str:
     for o in ops:
         positions.update(range(o.position, o.position + len(o.token_ids)))
         per_group.setdefault(o.group, []).append(o.block_id)
-    where = ", ".join(t("nr_writes_where", lang, g=g, blocks=_blocks(ids, lang))
+    where = ", ".join(t("nr_writes_where", lang, g=g, blocks=blocks_text(ids, lang))
                       for g, ids in sorted(per_group.items()))
     return tn("nr_writes_groups", len(positions), lang, rid=first.request_id, n=len(positions),
               where=where)

@@ -31,6 +31,7 @@ import random
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import IO
 
 from blockviz.i18n import texts
@@ -81,11 +82,7 @@ class _Ids:
         """The hash ids of a prompt of ``total`` tokens made of ``runs``; the ids in ``reuse``
         are known to be its first blocks (an earlier prompt it starts with)."""
         ids = list(reuse)
-        starts = []
-        pos = 0
-        for _, _, length in runs:
-            starts.append(pos)
-            pos += length
+        starts = list(accumulate((length for _, _, length in runs), initial=0))[:-1]   # where each run starts
         parent = ids[-1] if ids else -1
         for j in range(len(ids), -(-total // TRACE_BLOCK_TOKENS)):
             lo, hi = j * TRACE_BLOCK_TOKENS, min(total, (j + 1) * TRACE_BLOCK_TOKENS)
