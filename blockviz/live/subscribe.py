@@ -109,11 +109,12 @@ class LiveSession:
         return s
 
     # -- replay -------------------------------------------------------------------------------------
-    def request_replay(self, rank: int, from_seq: int) -> bool:
+    def _request(self, rank: int, from_seq: int) -> None:
         """Ask rank ``rank``'s replay socket for every buffered batch from ``from_seq`` on (a fresh
-        DEALER: replies to an abandoned request cannot mix in). False without a replay socket."""
+        DEALER: replies to an abandoned request cannot mix in), the rank's live batches held until
+        it ends. Nothing without a replay socket."""
         if not self.replay:
-            return False
+            return
         self._drop_replay(rank)
         s = self._socket(zmq.DEALER)
         s.connect(offset_endpoint_port(self.replay, rank))
@@ -121,7 +122,7 @@ class LiveSession:
         self._replays[rank] = _Replay(s, time.monotonic())
         self._socket_rank[s] = ("replay", rank)
         self.poller.register(s, zmq.POLLIN)
-        return True
+        self.red.rank(rank).seq.expect_replay()
 
     def _drop_replay(self, rank: int) -> None:
         old = self._replays.pop(rank, None)
@@ -159,10 +160,6 @@ class LiveSession:
         self.ctx.term()
 
     # -- receiving ----------------------------------------------------------------------------------
-    def _request(self, rank: int, seq: int) -> None:
-        if self.request_replay(rank, seq):
-            self.red.rank(rank).seq.expect_replay()
-
     def pump(self, timeout_s: float = 0.1) -> int:
         """Receive for up to ``timeout_s`` and handle what came."""
         return self.handle(self.receive(timeout_s))
