@@ -25,8 +25,7 @@ class ChatTrace:
     path: str
     name: str
     block_size: int
-    limit: int
-    requests: int
+    limit: int                   # the first requests of the trace replayed
     pool_blocks: int
     free_order: str
 
@@ -34,7 +33,7 @@ class ChatTrace:
         def progress(done: int, total: int) -> None:
             report(done=done, total=total, runs=2)
         return chat_report(self.path, name=self.name, block_size=self.block_size, limit=self.limit,
-                           requests=self.requests, pool_blocks=self.pool_blocks, free_order=self.free_order,
+                           requests=self.limit, pool_blocks=self.pool_blocks, free_order=self.free_order,
                            progress=progress)
 
 
@@ -45,8 +44,7 @@ def box(trace, sweep, lang: str) -> None:
     st.caption(t("chat_intro", lang))
     pool = int(ss.get(capacity_curve.W_POOL) or 1)
     order = ss.get("w_capt_order") or "split"
-    task = ChatTrace(trace.path, trace.name, sweep.task.block_size, sweep.task.limit, sweep.task.limit, pool,
-                     order)
+    task = ChatTrace(trace.path, trace.name, sweep.task.block_size, sweep.task.limit, pool, order)
     if st.button(t("chat_run", lang, pool=f"{pool:,}", order=t(f"cap_order_{order}", lang)),
                  key="b_capt_chats", icon=":material/forum:"):
         jobs.start(session.CAPT_CHAT_JOB, task, trace.name, lang)
