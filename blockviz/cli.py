@@ -131,14 +131,15 @@ def _declared_engine_steps(step) -> int:
 
 class _Ticker:
     """A line of progress on stderr: on a terminal one line redrawn in place (at most 4 times a
-    second); elsewhere (``--progress`` into a log) a line a second."""
+    second); elsewhere (``--progress`` into a log) a line a second; not ``shown``: never (it
+    still keeps count, for the error of a run that runs out of memory)."""
 
-    def __init__(self, lang: str, stream=None) -> None:
+    def __init__(self, lang: str, stream=None, shown: bool = True) -> None:
         import time
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.lang = lang
-        self.every = 0.25 if self.tty else 1.0
+        self.every = (0.25 if self.tty else 1.0) if shown else float("inf")
         self.clock = time.monotonic
         self.start = self.last = self.clock()
         self.drawn = False
@@ -160,8 +161,8 @@ class RunProgress(_Ticker):
     """A long run's progress: events and engine steps done, the rate, and what is left (events,
     and the engine steps the file declares)."""
 
-    def __init__(self, loaded, lang: str = "en", stream=None) -> None:
-        super().__init__(lang, stream)
+    def __init__(self, loaded, lang: str = "en", stream=None, shown: bool = True) -> None:
+        super().__init__(lang, stream, shown)
         steps = loaded.scenario.steps
         self.kinds = [s.kind or "note" for s in steps]
         self.declared = [_declared_engine_steps(s) for s in steps]
@@ -219,22 +220,15 @@ def _run(args, *, stop: bool = True):
     loaded = _load(args.file)
     limit = getattr(args, "time_limit", None)       # --time-limit: the budget's wall time
     budget = RUN_BUDGET if limit is None else replace(RUN_BUDGET, seconds=limit)
-    done = [0]
-    shown = RunProgress(loaded, getattr(args, "lang", "en")) if _progress_wanted(args) else None
-
-    def progress(k: int, n: int) -> None:
-        done[0] = k
-        if shown is not None:
-            shown.event(k, n)
-
+    wanted = _progress_wanted(args)
+    progress = RunProgress(loaded, getattr(args, "lang", "en"), shown=wanted)
     try:
         engine, timeline = run(loaded, payloads=not getattr(args, "no_payloads", False),
-                               device=getattr(args, "device", None), progress=progress,
-                               budget=budget, watch=None if shown is None else shown.watch)
+                               device=getattr(args, "device", None), progress=progress.event,
+                               budget=budget, watch=progress.watch if wanted else None)
     except MemoryError:
-        raise _out_of_memory(loaded, done[0] + 1, "ran out of memory") from None
-    if shown is not None:
-        shown.done()
+        raise _out_of_memory(loaded, progress.events + 1, "ran out of memory") from None
+    progress.done()
     if stop and timeline.error is not None:
         raise timeline.error
     return loaded, engine, timeline
@@ -245,19 +239,12 @@ def cmd_json(args) -> int:
     of one step whatever their number, and the first bytes come out at once."""
     from blockviz.sim.contract import write_timeline
     loaded, engine, timeline = _run(args)
-    at = [0]
-    writing = _JsonProgress(len(timeline), getattr(args, "lang", "en")) if _progress_wanted(args) else None
-
-    def on_step(k: int) -> None:
-        at[0] = k
-        if writing is not None:
-            writing(k)
-
+    writing = _JsonProgress(len(timeline), getattr(args, "lang", "en"), shown=_progress_wanted(args))
     try:
         write_timeline(sys.stdout.write, loaded.scenario.id, engine, timeline,
-                       frames=not args.no_frames, indent=args.indent, on_step=on_step)
+                       frames=not args.no_frames, indent=args.indent, on_step=writing)
     except MemoryError:
-        raise _out_of_memory(loaded, at[0], "ran out of memory while writing its JSON") from None
+        raise _out_of_memory(loaded, writing.at, "ran out of memory while writing its JSON") from None
     sys.stdout.write("\n")
     return 0
 
@@ -265,11 +252,13 @@ def cmd_json(args) -> int:
 class _JsonProgress(_Ticker):
     """The JSON's writing, like a run's progress: steps written, rate, time left."""
 
-    def __init__(self, total: int, lang: str, stream=None) -> None:
-        super().__init__(lang, stream)
+    def __init__(self, total: int, lang: str, stream=None, shown: bool = True) -> None:
+        super().__init__(lang, stream, shown)
         self.total = total
+        self.at = 0                                # steps written
 
     def __call__(self, k: int) -> None:
+        self.at = k
         self.tick(lambda now: self.line(k, now))
 
     def line(self, k: int, now: float) -> str:
