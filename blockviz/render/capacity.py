@@ -245,10 +245,10 @@ def reading(points: Sequence[Point], ceiling: float | None = None) -> Reading:
     evict = {o: {p.pool_blocks: p.evictions for p in ps} for o, ps in groups.items()}
     both = [s for s in sizes if all(s in rate[o] for o in rate)]
 
-    def from_on(ok) -> int | None:
-        """The smallest size from which on ``ok(size)`` holds for every larger size too."""
+    def from_on(ok, sizes=both) -> int | None:
+        """The smallest of ``sizes`` from which on ``ok(size)`` holds for every larger one too."""
         found = None
-        for s in reversed(both):
+        for s in reversed(sizes):
             if not ok(s):
                 break
             found = s
@@ -257,13 +257,7 @@ def reading(points: Sequence[Point], ceiling: float | None = None) -> Reading:
     no_evict = from_on(lambda s: all(evict[o][s] == 0 for o in evict))
     meet = (from_on(lambda s: abs(rate["split"][s] - rate["append"][s]) <= SAME)
             if {"split", "append"} <= set(rate) else None)
-    reach = {}
-    for o, r in rate.items():
-        reach[o] = None
-        for s in sorted(r, reverse=True):
-            if r[s] < ceiling - SAME:
-                break
-            reach[o] = s
+    reach = {o: from_on(lambda s, r=r: r[s] >= ceiling - SAME, sorted(r)) for o, r in rate.items()}
     gap = None
     if {"split", "append"} <= set(rate):
         s = max(both, key=lambda s: rate["split"][s] - rate["append"][s], default=None)

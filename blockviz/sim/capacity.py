@@ -148,9 +148,6 @@ class Tally:
 
 def counted(items: Iterable, progress: Progress | None) -> Iterator:
     """The items, with ``progress(n)`` told every :data:`PROGRESS_EVERY` of them and at the end."""
-    if progress is None:
-        yield from items
-        return
     tally = Tally(progress)
     for item in items:
         yield item
@@ -283,7 +280,7 @@ class _EveryKeyCached:
 
 
 def ceiling_groups(trace: Iterable[TraceRequest], *, block_size: int, kv_cache_groups: Sequence,
-                   progress: Progress | None = None, on_request: PerRequest | None = None) -> dict:
+                   progress: Progress | None = None) -> dict:
     """A hybrid model's ceiling: an infinite pool, the same groups and rules as
     :func:`replay_sequence`. Nothing is evicted, so the state is the set of keys each group has
     cached: per request, the lookup of vLLM's coordinator (its reconciliation over the
@@ -300,11 +297,9 @@ def ceiling_groups(trace: Iterable[TraceRequest], *, block_size: int, kv_cache_g
              enumerate(zip(specs, coordinator.single_type_managers))]
     keys = cached.keys
     queries = hits = limited = 0
-    for i, req in enumerate(counted(_requests(trace, block_size, False), progress)):
+    for req in counted(_requests(trace, block_size, False), progress):
         n = req.num_tokens
         _, num_hit, uncached = coordinator.find_longest_cache_hit(req.block_hashes, n - 1)
-        if on_request is not None:
-            on_request(i, num_hit, True)
         boundary = num_hit + uncached if uncached else 0
         queries += n
         hits += num_hit
@@ -329,15 +324,15 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
     request had in trace block ``j`` (a request with sub-block ``k`` full has ``0..k-1`` full
     too), so memory is one entry per distinct 512-token prefix block whatever ``block_size``
     (per vLLM block when one holds several of the trace's blocks). ``on_request(i, hit_tokens,
-    True)`` after each request, as :func:`replay_sequence`'s. With a hybrid model's
-    ``kv_cache_groups``: :func:`ceiling_groups`."""
+    True)`` after each request, as :func:`replay_sequence`'s (one group only). With a hybrid
+    model's ``kv_cache_groups``: :func:`ceiling_groups`."""
     check_block_size(block_size)
     if kv_cache_groups:
         return ceiling_groups(trace, block_size=block_size, kv_cache_groups=kv_cache_groups,
-                              progress=progress, on_request=on_request)
+                              progress=progress)
     seen: dict[bytes, int] = {}
-    queries = hits = count = 0
-    for r in counted(_checked(trace, block_size), progress):
+    queries = hits = 0
+    for i, r in enumerate(counted(_checked(trace, block_size), progress)):
         n = r.input_length
         limit = (n - 1) // block_size
         hit = 0
@@ -349,11 +344,11 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
                 counting = before >= full
             if full > before:
                 seen[key] = full
+        hit = min(hit, limit) * block_size
         queries += n
-        hits += min(hit, limit) * block_size
+        hits += hit
         if on_request is not None:
-            on_request(count, min(hit, limit) * block_size, True)
-        count += 1
+            on_request(i, hit, True)
     return {"queries": queries, "hits": hits}
 
 
@@ -675,9 +670,8 @@ def replay_scenario(scenario, *, pool_blocks: int, free_order: str,
     config = scenario.config.model_copy(update={"num_blocks": pool_blocks, "free_order": free_order,
                                                 "model": None})
     s, error = scenario_stats(scenario.model_copy(update={"config": config}), progress=progress)
-    return {"pool_blocks": pool_blocks, "queries": s["queries"], "hits": s["hits"],
-            "preempted_queries": s["preempted_queries"], "preempted_hits": s["preempted_hits"],
-            "preemptions": s["preemptions"], "evictions": s["evictions"], "error": error}
+    del s["largest_request_blocks"]
+    return {"pool_blocks": pool_blocks, **s, "error": error}
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from blockviz.scenario.trace import iter_trace
 from blockviz.sim.capacity import ceiling, replay_sequence
+from blockviz.sim.sweep import running_total
 
 MAX_CHATS = 200          # the conversations a report lists (the most turns first)
 Progress = Callable[..., None]
@@ -30,36 +31,26 @@ def chat_report(source, *, block_size: int, pool_blocks: int, free_order: str = 
     at this pool size, 0 when the request was refused; ``best``: with an infinite cache), and the
     totals over first and later turns. ``progress(done=, total=)`` over the two passes
     (``requests``: how many the trace holds, up to ``limit``)."""
-    chat_id, parent, turn, kind, at, tokens, line = [], [], [], [], [], [], []
+    chat_id, parent, turns = [], [], []
     for r in iter_trace(source, name=name, limit=limit, block_size=block_size):
-        line.append(r.line)
         c = r.chat
         chat_id.append(None if c is None else c.chat_id)
         parent.append(-1 if c is None else c.parent_chat_id)
-        turn.append(1 if c is None else c.turn)
-        kind.append("" if c is None else c.type)
-        at.append(r.timestamp / 1000.0)
-        tokens.append(r.input_length)
-    n = len(tokens)
-    total = 2 * max(n, requests)
-    done = [0]
+        turns.append({"line": r.line, "turn": 1 if c is None else c.turn, "type": "" if c is None else c.type,
+                      "at_s": r.timestamp / 1000.0, "tokens": r.input_length, "hit": 0, "best": 0})
+    n = len(turns)
+    advance = running_total(progress and (lambda done, total: progress(done=done, total=total)),
+                            2 * max(n, requests))
 
-    def advance(k: int) -> None:
-        done[0] = min(total, done[0] + k)
-        if progress is not None:
-            progress(done=done[0], total=total)
-
-    hit, best = [0] * n, [0] * n
-
-    def keep(into: list[int]):
+    def keep(field: str):
         def on_request(i: int, hits: int, admitted: bool) -> None:
-            into[i] = hits
+            turns[i][field] = hits
         return on_request
     point = replay_sequence(iter_trace(source, name=name, limit=limit), block_size=block_size,
                             pool_blocks=pool_blocks, free_order=free_order, progress=advance,
-                            on_request=keep(hit))
+                            on_request=keep("hit"))
     ceiling(iter_trace(source, name=name, limit=limit), block_size=block_size, progress=advance,
-            on_request=keep(best))
+            on_request=keep("best"))
     index = {c: i for i, c in enumerate(chat_id) if c is not None}
     root = list(range(n))
     for i in range(n):
@@ -70,20 +61,17 @@ def chat_report(source, *, block_size: int, pool_blocks: int, free_order: str = 
     for i in range(n):
         members.setdefault(root[i], []).append(i)
     def lost(m: list[int]) -> int:
-        return sum(best[i] - hit[i] for i in m if best[i] > hit[i])
+        return sum(max(0, turns[i]["best"] - turns[i]["hit"]) for i in m)
     chains = sorted((m for m in members.values() if len(m) > 1), key=lambda m: (-lost(m), -len(m), m[0]))
-    chats = []
-    for m in chains[:MAX_CHATS]:
-        chats.append({"chat_id": chat_id[m[0]], "lost": lost(m), "turns": [
-            {"line": line[i], "turn": turn[i], "type": kind[i], "at_s": at[i], "tokens": tokens[i],
-             "hit": hit[i], "best": best[i]} for i in m]})
-    later = [i for i in range(n) if root[i] != i]
-    first = [i for i in range(n) if root[i] == i]
+    chats = [{"chat_id": chat_id[m[0]], "lost": lost(m), "turns": [turns[i] for i in m]}
+             for m in chains[:MAX_CHATS]]
+    later = [turns[i] for i in range(n) if root[i] != i]
+    first = [turns[i] for i in range(n) if root[i] == i]
     return {"pool_blocks": pool_blocks, "free_order": free_order, "block_size": block_size,
             "requests": n, "conversations": len(chains), "point": point, "chats": chats,
-            "first": _sums(first, tokens, hit, best), "later": _sums(later, tokens, hit, best)}
+            "first": _sums(first), "later": _sums(later)}
 
 
-def _sums(ids: list[int], tokens, hit, best) -> dict:
-    return {"requests": len(ids), "tokens": sum(tokens[i] for i in ids),
-            "hit": sum(hit[i] for i in ids), "best": sum(best[i] for i in ids)}
+def _sums(turns: list[dict]) -> dict:
+    return {"requests": len(turns), "tokens": sum(x["tokens"] for x in turns),
+            "hit": sum(x["hit"] for x in turns), "best": sum(x["best"] for x in turns)}

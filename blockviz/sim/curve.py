@@ -64,12 +64,13 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable, Iterable
+from itertools import accumulate
 
 from blockviz.scenario.trace import TraceRequest, check_block_size, check_trace, iter_trace
 from blockviz.sim.capacity import KNEE_FRACTION, OptionError, Progress, counted, geometric_sizes, hit_rate
 from blockviz.sim.explain_trace import add_explain
 from blockviz.sim.optimal import add_optimal
-from blockviz.sim.sweep import SweepResult, check_pools
+from blockviz.sim.sweep import SweepResult, check_pools, running_total
 
 _C, _D, _E = 0, 1, 2     # interval states: canonical, canonical + duplicates, explicit
 
@@ -293,36 +294,7 @@ class _Pass:
         runs: list[list[int]] = []
         parent = -1
         covered = 0
-        if per == 1 and group == 1:   # one hash block, one block: its trie node
-            last = self.last
-            get = trie.get
-            add = tids.append
-            ids = hash_ids[:F]
-            y0 = start = -1
-            for h in ids:             # the path's blocks seen before: runs by their last accessor
-                key = parent << 53 | h
-                u = get(key)
-                if u is None:
-                    break
-                y = last[u]
-                if y != y0:
-                    if y0 >= 0:
-                        runs.append([y0, start, covered])
-                    y0, start = y, covered
-                covered += 1
-                last[u] = r
-                add(u)
-                parent = u
-            if y0 >= 0:
-                runs.append([y0, start, covered])
-            n = len(last)
-            for h in ids[covered:]:   # new blocks: new trie nodes
-                trie[parent << 53 | h] = parent = n
-                add(n)
-                n += 1
-            last.extend([r] * (F - covered))
-            return tids, runs, covered
-        if per == 1:                  # a block = `group` hash blocks: keyed by the last one's node
+        if per == 1:                  # a block = `group` (>= 1) hash blocks: keyed by the last one's node
             last = self.last
             seen = True
             end = group - 1
@@ -839,11 +811,8 @@ class SequenceCurve:
         self.requests = len(ps.lengths)
         blocks = sorted(ps.lengths)                  # (B, n, F) per request
         self._B = [b for b, _, _ in blocks]
-        self._cum_n = [0]
-        self._cum_F = [0]
-        for _, n, f in blocks:
-            self._cum_n.append(self._cum_n[-1] + n)
-            self._cum_F.append(self._cum_F[-1] + f)
+        self._cum_n = [0, *accumulate(n for _, n, _ in blocks)]
+        self._cum_F = [0, *accumulate(f for _, _, f in blocks)]
         # the hits in blocks: piecewise linear; at each breakpoint x, its value and slope
         jumps, slopes = ps.jumps, ps.slopes
         xs, vals, sl = [], [], []
@@ -981,12 +950,7 @@ def curve_sweep(traces, *, block_size: int, pool_blocks, free_orders=("split",),
     extents = [check_trace(t, block_size=block_size, limit=limit) for t in traces]
     check_pools(pool_blocks, extents, block_size)        # as the sweep refuses them
     total = sum(e["requests"] for e in extents) * len(free_orders)
-    done = [0]
-
-    def advance(n: int) -> None:
-        done[0] = min(done[0] + n, total)
-        progress(done[0], total)
-
+    advance = running_total(progress, total)
     if progress is not None:
         progress(0, total)
     reports = []
@@ -1043,19 +1007,13 @@ def curve_report(source, *, block_size: int, requests: int, free_orders=("split"
     start = time.perf_counter()
     check_block_size(block_size)
     total = requests * (len(free_orders) + (sizes + len(free_orders) if optimal else 0))
-    done = [0]
-
-    def advance(n: int, **where) -> None:
-        done[0] = min(done[0] + n, total)
-        if progress is not None:
-            progress(done=done[0], total=total, **where)
-
+    advance = running_total(progress and (lambda done, total: progress(done=done, total=total, phase="curve",
+                                                                       order=order)), total)
     curves = {}
-    for order in free_orders:
-        advance(0, phase="curve", order=order)
+    for order in free_orders:     # (the order ``advance`` tells is this one's)
+        advance(0)
         curves[order] = curve_sequence(iter_trace(source, name=name, limit=limit, block_size=block_size),
-                                       block_size=block_size, free_order=order,
-                                       progress=lambda n, o=order: advance(n, phase="curve", order=o))
+                                       block_size=block_size, free_order=order, progress=advance)
     first = curves[free_orders[0]]
     lo, hi = max(1, first.largest), max(1, first.working_set)
     ceiling = first.ceiling()
@@ -1075,11 +1033,11 @@ def curve_report(source, *, block_size: int, requests: int, free_orders=("split"
                         "ceiling": c.ceiling(), "points": [c.point(n) for n in chosen],
                         "curve": {"xs": xs, "vals": vals, "slopes": slopes, "knee": knees[order]}})
     if optimal and skipped is None:     # Belady's MIN: a pass per size, the size counted from 1
-        base, per = done[0], max(1, first.requests)
-        total = base + first.requests * len(chosen)
+        base, per = min(total, len(curves) * first.requests), max(1, first.requests)
         add_optimal(reports, [source], block_size=block_size, limit=limit, name=name,
-                    progress=lambda d, _: advance(base + d - done[0], phase="optimal", size=-(-d // per),
-                                                  of=len(chosen)))
+                    progress=progress and (lambda d, t: progress(done=base + d, total=base + t,
+                                                                 phase="optimal", size=-(-d // per),
+                                                                 of=len(chosen))))
     add_explain(reports, [source], block_size=block_size, limit=limit, name=name)  # one more pass
     return {"reports": reports, "largest": lo, "working_set": hi, "queries": ceiling["queries"],
             "full_blocks": blocks, "sizes": chosen, "optimal_skipped": skipped,

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from blockviz.scenario.trace import TraceRequest, check_block_size
 from blockviz.sim.capacity import Tally, block_keys
+from blockviz.sim.sweep import running_total
 
 NEVER = 1 << 62
 
@@ -113,18 +114,14 @@ def add_optimal(reports: list[dict], traces: Sequence[str], *, block_size: int,
     ``name``: what a lone trace is called (an upload's name tells a Bailian trace's hash block)."""
     from blockviz.scenario.trace import iter_trace
     per_trace = len(reports) // max(1, len(traces))
-    done, total = [0], 0
+    total = 0
     plans = []
     for k, trace in enumerate(traces):
         mine = reports[k * per_trace:(k + 1) * per_trace]
         pools = sorted({p["pool_blocks"] for rep in mine for p in rep["points"]})
         plans.append((trace, mine, pools))
         total += (mine[0]["requests"] if mine else 0) * len(pools)
-
-    def advance(n: int) -> None:
-        done[0] = min(done[0] + n, total)
-        progress(done[0], total)
-
+    advance = running_total(progress, total)
     for trace, mine, pools in plans:
         best = optimal_hits(iter_trace(trace, name=name, limit=limit, block_size=block_size),
                             block_size=block_size, pool_blocks=pools,

@@ -221,6 +221,19 @@ EXECUTORS: dict[str, type] = {"local": LocalExecutor, "ray": RayExecutor}
 
 
 # -- the sweep --------------------------------------------------------------------------------
+def running_total(progress: Callable[[int, int], None] | None, total: int) -> Progress:
+    """A :data:`Progress` (n more done) that tells ``progress(done, total)`` the running total,
+    never past ``total``: how a sweep's parts report as one piece of work."""
+    done = 0
+
+    def add(n: int) -> None:
+        nonlocal done
+        done = min(done + n, total)
+        if progress is not None:
+            progress(done, total)
+    return add
+
+
 class PoolTooLarge(OptionError):
     """A pool size past every block the trace could ever hold (it would replay exactly as that
     many, after allocating the rest for nothing)."""
@@ -262,18 +275,10 @@ def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
     sizes = {t: e["requests"] for t, e in extents.items()}
     check_pools(pool_blocks, extents.values(), block_size, len(model_groups(hybrid) or ()) or 1)
     total = sum(sizes[t.trace] for t in tasks)
-    done = 0
-
-    def step(n: int) -> None:
-        nonlocal done
-        done += n
-        if progress is not None:
-            progress(min(done, total), total)
-
     start = time.perf_counter()
     if progress is not None:
         progress(0, total)
-    results = (executor or LocalExecutor()).run(tasks, step)
+    results = (executor or LocalExecutor()).run(tasks, running_total(progress, total))
     if progress is not None:
         progress(total, total)
     reports = []
