@@ -163,19 +163,15 @@ class _Generator:
         w = self.w
         if self.open and (self.rng.random() < 0.7 or len(self.open) >= w.max_live):
             i = self.rng.randrange(len(self.open))
-            conv = self.open[i]
-            runs, total, ids, out_len, turns = conv
+            runs, total, ids, out_len, turns = self.open.pop(i)
             # The whole previous turn: its prompt, then its reply; then the new message.
             new = runs + [self.fresh(out_len), self.fresh(self.around(w.new_tokens))]
             runs, ids, out = self.finish(new, ids[:total // TRACE_BLOCK_TOKENS])
-            if turns + 1 >= w.max_turns:
-                self.open.pop(i)
-            else:
-                conv[:] = [runs, sum(r[2] for r in runs), ids, out, turns + 1]
-            return runs, ids, out
-        runs, ids, out = self.req_shared_prefix()      # a new conversation's first turn
-        if w.max_turns > 1:
-            self.open.append([runs, sum(r[2] for r in runs), ids, out, 1])
+        else:
+            i, turns = len(self.open), 0
+            runs, ids, out = self.req_shared_prefix()      # a new conversation's first turn
+        if turns + 1 < w.max_turns:                        # open still, in its place
+            self.open.insert(i, [runs, sum(r[2] for r in runs), ids, out, turns + 1])
         return runs, ids, out
 
     def req_random(self):

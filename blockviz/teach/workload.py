@@ -105,10 +105,6 @@ class _Generator:
         self.prompt_len[rid] = sum(_part_len(p, self.prompt_len) for p in prompt)
         return rid
 
-    def finish(self, rid: str) -> None:
-        self.live.remove(rid)
-        self.steps.append({"finish": rid})
-
     def shared(self, rid: str, name: str, tokens: int,
                parent: tuple[str, int] | None = None) -> list[dict]:
         """Prompt parts for request ``rid`` that start with the shared part ``name`` (``tokens``
@@ -152,7 +148,8 @@ class _Generator:
             rid = self.rng.choice(self.live)
         else:
             rid = self.live[0]
-        self.finish(rid)
+        self.live.remove(rid)
+        self.steps.append({"finish": rid})
         conv = self.conversation_of.pop(rid, None)
         if conv is not None and conv in self.talking:
             self.idle.append(conv)   # its user may come back with another turn
@@ -184,16 +181,15 @@ class _Generator:
             last, turns = self.talking[conv]
             # The whole previous turn: its prompt and the reply it got before it finished.
             rid = self.arrive(self.new_id(), [{"same_as": last}, {"random": self.fresh()}])
-            if turns + 1 >= w.max_turns:
+            turns += 1
+            if turns >= w.max_turns:
                 del self.talking[conv]   # its last turn: it leaves when that one finishes
-            else:
-                self.talking[conv] = (rid, turns + 1)
-                self.conversation_of[rid] = conv
-            return
-        conv = self.num_conversations
-        self.num_conversations += 1
-        rid = self.arrive_shared_prefix()       # a new conversation's first turn
-        self.talking[conv] = (rid, 1)
+                return
+        else:
+            conv, turns = self.num_conversations, 1
+            self.num_conversations += 1
+            rid = self.arrive_shared_prefix()       # a new conversation's first turn
+        self.talking[conv] = (rid, turns)
         self.conversation_of[rid] = conv
 
     def arrive_random(self) -> None:
