@@ -68,8 +68,7 @@ def _hover(lang: str, tokens: bool) -> str:
 
 
 def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float | None = None,
-                    block_size: int | None = None, bytes_per_token: int | None = None,
-                    height: int | None = None) -> go.Figure:
+                    block_size: int | None = None, bytes_per_token: int | None = None) -> go.Figure:
     """Hit rate (0..1, shown in %) against capacity: one trace per free order; x in pool blocks,
     or in tokens when ``block_size`` is given. With a ``ceiling`` (an infinite pool's hit rate, a
     trace's) it is drawn as a dashed level, each order's knee (:func:`blockviz.sim.capacity.knee_of`)
@@ -98,12 +97,8 @@ def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float
                     yanchor="top", align="right")
     else:
         top = max([ceiling] + [max(tr.y) for tr in held]) * 1.15
-        knees = []
-        for ps in groups.values():
-            k = knee_of(ps, ceiling)
-            if k is not None:
-                p = next(p for p in ps if p.pool_blocks == k)
-                knees.append((k * scale, p.hit_rate))
+        knees = [(p.pool_blocks * scale, p.hit_rate) for p in reading(points, ceiling).knee.values()
+                 if p is not None]
         for x, y in knees:
             fig.add_trace(go.Scatter(
                 x=[x], y=[y], mode="markers", showlegend=False, hoverinfo="skip",
@@ -117,7 +112,7 @@ def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float
                            yanchor="bottom", text=t("capt_ceiling_mark", lang, rate=pct(ceiling)),
                            font=dict(size=13, color=MUTED), bgcolor=VEIL)
     fig.update_layout(
-        height=height or (380 if ceiling is None else 420), margin=dict(l=10, r=10, t=10, b=10),
+        height=380 if ceiling is None else 420, margin=dict(l=10, r=10, t=10, b=10),
         hovermode="closest", legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, font=dict(size=14)),
         xaxis=_x_axis(points, lang, block_size, bytes_per_token),
         yaxis=dict(title=t("cap_axis_hit", lang), tickformat=".0%", rangemode="tozero",

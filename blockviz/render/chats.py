@@ -23,16 +23,12 @@ def chat_option(chat: dict, lang: str) -> str:
              tokens=f"{sum(x['tokens'] for x in turns):,}", lost=f"{chat['lost']:,}")
 
 
-def _label(x: dict, start: float, lang: str) -> str:
-    return t("chat_turn", lang, turn=x["turn"], type=x["type"], at=f"{x['at_s'] - start:,.1f}",
-             line=x["line"])
-
-
 def turn_figure(chat: dict, lang: str = "en") -> go.Figure:
     """One bar per turn (the first at the top): hit, lost to eviction, new, in prompt tokens."""
     turns = chat["turns"]
     start = turns[0]["at_s"]
-    labels = [_label(x, start, lang) for x in turns]
+    labels = [t("chat_turn", lang, turn=x["turn"], type=x["type"], at=f"{x['at_s'] - start:,.1f}",
+                line=x["line"]) for x in turns]
     values = {"hit": [x["hit"] for x in turns],
               "lost": [max(0, x["best"] - x["hit"]) for x in turns],
               "new": [x["tokens"] - max(x["best"], x["hit"]) for x in turns]}

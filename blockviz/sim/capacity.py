@@ -51,6 +51,7 @@ one-group replay's, unchanged.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
@@ -790,9 +791,9 @@ class KVShape:
             return t("kv_dense", lang, layers=self.layers, per=per)
         kinds = " + ".join(t(f"kv_kind_{k.type}", lang, n=k.layers, size=f"{k.size:,}" if k.size else "")
                            for k in self.mix)
-        by_kind: dict[str, int] = {}        # one entry a kind, whatever its windows
+        by_kind: Counter[str] = Counter()        # one entry a kind, whatever its windows
         for kind, _, n in self.group_counts():
-            by_kind[kind] = by_kind.get(kind, 0) + n
+            by_kind[kind] += n
         groups = t("sep_items", lang).join(t(f"kv_groups_{kind}", lang, n=n) for kind, n in by_kind.items())
         pad = t("kv_padding", lang, n=self.padding_layers) if self.padding_layers else ""
         return t("kv_hybrid", lang, layers=self.layers, kinds=kinds, size=self.group_size,
@@ -800,11 +801,8 @@ class KVShape:
 
     def group_counts(self) -> list[tuple[str, int | None, int]]:
         """(group type, its window or chunk size, how many groups) in vLLM's order."""
-        out: dict[tuple, int] = {}
-        for g in self.kv_cache_groups:
-            key = (g.type, g.size)
-            out[key] = out.get(key, 0) + 1
-        return [(kind, size, n) for (kind, size), n in out.items()]
+        counts = Counter((g.type, g.size) for g in self.kv_cache_groups)
+        return [(kind, size, n) for (kind, size), n in counts.items()]
 
 
 def _mix(*kinds: tuple) -> tuple[LayerKind, ...]:

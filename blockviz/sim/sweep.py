@@ -246,7 +246,6 @@ class PoolTooLarge(OptionError):
 def check_pools(pool_blocks: Sequence[int], extents, block_size: int, groups: int = 1) -> None:
     """PoolTooLarge for a pool no trace could fill (each extent from :func:`check_trace` with the
     block size; a hybrid model's ``groups`` each hold a copy)."""
-    extents = list(extents)
     widest = max(extents, key=lambda e: e["most_blocks"])
     for p in pool_blocks:
         if p > groups * widest["most_blocks"]:
@@ -272,9 +271,8 @@ def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
                  mode=mode, limit=limit, options=options, model=model, name=name)
     hybrid = tasks[0].model if tasks else None
     extents = {str(t): check_trace(t, name=name, block_size=block_size, limit=limit) for t in traces}
-    sizes = {t: e["requests"] for t, e in extents.items()}
     check_pools(pool_blocks, extents.values(), block_size, len(model_groups(hybrid) or ()) or 1)
-    total = sum(sizes[t.trace] for t in tasks)
+    total = sum(extents[t.trace]["requests"] for t in tasks)
     start = time.perf_counter()
     if progress is not None:
         progress(0, total)
@@ -287,7 +285,7 @@ def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
         for order in free_orders:
             points = [r for t, r in zip(tasks, results)
                       if t.trace == trace and t.free_order == order and not t.is_ceiling]
-            report = {"requests": sizes[trace], "block_size": block_size, "free_order": order,
+            report = {"requests": extents[trace]["requests"], "block_size": block_size, "free_order": order,
                       "ceiling": dict(ceil), "points": points}
             if mode != "sequence":   # sequence mode's report is run-trace's, exactly
                 report |= {"mode": mode, "options": MODES[mode].defaults | dict(options or {})}
