@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 
+from blockviz.core.hashing import split_block_key
 from blockviz.core.ops import op_to_dict
 from blockviz.sim.metrics import pool_figures
 from blockviz.sim.step import Step
@@ -47,14 +48,12 @@ def kv_cache_dict(engine) -> dict | None:
             "use_eagle": False, "num_gpu_blocks": engine.num_gpu_blocks}
 
 
-def _split(key: bytes | None, groups: int) -> tuple[str | None, int | None]:
-    """(hash hex, group id) of a pool key: with two or more groups a key is the hash with the
-    4-byte group id appended (vLLM's BlockHashWithGroupId)."""
+def _split(key: bytes | None) -> tuple[str | None, int | None]:
+    """(hash hex, group id) of a pool key (``split_block_key``; a bare hash is group 0's)."""
     if key is None:
         return None, None
-    if groups > 1:
-        return key[:-4].hex(), int.from_bytes(key[-4:], "big")
-    return key.hex(), 0
+    h, group = split_block_key(key)
+    return h.hex(), group or 0
 
 
 def step_dict(s: Step, frames: Iterable | None, *, lazy: bool = False, groups: int = 0,
@@ -65,7 +64,7 @@ def step_dict(s: Step, frames: Iterable | None, *, lazy: bool = False, groups: i
     say how full the held blocks are)."""
     blocks = []
     for i, key in enumerate(s.block_hash):
-        h, g = _split(key, groups)
+        h, g = _split(key)
         block = {"id": i, "is_null": i == 0, "ref_cnt": s.ref_cnt[i], "hash": h,
                  "token_ids": list(s.block_tokens[i])}
         if groups:
@@ -73,7 +72,7 @@ def step_dict(s: Step, frames: Iterable | None, *, lazy: bool = False, groups: i
         blocks.append(block)
     hash_table = {}
     for key, ids in s.hash_table:
-        h, g = _split(key, groups)
+        h, g = _split(key)
         hash_table[f"{h}#{g}" if groups > 1 else h] = list(ids)
     note, caption = s.note, s.caption
     event = None if s.event is None else s.event.event_dict()

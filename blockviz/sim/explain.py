@@ -41,6 +41,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from blockviz.sim.oplog import grow
+
 KEYS = ("hit", "external_hit", "last_token", "partial_block", "cold", "evicted", "different_key",
         "window", "skipped")
 EXTERNAL_MEDIUM = "CPU"                          # blockviz's tier (vLLM's OffloadingConnector)
@@ -149,8 +151,7 @@ class Split:
 
     def __init__(self, counts: Sequence[int], segments: Sequence[tuple[int, int, str, Any]],
                  event: int, engine_step: int, num_tokens: int) -> None:
-        ints = array("q", counts)
-        ints.extend((event, engine_step, num_tokens, len(segments)))
+        ints = [*counts, event, engine_step, num_tokens, len(segments)]
         details, ids = [], ()
         for start, end, cat, d in segments:
             if not ids and d is not None and d.keys() == {"block_ids"} \
@@ -161,9 +162,9 @@ class Split:
             else:
                 ref = len(details)
                 details.append(d)
-            ints.extend((start, end, _CATEGORY[cat], ref))
-        ints.extend(ids)
-        self._ints = _narrow(ints)
+            ints += (start, end, _CATEGORY[cat], ref)
+        ints += ids
+        self._ints = grow(array("b"), ints)     # as narrow as its values fit
         self._details = tuple(details) if details else ()
 
     @property
@@ -213,16 +214,6 @@ class Split:
 
     def detail(self) -> list[dict]:
         return [{"start": a, "end": b, "category": c, **(d or {})} for a, b, c, d in self.segments]
-
-
-def _narrow(a: array) -> array:
-    """``a`` in the narrowest signed typecode its values fit."""
-    for code in "bhi":
-        try:
-            return array(code, a)
-        except OverflowError:
-            continue
-    return a
 
 
 @dataclass

@@ -53,14 +53,6 @@ class CachingWindow:
             self.queries -= q
             self.hits -= h
 
-    @property
-    def empty(self) -> bool:
-        return self.requests == 0
-
-    @property
-    def hit_rate(self) -> float:
-        return self.hits / self.queries if self.queries else 0.0
-
 
 @dataclass
 class VllmMetrics:

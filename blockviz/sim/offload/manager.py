@@ -12,7 +12,6 @@ HIT_SOURCE = "host"   # vLLM CacheHitSource.HOST: the CPU tier's hits
 @dataclass
 class _Access:
     """vLLM ``_RequestCacheAccess``: the keys one request observed, head to tail."""
-    generation: int
     keys: list[bytes] = field(default_factory=list)
     seen: set[bytes] = field(default_factory=set)
     inserted: set[bytes] = field(default_factory=set)
@@ -31,13 +30,12 @@ class CPUOffloadingManager:
         self.free_list: list[int] = []
         self.policy = POLICIES[policy](num_chunks)
         self.num_evictable = 0
-        self.generation = 0
         self.events: list[OffloadingEvent] = []
 
     def _access(self, ctx: ReqContext) -> _Access:
         access = ctx.state.get("access")
-        if access is None or access.generation != self.generation:
-            access = ctx.state["access"] = _Access(self.generation)
+        if access is None:
+            access = ctx.state["access"] = _Access()
         return access
 
     def _record_access(self, keys, ctx: ReqContext, reused=()) -> None:
@@ -138,20 +136,13 @@ class CPUOffloadingManager:
 
     def on_request_finished(self, ctx: ReqContext) -> None:
         access = ctx.state.get("access")
-        if access is None or access.generation != self.generation or access.finished:
+        if access is None or access.finished:
             return
         access.finished = True
         keys = list(access.keys)
         if all(k in ctx.positions for k in keys):
             keys.sort(key=ctx.positions.__getitem__)
         self.policy.on_request_finished(keys, access.inserted - access.reused, access.reused, ctx)
-
-    def reset_cache(self) -> None:
-        self.policy.clear()
-        self.generation += 1
-        self.num_evictable = 0
-        self.free_list.clear()
-        self.num_allocated = 0
 
     def take_events(self) -> list[OffloadingEvent]:
         events, self.events = self.events, []

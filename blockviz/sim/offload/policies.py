@@ -3,7 +3,9 @@ lru.py, arc.py): which chunks the tier keeps, and which it evicts first. The man
 (``blockviz.sim.offload.manager``) picks one by name (``POLICIES``) and calls it."""
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 from blockviz.sim.offload.base import ReqContext
 
@@ -31,14 +33,13 @@ class LRUCachePolicy:
         self.ranks: dict[bytes, tuple[int, int]] = {}
         self.evictable: set[bytes] = set()
         self.next_rank = 0
-        self.generation = 0
 
     def _request_rank(self, ctx: ReqContext) -> int:
         rank = ctx.state.get("lru")
-        if rank is None or rank[0] is not self or rank[1] != self.generation:
+        if rank is None or rank[0] is not self:
             self.next_rank += 1
-            rank = ctx.state["lru"] = (self, self.generation, self.next_rank)
-        return rank[2]
+            rank = ctx.state["lru"] = (self, self.next_rank)
+        return rank[1]
 
     def _update_recency(self, keys) -> None:
         for key in keys:
@@ -77,13 +78,6 @@ class LRUCachePolicy:
     def on_request_finished(self, keys: list[bytes], inserted_only: set, reused: set,
                             ctx: ReqContext) -> None:
         self._update_recency(reversed(keys))
-
-    def clear(self) -> None:
-        self.chunks.clear()
-        self.ranks.clear()
-        self.evictable.clear()
-        self.next_rank = 0
-        self.generation += 1
 
     def eviction_order(self) -> list[bytes]:
         """The evictable keys, first evicted first."""
@@ -169,33 +163,17 @@ class ARCCachePolicy:
             elif key in reused and key in self.t2:
                 self.t2[key] = self.t2.pop(key)
 
-    def clear(self) -> None:
-        self.t1.clear()
-        self.t2.clear()
-        self.b1.clear()
-        self.b2.clear()
-        self.target_t1_size = 0.0
-
     def eviction_order(self) -> list[bytes]:
         """The evictable keys in the order evict() would take them one at a time now."""
-        order, t1, t2 = [], [k for k, c in self.t1.items() if c.ref_cnt == 0], \
-            [k for k, c in self.t2.items() if c.ref_cnt == 0]
-        virtual_t1 = len(self.t1)
-        while t1 or t2:
-            if t1 and (virtual_t1 >= int(self.target_t1_size) or not t2):
-                order.append(t1.pop(0))
-                virtual_t1 -= 1
-            else:
-                order.append(t2.pop(0))
-        return order
+        return [key for key, _, _ in self._victims(frozenset())]
 
     @property
     def evictable(self) -> set[bytes]:
         return {k for k, c in self.chunks.items() if c.ref_cnt == 0}
 
-    def evict(self, n: int, protected: set[bytes]) -> list[tuple[bytes, Chunk]] | None:
-        if n == 0:
-            return []
+    def _victims(self, protected: Collection[bytes]) -> Iterator[tuple[bytes, Chunk, bool]]:
+        """The evictable chunks not ``protected``, in the order evict() takes them: (key,
+        chunk, whether from T1)."""
         t1 = iter(self.t1.items())
         t2 = iter(self.t2.items())
         virtual_t1 = len(self.t1)
@@ -206,8 +184,7 @@ class ARCCachePolicy:
                     return key, chunk
             return None
 
-        candidates: list[tuple[bytes, Chunk, bool]] = []
-        for _ in range(n):
+        while True:
             cand = None
             if virtual_t1 >= int(self.target_t1_size):
                 entry = next_candidate(t1)
@@ -221,10 +198,17 @@ class ARCCachePolicy:
             if cand is None:
                 entry = next_candidate(t1)
                 if entry is None:
-                    return None
+                    return
                 cand = (*entry, True)
                 virtual_t1 -= 1
-            candidates.append(cand)
+            yield cand
+
+    def evict(self, n: int, protected: set[bytes]) -> list[tuple[bytes, Chunk]] | None:
+        if n == 0:
+            return []
+        candidates = list(islice(self._victims(protected), n))
+        if len(candidates) < n:
+            return None
         out = []
         for key, chunk, from_t1 in candidates:
             if from_t1:
