@@ -3,7 +3,7 @@
 ``execute`` is the forward pass of one engine step: for every scheduled request it writes the K/V
 of the scheduled tokens into their slots, attends through the request's block table and returns
 the argmax next token. For an admission with a cache hit it also recomputes the whole sequence
-from scratch and reports how far the two last-layer attention outputs differ (a ``HitCheck``).
+from scratch and reports how far the two last-layer attention outputs differ (a ``Verify`` op record).
 """
 from __future__ import annotations
 
@@ -12,20 +12,11 @@ from dataclasses import dataclass
 
 import torch
 
+from blockviz.core.ops import Verify
 from blockviz.kv.model import TinyModel, forward_bytes
 from blockviz.kv.store import PagedKVStore, resolve_device
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-@dataclass(frozen=True)
-class HitCheck:
-    """A cache hit against recomputation, for one admission."""
-    request_id: str
-    hit_tokens: int          # local + external
-    new_tokens: int
-    max_abs_diff: float
-    device: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,13 +85,13 @@ class KVRuntime:
         return t
 
     def execute(self, scheduled, tables, candidates: dict[str, tuple[int, ...]],
-                known_tokens: dict[str, list[int]]) -> tuple[dict[str, int], list[HitCheck]]:
+                known_tokens: dict[str, list[int]]) -> tuple[dict[str, int], list[Verify]]:
         """One forward pass over every scheduled request (positions ``start .. start + n`` of
         ``known_tokens[request id]``): request id -> argmax token among its ``candidates`` for
-        every request that samples, and a HitCheck for every admission that reused cached K/V.
+        every request that samples, and a Verify record for every admission that reused cached K/V.
         ``tables``: per KV-cache group, request id -> block table."""
         out: dict[str, int] = {}
-        checks: list[HitCheck] = []
+        checks: list[Verify] = []
         with torch.no_grad():
             for item in scheduled:
                 rid = item.request.request_id
@@ -128,7 +119,7 @@ class KVRuntime:
                     checks.append(self._check(rid, tokens, item, attn))
         return out, checks
 
-    def _check(self, rid: str, tokens: torch.Tensor, item, attn: torch.Tensor) -> HitCheck:
+    def _check(self, rid: str, tokens: torch.Tensor, item, attn: torch.Tensor) -> Verify:
         if self.guard is not None:
             n = tokens.shape[0]
             self.guard.compute(n)
@@ -136,7 +127,7 @@ class KVRuntime:
         dense = self.model.forward_dense(tokens, self.store.dtype, item.start)
         # Compare as the cache dtype's float32 view of the results.
         diff = (attn.to(torch.float32) - dense.to(torch.float32)).abs().max().item()
-        return HitCheck(rid, item.start, item.num_new_tokens, float(diff), self.device.type)
+        return Verify(rid, item.start, item.num_new_tokens, float(diff), self.device.type)
 
     def summary(self, block_id: int) -> PayloadSummary:
         data = torch.stack([c[:, block_id] for c in self.store.kv_caches])  # [L, 2, bs, H, D]

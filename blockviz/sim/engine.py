@@ -30,7 +30,7 @@ from blockviz.core import (
     SchedulerOutput,
 )
 from blockviz.core.kv_cache_interface import FullAttentionSpec, specs_from_groups
-from blockviz.core.ops import Load, OpList, OpSink, Restart, Rewind, Verify, Write
+from blockviz.core.ops import Load, OpList, OpSink, Restart, Rewind, Write
 from blockviz.core.request import FINISH_ABORT, FINISH_STOP
 from blockviz.core.scheduler import SchedulerConfig
 from blockviz.scenario.schema import ArriveSpec, Scenario
@@ -585,9 +585,8 @@ class Engine:
                 out.scheduled, groups,
                 {s.request.request_id: info[s.request.request_id].candidates for s in out.scheduled},
                 tokens)
-            for c in checks:
-                self._op(Verify(c.request_id, c.hit_tokens, c.new_tokens, c.max_abs_diff,
-                                c.device))
+            for verify in checks:
+                self._op(verify)
         if meta is not None:
             # the worker's wait_for_save: this step's prompt blocks go to the CPU tier; then its
             # report of the jobs done

@@ -83,13 +83,6 @@ class History:
         self.owner_rid: list[str | None] = []
         self.owner_extras: list[tuple | None] = []
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, History):
-            return NotImplemented
-        return all(getattr(self, a) == getattr(other, a) for a in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]
-
     def add(self, key: bytes) -> None:
         if key not in self.index:
             self.index[key] = len(self.closed)

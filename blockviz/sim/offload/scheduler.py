@@ -217,7 +217,6 @@ class OffloadingConnector:
             storable = min(offloadable // bs, len(rs.block_ids), len(rs.offload_keys))
             start = rs.next_stored_chunk_idx
             if storable <= start:
-                rs.next_stored_chunk_idx = max(start, storable)
                 continue
             keys = rs.offload_keys[start:storable]
             got = self.manager.prepare_store(keys, rs.ctx)
@@ -227,8 +226,8 @@ class OffloadingConnector:
             for key in evicted:
                 self.tokens.pop(key, None)
                 self._op(Drop(key))
+            rs.next_stored_chunk_idx = storable
             if not to_store:
-                rs.next_stored_chunk_idx = max(start, storable)
                 continue
             wanted = set(to_store)
             src, ordered, cids = [], [], dict(zip(to_store, chunk_ids, strict=True))
@@ -239,7 +238,6 @@ class OffloadingConnector:
                     src.append(rs.block_ids[i])
                     self.tokens[key] = tuple(req.all_token_ids[i * bs:(i + 1) * bs])
                     self._op(Save(rid, rs.block_ids[i], key))
-            rs.next_stored_chunk_idx = max(start, storable)
             jid = self._new_job_id()
             job = TransferJob(jid, rid, True, ordered, src, [cids[k] for k in ordered],
                               fence_block_ids=list(src))
