@@ -354,8 +354,7 @@ class Timeline:
         if result is not None and result.teaching_only:
             self._teaching.add(index)
         self._stats.append(cap.stats)
-        if cap.vllm_metrics is not None:
-            self._metrics.append(cap.vllm_metrics)
+        self._metrics.append(cap.vllm_metrics)
         for b, summary in (result.payloads.items() if result is not None else ()):
             self._payloads.setdefault(b, []).append((index, summary))
 
@@ -529,8 +528,8 @@ class Timeline:
     def step_stats(self, index: int) -> Stats:
         return self._stats[index]
 
-    def step_vllm_metrics(self, index: int) -> VllmMetrics | None:
-        return self._metrics[index] if self._metrics.n else None
+    def step_vllm_metrics(self, index: int) -> VllmMetrics:
+        return self._metrics[index]
 
     def frames(self, index: int) -> Frames:
         """The op frames inside event ``index``: a Step after each op. A lazy sequence: a frame

@@ -129,18 +129,15 @@ class ARCCachePolicy:
         self.b1.pop(key, None)
         self.b2.pop(key, None)
 
-    def _adapt_to_ghost_hit(self, key: bytes) -> bool:
+    def _adapt_to_ghost_hit(self, key: bytes) -> None:
         if key in self.b1:
             self.target_t1_size = min(self.target_t1_size + max(1, len(self.b2) / len(self.b1)),
                                       self.capacity)
             self.b1[key] = self.b1.pop(key)
-            return True
-        if key in self.b2:
+        elif key in self.b2:
             self.target_t1_size = max(self.target_t1_size - max(1, len(self.b1) / len(self.b2)),
                                       0)
             self.b2[key] = self.b2.pop(key)
-            return True
-        return False
 
     def on_store_miss(self, keys, ctx: ReqContext) -> None:
         for key in reversed(list(keys)):
@@ -152,16 +149,13 @@ class ARCCachePolicy:
     def on_request_finished(self, keys: list[bytes], inserted_only: set, reused: set,
                             ctx: ReqContext) -> None:
         for key in reversed(keys):
-            if key in inserted_only:
-                for d in (self.t1, self.t2):
-                    if key in d:
-                        d[key] = d.pop(key)
-                        break
+            d = self.t1 if key in self.t1 else self.t2 if key in self.t2 else None
+            if d is None:
                 continue
-            if key in reused and key in self.t1:
-                self.t2[key] = self.t1.pop(key)
-            elif key in reused and key in self.t2:
-                self.t2[key] = self.t2.pop(key)
+            if key in inserted_only:        # most recent in its own list
+                d[key] = d.pop(key)
+            elif key in reused:             # most recent in T2
+                self.t2[key] = d.pop(key)
 
     def eviction_order(self) -> list[bytes]:
         """The evictable keys in the order evict() would take them one at a time now."""
