@@ -104,10 +104,9 @@ class Meter:
     one method each). ``held`` callables report bytes held now beyond the fixed part
     (checkpointed blocks, the external tier); ``history`` counts the payload copies kept."""
 
-    def __init__(self, budget: Budget, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, budget: Budget) -> None:
         self.budget = budget
-        self.clock = clock or (lambda: now())
-        self.start = self.clock()
+        self.start = now()
         self.tokens = 0
         self.engine_steps = 0
         self.fixed_bytes = 0
@@ -123,7 +122,7 @@ class Meter:
     # -- time -----------------------------------------------------------------------------
     def tick(self) -> None:
         s = self.budget.seconds
-        if s is not None and self.clock() - self.start > s:
+        if s is not None and now() - self.start > s:
             raise self._refuse("time", f"the run's time budget of {s:g} s ran out during this step")
 
     # -- work -----------------------------------------------------------------------------
