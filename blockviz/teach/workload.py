@@ -34,7 +34,7 @@ from blockviz.i18n import texts
 from blockviz.scenario.load import LoadedScenario, ScenarioError, check_references
 from blockviz.scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario, request_id
 from blockviz.sim.capacity import Point, scenario_stats
-from blockviz.sim.sweep import LocalExecutor, Task
+from blockviz.sim.sweep import LocalExecutor, Task, running_total
 
 KINDS = ("shared_prefix", "multi_turn", "few_shot", "random")
 
@@ -256,14 +256,9 @@ def capacity_plan(scenario: Scenario, pool_sizes: Iterable[int],
     default). ``progress(done, total)`` counts scenario steps over all replays."""
     tasks = [Task("", scenario.config.block_size, size, order, scenario=scenario)
              for size in sorted(set(pool_sizes)) for order in free_orders]
-    total, done = len(scenario.steps) * len(tasks), 0
-
-    def step(n: int) -> None:
-        nonlocal done
-        done += n
-        progress(min(done, total), total)
-
-    results = (executor or LocalExecutor(workers=1)).run(tasks, step if progress is not None else None)
+    total = len(scenario.steps) * len(tasks)
+    results = (executor or LocalExecutor(workers=1)).run(
+        tasks, None if progress is None else running_total(progress, total))
     if progress is not None:
         progress(total, total)
     return [Point.of(r, t.free_order) for t, r in zip(tasks, results)]
