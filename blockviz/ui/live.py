@@ -113,19 +113,35 @@ def page() -> None:
     ss = st.session_state
     asked = st.query_params.get("recording")  # /live?recording=NAME: one the server was started with
     names = [p.name for p in server]
-    if asked is not None and asked in names:
-        ss[W_SOURCE], ss[W_RP_SERVER] = "recording", names.index(asked)
+    # The source switch and the server's recordings box are created with the value they show as
+    # their default, on every run (the URL's ask, else the session's value, else the start value),
+    # not written into session state first: Streamlit sends a written value to the browser on that
+    # run only, and a browser that drew the next run without having kept it (a language switch
+    # within half a second of opening the page) showed the widget's own default instead.
+    shown = {W_SOURCE: ss.get(W_SOURCE, "recording" if server else "live"),
+             W_RP_SERVER: ss.get(W_RP_SERVER, 0)}
+    written = set()
+    if asked is not None and asked in names:          # the URL's ask wins over the session's
+        for key, value in ((W_SOURCE, "recording"), (W_RP_SERVER, names.index(asked))):
+            if ss.get(key, value) != value:
+                # The widget is on the page with another value, and the browser holds it too: a
+                # default would not move it, only a value written into session state is sent for
+                # the browser to take (this run; the next ones carry it as the default). Streamlit
+                # warns of a widget with a default and a written value: none on this run.
+                ss[key] = value
+                written.add(key)
+            shown[key] = value
     lang = page_top()
-    st.session_state.setdefault(W_SOURCE, "recording" if server else "live")
-    source = st.session_state[W_SOURCE]
+    source = shown[W_SOURCE]
     intro = t("lv_intro" if source == "live" else "rp_intro", lang)
     st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("lv_title", lang))}</div>'
             f'<div class="bv-small">{theme.esc(intro)}</div></div>')
     source = st.segmented_control(t("lv_source", lang), ("live", "recording"), key=W_SOURCE,
-                                  required=True, format_func=lambda s: t(f"lv_source_{s}", lang),
+                                  default=None if W_SOURCE in written else source, required=True,
+                                  format_func=lambda s: t(f"lv_source_{s}", lang),
                                   label_visibility="collapsed")
     if source == "recording":
-        recording(lang)
+        recording(lang, None if W_RP_SERVER in written else shown[W_RP_SERVER])
         return
     specs = endpoints.allowed()
     cols = st.columns([3, 2, 1])
@@ -200,16 +216,18 @@ def _made(rec, lang: str, lesson: str | None):
     return made[2]
 
 
-def recording(lang: str) -> None:
+def recording(lang: str, server_default: int | None) -> None:
     """The recording's controls in the sidebar (the file, the words, the export), the board under
-    the page's title: it gets the screen's height."""
+    the page's title: it gets the screen's height. ``server_default``: the server's recording the
+    box is created with as its default (see page(); None: the box's first option, none)."""
     ss = st.session_state
     server = lreplay.server_recordings()
     with st.sidebar:
         chosen = None
         if server:
-            ss.setdefault(W_RP_SERVER, 0)
-            chosen = st.selectbox(t("rp_server", lang), [None, *range(len(server))], key=W_RP_SERVER,
+            options = [None, *range(len(server))]
+            chosen = st.selectbox(t("rp_server", lang), options, key=W_RP_SERVER,
+                                  index=options.index(server_default),
                                   format_func=lambda i: t("rp_server_none", lang) if i is None
                                   else server[i].name, help=t("rp_server_help", lang))
         f = st.file_uploader(t("rp_upload", lang), type=["jsonl", "json", "txt"], key=W_UPLOAD,
