@@ -73,7 +73,7 @@ def test_the_window_keeps_about_the_last_thousand_requests_in_whole_steps():
         w.observe(NS(reset=False, requests=req, queries=q, hits=h))
     assert (w.requests, w.queries, w.hits) == (5, 50, 0)    # a step of 5 is kept whole
     w.observe(NS(reset=True, requests=0, queries=0, hits=0))
-    assert (w.requests, w.queries, w.hits) == (0, 0, 0) and not w.queue   # a reset empties it
+    assert w.empty and w.hit_rate == 0.0
 
 
 def test_usage_counts_held_blocks_and_beside_it_the_cached_free_ones():

@@ -30,7 +30,8 @@ MAX_RECENT_REQUESTS = 1000      # vLLM's CachingMetrics default (stats.py:47)
 
 @dataclass
 class CachingWindow:
-    """vLLM's ``CachingMetrics`` (stats.py:39-117): (requests, queries, hits) of recent updates."""
+    """vLLM's ``CachingMetrics`` (stats.py:39-117): (requests, queries, hits) of recent updates, and
+    its ``empty`` and ``hit_rate`` (tests/core/test_vllm_scheduler.py compares all five with vLLM's)."""
     max_recent_requests: int = MAX_RECENT_REQUESTS
     requests: int = 0
     queries: int = 0
@@ -52,6 +53,14 @@ class CachingWindow:
             self.requests -= r
             self.queries -= q
             self.hits -= h
+
+    @property
+    def empty(self) -> bool:
+        return self.requests == 0
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hits / self.queries if self.queries else 0.0
 
 
 @dataclass
