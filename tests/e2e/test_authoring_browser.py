@@ -164,6 +164,13 @@ def test_self_check_and_try_it_open_beside_the_board(browser, server, screenshot
     assert page.locator(NO_ERROR).count() == 0
     got = page.locator(BOARD).evaluate(WALK, [list(NORMAL), list(FITS_PANELS)])   # the narrower board
     assert got["steps"] == 9 and not got["bad"], got["bad"]            # still fits, every step
+    # The walk ends at the last step, which the board tells Python (debounced): wait for the panel
+    # to follow it before going back, else "Predict step 4" below is still the panel from before
+    # the walk, and the runs for step 8 (a short panel: the wheel then lands on the page below
+    # it and scrolls the page) and step 3 come in while the wheel is turning.
+    at_end = "nothing left to predict" if lang == "en" else "没有可以预测的了"
+    page.locator(SIDE).get_by_text(at_end).wait_for(timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=30_000)
     page.locator(f'{BOARD} .bvb-mk[data-step="3"]').click()            # back to step 3
     page.locator(SIDE).get_by_text(expect).wait_for(timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
