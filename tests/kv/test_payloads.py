@@ -105,7 +105,8 @@ def test_six_blocks_verifies_two_hits(cli, root):
     p = cli("verify", str(root / "scenarios" / "six-blocks.yaml"))
     assert p.returncode == 0, p.stderr
     lines = p.stdout.strip().splitlines()
-    assert lines[-1] == "verified: 2/2 cache hits reproduce recomputation (device: cpu)"
+    device = resolve_device("auto").type   # six-blocks leaves device at auto: cuda where there is one
+    assert lines[-1] == f"verified: 2/2 cache hits reproduce recomputation (device: {device})"
     assert lines[0].startswith("step 2: B: 8 hit tokens") and lines[1].startswith("step 6: C:")
 
 
@@ -183,7 +184,7 @@ def test_external_hits_load_the_bytes_that_were_saved(sync):
     for j, op in enumerate(loads):
         got = engine.kv.store.read_blocks([op.block_id])           # [L, 2, 1, bs, H, D]
         want = saved[req.block_hashes[1 + j]].view(got.shape[0], 2, 1, *got.shape[3:])
-        assert torch.equal(got, want.to(got.dtype)), "loaded bytes equal the saved bytes"
+        assert torch.equal(got, want.to(got.device, got.dtype)), "loaded bytes equal the saved bytes"
     stats = engine.manager.prefix_cache_stats
     ext = engine.scheduler.connector_prefix_cache_stats
     assert ext.hits == 8 and stats.hits == 4
