@@ -9,8 +9,9 @@ bit. On the CPU both are numpy copies of opaque per-block row items (one memcpy 
 paged store moves blocks). A job's chunk ids come in a few runs of consecutive ids — a fresh tier
 hands out one run, and the chunks an eviction frees are the evicted requests' runs — so each run is
 one pass straight between the store and a slice of the pool; only a job scattered over more than
-``MAX_RUNS`` runs takes a gather and a scatter. On CUDA: a gather on the GPU, then one transfer per
-layer and K/V through pinned memory.
+``MAX_RUNS`` runs takes a gather and a scatter. On CUDA: per layer, one gather (or scatter) on the
+GPU, and one transfer per run and K/V straight to (or from) the pinned pool; a scattered job goes
+through a pinned staging copy instead.
 """
 from __future__ import annotations
 
@@ -43,6 +44,16 @@ def _plan(chunk_ids: Sequence[int], block_ids: Sequence[int]) -> tuple:
     bounds = [0, *cuts.tolist(), n]
     starts = c[bounds[:-1]].tolist()
     return [(c0, c0 + hi - lo, b[lo:hi]) for c0, lo, hi in zip(starts, bounds, bounds[1:])], c, b
+
+
+def _spans(runs: list) -> list[tuple[int, int, int, int]]:
+    """Each run of a job as ``(first chunk, end chunk, lo, hi)``: its place in the job's blocks is
+    ``lo:hi``."""
+    spans, lo = [], 0
+    for first, end, _ in runs:
+        spans.append((first, end, lo, lo + end - first))
+        lo += end - first
+    return spans
 
 
 class CPUKVPool:
@@ -83,8 +94,8 @@ class CPUKVPool:
         if not block_ids:
             return
         s = self.store
+        runs, c, b = _plan(chunk_ids, block_ids)
         if self._store_np is not None:
-            runs, c, b = _plan(chunk_ids, block_ids)
             for layer in range(s.num_layers):
                 for kv in (0, 1):
                     src, dst = self._store_np[layer][kv], self._np[layer][kv]
@@ -96,23 +107,27 @@ class CPUKVPool:
                         src.take(blocks, axis=0, out=dst[first:end], mode="clip")
             return
         bidx = torch.as_tensor(list(block_ids), dtype=torch.long, device=s.device)
-        cidx = torch.as_tensor(list(chunk_ids), dtype=torch.long)
-        for layer, rows in enumerate(s.rows_of):
-            for kv in (0, 1):
-                staged = torch.empty((len(block_ids), self.data.shape[-1]), dtype=self.data.dtype,
-                                     pin_memory=True)
-                staged.copy_(rows[kv].index_select(0, bidx), non_blocking=True)
+        for layer, cache in enumerate(s.kv_caches):
+            got = cache.view(2, s.num_blocks, -1).index_select(1, bidx)   # [2, n, row] on the GPU
+            if runs is None:
+                staged = torch.empty(got.shape, dtype=got.dtype, pin_memory=True)
+                staged.copy_(got, non_blocking=True)
                 torch.cuda.current_stream(s.device).synchronize()
-                self.data[layer, kv].index_copy_(0, cidx, staged)
+                self.data[layer].index_copy_(1, torch.from_numpy(c), staged)
+                continue
+            for first, end, lo, hi in _spans(runs):
+                for kv in (0, 1):
+                    self.data[layer, kv, first:end].copy_(got[kv, lo:hi], non_blocking=True)
+        torch.cuda.current_stream(s.device).synchronize()
 
     def load_blocks(self, chunk_ids: Sequence[int], block_ids: Sequence[int]) -> None:
         """CPU chunks -> GPU blocks (a load job)."""
         if not block_ids:
             return
         s = self.store
+        runs, c, b = _plan(chunk_ids, block_ids)
+        s.mark_changed(b)
         if self._store_np is not None:
-            runs, c, b = _plan(chunk_ids, block_ids)
-            s.mark_changed(b)
             for layer in range(s.num_layers):
                 for kv in (0, 1):
                     src, dst = self._np[layer][kv], self._store_np[layer][kv]
@@ -122,11 +137,17 @@ class CPUKVPool:
                     for first, end, blocks in runs:   # the run is a view: one pass
                         dst[blocks] = src[first:end]
             return
-        s.mark_changed(list(block_ids))
         bidx = torch.as_tensor(list(block_ids), dtype=torch.long, device=s.device)
-        cidx = torch.as_tensor(list(chunk_ids), dtype=torch.long)
-        for layer, rows in enumerate(s.rows_of):
-            for kv in (0, 1):
-                staged = self.data[layer, kv].index_select(0, cidx).pin_memory()
-                rows[kv].index_copy_(0, bidx, staged.to(s.device, non_blocking=True))
+        for layer, cache in enumerate(s.kv_caches):
+            rows = cache.view(2, s.num_blocks, -1)
+            if runs is None:
+                for kv in (0, 1):
+                    staged = self.data[layer, kv].index_select(0, torch.from_numpy(c)).pin_memory()
+                    rows[kv].index_copy_(0, bidx, staged.to(s.device, non_blocking=True))
+                continue
+            got = torch.empty((2, len(block_ids), rows.shape[-1]), dtype=rows.dtype, device=s.device)
+            for first, end, lo, hi in _spans(runs):
+                for kv in (0, 1):
+                    got[kv, lo:hi].copy_(self.data[layer, kv, first:end], non_blocking=True)
+            rows.index_copy_(1, bidx, got)
         torch.cuda.current_stream(s.device).synchronize()
