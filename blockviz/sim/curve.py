@@ -493,12 +493,14 @@ def _by_threshold(dead, lo: int, hi: int | None) -> list[tuple]:
     taus = _meta(dead)[1] if dead else ()
     if not taus:
         return [(lo, hi, dead)]
-    bounds = [lo] + [t for t in taus if t > lo and (hi is None or t <= hi)]
-    out = []
-    for j, a in enumerate(bounds):
-        b = bounds[j + 1] - 1 if j + 1 < len(bounds) else hi
-        out.append((a, b, tuple(x if not x[4] else x[:4] + (0,) for x in dead if x[4] <= a)))
-    return out
+    return [(a, b, tuple(x if not x[4] else x[:4] + (0,) for x in dead if x[4] <= a))
+            for a, b in _ranges(lo, hi, taus)]
+
+
+def _ranges(lo: int, hi: int | None, cuts) -> list[tuple[int, int | None]]:
+    """Sizes lo..hi split where each of the sorted sizes ``cuts`` within it begins a part: (a, b)."""
+    bounds = [lo] + [t for t in cuts if t > lo and (hi is None or t <= hi)]
+    return [(a, bounds[j + 1] - 1 if j + 1 < len(bounds) else hi) for j, a in enumerate(bounds)]
 
 
 def _first_size(base: int, above: list[int], start: int, hi: int | None):
@@ -648,7 +650,6 @@ class _Request:
                 thresholds[k] = t
         dd, lv = list(dead), dict(live)
         for v, ks in mine.items():
-            ks.sort(key=lambda k: dead[k][3])             # oldest first
             older = None                                   # where an older copy is in the queue
             first = None
             for k in ks:
@@ -671,13 +672,13 @@ class _Request:
 
     def touched(self, dead, live) -> dict[int, list[int]]:
         """Keys on the request's hit path that have copies older than the one the canonical stack
-        moves: key -> indices of those copies."""
+        moves: key -> indices of those copies, oldest first."""
         by_node = _meta(dead)[2]
         path = self.path_nodes()
         mine: dict[int, list[int]] = {}
         for v in (by_node if len(by_node) < len(path) else path):
             if v in path and v in by_node:
-                older = [k for k in by_node[v] if dead[k][3] < live[v]]
+                older = sorted((k for k in by_node[v] if dead[k][3] < live[v]), key=lambda k: dead[k][3])
                 if older:
                     mine[v] = older
         return mine
@@ -699,16 +700,13 @@ class _Request:
         if not mine:
             return [(lo, hi, dead, live)]
         runs = self.e_runs(segs, dead) if kind == _E else self.canon
-        depth = self.dead_depths(kind, segs, dead)
-        events = []                               # (key, [(threshold, index)] oldest first)
-        for v, ks in mine.items():
-            ks.sort(key=lambda k: dead[k][3])
-            events.append((v, [(depth[k] + q, k) for k in ks]))
-        cuts = sorted({t for _, cs in events for t, _ in cs if t > lo and (hi is None or t <= hi)})
-        bounds = [lo] + cuts
+        ps = self.ps               # each copy's depth, counting every copy above it
+        depth = (_e_dead_depths(segs, dead) if kind == _E else
+                 [ps.w_memo(x[0], ps.memo_before) + k + 1 for k, x in enumerate(dead)])
+        # (key, [(threshold, index)] oldest first)
+        events = [(v, [(depth[k] + q, k) for k in ks]) for v, ks in mine.items()]
         parts = []
-        for j, a in enumerate(bounds):
-            b = bounds[j + 1] - 1 if j + 1 < len(bounds) else hi
+        for a, b in _ranges(lo, hi, sorted({t for _, cs in events for t, _ in cs})):
             dd, lv = list(dead), dict(live)
             for v, cs in events:
                 k = next((k for t, k in cs if t <= a), None)    # the oldest copy in the queue
@@ -720,13 +718,6 @@ class _Request:
                 lv[v] = x[3]
             parts.append((a, b, _sort_dead(dd), lv))
         return parts
-
-    def dead_depths(self, kind, segs, dead) -> list[int]:
-        """Each duplicate's depth, counting every duplicate above it."""
-        if kind != _E:
-            ps = self.ps
-            return [ps.w_memo(x[0], ps.memo_before) + k + 1 for k, x in enumerate(dead)]
-        return _e_dead_depths(segs, dead)
 
     def common(self, y: int) -> int:
         v = self.cps.get(y)
