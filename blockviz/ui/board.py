@@ -26,9 +26,10 @@ PLAYER = "board"          # the player's board (its widget key)
 
 
 @functools.cache
-def _renderer():
-    return st.components.v2.component(NAME, html="", css=rboard.board_css(), js=rboard.asset("board.js"),
-                                      isolate_styles=True)
+def component(name: str, css: Callable[[], str], js: str):
+    """The components-v2 element ``name`` (inline html/css/js: no iframe, nothing fetched), with
+    the stylesheet ``css()`` and the packaged script ``js``; registered once per server process."""
+    return st.components.v2.component(name, html="", css=css(), js=rboard.asset(js), isolate_styles=True)
 
 
 def board_run(run: PlayerRun) -> rboard.BoardRun:
@@ -66,8 +67,9 @@ def show(run: PlayerRun, state: MutableMapping, *, key: str, step: int, frame: i
     data = {"board": _payload(run, step, lang, frame is not None, presenter, speed, url),
             "control": rboard.BoardControl(goto=goto, report=report, answer=answer,
                                            fit=fit).to_dict()}
-    return _renderer()(key=key, data=data, default={"pos": None, "want": None},
-                       on_pos_change=on_pos or (lambda: None), on_want_change=on_want or (lambda: None))
+    return component(NAME, rboard.board_css, "board.js")(
+        key=key, data=data, default={"pos": None, "want": None}, on_pos_change=on_pos or (lambda: None),
+        on_want_change=on_want or (lambda: None))
 
 
 def move(state: MutableMapping, key: str, step: int, frame: int | None, run_key: str) -> None:

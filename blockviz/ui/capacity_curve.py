@@ -8,24 +8,15 @@ Python moves it only by a new ``seq`` (a typed pool, a new sweep), so a rerun ne
 """
 from __future__ import annotations
 
-import functools
-
 import streamlit as st
 
 from blockviz.render import curve as rcurve
-from blockviz.render.board import asset
 from blockviz.ui import state as session
-from blockviz.ui.board import reported
+from blockviz.ui.board import component, reported
 
 NAME = "blockviz_curve"
 KEY = "capt_curve"          # the element's widget key
 W_POOL = "w_capt_pool"      # the marker's pool size (blocks), shared with the player box's input
-
-
-@functools.cache
-def _renderer():
-    return st.components.v2.component(NAME, html="", css=rcurve.curve_css(), js=asset("curve.js"),
-                                      isolate_styles=True)
 
 
 def place(pool: int) -> None:
@@ -57,4 +48,5 @@ def show(sweep, lang: str, bytes_per_token: int | None) -> None:
     if W_POOL not in ss:
         place(rcurve.default_pool(sweep.curve))
     data = rcurve.with_marker(cached[3], ss[W_POOL], ss.get(session.CAPT_MARK_SEQ, 0))
-    _renderer()(key=KEY, data=data, default={"pool": None}, on_pool_change=_released)
+    component(NAME, rcurve.curve_css, "curve.js")(key=KEY, data=data, default={"pool": None},
+                                                  on_pool_change=_released)

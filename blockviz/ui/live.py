@@ -16,7 +16,6 @@ refused with a located message; nothing is written to the server's disk.
 """
 from __future__ import annotations
 
-import functools
 import time
 from pathlib import Path
 
@@ -29,9 +28,10 @@ from blockviz.live.feed import LiveFeed
 from blockviz.render import live as rlive
 from blockviz.render import replay as rreplay
 from blockviz.render import theme
-from blockviz.render.board import BoardControl, asset
+from blockviz.render.board import BoardControl
 from blockviz.scenario.lessons import lesson_files
 from blockviz.ui import board
+from blockviz.ui.board import component
 from blockviz.ui.nav import page_top
 
 NAME = "blockviz_live"
@@ -47,13 +47,6 @@ RP_FILE, RP_REC, RP_ERR, RP_MADE = "lv_rp_file", "lv_rp_rec", "lv_rp_err", "lv_r
 RP_LO, RP_WANT = "lv_rp_lo", "lv_rp_want"     # the board's window: its first step; the last ask
 BACK = 20                                  # a window starts this many steps before the one asked
 MAX_UPLOAD_MB = lreplay.MAX_BYTES >> 20
-
-
-@functools.cache
-def _component(name: str):
-    """The live view (NAME) or the recording's board (REPLAY_NAME), registered once."""
-    css, js = (rlive.live_css(), "live.js") if name == NAME else (rreplay.replay_css(), "board.js")
-    return st.components.v2.component(name, html="", css=css, js=asset(js), isolate_styles=True)
 
 
 @st.cache_resource(show_spinner=False, max_entries=lreplay.MAX_SERVER_FILES)
@@ -105,7 +98,7 @@ def _view(spec_text: str, lang: str, lesson: str | None) -> None:
             html = f'<div class="bvl"><div class="bvl-warn">{theme.esc(status)}</div></div>'
         else:
             html = rlive.live_html(red, lang=lang, status=status, words=words)
-    _component(NAME)(key="live_view", data=html)
+    component(NAME, rlive.live_css, "live.js")(key="live_view", data=html)
 
 
 def page() -> None:
@@ -277,6 +270,6 @@ def recording(lang: str, server_default: int | None) -> None:
                            key="w_live_export", help=t("rp_export_help", lang))
     control = BoardControl(goto={"step": 0, "frame": None, "seq": 1, "run": ss.get(RP_FILE)},
                            fit=True)
-    _component(REPLAY_NAME)(key=REPLAY_KEY, data={"board": board, "control": control.to_dict()},
-                            default={"pos": None, "want": None}, on_pos_change=lambda: None,
-                            on_want_change=lambda: None)
+    component(REPLAY_NAME, rreplay.replay_css, "board.js")(
+        key=REPLAY_KEY, data={"board": board, "control": control.to_dict()},
+        default={"pos": None, "want": None}, on_pos_change=lambda: None, on_want_change=lambda: None)
