@@ -11,6 +11,7 @@ preview budget — an upload's bytes too.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 
 import streamlit as st
@@ -91,9 +92,8 @@ def _on_upload() -> None:
 
 
 def _snippet(kind: str) -> None:
-    ss = st.session_state
     ids, cps, live = _names()
-    text = ss.get(session.AUTHOR_TEXT) or ""
+    text = st.session_state.get(session.AUTHOR_TEXT) or ""
     _set_text(authoring.insert_step(text, kind, ids, cps, live), undo=False)
 
 
@@ -128,8 +128,7 @@ def _starter() -> None:
 
 
 def _undo() -> None:
-    ss = st.session_state
-    prev = ss.pop(session.AUTHOR_UNDO, None)
+    prev = st.session_state.pop(session.AUTHOR_UNDO, None)
     if prev is not None:
         _set_text(prev, None, undo=False)
 
@@ -306,14 +305,11 @@ def _preview_pos() -> None:
     pos = board.position(ss, PREVIEW_BOARD)
     good = ss.get(session.AUTHOR_GOOD)
     if pos is not None and good is not None:
-        try:
+        with contextlib.suppress(TypeError, ValueError):      # (the browser's, whatever it sent)
             ss[session.AUTHOR_STEP] = max(0, min(int(pos.get("step", 0)), good[1].last))
-        except (TypeError, ValueError):
-            pass
 
 
 def _files(outcome, lang: str) -> None:
-    ss = st.session_state
     c1, c2 = st.columns([1.5, 1], vertical_alignment="bottom")
     with c1:
         st.file_uploader(t("upload", lang), type=["yaml", "yml"], key="w_upload", on_change=_on_upload,
@@ -321,7 +317,7 @@ def _files(outcome, lang: str) -> None:
     with c2:
         summary = outcome.summary if outcome is not None else None
         name = authoring.download_name(summary.id if summary is not None else None)
-        st.download_button(t("download", lang), ss[session.AUTHOR_TEXT], file_name=name,
+        st.download_button(t("download", lang), st.session_state[session.AUTHOR_TEXT], file_name=name,
                            mime="application/x-yaml", key="b_download", icon=":material/download:",
                            on_click="ignore")
 

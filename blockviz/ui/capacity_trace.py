@@ -97,10 +97,8 @@ class SessionDir:
 
     def __init__(self) -> None:
         self.path = Path(tempfile.mkdtemp(prefix="blockviz-trace-"))
-        self._remove = weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
-
-    def release(self) -> None:
-        self._remove()
+        # release(): remove it now (once; else when the SessionDir goes, or at exit)
+        self.release = weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
 
 
 def _session_dir() -> Path:
@@ -368,15 +366,6 @@ def _swept(state, task: SweepTrace, trace: TraceFile, lang: str) -> None:
                                                                       {"what": trace.name, "cmd": cmd})
 
 
-def _groups_caption(model: str, lang: str) -> str:
-    """What a hybrid model's replay ran: its groups, their layers, a slot's bytes."""
-    shape = KV_PRESETS[model]
-    groups = ", ".join(t(f"capt_group_count_{kind}", lang, n=n, size=f"{size:,}" if size else "")
-                       for kind, size, n in shape.group_counts())
-    return t("capt_model_groups", lang, model=model, n=len(shape.kv_cache_groups),
-             layers=shape.group_size, groups=groups, bytes=f"{shape.bytes_per_token // 1024:,} KiB")
-
-
 def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     """Sequence mode: the whole curve, read in the browser, with the words beside it; timed mode (or
     a hybrid model's groups): the sizes replayed, drawn and read here."""
@@ -414,8 +403,13 @@ def _show_sweep(trace: TraceFile, s: TraceSweep, lang: str) -> None:
 def _show_replays(s: TraceSweep, lang: str, bpt: int | None, points: list[Point]) -> None:
     task = s.task
     ceiling = hit_rate(s.reports[0]["ceiling"])
-    if task.model:
-        st.caption(md_escape(_groups_caption(task.model, lang)))
+    if task.model:      # what a hybrid model's replay ran: its groups, their layers, a slot's bytes
+        shape = KV_PRESETS[task.model]
+        groups = ", ".join(t(f"capt_group_count_{kind}", lang, n=n, size=f"{size:,}" if size else "")
+                           for kind, size, n in shape.group_counts())
+        st.caption(md_escape(t("capt_model_groups", lang, model=task.model, n=len(shape.kv_cache_groups),
+                               layers=shape.group_size, groups=groups,
+                               bytes=f"{shape.bytes_per_token // 1024:,} KiB")))
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.html(heading_html(t("capt_hit_title", lang)))
@@ -511,8 +505,7 @@ def _player_box(trace: TraceFile, s: TraceSweep, lang: str) -> None:
     if outcome.error is not None:    # beyond the scenario format's limits
         st.error(t("cap_too_big", lang, **md_fields({"msg": outcome.error}, lang)))
         return
-    run = outcome.run
     ss[session.FORK] = None
-    session.use_user_run(ss, run)
+    session.use_user_run(ss, outcome.run)
     go_to(PLAYER_PATH)
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, MutableMapping
 import streamlit as st
 
 from blockviz.i18n import t
+from blockviz.i18n.errors import localize_error
 from blockviz.teach import authoring
 from blockviz.ui.board import reported
 from blockviz.ui.editor_assets import CSS, HTML, JS
@@ -37,19 +38,13 @@ def _labels(lang: str) -> dict:
     return {k: t(key, lang) for k, key in _LABELS.items()}
 
 
-def mark_of(err, lang: str) -> dict | None:
-    """What the editor marks for a located error: its line, column and message in ``lang``."""
-    if err is None or not err.line:
-        return None
-    from blockviz.i18n.errors import localize_error
-    return {"line": int(err.line), "col": int(err.col or 0), "msg": localize_error(err.message, lang)}
-
-
-def editor(key: str, *, text: str, seq: int, err, lang: str, on_edit: Callable[[], None],
-           height: int = 470) -> None:
+def editor(key: str, *, text: str, seq: int, err, lang: str, on_edit: Callable[[], None]) -> None:
     """Mount the editor (``err``: the loader's verdict on ``text``, a ScenarioError or None)."""
-    data = {"text": text, "seq": seq, "mark": mark_of(err, lang), "lang": lang, "words": _words(),
-            "labels": _labels(lang), "height": height}
+    # what the editor marks for a located error: its line, column and message in ``lang``
+    mark = ({"line": int(err.line), "col": int(err.col or 0), "msg": localize_error(err.message, lang)}
+            if err is not None and err.line else None)
+    data = {"text": text, "seq": seq, "mark": mark, "lang": lang, "words": _words(),
+            "labels": _labels(lang), "height": 470}     # (px)
     _EDITOR(key=key, data=data, default={"edit": None}, on_edit_change=on_edit)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from blockviz.i18n import LANGS, t
@@ -162,9 +161,12 @@ def _body(run: data.PlayerRun) -> None:
         box = _lazy_expander(t("metrics", lang), "x_metrics")
         with box:
             if box.open:
-                st.plotly_chart(metrics_chart(cursor, lang, run),
+                st.plotly_chart(memo(run, "metrics", (cursor, lang),
+                                     lambda: frozen(metrics_figure(run.series, cursor, lang))),
                                 key="metrics_chart", config={"displayModeBar": False})
-                st.html(vllm_metrics(cursor, lang, run))
+                # vLLM's metrics after this step (render/metrics.py's table and sentence)
+                st.html(memo(run, "vllm_metrics", (cursor, lang), lambda: vllm_metrics_html(
+                    run.timeline.step(cursor), run.timeline.block_size, lang)))
     box = _lazy_expander(t("kv_events", lang), "x_events")
     with box:
         if box.open:
@@ -229,8 +231,7 @@ def _make_png(run: data.PlayerRun, lang: str) -> None:
 def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str) -> None:
     """Self-check (predict the next step) and the fork's event form, beside the blocks and the
     free queue they are about."""
-    ss = st.session_state
-    if ss.get(session.SELFCHECK):
+    if st.session_state.get(session.SELFCHECK):
         if frame is None:
             tryit.selfcheck_panel(run, cursor, lang)
         else:                     # stepping into an event: a prediction is of a whole step
@@ -317,10 +318,18 @@ def _payload(run: data.PlayerRun, cursor: int, lang: str) -> None:
         st.segmented_control(t("k_or_v", lang), [0, 1], format_func=lambda v: "K" if v == 0 else "V",
                              key="w_pl_kv", default=0, required=True)
     block = int(ss["w_pl_block"])
+    layer, head, kv = (int(ss.get(k) or 0) for k in ("w_pl_layer", "w_pl_head", "w_pl_kv"))
     if written:
         st.caption(t("payload_written", lang, ids=", ".join(map(str, written))))
-    chart = payload_chart(block, cursor, int(ss.get("w_pl_layer") or 0),
-                                 int(ss.get("w_pl_head") or 0), int(ss.get("w_pl_kv") or 0), lang, run)
+
+    def make():       # (figure, caption HTML) of the block's K or V at this step; None when it holds none
+        summary = run.timeline.payload(block, cursor)
+        if summary is None:
+            return None
+        fig = payload_figure(summary, layer=layer, head=head, kv=kv, vocab=run.timeline.vocab, lang=lang,
+                             tokens=run.timeline.step(cursor).block_tokens[block])
+        return frozen(fig), payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)
+    chart = memo(run, "payload", (block, cursor, layer, head, kv, lang), make)
     if chart is None:
         st.info(t("no_payload_block", lang, b=block))
     else:
@@ -341,29 +350,7 @@ def _sync_url() -> None:
         st.query_params.from_dict(want)
 
 
-# -- what is drawn below the board -----------------------------------------------------------
-def metrics_chart(index: int, lang: str, run: data.PlayerRun) -> go.Figure:
-    return memo(run, "metrics", (index, lang), lambda: frozen(metrics_figure(run.series, index, lang)))
-
-
-def vllm_metrics(index: int, lang: str, run: data.PlayerRun) -> str:
-    """vLLM's metrics after step ``index`` (render/metrics.py's table and sentence)."""
-    return memo(run, "vllm_metrics", (index, lang),
-                lambda: vllm_metrics_html(run.timeline.step(index), run.timeline.block_size, lang))
-
-
-def payload_chart(block: int, index: int, layer: int, head: int, kv: int, lang: str, run: data.PlayerRun):
-    """(figure, caption HTML) of a block's K or V at a step; None when the block holds none."""
-    def make():
-        summary = run.timeline.payload(block, index)
-        if summary is None:
-            return None
-        fig = payload_figure(summary, layer=layer, head=head, kv=kv, vocab=run.timeline.vocab, lang=lang,
-                             tokens=run.timeline.step(index).block_tokens[block])
-        return frozen(fig), payload_caption_html(block, summary, layer=layer, head=head, kv=kv, lang=lang)
-    return memo(run, "payload", (block, index, layer, head, kv, lang), make)
-
-
+# -- the board as a file --------------------------------------------------------------------
 def export_doc(run: data.PlayerRun, index: int, lang: str) -> str:
     """The run as one offline HTML page (the board, its data inlined), opening at ``index``."""
     from blockviz.export import export_html

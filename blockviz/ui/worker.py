@@ -619,7 +619,8 @@ class Job:
         except BaseException:
             slots.release()
             raise
-        self._finalizer = weakref.finalize(self, self._run.stop, "ended")
+        # release(): the session ended (once; else when nothing holds the Job any more)
+        self.release = weakref.finalize(self, self._run.stop, "ended")
 
     @property
     def pid(self) -> int | None:
@@ -627,9 +628,6 @@ class Job:
 
     def stop(self, why: str = "stop") -> None:
         self._run.stop(why)
-
-    def release(self) -> None:       # the session ended
-        self._run.stop("ended")
 
 
 # -- what a session holds, released when it ends -------------------------------------------------
