@@ -4,8 +4,8 @@ A built-in run is the same for every session, so what is drawn from it is built 
 process (``st.cache_resource``): a class of thirty stepping through one lesson builds each step's
 board once. A session's own run (an authored scenario, a fork) belongs to that session alone: what
 is drawn from it lives in the session's state (``state.MEMO``), for its ``RUNS`` most recently drawn
-runs, at most ``keep`` entries of each kind per run, least recently used out first — never in a
-process-wide cache.
+runs, at most ``keep`` entries of each kind per run, least recently used out first (:func:`recent`,
+which keeps the capacity page's plans too) — never in a process-wide cache.
 
 What is cached is never changed after it is built (its readers only read it). A plotly figure is
 cached as a :class:`FrozenFigure`.
@@ -30,20 +30,19 @@ def memo(run, what: str, args: tuple[Hashable, ...], build: Callable[[], T], *, 
     (``run.shared``), in the session's state otherwise."""
     if run.shared:
         return _shared(run.key, what, args, build)
-    runs = st.session_state.setdefault(session.MEMO, {})
-    kinds = runs.pop(run.key, None)
-    if kinds is None:
-        while len(runs) >= RUNS:             # the run drawn least recently goes first
-            del runs[next(iter(runs))]
-        kinds = {}
-    runs[run.key] = kinds                    # most recently drawn last
-    entries = kinds.setdefault(what, {})
-    if args in entries:
-        entries[args] = value = entries.pop(args)
+    kinds = recent(st.session_state.setdefault(session.MEMO, {}), run.key, dict, RUNS)
+    return recent(kinds.setdefault(what, {}), args, build, keep)
+
+
+def recent(entries: dict, key: Hashable, build: Callable[[], T], bound: int) -> T:
+    """``entries[key]``, built by ``build()`` when it is not there (the least recently used entry
+    going first while ``bound`` are kept); now the most recently used (the last)."""
+    if key in entries:
+        entries[key] = value = entries.pop(key)
         return value
-    while len(entries) >= keep:
+    while len(entries) >= bound:
         del entries[next(iter(entries))]
-    entries[args] = value = build()
+    entries[key] = value = build()
     return value
 
 

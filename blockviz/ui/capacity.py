@@ -24,6 +24,7 @@ from blockviz.sim.capacity import Point
 from blockviz.teach.workload import KINDS, Workload, capacity_plan, default_pool_sizes, generate
 from blockviz.ui import capacity_trace, jobs
 from blockviz.ui import state as session
+from blockviz.ui.cache import recent
 from blockviz.ui.nav import md_fields, page_top
 
 MAX_EVENTS, MAX_SIZES = 500, 10
@@ -193,10 +194,7 @@ def _planned(state, task: ComputePlan, lang: str) -> bool:
     ss = st.session_state
     if state.status == "done":
         plan: Plan = state.result
-        results = ss.setdefault(session.CAP_RESULTS, {})
-        while len(results) >= KEEP:
-            del results[next(iter(results))]
-        results[plan.params] = plan
+        recent(ss.setdefault(session.CAP_RESULTS, {}), plan.params, lambda: plan, KEEP)
         ss[session.CAP_PARAMS] = dict(task.params)
         st.progress(1.0, text=t("cap_done", lang, runs=plan.runs, events=plan.events, s=plan.seconds))
         return True

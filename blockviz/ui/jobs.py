@@ -92,21 +92,19 @@ def duration(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-def stopped_message(state, lang: str, what: dict) -> tuple[str, dict] | None:
-    """(i18n key, fields) for a job that did not finish."""
+def stopped_message(state, lang: str, what: dict) -> tuple[str, dict]:
+    """(i18n key, fields) for a job that did not finish: it failed, or it was stopped."""
     if state.status == "failed":
         e = state.error
         if isinstance(e, tuple):
             return e
         return "capt_bad_trace", {"msg": md_escape(error_text(e, lang))}
-    if state.status == "stopped":
-        p = state.progress
-        if "total" in p:
-            at = t("job_at_sweep", lang, done=f"{p.get('done', 0):,}", total=f"{p['total']:,}")
-        elif p.get("phase") == "measuring":
-            at = t("job_at_measuring", lang)
-        else:
-            at = t("job_at_read", lang, done=f"{p.get('lines', 0):,}")
-        return f"job_stopped_{state.why}", {"s": duration(state.seconds), "at": at,
-                                            "mb": (worker.JOB_BUDGET.tensor_bytes or 0) >> 20, **what}
-    return None
+    p = state.progress
+    if "total" in p:
+        at = t("job_at_sweep", lang, done=f"{p.get('done', 0):,}", total=f"{p['total']:,}")
+    elif p.get("phase") == "measuring":
+        at = t("job_at_measuring", lang)
+    else:
+        at = t("job_at_read", lang, done=f"{p.get('lines', 0):,}")
+    return f"job_stopped_{state.why}", {"s": duration(state.seconds), "at": at,
+                                        "mb": (worker.JOB_BUDGET.tensor_bytes or 0) >> 20, **what}
