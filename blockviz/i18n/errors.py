@@ -81,8 +81,8 @@ def knows(message: str) -> bool:
     return zh is not None and not _ENGLISH.search(_QUOTED.sub("", zh))
 
 
-def _inner(text: str) -> str:
-    return _zh(text) or text
+def _inner(text: str, rules: list[_Rule] | None = None) -> str:
+    return _zh(text, rules) or text       # (a message no rule knows: as it is worded)
 
 
 def _quoted_list(text: str) -> str:
@@ -139,12 +139,8 @@ for _pattern, _said in (
 ):
     _rule(_pattern, _said, into=_YAML_RULES)
 
-def _yaml_problem(problem: str) -> str:
-    return _zh(problem, _YAML_RULES) or problem  # as PyYAML words it, if no rule knows it
-
-
-_rule(r"YAML syntax error: (?P<p>.+)", lambda m: f"YAML 语法错误：{_yaml_problem(m['p'])}")
-_rule(r"YAML error: (?P<p>.+)", lambda m: f"YAML 错误：{_yaml_problem(m['p'])}")
+_rule(r"YAML syntax error: (?P<p>.+)", lambda m: f"YAML 语法错误：{_inner(m['p'], _YAML_RULES)}")
+_rule(r"YAML error: (?P<p>.+)", lambda m: f"YAML 错误：{_inner(m['p'], _YAML_RULES)}")
 _rule(r"nested more than (?P<n>\d+) levels deep", "嵌套超过了 {n} 层")
 _rule(r"YAML tag (?P<tag>\S+) is not allowed: scenarios are plain data",
       "不允许使用 YAML 标签 {tag}：场景文件只能是普通数据")
@@ -266,10 +262,6 @@ _rule(r"the link's scenario is not UTF-8 text \(byte (?P<b>\d+)\)",
       "链接里的场景不是 UTF-8 文本（第 {b} 字节处）")
 
 
-def _status_zh(status: str) -> str:
-    return STRINGS.get("status_" + status, (status, status))[1]   # the label the panels show
-
-
 # -- the engine and the scheduler -----------------------------------------------------------
 _rule(r"request '(?P<id>.*)' already exists", "请求 '{id}' 已经存在")
 _rule(r"request '(?P<id>.*)' has already arrived", "请求 '{id}' 已经到达过了")
@@ -277,7 +269,8 @@ _rule(r"request '(?P<id>.*)' has already finished", "请求 '{id}' 已经结束�
 _rule(r"request '(?P<id>.*)' has an empty prompt", "请求 '{id}' 的提示词是空的")
 _rule(r"unknown request '(?P<id>.*)'", "未知的请求 '{id}'")
 _rule(r"only a running request can be preempted; '(?P<id>.*)' is (?P<st>\w+)",
-      lambda m: f"只有运行中的请求才能被抢占；'{m['id']}' 现在是{_status_zh(m['st'])}")
+      lambda m: f"只有运行中的请求才能被抢占；'{m['id']}' 现在是"     # the status as the panels label it
+                f"{STRINGS.get('status_' + m['st'], (m['st'],) * 2)[1]}")
 _rule(r"restart needs every request finished; still live: (?P<ids>.+)",
       lambda m: f"restart 要求所有请求都已结束；还没结束的：{m['ids'].replace(', ', '、')}")
 _rule(r"same_as: request '(?P<id>.*)' has not arrived", "same_as：请求 '{id}' 还没有到达")

@@ -161,12 +161,6 @@ def forest_html(step, lang: str, words=None, ranks: int = 1) -> str:
 
 
 # -- the step's words -------------------------------------------------------------------------------
-def _clock(ts: float | None) -> str:
-    if ts is None:
-        return ""
-    return time.strftime("%H:%M:%S", time.gmtime(ts)) + f".{int(ts * 1000) % 1000:03d} UTC"
-
-
 def _header(stepno: str, where: str) -> str:
     return (f'<div class="bv bv-stepline"><span class="bv-stepno">{esc(stepno)}</span>'
             f'<span class="bv-event">{esc(where)}</span></div>')
@@ -177,7 +171,7 @@ def header_html(step, n: int, ranks: int, lang: str) -> str:
     if ranks > 1:
         where.append(t("lv_rank", lang, rank=step.rank))
     if step.t is not None:
-        where.append(_clock(step.t))
+        where.append(time.strftime("%H:%M:%S", time.gmtime(step.t)) + f".{int(step.t * 1000) % 1000:03d} UTC")
     return _header(t("rp_step", lang, k=step.index + 1, n=n), " · ".join(where))
 
 

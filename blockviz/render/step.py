@@ -102,8 +102,7 @@ def build_panels(timeline, s: Step, lang: str, *, labels: HashLabels, title: str
                        **({"max_lines": COMPACT["ops"]} if compact else {}))
         why = note_html(note, lang, error=error) + engine_did_html(
             s, lang, labels, vocab, bs, **({"max_items": COMPACT["did"]} if compact else {}))
-    ext = (external_html(s.external, labels=labels, vocab=vocab, lang=lang,
-                         on_gpu={h for h, _ in s.hash_table}, tier=s.tier)
-           if s.external is not None else "")
+    ext = external_html(s.external, labels=labels, vocab=vocab, lang=lang,
+                        on_gpu={h for h, _ in s.hash_table}, tier=s.tier)
     return Panels(header=header, caption=caption, why=why, ops=ops, code=code, blocks=blocks,
                   queue=queue, table=table, requests=reqs, external=ext)

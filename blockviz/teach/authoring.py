@@ -68,11 +68,6 @@ REF_NAMES = {
 }
 
 
-def _ref_name(ref: str) -> str:
-    name = ref.rsplit("/", 1)[-1]
-    return REF_NAMES.get(name, f"{{{name}}}")
-
-
 def type_text(prop: dict) -> str:
     """A schema property in a few words: ``integer 1–65536``, ``sha256 | xxhash``, ``list of ...``."""
     if "anyOf" in prop:
@@ -82,7 +77,8 @@ def type_text(prop: dict) -> str:
     if "oneOf" in prop:
         return " | ".join(type_text(p) for p in prop["oneOf"])
     if "$ref" in prop:
-        return _ref_name(prop["$ref"])
+        name = prop["$ref"].rsplit("/", 1)[-1]
+        return REF_NAMES.get(name, f"{{{name}}}")
     if "enum" in prop:
         return " | ".join(str(v) for v in prop["enum"])
     if "const" in prop:
@@ -245,11 +241,6 @@ def snippet_event(kind: str, ids: Sequence[str], checkpoints: Sequence[str],
     return events[kind]
 
 
-def _flow(value: Any) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, sort_keys=False,
-                          width=10_000).strip().removesuffix("...").strip()
-
-
 def snippet(kind: str, ids: Sequence[str], checkpoints: Sequence[str], indent: int = 2,
             live: Sequence[str] | None = None) -> str:
     """One step as a line of YAML, e.g. ``  - finish: A`` (flow style, like the built-ins)."""
@@ -258,7 +249,9 @@ def snippet(kind: str, ids: Sequence[str], checkpoints: Sequence[str], indent: i
     if isinstance(event, str):
         return f"{pad}- {event}\n"
     (name, value), = event.items()
-    return f"{pad}- {name}: {_flow(value)}\n"
+    flow = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, sort_keys=False,
+                          width=10_000).strip().removesuffix("...").strip()
+    return f"{pad}- {name}: {flow}\n"
 
 
 _TOP_KEY = re.compile(r"^[A-Za-z_][\w-]*\s*:")
