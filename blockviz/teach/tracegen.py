@@ -72,34 +72,29 @@ class TraceWorkload:
             raise ValueError("rate must be a positive number")
 
 
-class _Ids:
-    """Hash ids for block contents, in order of first appearance."""
-
-    def __init__(self) -> None:
-        self.table: dict[tuple, int] = {}
-
-    def of(self, runs: list[Run], total: int, reuse: list[int] = ()) -> list[int]:
-        """The hash ids of a prompt of ``total`` tokens made of ``runs``; the ids in ``reuse``
-        are known to be its first blocks (an earlier prompt it starts with)."""
-        ids = list(reuse)
-        starts = list(accumulate((length for _, _, length in runs), initial=0))[:-1]   # where each run starts
-        parent = ids[-1] if ids else -1
-        for j in range(len(ids), -(-total // TRACE_BLOCK_TOKENS)):
-            lo, hi = j * TRACE_BLOCK_TOKENS, min(total, (j + 1) * TRACE_BLOCK_TOKENS)
-            i = bisect.bisect_right(starts, lo) - 1
-            pieces: list[tuple[int, int, int]] = []
-            while i < len(runs) and starts[i] < hi:
-                stream, start, length = runs[i]
-                a, b = max(lo, starts[i]), min(hi, starts[i] + length)
-                p = (stream, start + a - starts[i], start + b - starts[i])
-                if pieces and pieces[-1][0] == stream and pieces[-1][2] == p[1]:
-                    p = (stream, pieces.pop()[1], p[2])   # one stretch of one stream
-                pieces.append(p)
-                i += 1
-            key = (parent, tuple(pieces))
-            parent = self.table.setdefault(key, len(self.table))
-            ids.append(parent)
-        return ids
+def _hash_ids(table: dict[tuple, int], runs: list[Run], total: int, reuse: list[int] = ()) -> list[int]:
+    """The hash ids of a prompt of ``total`` tokens made of ``runs``, from ``table`` (block contents
+    -> id, in order of first appearance); the ids in ``reuse`` are known to be its first blocks (an
+    earlier prompt it starts with)."""
+    ids = list(reuse)
+    starts = list(accumulate((length for _, _, length in runs), initial=0))[:-1]   # where each run starts
+    parent = ids[-1] if ids else -1
+    for j in range(len(ids), -(-total // TRACE_BLOCK_TOKENS)):
+        lo, hi = j * TRACE_BLOCK_TOKENS, min(total, (j + 1) * TRACE_BLOCK_TOKENS)
+        i = bisect.bisect_right(starts, lo) - 1
+        pieces: list[tuple[int, int, int]] = []
+        while i < len(runs) and starts[i] < hi:
+            stream, start, length = runs[i]
+            a, b = max(lo, starts[i]), min(hi, starts[i] + length)
+            p = (stream, start + a - starts[i], start + b - starts[i])
+            if pieces and pieces[-1][0] == stream and pieces[-1][2] == p[1]:
+                p = (stream, pieces.pop()[1], p[2])   # one stretch of one stream
+            pieces.append(p)
+            i += 1
+        key = (parent, tuple(pieces))
+        parent = table.setdefault(key, len(table))
+        ids.append(parent)
+    return ids
 
 
 def _prefix(runs: list[Run], length: int) -> list[Run]:
@@ -117,7 +112,7 @@ class _Generator:
     def __init__(self, w: TraceWorkload) -> None:
         self.w = w
         self.rng = random.Random(f"blockviz-trace/{w.kind}/{w.seed}")
-        self.ids = _Ids()
+        self.ids: dict[tuple, int] = {}   # block contents -> hash id
         self.streams = 0
         self.shared: dict[str, Run] = {}
         # multi_turn: open conversations -> (runs, total, ids, last output_length, turns so far)
@@ -145,7 +140,7 @@ class _Generator:
         if total > MAX_INPUT_LENGTH:
             raise ValueError(f"a prompt grew past {MAX_INPUT_LENGTH:,} tokens: use fewer turns or "
                              f"shorter messages")
-        return runs, self.ids.of(runs, total, reuse), self.around(self.w.output_tokens)
+        return runs, _hash_ids(self.ids, runs, total, reuse), self.around(self.w.output_tokens)
 
     def req_shared_prefix(self):
         w = self.w
@@ -204,11 +199,9 @@ def generate_trace(w: TraceWorkload) -> Iterator[tuple[int, int, int, list[int]]
 
 def write_generated(w: TraceWorkload, f: IO[str]) -> int:
     """Write the trace as JSON Lines; the number of requests written."""
-    n = 0
     for r in generate_trace(w):
         f.write(trace_line(*r) + "\n")
-        n += 1
-    return n
+    return w.requests
 
 
 # -- a window of a trace, in the player -----------------------------------------------------------
