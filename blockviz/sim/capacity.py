@@ -44,7 +44,7 @@ the :data:`POINT_FIELDS` (a mode may add fields of its own after them).
 **Hybrid models** (a preset's layer mix, :class:`KVShape`): given ``kv_cache_groups``, both modes
 and the ceiling run vLLM 0.33's KV-cache groups on one shared pool (one table per group, a
 window's blocks freed as the prompt moves on, the hit reconciled across the groups, retention
-0), and points add :data:`GROUP_FIELDS` — ``limited_hits``, the tokens full attention held past
+0), and points add ``limited_hits``: the tokens full attention held past
 the hit (:func:`replay_sequence`, :func:`ceiling_groups`). Without groups every number is the
 one-group replay's, unchanged.
 """
@@ -71,7 +71,6 @@ from blockviz.scenario.trace import (
 )
 
 POINT_FIELDS = ("pool_blocks", "queries", "hits", "requests", "rejected", "evictions")
-GROUP_FIELDS = ("limited_hits",)   # a hybrid model's point adds these (after the mode's own)
 SEQUENCE_CHUNK_TOKENS = 8192       # vLLM's default max_num_batched_tokens: a lone prompt's chunk
 PROGRESS_EVERY = 256            # requests between progress reports
 _ROOT = b"blockviz-trace-root"  # K_{-1}
@@ -116,7 +115,7 @@ def _units(r: TraceRequest, block_size: int) -> list[tuple[bytes, int]]:
     return [(k, min(per, full_total - j * per)) for j, k in enumerate(trace_block_keys(r.hash_ids))]
 
 
-def _checked(trace: Iterable[TraceRequest], block_size: int) -> Iterator[TraceRequest]:
+def checked(trace: Iterable[TraceRequest], block_size: int) -> Iterator[TraceRequest]:
     """The requests, each checked against the block size its trace allows."""
     allowed = None
     for r in trace:
@@ -196,7 +195,7 @@ def _request(i: int, r: TraceRequest, block_size: int, hasher: BlockHasher | Non
 
 def _requests(trace: Iterable[TraceRequest], block_size: int, exact_tokens: bool):
     hasher = BlockHasher("sha256") if exact_tokens else None
-    return (_request(i, r, block_size, hasher) for i, r in enumerate(_checked(trace, block_size)))
+    return (_request(i, r, block_size, hasher) for i, r in enumerate(checked(trace, block_size)))
 
 
 def replay_sequence(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks: int,
@@ -333,7 +332,7 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
                               progress=progress)
     seen: dict[bytes, int] = {}
     queries = hits = 0
-    for i, r in enumerate(counted(_checked(trace, block_size), progress)):
+    for i, r in enumerate(counted(checked(trace, block_size), progress)):
         n = r.input_length
         limit = (n - 1) // block_size
         hit = 0
@@ -492,7 +491,7 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
                  exact_tokens: bool = False, kv_cache_groups: Sequence | None = None,
                  **options) -> dict:
     """One point of timed mode (see the module docstring): :data:`POINT_FIELDS`, then
-    :data:`TIMED_FIELDS` (and, with a hybrid model's ``kv_cache_groups``, :data:`GROUP_FIELDS`:
+    :data:`TIMED_FIELDS` (and, with a hybrid model's ``kv_cache_groups``, ``limited_hits``:
     the pool is shared by the groups as in :func:`replay_sequence`). ``options``: the scheduler's
     settings and the step cost, named and defaulted as in :data:`TIMED_DEFAULTS`
     (:func:`timed_settings`).
@@ -546,7 +545,7 @@ def replay_timed(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
     first_arrival = None
     now = 0.0
     last_arrival = 0.0
-    incoming = enumerate(_checked(trace, block_size))
+    incoming = enumerate(checked(trace, block_size))
     pending = next(incoming, None)
     while True:
         while pending is not None and max(pending[1].timestamp / 1000.0, last_arrival) <= now:
@@ -791,9 +790,7 @@ class KVShape:
             return t("kv_dense", lang, layers=self.layers, per=per)
         kinds = " + ".join(t(f"kv_kind_{k.type}", lang, n=k.layers, size=f"{k.size:,}" if k.size else "")
                            for k in self.mix)
-        by_kind: Counter[str] = Counter()        # one entry a kind, whatever its windows
-        for kind, _, n in self.group_counts():
-            by_kind[kind] += n
+        by_kind = Counter(g.type for g in self.kv_cache_groups)   # one entry a kind, whatever its windows
         groups = t("sep_items", lang).join(t(f"kv_groups_{kind}", lang, n=n) for kind, n in by_kind.items())
         pad = t("kv_padding", lang, n=self.padding_layers) if self.padding_layers else ""
         return t("kv_hybrid", lang, layers=self.layers, kinds=kinds, size=self.group_size,
@@ -873,7 +870,7 @@ def trace_extent(trace: Iterable[TraceRequest], *, block_size: int) -> dict:
     check_block_size(block_size)
     seen: dict[bytes, int] = {}
     largest = 0
-    for r in _checked(trace, block_size):
+    for r in checked(trace, block_size):
         largest = max(largest, needed_blocks(r.input_length, r.output_length, block_size, NO_LENGTH_CAP))
         for key, full in _units(r, block_size):
             if full > seen.get(key, 0):

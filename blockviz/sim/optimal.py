@@ -33,7 +33,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 
 from blockviz.scenario.trace import TraceRequest, check_block_size
-from blockviz.sim.capacity import Tally, block_keys
+from blockviz.sim.capacity import Tally, block_keys, checked
 from blockviz.sim.sweep import running_total
 
 NEVER = 1 << 62
@@ -42,8 +42,7 @@ NEVER = 1 << 62
 def _paths(trace: Sequence[TraceRequest], block_size: int) -> list[tuple[int, int, int, list]]:
     """(n, B, L, keys of the full blocks) per request."""
     out = []
-    for r in trace:
-        check_block_size(block_size, r.block_tokens)
+    for r in checked(trace, block_size):
         n = r.input_length
         out.append((n, -(-n // block_size), (n - 1) // block_size,
                     block_keys(n, r.hash_ids, block_size, r.block_tokens)))
