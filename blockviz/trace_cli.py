@@ -20,7 +20,7 @@ import types
 
 from blockviz.core import FREE_ORDERS
 from blockviz.i18n import LANGS, t
-from blockviz.i18n.errors import localize_error
+from blockviz.i18n.errors import error_text
 from blockviz.render.text import columns
 from blockviz.scenario.trace import TRACE_BLOCK_TOKENS, TraceError, check_trace
 from blockviz.sim.capacity import (
@@ -115,7 +115,6 @@ def add_parser(sub) -> None:
                         description="Replay request traces in the Mooncake format (JSON Lines: "
                                     "timestamp, input_length, output_length, hash_ids of 512-token "
                                     "blocks) through blockviz's vLLM block manager.")
-    tp.error = types.MethodType(one_line_error, tp)
     tsub = tp.add_subparsers(dest="trace_command", required=True,
                              metavar="{capacity,generate,check}")
     c = tsub.add_parser("capacity", help="hit rate against pool size, both free orders, the ceiling",
@@ -192,7 +191,7 @@ def add_parser(sub) -> None:
     k.add_argument("traces", nargs="+", metavar="TRACE")
     k.add_argument("--lang", choices=LANGS, default="en")
     k.set_defaults(fn=cmd_check)
-    for p in (c, g, k):
+    for p in (tp, c, g, k):
         p.error = types.MethodType(one_line_error, p)
 
 
@@ -360,8 +359,7 @@ def cmd_capacity(args) -> int:
     except TraceError as e:
         return _refuse(args, e)
     except ValueError as e:      # settings vLLM refuses (e.g. max_num_seqs > the token budget)
-        text = e.localized(args.lang) if hasattr(e, "localized") else localize_error(str(e), args.lang)
-        print(f"blockviz trace capacity: {text}", file=sys.stderr)
+        print(f"blockviz trace capacity: {error_text(e, args.lang)}", file=sys.stderr)
         return EXIT_INPUT
     except ExecutorUnavailable:
         print(f"blockviz trace capacity: --executor: {t('trace_opt_ray', args.lang)}", file=sys.stderr)

@@ -87,8 +87,7 @@ def hit_rate_figure(points: Sequence[Point], lang: str = "en", *, ceiling: float
             line=dict(color=HIT_COLOUR.get(order, MUTED), width=3, dash=DASH.get(order, "dot")),
             marker=dict(symbol=SYMBOL.get(order, "diamond"), size=9), hovertemplate=_hover(lang, tokens)))
     held = _full_attention_held(groups, lang, scale)
-    for trace in held:
-        fig.add_trace(trace)
+    fig.add_traces(held)
     if ceiling is None:
         top = max((p.hit_rate for p in points), default=0.0) * 1.12
         r = reading(points)

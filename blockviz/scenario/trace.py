@@ -110,10 +110,6 @@ class TraceError(ValueError):
     def __reduce__(self):   # across processes (a sweep's workers), with its fields
         return (_trace_error, (self.file, self.line, self.col, self.field, self.key, self.fields))
 
-    @property
-    def message(self) -> str:
-        return trace_message(self.key, "en", **self.fields)
-
     def __str__(self) -> str:
         return self.localized("en")
 
