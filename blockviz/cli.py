@@ -120,15 +120,6 @@ def _time_limit(text: str) -> float:
     return value
 
 
-def _declared_engine_steps(step) -> int:
-    """Engine steps an event says it runs (``decode: {steps: N}``, ``step: N``); others: 0."""
-    if step.kind == "decode":
-        return step.decode.steps
-    if step.kind == "step":
-        return step.step
-    return 0
-
-
 class _Ticker:
     """A line of progress on stderr: on a terminal one line redrawn in place (at most 4 times a
     second); elsewhere (``--progress`` into a log) a line a second; not ``shown``: never (it
@@ -165,7 +156,7 @@ class RunProgress(_Ticker):
         super().__init__(lang, stream, shown)
         steps = loaded.scenario.steps
         self.kinds = [s.kind or "note" for s in steps]
-        self.declared = [_declared_engine_steps(s) for s in steps]
+        self.declared = [s.engine_steps for s in steps]
         # the declared engine steps of events i.. to the end (0 after the last)
         self.after = list(accumulate(reversed(self.declared), initial=0))[::-1]
         self.events = 0                            # events done

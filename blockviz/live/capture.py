@@ -61,8 +61,7 @@ class CaptureWriter:
         self._f.flush()
 
     def close(self) -> None:
-        if not self._f.closed:
-            self._f.close()
+        self._f.close()
 
     def __enter__(self) -> CaptureWriter:
         return self

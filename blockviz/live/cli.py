@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from blockviz.i18n import event_label, t
+from blockviz.i18n import LANGS, event_label, t
 from blockviz.live.endpoints import MAX_DP_RANKS
 
 EXIT_INPUT = 2
@@ -260,7 +260,7 @@ def add_parser(sub) -> None:
     lv.add_argument("--max-message-bytes", type=_bounded(int, 1 << 30), default=64 << 20, metavar="N",
                     help="refuse frames over N bytes (default 64 MiB)")
     lv.add_argument("--json", action="store_true", help="print the final state as JSON")
-    lv.add_argument("--lang", choices=["en", "zh"], default="en")
+    lv.add_argument("--lang", choices=LANGS, default="en")
     lv.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _limits(lv)
     lv.set_defaults(fn=cmd_live)
@@ -289,7 +289,7 @@ def add_parser(sub) -> None:
                     help="skip the KV tensors (as blockviz json --no-payloads: outputs the scenario "
                          "leaves to the model then come from the seeded toy sampler)")
     pb.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
-    pb.add_argument("--lang", choices=["en", "zh"], default="en")
+    pb.add_argument("--lang", choices=LANGS, default="en")
     pb.add_argument("--quiet", action="store_true", help="no progress on stderr")
     pb.set_defaults(fn=cmd_publish)
     e = sub.add_parser("events", help="read recordings of vLLM's KV-event stream",
@@ -306,6 +306,6 @@ def add_parser(sub) -> None:
     st.add_argument("--json", action="store_true",
                     help='{"caches": {"GPU/0": [{"hash", "parent", "count", "token_ids", '
                          '"lora_name", "extra_keys", ...}]}, "batches", "missing_seqs", "notes", ...}')
-    st.add_argument("--lang", choices=["en", "zh"], default="en")
+    st.add_argument("--lang", choices=LANGS, default="en")
     _limits(st)
     st.set_defaults(fn=cmd_state)

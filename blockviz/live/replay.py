@@ -79,13 +79,11 @@ class BatchStep:
 @dataclass
 class Recording:
     name: str
-    header: dict | None
     steps: list[BatchStep]
     batches: int                # batches applied (``steps`` keeps the first max_steps)
     ranks: int
     notes: Notes                # every note of the part read (counted, capped)
     messages: int               # messages read
-    skipped: int                # messages that could not be read at all
     unread: int = 0             # messages after the steps were full: not decoded
 
 
@@ -160,12 +158,11 @@ def read_recording(source: str | Path | bytes, *, name: str | None = None,
     if isinstance(source, (bytes, bytearray)):
         name = name or "recording"
         size = len(source)
-        opened = io.BytesIO(source)
+        src = io.BytesIO(source)
     else:
-        path = Path(source)
-        name = name or path.name
-        size = path.stat().st_size
-        opened = None
+        src = Path(source)
+        name = name or src.name
+        size = src.stat().st_size
     if size > max_bytes:
         raise RecordingError("too_large", name, mb=f"{size / (1 << 20):.1f}",
                              limit=f"{max_bytes / (1 << 20):.0f}")
@@ -188,12 +185,11 @@ def read_recording(source: str | Path | bytes, *, name: str | None = None,
         if len(steps) >= max_steps:
             notes.take()
             return
-        keep = max_forest
-        # the newest stores (a dict keeps store order): the last ``keep`` of all groups, taken
-        # from the end (a step costs ``keep``, however many hashes are cached)
+        # the newest stores (a dict keeps store order): the last ``max_forest`` of all groups,
+        # taken from the end (a step costs ``max_forest``, however many hashes are cached)
         total = sum(len(g) for g in state.groups.values())
         taken: list = []
-        left = keep
+        left = max_forest
         for key in reversed(list(state.groups)):
             if left <= 0:
                 break
@@ -207,10 +203,10 @@ def read_recording(source: str | Path | bytes, *, name: str | None = None,
             stored=tuple(delta.stored),
             removed=tuple((key, h, replace(e)) for key, h, e in delta.removed),
             cleared=delta.cleared, unknown=delta.unknown, groups=dict(reversed(taken)),
-            hidden=max(0, total - keep), cached=state.size, notes=notes.take()))
+            hidden=max(0, total - max_forest), cached=state.size, notes=notes.take()))
 
-    red, header, bad_lines = reduce_file(opened if opened is not None else path, notes=notes,
-                                         on_apply=on_apply, until=lambda: len(steps) >= max_steps)
+    red, header, bad_lines = reduce_file(src, notes=notes, on_apply=on_apply,
+                                         until=lambda: len(steps) >= max_steps)
     if not steps:
         if header is None and bad_lines and bad_lines[0].line == 1:
             why = bad_lines[0].why
@@ -223,6 +219,6 @@ def read_recording(source: str | Path | bytes, *, name: str | None = None,
             raise RecordingError("no_batch_note", name, line=first.where.line,
                                  note=first.text("en"), note_zh=first.text("zh"))
         raise RecordingError("no_batch", name, format=FORMAT)
-    return Recording(name=name, header=header, steps=steps, batches=red.batches,
-                     ranks=len(red.ranks), notes=notes, messages=red.messages, skipped=red.skipped,
+    return Recording(name=name, steps=steps, batches=red.batches,
+                     ranks=len(red.ranks), notes=notes, messages=red.messages,
                      unread=red.unread)

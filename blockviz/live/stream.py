@@ -251,9 +251,8 @@ class Reduction:
 
     def finish(self) -> None:
         """The input ended: apply whatever still waits for a replay."""
-        for r, rs in self.ranks.items():
-            if rs.seq.pending or rs.seq.awaiting:
-                self._act(r, rs, rs.seq.flush())
+        for r, rs in self._replay_targets(None):
+            self._act(r, rs, rs.seq.flush())
 
     # -- actions ---------------------------------------------------------------------------------
     def _act(self, rank: int, rs: RankState, actions: list[tuple]) -> None:

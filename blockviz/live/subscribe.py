@@ -138,20 +138,6 @@ class LiveSession:
     def replaying(self) -> bool:
         return bool(self._replays)
 
-    def expired(self) -> list[tuple[int, str, dict]]:
-        """Replays abandoned now: quiet for too long, or too many replies. -> (rank, note kind,
-        note fields)."""
-        out, now = [], time.monotonic()
-        for rank, rp in list(self._replays.items()):
-            if now - rp.last > self.replay_timeout_s:
-                out.append((rank, "replay_timeout", {"seconds": self.replay_timeout_s}))
-            elif rp.replies > self.max_replay:
-                out.append((rank, "replay_overflow", {"limit": self.max_replay}))
-            else:
-                continue
-            self._drop_replay(rank)
-        return out
-
     def _close_sockets(self) -> None:
         for rank in list(self._replays):
             self._drop_replay(rank)
@@ -169,9 +155,7 @@ class LiveSession:
         ``(src, rank, frames, t)`` each, replay replies without the DEALER's delimiter frame."""
         out: list = []
         for sock, _ in self.poller.poll(int(timeout_s * 1000)):
-            src, rank = self._socket_rank.get(sock, (None, None))
-            if src is None:
-                continue
+            src, rank = self._socket_rank[sock]     # every polled socket is registered there
             while len(out) < max_messages:
                 try:
                     frames = sock.recv_multipart(zmq.NOBLOCK)
@@ -193,7 +177,8 @@ class LiveSession:
         return out
 
     def handle(self, msgs: list) -> int:
-        """Record, reduce and answer what ``receive`` returned; abandon replays that expired."""
+        """Record, reduce and answer what ``receive`` returned; abandon replays that expired (quiet
+        for too long, or too many replies)."""
         for src, rank, frames, t in msgs:
             rec = Received(src, t, frames, self.index)
             self.index += 1
@@ -203,7 +188,15 @@ class LiveSession:
                 self._request(r, seq)
         if msgs:
             self.last_message = time.monotonic()
-        for rank, kind, fields in self.expired():
+        now = time.monotonic()
+        for rank, rp in list(self._replays.items()):
+            if now - rp.last > self.replay_timeout_s:
+                kind, fields = "replay_timeout", {"seconds": self.replay_timeout_s}
+            elif rp.replies > self.max_replay:
+                kind, fields = "replay_overflow", {"limit": self.max_replay}
+            else:
+                continue
+            self._drop_replay(rank)
             self.red.replay_failed(rank, kind, **fields)
         return len(msgs)
 

@@ -33,12 +33,6 @@ ExternalBlockHash = Annotated[int, msgspec.Meta(ge=0)] | Annotated[
     bytes, msgspec.Meta(max_length=MAX_HASH_BYTES)]
 
 
-class EventBatch(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
-    ts: float
-    events: list[Any]
-    data_parallel_rank: int | None = None
-
-
 class KVCacheEvent(msgspec.Struct, omit_defaults=True, gc=False, tag=True):
     """The events' base: tagged with the class name, written as a map."""
 
@@ -73,8 +67,10 @@ class AllBlocksCleared(KVCacheEvent):
     pass
 
 
-class KVEventBatch(EventBatch):
+class KVEventBatch(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
+    ts: float
     events: list[BlockStored | BlockRemoved | AllBlocksCleared]
+    data_parallel_rank: int | None = None
 
 
 EVENT_TYPES: dict[str, type] = {c.__name__: c for c in (BlockStored, BlockRemoved,
@@ -220,11 +216,10 @@ def _event(ev: Any) -> tuple[Event, bool]:
     for name in ADDED_LATER.get(cls, ()):
         fields.setdefault(name, None)
     signed = False
-    if "block_hashes" in fields and isinstance(fields["block_hashes"], list):
-        hashes = fields["block_hashes"]
-        if any(isinstance(h, int) and h < 0 for h in hashes):
-            fields["block_hashes"] = [h & MASK64 if isinstance(h, int) else h for h in hashes]
-            signed = True
+    hashes = fields.get("block_hashes")
+    if isinstance(hashes, list) and any(isinstance(h, int) and h < 0 for h in hashes):
+        fields["block_hashes"] = [h & MASK64 if isinstance(h, int) else h for h in hashes]
+        signed = True
     parent = fields.get("parent_block_hash")
     if isinstance(parent, int) and not isinstance(parent, bool) and parent < 0:
         fields["parent_block_hash"] = parent & MASK64

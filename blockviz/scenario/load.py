@@ -71,8 +71,7 @@ class LoadedScenario:
             return self.marks[("<key>",) + path]
         while path not in self.marks and path:
             path = path[:-1]
-        mark = self.marks.get(path)
-        return mark if mark else (None, None)
+        return self.marks.get(path, (None, None))
 
     def error(self, path: Path_, message: str, key: bool = False) -> ScenarioError:
         line, col = self.locate(path, key)
@@ -433,8 +432,13 @@ def check_references(loaded: LoadedScenario,
                 if isinstance(part, SameAsPart):
                     need(part.same_as, at + ("prompt", j, "same_as"))
                     size += part.first if part.first is not None else arrived[part.same_as]
-                elif isinstance(part, TextPart):
-                    size += _count_words(loaded, part.text, words, at + ("prompt", j, "text"))
+                elif isinstance(part, TextPart):   # every distinct word takes one id of WORD_SPAN
+                    split = part.text.split()
+                    words.update(split)
+                    if len(words) > WORD_SPAN:
+                        raise loaded.error(at + ("prompt", j, "text"), f"more than {WORD_SPAN:,} distinct "
+                                           f"words in the prompts (the toy tokenizer's vocabulary)")
+                    size += len(split)
                 else:                   # a tokens or a random part
                     size += len(part.tokens) if hasattr(part, "tokens") else part.random
                 if max_prompt_tokens is not None and prompt_total + size > max_prompt_tokens:
@@ -459,9 +463,6 @@ def check_references(loaded: LoadedScenario,
         elif kind == "decode":
             for j, rid in enumerate(args.requests or ()):
                 need(rid, at + ("requests", j))
-            iterations += args.steps
-        elif kind == "step":
-            iterations += args
         elif kind == "checkpoint":
             saved[args] = dict(arrived)
         elif kind == "rewind":
@@ -469,21 +470,11 @@ def check_references(loaded: LoadedScenario,
                 known = ", ".join(sorted(saved)) or "none yet"
                 raise loaded.error(at, f"unknown checkpoint {args!r} (saved so far: {known})")
             arrived = dict(saved[args])
+        iterations += step.engine_steps
         if max_prompt_tokens is not None and prompt_total > max_prompt_tokens:
             raise loaded.error(at, f"prompts total more than {max_prompt_tokens:,} tokens")
         if iterations > MAX_ITERATIONS_TOTAL:
             raise loaded.error(at, f"more than {MAX_ITERATIONS_TOTAL:,} engine iterations in all")
-
-
-def _count_words(loaded: LoadedScenario, text: str, seen: set[str], at: Path_) -> int:
-    """The tokens of a text part; its new words join ``seen`` (every distinct word of the file
-    takes one id of the toy tokenizer's WORD_SPAN)."""
-    split = text.split()
-    seen.update(split)
-    if len(seen) > WORD_SPAN:
-        raise loaded.error(at, f"more than {WORD_SPAN:,} distinct words in the prompts (the toy "
-                               f"tokenizer's vocabulary)")
-    return len(split)
 
 
 def load_text(text: str, file: str = "<scenario>") -> LoadedScenario:

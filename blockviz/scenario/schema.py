@@ -113,14 +113,10 @@ class ModelConfig(_Model):
     head_dim: Annotated[StrictInt, Field(ge=1, le=128)] = 8
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
 
-    @property
-    def itemsize(self) -> int:
-        return DTYPE_BYTES[self.dtype]
-
     def bytes_per_block(self, block_size: int) -> int:
         """One block's K and V over every layer, in the paged store."""
         return block_size * kv_bytes_per_token(self.num_layers, self.num_kv_heads, self.head_dim,
-                                               self.itemsize)
+                                               DTYPE_BYTES[self.dtype])
 
 
 class ConnectorConfig(_Model):
@@ -527,6 +523,11 @@ class Step(_Model):
         ``decode: {requests: [...]}`` (vLLM schedules running requests first while the token
         budget lasts, and admits waiting ones in the same step)."""
         return self.preempt is not None or (self.decode is not None and bool(self.decode.requests))
+
+    @property
+    def engine_steps(self) -> int:
+        """Engine steps the event says it runs (``decode: {steps: N}``, ``step: N``); others: 0."""
+        return self.decode.steps if self.decode is not None else self.step or 0
 
     def event_dict(self) -> dict:
         """The event as the JSON contract shows it: ``{name: arguments}`` (``{"note": true}`` for

@@ -57,12 +57,6 @@ class Vocabulary:
         return vocab
 
 
-def random_tokens(seed: int, request_id: str, part_index: int, n: int) -> list[int]:
-    rng = random.Random(f"{seed}/{request_id}/{part_index}")
-    lo, hi = RANDOM_TOKEN_RANGE
-    return [RANDOM_IDS[rng.randrange(lo, hi) - lo] for _ in range(n)]
-
-
 def resolve_prompt(parts: Sequence, *, request_id: str, seed: int, vocab: Vocabulary,
                    tokens_of: Callable[[str], list[int]]) -> list[int]:
     """The prompt's token ids. ``tokens_of(id)`` gives an earlier request's tokens (prompt then
@@ -74,7 +68,9 @@ def resolve_prompt(parts: Sequence, *, request_id: str, seed: int, vocab: Vocabu
         elif isinstance(part, TextPart):
             out.extend(vocab.encode(part.text))
         elif isinstance(part, RandomPart):
-            out.extend(random_tokens(seed, request_id, j, part.random))
+            rng = random.Random(f"{seed}/{request_id}/{j}")
+            lo, hi = RANDOM_TOKEN_RANGE
+            out.extend([RANDOM_IDS[rng.randrange(lo, hi) - lo] for _ in range(part.random)])
         elif isinstance(part, SameAsPart):
             source = tokens_of(part.same_as)
             n = len(source) if part.first is None else part.first
@@ -82,6 +78,4 @@ def resolve_prompt(parts: Sequence, *, request_id: str, seed: int, vocab: Vocabu
                 raise ValueError(f"same_as {part.same_as!r} asks for its first {n} tokens but it "
                                  f"has {len(source)}")
             out.extend(source[:n])
-        else:  # pragma: no cover - the schema admits nothing else
-            raise TypeError(part)
     return out
