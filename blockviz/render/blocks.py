@@ -14,9 +14,6 @@ from blockviz.teach.selfcheck import next_marks
 
 TOKENS_ON_CARD = 8
 
-# the dense view's legend: (colour, i18n key) per kind of block, from the style table
-CATEGORIES = tuple((style.cell, style.key) for style in BLOCK_KINDS.values())
-
 
 def legend_item(key: str, cls: str, lang: str) -> str:
     """A legend's swatch and words; the null block's in two words, the whole explanation in its
@@ -95,8 +92,8 @@ def blocks_html(state, *, labels: HashLabels, vocab=None, block_size: int = 0, l
 
 def heatmap_legend_html(lang: str, n: int, extra: str = "") -> str:
     """The dense view's legend (``extra``: more of it, a hybrid model's groups)."""
-    sw = "".join(f'<span><i class="bv-sw" style="background:{c};border-color:{GREY}">'
-                 f'</i>{esc(t(key, lang))}</span>' for c, key in CATEGORIES)
+    sw = "".join(f'<span><i class="bv-sw" style="background:{s.cell};border-color:{GREY}">'
+                 f'</i>{esc(t(s.key, lang))}</span>' for s in BLOCK_KINDS.values())
     sw += "".join(legend_item(k, cls, lang) for k, cls in BLOCK_MARKS)
     return (f'<div class="bv"><div class="bv-small">{esc(t("heatmap_note", lang, n=f"{n:,}"))}</div>'
             f'<div class="bv-legend">{sw}</div>{extra}</div>')

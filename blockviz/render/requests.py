@@ -18,9 +18,7 @@ MAX_REQUESTS = 40
 
 def ordered_requests(snapshot) -> list:
     reqs = snapshot.requests
-    order = list(snapshot.running) + list(snapshot.waiting)
-    seen = set(order)
-    order += [rid for rid in reqs if rid not in seen]
+    order = dict.fromkeys([*snapshot.running, *snapshot.waiting, *reqs])   # running, waiting, the rest
     return [reqs[rid] for rid in order if rid in reqs]
 
 

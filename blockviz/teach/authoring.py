@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import yaml
 
@@ -220,35 +219,27 @@ SNIPPETS = ("arrive", "decode", "step", "finish", "preempt", "admit", "reset_pre
             "checkpoint", "rewind", "note")
 
 
-def snippet_event(kind: str, ids: Sequence[str], checkpoints: Sequence[str],
-                  live: Sequence[str] | None = None) -> Any:
-    """An example event that fits a scenario whose requests so far are ``ids`` (``live``: those
-    not finished at its end, the ones finish and preempt can name)."""
+def snippet(kind: str, ids: Sequence[str], checkpoints: Sequence[str], indent: int = 2,
+            live: Sequence[str] | None = None) -> str:
+    """An example ``kind`` event that fits a scenario whose requests so far are ``ids`` (``live``:
+    those not finished at its end, the ones finish and preempt can name), as one step, a line of
+    YAML: e.g. ``  - finish: A`` (flow style, like the built-ins)."""
     pick = list(live) if live else list(ids)
     last = pick[-1] if pick else "A"
-    if kind == "arrive":
-        new = next_request_id(ids)
-        prompt = ([{"same_as": ids[0], "first": 4}, {"random": 4}] if ids
-                  else [{"tokens": [1, 2, 3, 4, 5, 6, 7, 8]}, {"random": 2}])
-        return {"arrive": {"id": new, "prompt": prompt, "max_tokens": 8}}
-    events = {"decode": {"decode": {"steps": 2}}, "step": {"step": 1}, "finish": {"finish": last},
+    prompt = ([{"same_as": ids[0], "first": 4}, {"random": 4}] if ids
+              else [{"tokens": [1, 2, 3, 4, 5, 6, 7, 8]}, {"random": 2}])
+    events = {"arrive": {"arrive": {"id": next_request_id(ids), "prompt": prompt, "max_tokens": 8}},
+              "decode": {"decode": {"steps": 2}}, "step": {"step": 1}, "finish": {"finish": last},
               "preempt": {"preempt": last}, "admit": "admit", "reset_prefix_cache": "reset_prefix_cache",
               "checkpoint": {"checkpoint": f"cp{len(checkpoints) + 1}"},
               "rewind": {"rewind": checkpoints[-1] if checkpoints else "cp1"},
               "note": {"note": texts("snip_note")}}
     if kind not in events:
         raise ValueError(f"no snippet for {kind!r}")
-    return events[kind]
-
-
-def snippet(kind: str, ids: Sequence[str], checkpoints: Sequence[str], indent: int = 2,
-            live: Sequence[str] | None = None) -> str:
-    """One step as a line of YAML, e.g. ``  - finish: A`` (flow style, like the built-ins)."""
-    event = snippet_event(kind, ids, checkpoints, live)
     pad = " " * indent
-    if isinstance(event, str):
-        return f"{pad}- {event}\n"
-    (name, value), = event.items()
+    if isinstance(events[kind], str):
+        return f"{pad}- {events[kind]}\n"
+    (name, value), = events[kind].items()
     flow = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, sort_keys=False,
                           width=10_000).strip().removesuffix("...").strip()
     return f"{pad}- {name}: {flow}\n"
