@@ -13,6 +13,7 @@ notice for the page (in both languages), never a traceback; nothing is stored on
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -360,35 +361,29 @@ def export_doc(run: data.PlayerRun, index: int, lang: str) -> str:
 
 
 # -- a shared link ---------------------------------------------------------------------------
-def _refused(notices: list, en: str, zh: str, default: str) -> None:
-    notices.append(("link_refused", {"msg_en": en, "msg_zh": zh, "d": default}))
-
-
-def _link_error(notices: list, e: ScenarioError, default: str) -> None:
-    if e.line is None and not e.path:      # about the link itself: no file position to give
-        _refused(notices, localize_error(e.message, "en"), localize_error(e.message, "zh"), default)
-    else:
-        _refused(notices, e.localized("en"), e.localized("zh"), default)
+def _refused(notices: list, default: str, said: Callable[[str], str]) -> None:
+    """A notice that a link was refused, ``said(lang)`` in both languages, and ``default`` shown."""
+    notices.append(("link_refused", {"msg_en": said("en"), "msg_zh": said("zh"), "d": default}))
 
 
 def open_link(state, code: str, notices: list, default: str):
     """The PlayerRun of a link's scenario, or None (with a notice saying why, and that
     ``default`` is shown instead)."""
-    if not isinstance(code, str) or len(code) > MAX_CODE_CHARS + 64:   # its size: all the server reads
-        _link_error(notices, LinkTooLong(len(code) if isinstance(code, str) else 0), default)
-        return None
     try:
+        if not isinstance(code, str) or len(code) > MAX_CODE_CHARS + 64:   # its size: all the server reads
+            raise LinkTooLong(len(code) if isinstance(code, str) else 0)
         with st.spinner("…"):
             outcome = worker.user_outcome(state, "link", worker.Source("link", LINK_FILE, code))
-    except ScenarioError as e:          # busy, or stopped (where it was)
-        _link_error(notices, e, default)
-        return None
-    if outcome.error is not None:
-        _link_error(notices, outcome.error, default)
+        if outcome.error is not None:
+            raise outcome.error
+    except ScenarioError as e:          # too long, busy, stopped (where it was), or not a scenario
+        # one about the link itself has no file position to give: its message alone
+        said = e.localized if e.line is not None or e.path else functools.partial(localize_error, e.message)
+        _refused(notices, default, said)
         return None
     if outcome.refusal is not None:
         key, fields = outcome.refusal
         fields = {**fields, "file": download_name(outcome.summary.id)}
-        _refused(notices, t(key, "en", **fields), t(key, "zh", **fields), default)
+        _refused(notices, default, lambda lang: t(key, lang, **fields))
         return None
     return outcome.run
