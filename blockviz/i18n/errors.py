@@ -85,11 +85,6 @@ def _inner(text: str, rules: list[_Rule] | None = None) -> str:
     return _zh(text, rules) or text       # (a message no rule knows: as it is worded)
 
 
-def _quoted_list(text: str) -> str:
-    """``'a', 'b' or 'c'`` → ``'a'、'b' 或 'c'``."""
-    return text.replace("', '", "'、'").replace("' or '", "' 或 '")
-
-
 # -- nested: the step an engine error happened at --------------------------------------------
 _rule(r"step (?P<k>\d+) \((?P<kind>\w+)\): (?P<rest>.+)",
       lambda m: f"第 {m['k']} 步（{m['kind']}）：{_inner(m['rest'])}")
@@ -360,7 +355,8 @@ _OPS = {"greater than or equal to": "≥", "greater than": ">", "less than or eq
         "less than": "<"}
 _rule(r"Input should be (?P<op>greater than or equal to|greater than|less than or equal to|less than) "
       r"(?P<n>\S+)", lambda m: f"这里的值应当 {_OPS[m['op']]} {m['n']}")
-_rule(r"Input should be (?P<opts>'.*')", lambda m: f"这里应当是 {_quoted_list(m['opts'])} 之一")
+_rule(r"Input should be (?P<opts>'.*')",        # 'a', 'b' or 'c' → 'a'、'b' 或 'c'
+      lambda m: "这里应当是 " + m["opts"].replace("', '", "'、'").replace("' or '", "' 或 '") + " 之一")
 _rule(r"String should have at least (?P<n>\d+) characters?", "字符串至少要有 {n} 个字符")
 _rule(r"String should have at most (?P<n>\d+) characters?", "字符串最多只能有 {n} 个字符")
 _rule(r"String should match pattern '(?P<p>.*)'", "字符串应当符合模式 '{p}'")

@@ -21,12 +21,8 @@ from blockviz.sim.curve import hit_blocks_at
 HEIGHT = 430
 
 
-def _deltas(values) -> list[int]:
-    out, prev = [], 0
-    for v in values:
-        out.append(v - prev)
-        prev = v
-    return out
+def _deltas(values: list[int]) -> list[int]:
+    return [v - prev for prev, v in zip([0, *values], values)]
 
 
 def default_pool(result: dict) -> int:

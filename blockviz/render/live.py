@@ -180,15 +180,11 @@ def _row(forest: Forest, chain: list, recent: set, words, w: _Words, orphan: boo
     h0 = short_hex(chain[0])
     head = (hash_label(chain[0]) if len(chain) == 1
             else f"{hash_label(chain[0])} → {hash_label(chain[-1])}")
-    badges = ""
-    if len(chain) > 1:
-        badges += f'<span class="bvl-n">{esc(w.blocks.format(n=len(chain)))}</span>'
-    if copies:
-        badges += f'<span class="bvl-copies">{esc(w.copies.format(n=copies))}</span>'
-    if new:
-        badges += f'<span class="bvl-badge-new">{w.new}</span>'
-    if orphan:
-        badges += f'<span class="bvl-orphan-b">{w.unknown if not first.chain_known else w.gone}</span>'
+    badges = "".join(f'<span class="{badge}">{said}</span>' for badge, said, on in (
+        ("bvl-n", esc(w.blocks.format(n=len(chain))), len(chain) > 1),
+        ("bvl-copies", esc(w.copies.format(n=copies)), copies),
+        ("bvl-badge-new", w.new, new),
+        ("bvl-orphan-b", w.unknown if not first.chain_known else w.gone, orphan)) if on)
     text = esc(token_text(toks, words))
     title = esc(w.title.format(first=h0, last=short_hex(chain[-1]),
                                seq=first.seq if first.seq is not None else "?",

@@ -346,8 +346,6 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
     own (writes, samples, admissions) also has a folded line (``6 × execute_model``, hidden) that
     the board shows instead when the panel is short of room. ``max_lines``: at most that many
     lines, then how many more (a big pool's step can run hundreds)."""
-    if not ops:
-        return ops_panel([], 0, t("no_ops", lang))
     refs = list(ref_before)
     shown = min(len(ops), MAX_OP_LINES if max_lines is None else max_lines)
     lines = [_op_line(op, lang, labels, vocab, block_size, refs) for op in ops[:shown]]   # (in order:
@@ -384,7 +382,7 @@ def ops_html(ops, lang: str, labels, *, vocab=None, block_size: int = 0,
                          f' <span class="bv-eff">{eff}</span></li>')
     if shown < len(ops):
         items.append(f'<li class="bv-more">… {esc(t("ol_more", lang, n=len(ops) - shown))}</li>')
-    return ops_panel(items, len(ops), "")
+    return ops_panel(items, len(ops), t("no_ops", lang))
 
 
 def ops_panel(items: list[str], n: int, empty: str) -> str:

@@ -88,10 +88,7 @@ def request_row(r, *, lang: str, fresh: Collection[int] = (), changed: bool = Fa
     extra = [f'<span class="bv-b {cls}">{n}</span> {esc(t(key, lang))}' for n, cls, key in hits if n]
     if r.num_preemptions:
         extra.append(esc(t("preempted_times", lang, n=r.num_preemptions)))
-    if r.lora:
-        extra.append(f"LoRA {esc(r.lora)}")
-    if r.cache_salt:
-        extra.append(f"cache_salt {esc(r.cache_salt)}")
+    extra += [f"{name} {esc(v)}" for name, v in (("LoRA", r.lora), ("cache_salt", r.cache_salt)) if v]
     extras = f'<div class="bv-small">{" · ".join(extra)}</div>' if extra else ""
     extras += _split_line(r, lang)
     cls = "bv-req bv-req-changed" if changed else "bv-req"

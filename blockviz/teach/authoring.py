@@ -197,8 +197,7 @@ def completions(schema: dict | None = None) -> dict[str, list[dict]]:
     for name in (*EVENT_NAMES, "note"):
         sec = sections[f"event:{name}"]
         detail = "" if not sec.fields else ("{…}" if name in EVENT_DEFS else sec.fields[0].type)
-        out["events"].append({"label": name, "detail": detail, "en": t(f"evh_{name}", "en"),
-                              "zh": t(f"evh_{name}", "zh")})
+        out["events"].append({"label": name, "detail": detail, **texts(f"evh_{name}")})
     for definition, key in DEF_SECTIONS.items():
         if key not in PART_DEFS:
             out[key] = [entry(f) for f in fields_of(schema, definition)]
@@ -279,14 +278,9 @@ def insert_step(text: str, kind: str, ids: Sequence[str], checkpoints: Sequence[
 
 def scenario_names(scenario) -> tuple[list[str], list[str]]:
     """(request ids in arrival order, checkpoint names) of a validated scenario."""
-    ids: list[str] = []
-    cps: list[str] = []
-    for step in scenario.steps:
-        if step.kind == "arrive" and step.args.id not in ids:
-            ids.append(step.args.id)
-        elif step.kind == "checkpoint" and step.args not in cps:
-            cps.append(step.args)
-    return ids, cps
+    ids = dict.fromkeys(step.args.id for step in scenario.steps if step.kind == "arrive")
+    cps = dict.fromkeys(step.args for step in scenario.steps if step.kind == "checkpoint")
+    return list(ids), list(cps)
 
 
 _ARRIVE_ID = re.compile(r"^\s*-\s*arrive\s*:\s*\{\s*(?:[^{}]*?,\s*)?id\s*:\s*([\w.-]+)", re.M)

@@ -68,8 +68,5 @@ class HashLabels:
 def token_text(tokens: Iterable[int], vocab: Vocabulary | None, limit: int | None = None) -> str:
     """Tokens as words where the scenario wrote words, else as ids."""
     toks = list(tokens)
-    more = limit is not None and len(toks) > limit
-    if more:
-        toks = toks[:limit]
-    words = [(vocab.word(t) if vocab else None) or str(t) for t in toks]
-    return " ".join(words) + (" …" if more else "")
+    words = [(vocab.word(t) if vocab else None) or str(t) for t in toks[:limit]]
+    return " ".join(words) + (" …" if limit is not None and len(toks) > limit else "")

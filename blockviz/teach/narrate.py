@@ -140,12 +140,8 @@ def schedule_line(es, lang: str) -> str:
     if not parts:
         parts.append(t("sl_nothing", lang))
     parts.append(t("sl_budget", lang, used=es.num_scheduled_tokens, budget=es.token_budget))
-    line = " · ".join(parts)
-    if es.preempted:
-        line += t("sl_preempted", lang, ids=", ".join(es.preempted))
-    if es.finished:
-        line += t("sl_finished", lang, ids=", ".join(es.finished))
-    return line
+    return " · ".join(parts) + "".join(t(f"sl_{key}", lang, ids=", ".join(ids)) for key, ids in
+                                       (("preempted", es.preempted), ("finished", es.finished)) if ids)
 
 
 def schedule_lines(engine_steps, lang: str) -> list[str]:

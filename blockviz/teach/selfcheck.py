@@ -130,17 +130,12 @@ def grade_queue(answer: Sequence[int], want: Sequence[int], lang: str) -> tuple[
     answer, want = tuple(answer), tuple(want)
     if answer == want:
         return True, t("sc_queue_right", lang, q=_ids(want, lang)), []
-    details = []
     missing = [b for b in want if b not in answer]
     extra = [b for b in dict.fromkeys(answer) if b not in want]
     dupes = sorted({b for b in answer if answer.count(b) > 1})
-    if missing:
-        details.append(t("sc_missing", lang, ids=_ids(missing, lang)))
-    if extra:
-        details.append(t("sc_not_free", lang, ids=_ids(extra, lang)))
-    if dupes:
-        details.append(t("sc_dupes", lang, ids=_ids(dupes, lang)))
-    if not missing and not extra and not dupes:
+    details = [t(key, lang, ids=_ids(ids, lang))
+               for key, ids in (("sc_missing", missing), ("sc_not_free", extra), ("sc_dupes", dupes)) if ids]
+    if not details:                  # the right blocks, each once: the order differs
         pos = next(i for i, (a, b) in enumerate(zip(answer, want)) if a != b)
         details.append(t("sc_order", lang, p=pos + 1, e=want[pos], a=answer[pos]))
     return False, t("sc_queue_wrong", lang, q=_ids(want, lang), a=_ids(answer, lang)), details
@@ -154,13 +149,10 @@ def grade_set(answer: Iterable[int], want: Iterable[int], lang: str,
     if a == w:
         key = f"sc_{kind}_right" if w else f"sc_{kind}_right_none"
         return True, t(key, lang, ids=_ids(w, lang)), []
-    details = []
     missed = [b for b in w if b not in a]
     wrong = [b for b in a if b not in w]
-    if missed:
-        details.append(t(f"sc_{kind}_missed", lang, ids=_ids(missed, lang)))
-    if wrong:
-        details.append(t(f"sc_{kind}_wrong", lang, ids=_ids(wrong, lang)))
+    details = [t(f"sc_{kind}_{key}", lang, ids=_ids(ids, lang))
+               for key, ids in (("missed", missed), ("wrong", wrong)) if ids]
     key = f"sc_{kind}_wrong_all" if w else f"sc_{kind}_none"
     return False, t(key, lang, ids=_ids(w, lang), a=_ids(a, lang)), details
 
