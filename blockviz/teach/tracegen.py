@@ -222,10 +222,6 @@ class TraceWindow:
     player_blocks: int             # the player's pool: one block per 512 tokens of the real one
     real_trace_blocks: int         # the real pool in 512-token blocks (before the cap)
 
-    @property
-    def capped(self) -> bool:
-        return self.real_trace_blocks > self.player_blocks
-
 
 def _scaled(tokens: int) -> int:
     return max(1, -(-tokens // PLAYER_SCALE))

@@ -118,7 +118,7 @@ def _prompts(w) -> list[list[int]]:
 def test_a_window_in_sequence_mode_by_hand():
     # 1000 blocks of 16 = 16,000 tokens = 31 blocks of 512: the player's pool.
     w = window_scenario(WINDOW, pool_blocks=1000, block_size=16, free_order="append")
-    assert (w.player_blocks, w.real_trace_blocks, w.capped) == (31, 31, False)
+    assert (w.player_blocks, w.real_trace_blocks) == (31, 31)          # not capped
     assert _prompts(w) == [[0, 1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 8, 9],
                            [0, 1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15]]
     assert [s["arrive"]["max_tokens"] for s in w.scenario["steps"]] == [1, 1, 1]
@@ -150,7 +150,7 @@ def test_a_window_leaves_out_what_the_players_pool_cannot_hold():
     w = window_scenario(WINDOW, pool_blocks=64, block_size=16)
     assert w.lines == (1, 2) and w.skipped == (3,)
     big = window_scenario(WINDOW, pool_blocks=100_000, block_size=512)
-    assert big.capped and big.player_blocks == PLAYER_MAX_BLOCKS
+    assert big.real_trace_blocks > big.player_blocks == PLAYER_MAX_BLOCKS     # capped
     with pytest.raises(ValueError, match="1 to 12"):
         window_scenario(WINDOW * 5, pool_blocks=64, block_size=16)
 
