@@ -942,8 +942,7 @@ def curve_sweep(traces, *, block_size: int, pool_blocks, free_orders=("split",),
     check_pools(pool_blocks, extents, block_size)        # as the sweep refuses them
     total = sum(e["requests"] for e in extents) * len(free_orders)
     advance = running_total(progress, total)
-    if progress is not None:
-        progress(0, total)
+    advance(0)
     reports = []
     for trace in map(str, traces):
         for order in free_orders:
@@ -953,8 +952,7 @@ def curve_sweep(traces, *, block_size: int, pool_blocks, free_orders=("split",),
             reports.append({"requests": curve.requests, "block_size": block_size, "free_order": order,
                             "ceiling": curve.ceiling(), "points": [curve.point(p) for p in pool_blocks],
                             "curve": curve.steps()})
-    if progress is not None:
-        progress(total, total)
+    advance(total)
     return SweepResult(reports, time.perf_counter() - start)
 
 

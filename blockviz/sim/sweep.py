@@ -274,11 +274,10 @@ def sweep(traces: Sequence[str], *, block_size: int, pool_blocks: Sequence[int],
     check_pools(pool_blocks, extents.values(), block_size, len(model_groups(hybrid) or ()) or 1)
     total = sum(extents[t.trace]["requests"] for t in tasks)
     start = time.perf_counter()
-    if progress is not None:
-        progress(0, total)
-    results = (executor or LocalExecutor()).run(tasks, running_total(progress, total))
-    if progress is not None:
-        progress(total, total)
+    advance = running_total(progress, total)
+    advance(0)
+    results = (executor or LocalExecutor()).run(tasks, advance)
+    advance(total)
     reports = []
     for trace in map(str, traces):
         ceil = next(r for t, r in zip(tasks, results) if t.trace == trace and t.is_ceiling)

@@ -257,10 +257,9 @@ def capacity_plan(scenario: Scenario, pool_sizes: Iterable[int],
     tasks = [Task("", scenario.config.block_size, size, order, scenario=scenario)
              for size in sorted(set(pool_sizes)) for order in free_orders]
     total = len(scenario.steps) * len(tasks)
-    results = (executor or LocalExecutor(workers=1)).run(
-        tasks, None if progress is None else running_total(progress, total))
-    if progress is not None:
-        progress(total, total)
+    advance = running_total(progress, total)
+    results = (executor or LocalExecutor(workers=1)).run(tasks, progress and advance)
+    advance(total)
     return [Point.of(r, t.free_order) for t, r in zip(tasks, results)]
 
 
