@@ -80,13 +80,12 @@ class Publisher:
 
     def serve(self, seconds: float) -> None:
         """Answer replay requests for ``seconds`` (0: those already waiting)."""
+        if self.router is None:       # nothing to answer: only the wait
+            time.sleep(max(0.0, seconds))
+            return
         end = time.monotonic() + seconds
         while True:
             left = end - time.monotonic()
-            if self.router is None:
-                if left > 0:
-                    time.sleep(left)
-                return
             if self.router.poll(max(0, int(left * 1000))):
                 self._answer()
             elif left <= 0:

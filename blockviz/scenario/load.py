@@ -102,15 +102,15 @@ def _position(text: str, index: int) -> tuple[int, int]:
 _DECIMAL = re.compile(r"0|[1-9][0-9]{0,63}")   # a plain scalar YAML 1.1 reads as this int
 
 
+@dataclass(slots=True)
 class _Open:
     """A sequence or mapping being built."""
-    __slots__ = ("value", "path", "anchor", "mark", "total_at_start", "key")
-
-    def __init__(self, value: list | dict, path: Path_, anchor: str | None, mark: Any,
-                 total: int) -> None:
-        self.value, self.path, self.anchor, self.mark = value, path, anchor, mark
-        self.total_at_start = total
-        self.key: str | None = None   # a mapping's key whose value comes next
+    value: list | dict
+    path: Path_
+    anchor: str | None
+    mark: Any
+    total_at_start: int
+    key: str | None = None   # a mapping's key whose value comes next
 
 
 def yaml_events(text: str):
@@ -331,15 +331,7 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, tuple[int, int]]]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PYDANTIC_NOISE = re.compile(r"^(Value error|Assertion failed), ")
-
-
-def _pydantic_message(err: dict) -> str:
-    msg = _PYDANTIC_NOISE.sub("", err["msg"])
-    if err["type"] == "extra_forbidden":
-        return f"unknown field {err['loc'][-1]!r}"
-    if err["type"] == "missing":
-        return f"missing required field {err['loc'][-1]!r}"
-    return msg
+_FIELD_ERRORS = {"extra_forbidden": "unknown field", "missing": "missing required field"}
 
 
 def _data_path(data: Any, loc: tuple) -> Path_:
@@ -393,8 +385,10 @@ def validate_data(data: Any, file: str, marks: dict[Path_, tuple[int, int]]) -> 
     except pydantic.ValidationError as e:
         err = e.errors(include_url=False)[0]
         path = _data_path(data, err["loc"])
+        field = _FIELD_ERRORS.get(err["type"])   # these name the field, in blockviz's words
+        message = f"{field} {err['loc'][-1]!r}" if field else _PYDANTIC_NOISE.sub("", err["msg"])
         loaded = LoadedScenario(None, file, marks)  # type: ignore[arg-type]
-        raise loaded.error(path, _pydantic_message(err),
+        raise loaded.error(path, message,
                            key=err["type"] == "extra_forbidden") from None
     loaded = LoadedScenario(scenario, file, marks)
     check_references(loaded)
