@@ -162,17 +162,6 @@ def _opened(ident, rec=None, err: lreplay.RecordingError | None = None) -> None:
     ss[RP_LO], ss[RP_WANT] = 0, _asked()    # (an ask about the last file is not one)
 
 
-def _open(f, lang: str) -> None:
-    """Read an upload (once per upload): the Recording, or why it cannot be played."""
-    ss = st.session_state
-    _opened(f.file_id)
-    try:
-        with st.spinner(t("rp_reading", lang, name=f.name)):
-            ss[RP_REC] = lreplay.read_recording(f.getvalue(), name=f.name)
-    except lreplay.RecordingError as e:
-        ss[RP_ERR] = e
-
-
 def _asked():
     """The step the board last asked for (its ``want`` state), or None."""
     want = board.reported(st.session_state, REPLAY_KEY, "want")
@@ -245,8 +234,13 @@ def recording(lang: str, server_default: int | None) -> None:
         _opened(None)
         st.info(t("rp_none_yet", lang))
         return
-    elif ss.get(RP_FILE) != f.file_id:
-        _open(f, lang)
+    elif ss.get(RP_FILE) != f.file_id:     # an upload, read once: the Recording, or why it cannot be played
+        _opened(f.file_id)
+        try:
+            with st.spinner(t("rp_reading", lang, name=f.name)):
+                ss[RP_REC] = lreplay.read_recording(f.getvalue(), name=f.name)
+        except lreplay.RecordingError as e:
+            ss[RP_ERR] = e
     err = ss.get(RP_ERR)
     if err is not None:
         st.error(err.localized(lang))
