@@ -432,9 +432,9 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False)
     if not _slots.acquire(timeout=BUSY_WAIT_S):
         raise busy_error(source.file)
     proc = None
-    at = _context().RawArray("q", 3)
-    where = _Where(source.file, at)
     try:
+        at = _context().RawArray("q", 3)    # (in the try: a failure here gives the slot back too)
+        where = _Where(source.file, at)
         proc = _Process(_preview_child, (at, key, source, budget, MEMORY_MARGIN, share,
                                          data.PREVIEW_MAX_STEPS))
         wall = kill_after(budget)

@@ -3,6 +3,7 @@ memory": the preview's wait and a job's watcher read every message through _Proc
 which said ("memory", None) for an OSError as well as for a process that died without a word."""
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -72,3 +73,20 @@ def test_a_preview_whose_pipe_fails_says_so(monkeypatch, lang, said):
         worker.run_source("k", source, Budget(seconds=20.0, tensor_bytes=64 << 20))
     assert said in localize_error(e.value.message, lang)
     assert "memory" not in e.value.message
+
+
+def test_a_preview_that_fails_before_its_worker_starts_gives_its_slot_back(monkeypatch):
+    """Shared memory that cannot be made (a full /dev/shm, say) fails the preview, and the server's
+    preview slot is free again for the next one."""
+    slots = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(worker, "_slots", slots)
+
+    class NoSharedMemory:
+        def RawArray(self, *args):
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(worker, "_context", NoSharedMemory)
+    source = worker.Source("text", "mine.yaml", "id: x\n")
+    with pytest.raises(OSError):
+        worker.run_source("k", source, Budget(seconds=20.0, tensor_bytes=64 << 20))
+    assert slots.acquire(blocking=False), "the slot was given back"
