@@ -337,14 +337,6 @@ RECORDS: tuple[type, ...] = (
     Arrive, Lookup, AllocFailed, Touch, Popleft, Evict, Cache, Admit, Schedule, Preempt, Free,
     FreeHead, FreeTail, Reset, Write, Load, Save, Sample, Finish, Rewind, Restart, Drop, Verify,
     RemoveSkipped)
-BY_KIND: dict[str, type] = {r.kind: r for r in RECORDS}
-
-# op kind -> the vLLM 0.33 function it happens in
-OP_FUNCTION: dict[str, str] = {r.kind: r.fn for r in RECORDS}
-
-# ops that change the pool (the rest describe decisions)
-POOL_OPS = frozenset({"popleft", "evict", "touch", "cache", "free", "free_head", "free_tail",
-                      "reset"})
 
 # JSON names of fields whose record name differs (the JSON contract's names are fixed)
 _JSON_NAME = {"block_hash": "hash"}

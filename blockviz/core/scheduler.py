@@ -119,9 +119,6 @@ class KVConnector(Protocol):
     def has_pending_push_work(self) -> bool: ...
 
 
-ExternalTier = KVConnector   # the name this protocol had before it followed vLLM's API
-
-
 @dataclass
 class ScheduledRequest:
     request: Request
