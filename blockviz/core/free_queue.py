@@ -70,31 +70,25 @@ class FreeKVCacheBlockQueue:
 
     def append_n(self, blocks: Sequence[KVCacheBlock]) -> None:
         """Put ``blocks`` at the tail, keeping their order (the last one becomes the tail)."""
-        if not blocks:
-            return
         tail = self.fake_free_list_tail
-        last = tail.prev_free_block
-        for block in blocks:
-            block.prev_free_block = last
-            last.next_free_block = block
-            last = block
-        last.next_free_block = tail
-        tail.prev_free_block = last
-        self.num_free_blocks += len(blocks)
+        self._link_between(blocks, tail.prev_free_block, tail)
 
     def prepend_n(self, blocks: Sequence[KVCacheBlock]) -> None:
         """Put ``blocks`` at the head, keeping their order (the first one becomes the head)."""
+        head = self.fake_free_list_head
+        self._link_between(blocks, head, head.next_free_block)
+
+    def _link_between(self, blocks: Sequence[KVCacheBlock], prev: KVCacheBlock,
+                      nxt: KVCacheBlock) -> None:
+        """Link ``blocks``, in order, between the adjacent queued blocks ``prev`` and ``nxt``."""
         if not blocks:
             return
-        head = self.fake_free_list_head
-        first = head.next_free_block
-        prev = head
         for block in blocks:
             block.prev_free_block = prev
             prev.next_free_block = block
             prev = block
-        prev.next_free_block = first
-        first.prev_free_block = prev
+        prev.next_free_block = nxt
+        nxt.prev_free_block = prev
         self.num_free_blocks += len(blocks)
 
     def __iter__(self) -> Iterator[KVCacheBlock]:
