@@ -256,19 +256,3 @@ def test_a_deep_copy_of_a_store_keeps_working_with_snapshots():
     assert dup.kv_caches[0][:, 1].eq(1).all() and store.kv_caches[0][:, 1].eq(1).all()
     assert np.array_equal(dup._version, store._version)
 
-
-def test_the_budget_meter_has_exactly_the_engines_moments():
-    """sim.engine.EngineMeter.MOMENTS is the one list of the moments: the no-op meter and the
-    budget's meter each have a method for every one, taking the same arguments, and the no-op
-    meter nothing more (a moment added to one and not the other would go unmetered)."""
-    import inspect
-
-    from blockviz.sim.engine import EngineMeter
-
-    def params(cls, name):
-        return list(inspect.signature(getattr(cls, name)).parameters)
-
-    own = {n for n, v in vars(EngineMeter).items() if inspect.isfunction(v)}
-    assert own == set(EngineMeter.MOMENTS)
-    for name in EngineMeter.MOMENTS:
-        assert params(B.Meter, name) == params(EngineMeter, name), name

@@ -19,11 +19,10 @@ line (``FILE:LINE:COL: steps[i].kind: step k (kind): ...``, exit status 2 on the
 ``RUN_BUDGET`` is the command line's and the library's; ``PREVIEW_BUDGET`` is the app's, for
 every scenario a session runs (its Author preview, its "try it yourself" fork).
 
-The engine knows nothing of budgets: it tells its one meter (``sim.engine.EngineMeter``, which
-observes nothing) what it is about to do, at its moments (``EngineMeter.MOMENTS``, the one list of
-them). ``sim.runner`` gives it a :class:`Meter`, which has a method for each and refuses by raising
-BudgetExceeded; an unbounded run's is of ``Budget()``: it counts (the progress ``watch`` reads it)
-and refuses nothing.
+The engine tells its one :class:`Meter` what it is about to do, at its moments (the meter's
+methods under "the engine's moments", ``tick`` and ``engine_step``), and the meter refuses by
+raising BudgetExceeded. An unbounded run's (the engine's default) is of ``Budget()``: it counts
+(the progress ``watch`` reads it) and refuses nothing.
 """
 from __future__ import annotations
 
@@ -100,9 +99,9 @@ def fixed_bytes(config: Config) -> int:
 
 
 class Meter:
-    """One run's use of its budget, at the engine's moments (``sim.engine.EngineMeter.MOMENTS``,
-    one method each). ``held`` callables report bytes held now beyond the fixed part
-    (checkpointed blocks, the external tier); ``history`` counts the payload copies kept."""
+    """One run's use of its budget, at the engine's moments (one method each). ``held``
+    callables report bytes held now beyond the fixed part (checkpointed blocks, the external
+    tier); ``history`` counts the payload copies kept."""
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
@@ -178,7 +177,9 @@ class Meter:
         """The engine's state exists: every forward pass is metered (when the budget bounds
         anything), and what its checkpoints and the store's checkpointed copies hold counts as
         held."""
-        if engine.kv is not None and self.budget != Budget():
+        if self.budget == Budget():    # unbounded: nothing is ever weighed against it
+            return
+        if engine.kv is not None:
             engine.kv.set_guard(self)
             self.held.append(engine.kv.store.held_bytes)
         self.held.append(lambda: sum(c.state_bytes for c in engine.checkpoints.values()))

@@ -36,6 +36,7 @@ from blockviz.core.scheduler import SchedulerConfig
 from blockviz.scenario.schema import ArriveSpec, Scenario
 from blockviz.scenario.schema import Step as Event
 from blockviz.scenario.tokens import RANDOM_IDS, Vocabulary, resolve_prompt
+from blockviz.sim.budget import Budget, Meter
 from blockviz.sim.explain import Explainer
 from blockviz.sim.metrics import VllmStatLogger
 from blockviz.sim.step import BlockTables, EngineStepView, RequestView, ScheduledView, Stats, Step, TierView
@@ -103,23 +104,6 @@ class StepResult:
         return [e if isinstance(e, dict) else e.to_dict() for e in self.events]
 
 
-class EngineMeter:
-    """The one observer of the engine's moments (``MOMENTS``, in this order: before the tensors,
-    once the state exists, at each event and arrival, before each engine step, before a
-    checkpoint's copy: its bytes and a ``need(n)`` for the payload snapshot; before the player's
-    payload copies), which may refuse any of them by raising. This one observes nothing;
-    ``sim.budget.Meter`` meters a run's budget, with the same methods."""
-
-    MOMENTS = ("before_tensors", "attach", "tick", "engine_step", "checkpoint", "payload_copies")
-
-    def before_tensors(self, config, payloads: bool) -> None: pass
-    def attach(self, engine: Engine) -> None: pass
-    def tick(self) -> None: pass
-    def engine_step(self, num_tokens: int) -> None: pass
-    def checkpoint(self, state: EngineState) -> tuple[int, None]: return 0, None
-    def payload_copies(self, num_blocks: int, store) -> None: pass
-
-
 class _Tee:
     """Several op sinks as one, each given as its ``on_op``."""
 
@@ -150,7 +134,7 @@ class _Explained:
 class Engine:
     def __init__(self, scenario: Scenario, *, record_ops: bool = True,
                  payloads: bool = True, device: str | None = None,
-                 payload_history: bool = True, meter: EngineMeter | None = None,
+                 payload_history: bool = True, meter: Meter | None = None,
                  explain: bool = True) -> None:
         self.scenario = scenario
         self.config = cfg = scenario.config
@@ -182,7 +166,7 @@ class Engine:
         self._engine_steps: list[EngineStepView] = []
         self._update_marks: list[int] = []
         self.scheduler_config = SchedulerConfig(**cfg.scheduler.model_dump())
-        self.meter = meter or EngineMeter()   # what it raises from here on stops the run
+        self.meter = meter or Meter(Budget())   # what it raises from here on stops the run
         self.meter.before_tensors(cfg, payloads)
         manager = self._new_manager()
         kv = None
