@@ -10,7 +10,7 @@ scenario's block size (vLLM then has scheduler block size = hash block size = bl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 
@@ -77,19 +77,17 @@ class KVCacheConfig:
     prefix_cache_retention_interval: int | None = 0
 
 
-def spec_from_group(block_size: int, group: object) -> KVCacheSpec:
-    """The spec of a scenario's ``kv_cache_groups`` item (an object with ``type`` and, for the
-    local kinds, ``sliding_window`` / ``attention_chunk_size``)."""
-    kind = group.type
-    if kind == "full_attention":
-        return FullAttentionSpec(block_size)
-    if kind == "sliding_window":
-        return SlidingWindowSpec(block_size, sliding_window=group.sliding_window)
-    if kind == "chunked_local_attention":
-        return ChunkedLocalAttentionSpec(
-            block_size, attention_chunk_size=group.attention_chunk_size)
-    raise ValueError(f"unknown KV-cache group type {kind!r}")
+_SPECS = {s.kind: s for s in (FullAttentionSpec, SlidingWindowSpec, ChunkedLocalAttentionSpec)}
 
 
 def specs_from_groups(block_size: int, groups: Sequence[object]) -> tuple[KVCacheSpec, ...]:
-    return tuple(spec_from_group(block_size, g) for g in groups)
+    """The specs of a scenario's ``kv_cache_groups`` items (objects with ``type``, a spec's
+    ``kind``, and for the local kinds the spec's own field: ``sliding_window`` /
+    ``attention_chunk_size``)."""
+    specs = []
+    for g in groups:
+        if g.type not in _SPECS:
+            raise ValueError(f"unknown KV-cache group type {g.type!r}")
+        cls = _SPECS[g.type]
+        specs.append(cls(block_size, *(getattr(g, f.name) for f in fields(cls)[1:])))
+    return tuple(specs)

@@ -107,13 +107,10 @@ def step_dict(s: Step, frames: Iterable | None, *, lazy: bool = False, groups: i
         d["connector"] = s.tier.to_dict()
         d["tier_events"] = [e for step in d["connector"]["engine_steps"] for e in step["kv_events"]]
     if frames is not None:
-        frame_dicts = (frame_dict(f) for f in frames)
+        frame_dicts = ({**op_to_dict(f.op), "free_queue": list(f.free_queue),
+                        "ref_cnt": list(f.ref_cnt)} for f in frames)
         d["frames"] = Lazy(frame_dicts) if lazy else list(frame_dicts)
     return d
-
-
-def frame_dict(f: Step) -> dict:
-    return {**op_to_dict(f.op), "free_queue": list(f.free_queue), "ref_cnt": list(f.ref_cnt)}
 
 
 def timeline_dict(scenario_id: str, engine, timeline: Timeline, *, frames: bool = True,

@@ -588,15 +588,11 @@ class Engine:
                 sampled[rid] = script[k]
             elif rid in model_tokens:
                 sampled[rid] = model_tokens[rid]
-            else:
-                sampled[rid] = self._toy_sample(req, len(tokens[rid]))
+            else:           # without payloads (model: null): drawn from a seeded stream
+                rng = random.Random(f"{self.config.seed}/sample/{rid}/{len(tokens[rid])}")
+                sampled[rid] = rng.choice(info[rid].candidates)
             info[rid].pending.append(sampled[rid])
         return sampled
-
-    def _toy_sample(self, req: Request, num_tokens: int) -> int:
-        """Without payloads (model: null) the next token is drawn from a seeded stream."""
-        rng = random.Random(f"{self.config.seed}/sample/{req.request_id}/{num_tokens}")
-        return rng.choice(self.state.info[req.request_id].candidates)
 
     # -- checkpoints ----------------------------------------------------------------------
     def _copy_state(self, state: EngineState) -> EngineState:

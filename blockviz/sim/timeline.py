@@ -397,12 +397,6 @@ class Timeline:
         row[1], row[7] = self._code(row[1]), self._code(row[7])    # status, finish_reason
         self._versions[i] = grow(rows, row)
 
-    def _splits_of(self, i: int) -> Sequence[tuple]:
-        if self._split_at[i] < 0:
-            return ()
-        return [*self._earlier_splits.get(i, ()),
-                (self._split_at[i], self._prompt_split[i], self._resumed_split[i])]
-
     def request_view(self, i: int, index: int) -> RequestView:
         """Request identity ``i`` as it was after step ``index``."""
         rows, at = self._versions[i], index - self._first[i]
@@ -410,7 +404,9 @@ class Timeline:
         row = rows[k * _W + 1:(k + 1) * _W]
         values = dict(zip(CHANGING, row))
         values["status"], values["finish_reason"] = self._words[row[0]], self._words[row[6]]
-        splits = self._splits_of(i)
+        splits = [] if self._split_at[i] < 0 else [
+            *self._earlier_splits.get(i, ()),
+            (self._split_at[i], self._prompt_split[i], self._resumed_split[i])]
         j = bisect.bisect_right(splits, index, key=lambda e: e[0]) - 1
         prompt, resumed = splits[j][1:] if j >= 0 else (None, None)
         return dataclasses.replace(
