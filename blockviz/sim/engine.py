@@ -104,31 +104,26 @@ class StepResult:
         return [e if isinstance(e, dict) else e.to_dict() for e in self.events]
 
 
-class _Tee:
-    """Several op sinks as one, each given as its ``on_op``."""
+class _Sinks:
+    """The engine's op sink: the step's records (``ops``, if it keeps them), the explainer of the
+    engine's current state (``explain``: if it explains misses; a rewind brings back another),
+    then each watcher's ``on_op`` (``Engine.watch``). One call an op: every op of a run passes
+    here."""
 
-    def __init__(self, *calls: Callable[[Any], None]) -> None:
-        self.calls = calls
+    __slots__ = ("engine", "append", "explain", "watchers")
 
-    def on_op(self, op) -> None:
-        for call in self.calls:
-            call(op)
-
-
-class _Explained:
-    """The engine's own sink when it explains misses: the step's records (``ops``, if it keeps
-    them), then the explainer of the engine's current state (a rewind brings back another). One
-    call an op: every op of a run passes here."""
-
-    __slots__ = ("engine", "append")
-
-    def __init__(self, engine: Engine, ops: OpList | None) -> None:
-        self.engine, self.append = engine, None if ops is None else ops.append
+    def __init__(self, engine: Engine, ops: OpList | None, explain: bool) -> None:
+        self.engine, self.explain = engine, explain
+        self.append = None if ops is None else ops.append
+        self.watchers: list[Callable[[Any], None]] = []
 
     def on_op(self, op) -> None:
         if self.append is not None:
             self.append(op)
-        self.engine.state.explain.on_op(op)
+        if self.explain:
+            self.engine.state.explain.on_op(op)
+        for call in self.watchers:
+            call(op)
 
 
 class Engine:
@@ -148,9 +143,7 @@ class Engine:
         self.candidates = RANDOM_IDS
         # the records of the step running (its StepResult's ops), and whoever else watches them
         self.ops: OpList | None = OpList() if record_ops else None
-        self.sink: OpSink | None = self.ops
-        if explain:        # every op also goes to the current explainer
-            self.sink = _Explained(self, self.ops)
+        self.sink = _Sinks(self, self.ops, explain) if record_ops or explain else None
         self.num_events = 0          # events applied (a rewind does not take them back)
         self.num_engine_steps = 0
         # LoRA name -> vLLM's lora_int_id (the adapter id KV events publish): 1, 2, ... in the
@@ -273,7 +266,9 @@ class Engine:
 
     def watch(self, sink: OpSink) -> None:
         """Report every op record to ``sink`` too, as it happens (after the step's own list)."""
-        self.sink = sink if self.sink is None else _Tee(self.sink.on_op, sink.on_op)
+        if self.sink is None:
+            self.sink = _Sinks(self, None, False)
+        self.sink.watchers.append(sink.on_op)
         self._attach_sink()
 
     def _attach_sink(self) -> None:
