@@ -35,7 +35,7 @@ from blockviz.core.events import (
     to_event_extra_keys,
 )
 from blockviz.core.free_queue import FreeKVCacheBlockQueue
-from blockviz.core.hashing import generate_block_hash_extra_keys, hash_to_event_int
+from blockviz.core.hashing import generate_block_hash_extra_keys, hash_to_event_int, split_block_key
 from blockviz.core.ops import (
     Cache,
     Evict,
@@ -149,12 +149,6 @@ class BlockPool:
         return make_block_hash_with_group_id(block_hash, group_id) if self.group_keys \
             else block_hash
 
-    def split_key(self, key: bytes) -> tuple[bytes, int]:
-        """(``BlockHash``, group id) of a map key (vLLM's ``get_block_hash``, ``get_group_id``)."""
-        if self.group_keys:
-            return key[:-4], int.from_bytes(key[-4:], "big", signed=False)
-        return key, 0
-
     def __deepcopy__(self, memo: dict) -> BlockPool:
         """A copy with the same queue order and map order. Blocks are copied here, unlinked, and
         relinked through the new queue (a generic deep copy would recurse along the links).
@@ -242,7 +236,8 @@ class BlockPool:
         if popped is None:
             return False
         self.num_evictions += 1
-        bare, group = self.split_key(block_hash)
+        bare, group = split_block_key(block_hash)     # (vLLM's get_block_hash, get_group_id)
+        group = group or 0
         if self.sink is not None:
             self.sink.on_op(Evict(block.block_id, block_hash, group))
         if self.enable_kv_cache_events:

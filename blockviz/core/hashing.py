@@ -126,7 +126,6 @@ class BlockHasher:
 
     def __init__(self, algo: str = "sha256", seed: str | int | None = None,
                  rng: random.Random | None = None) -> None:
-        self.algo = algo
         self.hash_fn = get_hash_fn_by_name(algo)
         if seed is not None:
             self.seed = str(seed)
