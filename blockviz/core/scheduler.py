@@ -136,10 +136,6 @@ class ScheduledRequest:
     decode: bool = False         # a decode token (the request had finished its prefill before)
     samples: bool = False        # the step completes its prefill (or decodes): a token is sampled
 
-    @property
-    def hit_tokens(self) -> int:
-        return self.local_hit_tokens + self.external_hit_tokens
-
 
 @dataclass
 class SchedulerOutput:
