@@ -17,10 +17,6 @@ MEDIUM_GPU = "GPU"
 MEDIUM_CPU = "CPU"
 
 
-def _keys(extra_keys: tuple | None) -> list | None:
-    return None if extra_keys is None else [None if k is None else list(k) for k in extra_keys]
-
-
 @dataclass(frozen=True, slots=True)
 class BlockStored:
     block_hashes: tuple[int, ...]
@@ -41,11 +37,12 @@ class BlockStored:
     lookahead_token_ids: tuple[tuple[int, ...], ...] | None = None
 
     def to_dict(self) -> dict:
-        la = self.lookahead_token_ids
+        la, keys = self.lookahead_token_ids, self.extra_keys
         return {"type": "BlockStored", "block_hashes": list(self.block_hashes),
                 "parent_block_hash": self.parent_block_hash, "token_ids": list(self.token_ids),
                 "block_size": self.block_size, "lora_id": self.lora_id, "medium": self.medium,
-                "lora_name": self.lora_name, "extra_keys": _keys(self.extra_keys),
+                "lora_name": self.lora_name,
+                "extra_keys": None if keys is None else [None if k is None else list(k) for k in keys],
                 "group_idx": self.group_idx, "kv_cache_spec_kind": self.kv_cache_spec_kind,
                 "kv_cache_spec_sliding_window": self.kv_cache_spec_sliding_window,
                 "locality": self.locality, "ownership": self.ownership,
