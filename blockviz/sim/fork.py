@@ -37,23 +37,6 @@ def text_doc(text: Text | None) -> dict | None:
     return None if text is None else text.model_dump(mode="json", exclude_none=True)
 
 
-def scenario_doc(scenario: Scenario, steps: Iterable[Any], *, id: str | None = None,
-                 title: dict | None = None, summary: dict | None = None) -> dict:
-    """The scenario's header and full config (every field, nulls included: ``model: null`` means
-    no payloads, and a left-out field would take its default) with ``steps``."""
-    doc: dict[str, Any] = {"id": id or scenario.id, "title": title or text_doc(scenario.title)}
-    summary = summary if summary is not None else text_doc(scenario.summary)
-    if summary:
-        doc["summary"] = summary
-    if scenario.start_note is not None:
-        doc["start_note"] = text_doc(scenario.start_note)
-    if scenario.start_caption is not None:
-        doc["start_caption"] = text_doc(scenario.start_caption)
-    doc["config"] = scenario.config.model_dump(mode="json")
-    doc["steps"] = list(steps)
-    return doc
-
-
 def fork_id(base: str) -> str:
     suffix = "-fork"
     stem = base[:MAX_ID - len(suffix)]
@@ -107,12 +90,21 @@ def fork_steps(scenario: Scenario, upto: int, timeline=None) -> list:
 
 
 def fork_doc(base: Scenario, upto: int, steps: Sequence[Any]) -> dict:
-    """The fork of ``base`` at step ``upto`` as a scenario document: ``base``'s config, ``steps``
-    (``fork_steps`` and then the events added, as a file holds them)."""
+    """The fork of ``base`` at step ``upto`` as a scenario document: its own id, title and
+    summary, ``base``'s notes and full config (every field, nulls included: ``model: null`` means
+    no payloads, and a left-out field would take its default), and ``steps`` (``fork_steps`` and
+    then the events added, as a file holds them)."""
     titles = {lang: base.title.get(lang) for lang in LANGS}
-    title = texts("fork_scenario_title", title=titles, k=upto)
-    summary = texts("fork_summary", title=titles, id=base.id, k=upto)
-    return scenario_doc(base, steps, id=fork_id(base.id), title=title, summary=summary)
+    doc: dict[str, Any] = {"id": fork_id(base.id),
+                           "title": texts("fork_scenario_title", title=titles, k=upto),
+                           "summary": texts("fork_summary", title=titles, id=base.id, k=upto)}
+    if base.start_note is not None:
+        doc["start_note"] = text_doc(base.start_note)
+    if base.start_caption is not None:
+        doc["start_caption"] = text_doc(base.start_caption)
+    doc["config"] = base.config.model_dump(mode="json")
+    doc["steps"] = list(steps)
+    return doc
 
 
 class _Dumper(yaml.SafeDumper):
