@@ -49,12 +49,8 @@ PREVIEW_BUDGET = Budget(tokens=2_000_000, engine_steps=200_000, tensor_bytes=512
 
 
 class BudgetExceeded(Exception):
-    """The run used up a dimension of its budget (the run stops at this step): ``kind`` names it
-    ("time", "engine_steps", "tokens" or "bytes")."""
-
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+    """The run used up a dimension of its budget (the run stops at this step): the meter's
+    ``exceeded`` names it ("time", "engine_steps", "tokens" or "bytes")."""
 
 
 def mib(n: int | float) -> str:
@@ -116,7 +112,7 @@ class Meter:
 
     def _refuse(self, kind: str, message: str) -> BudgetExceeded:
         self.exceeded = kind
-        return BudgetExceeded(message, kind)
+        return BudgetExceeded(message)
 
     # -- time -----------------------------------------------------------------------------
     def tick(self) -> None:
