@@ -287,9 +287,6 @@ class Changes:
     prev_ref_cnt: tuple[int, ...]     # ref counts before (a card shows ``1→2``)
 
 
-NO_STATS = Stats(num_free_blocks=0, usage=0.0)
-
-
 @stored_directly
 @dataclass(frozen=True, kw_only=True)
 class Step:
@@ -314,7 +311,7 @@ class Step:
     op: Any = None                    # an op frame's op
     kv_events: tuple[dict, ...] = ()
     engine_steps: tuple[EngineStepView, ...] = ()   # schedule -> execute -> update, in order
-    stats: Stats = NO_STATS
+    stats: Stats = Stats(num_free_blocks=0, usage=0.0)
     tier: TierView | None = None      # with a connector: the tier and what it did
     external: tuple[tuple[bytes, tuple[int, ...]], ...] | None = None   # the tier, LRU first
     none_hash: bytes = b""
