@@ -365,20 +365,13 @@ def op_block_ids(op: Any) -> list[int]:
     return [] if bid is None else [bid]
 
 
-def _jsonable(v: Any) -> Any:
+def _jsonable(v: Any, bare: bool = False) -> Any:
+    """A field's value as JSON (bytes as hex); ``bare``: a hash field's, with the pool keys'
+    group ids dropped (``split_block_key``)."""
     if isinstance(v, bytes):
-        return v.hex()
+        return (split_block_key(v)[0] if bare else v).hex()
     if isinstance(v, tuple):
-        return [_jsonable(x) for x in v]
-    return v
-
-
-def _bare(v: Any) -> Any:
-    """A hash field's value with the pool keys' group ids dropped (``split_block_key``)."""
-    if isinstance(v, bytes):
-        return split_block_key(v)[0]
-    if isinstance(v, tuple):
-        return tuple(_bare(x) for x in v)
+        return [_jsonable(x, bare) for x in v]
     return v
 
 
@@ -394,5 +387,5 @@ def op_to_dict(op: Any) -> dict:
     defaults = op._field_defaults
     for name, value in zip(op._fields, op, strict=True):
         if name not in _COMMON and (name not in OPTIONAL_FIELDS or value != defaults[name]):
-            d[_JSON_NAME.get(name, name)] = _jsonable(_bare(value) if name in _HASH_FIELDS else value)
+            d[_JSON_NAME.get(name, name)] = _jsonable(value, name in _HASH_FIELDS)
     return d
