@@ -271,9 +271,6 @@ class TierView:
                 "engine_steps": [s.to_dict() for s in self.steps]}
 
 
-HashTable = tuple[tuple[bytes, tuple[int, ...]], ...]
-
-
 @dataclass(frozen=True)
 class Changes:
     """What differs from the point before."""
@@ -301,7 +298,7 @@ class Step:
     block_hash: tuple[bytes | None, ...] = ()
     block_tokens: Sequence[tuple[int, ...]] = ()
     free_queue: tuple[int, ...] = ()
-    hash_table: HashTable = ()         # (hash, block ids) in BlockHashToBlockMap's order
+    hash_table: tuple[tuple[bytes, tuple[int, ...]], ...] = ()   # in BlockHashToBlockMap's order
     # the requests (in arrival order), and the scheduler's queues
     requests: Mapping[str, RequestView] = field(default_factory=dict)
     waiting: tuple[str, ...] = ()
