@@ -516,7 +516,10 @@ class Explainer:
                 cat = own
             brk = cat
             counts[cat] += bs
-            _append(segs, i * bs, (i + 1) * bs, cat, detail)
+            if segs and segs[-1][1:] == (i * bs, cat, detail):   # the segment before goes on
+                segs[-1] = (segs[-1][0], (i + 1) * bs, *segs[-1][2:])
+            else:
+                segs.append((i * bs, (i + 1) * bs, cat, detail))
         if last:
             segs.append((m * bs, k * bs, "last_token", None))
         if counts["partial_block"]:
@@ -545,13 +548,3 @@ def _has(r, i: int, h: bytes) -> bool:
 
 def _at(t: int) -> dict[str, int]:
     return {"event": t >> 32, "engine_step": t & 0xFFFF_FFFF}
-
-
-def _append(segs: list, start: int, end: int, cat: str, detail: Any) -> None:
-    """Merge with the segment before when its category and detail are the same."""
-    if segs and segs[-1][2] == cat and segs[-1][3] == detail and segs[-1][1] == start:
-        a, _, c, d = segs[-1]
-        segs[-1] = (a, end, c, d)
-    else:
-        segs.append((start, end, cat, detail))
-
