@@ -386,10 +386,11 @@ class Explainer:
         for i in range(first, m):
             s = self._status(req, i, pool)
             if s[0] == "cold":
-                if pending_for is None:
-                    pending_for = self._computing(req, i)
-                else:
-                    pending_for = [r for r in pending_for if _has(r, i, req.block_hashes[i])]
+                if pending_for is None:   # live requests that have the hash, not cached yet
+                    sched = self.scheduler
+                    pending_for = [r for r in (*sched.running, *sched.kv_holding_waiting,
+                                               *sched.waiting) if r is not req]
+                pending_for = [r for r in pending_for if _has(r, i, req.block_hashes[i])]
                 if pending_for:
                     s = ("cold", {"pending_in": [r.request_id for r in pending_for]})
             statuses.append(s)
@@ -430,13 +431,6 @@ class Explainer:
                 return ("different_key", {"which": which(best), "other_request": best.request_id,
                                           "present": present})
         return ("cold", None)
-
-    def _computing(self, req, i: int) -> list:
-        """Live requests that have the block's hash but have not cached it yet."""
-        h = req.block_hashes[i]
-        s = self.scheduler
-        return [r for r in (*s.running, *s.kv_holding_waiting, *s.waiting)
-                if r is not req and _has(r, i, h)]
 
     def _window(self, req, hit: int, longest: int, pool) -> dict:
         """The later attention groups that lacked a block of the run the hit needed there."""
