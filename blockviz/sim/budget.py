@@ -19,10 +19,10 @@ line (``FILE:LINE:COL: steps[i].kind: step k (kind): ...``, exit status 2 on the
 ``RUN_BUDGET`` is the command line's and the library's; ``PREVIEW_BUDGET`` is the app's, for
 every scenario a session runs (its Author preview, its "try it yourself" fork).
 
-The engine tells its one :class:`Meter` what it is about to do, at its moments (the meter's
-methods under "the engine's moments", ``tick`` and ``engine_step``), and the meter refuses by
-raising BudgetExceeded. An unbounded run's (the engine's default) is of ``Budget()``: it counts
-(the progress ``watch`` reads it) and refuses nothing.
+The engine tells its one :class:`Meter` what it is about to do, at its moments (``tick`` at each
+event and arrival, ``engine_step`` before each engine step, and the methods under "the engine's
+moments"), which the meter may refuse by raising BudgetExceeded. An unbounded run's (the engine's
+default) is of ``Budget()``: it counts (the progress ``watch`` reads it) and refuses nothing.
 """
 from __future__ import annotations
 
