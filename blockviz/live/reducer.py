@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from blockviz.i18n import t
@@ -61,9 +61,6 @@ class Where:
         return ", ".join(t(f"live_where_{k}", lang, n=n, src=self.src or "sub") for k, n in (
             ("line", self.line), ("message", self.message), ("rank", self.rank or None),
             ("seq", self.seq), ("event", self.event)) if n is not None)
-
-    def at_event(self, i: int) -> Where:
-        return Where(self.message, self.src, self.seq, i, self.rank, self.line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +192,7 @@ class CacheState:
         toks = ev.token_ids
         chain = bs > 0 and len(toks) == n * bs
         if not chain and (bs > 0 or toks):   # (a CPU tier's placeholder store: size 0, no tokens)
-            self.notes.add("tokens_range", where.at_event(i), hashes=n, tokens=len(toks),
+            self.notes.add("tokens_range", replace(where, event=i), hashes=n, tokens=len(toks),
                            block_size=bs, group=group_name(key),
                            spec=ev.kv_cache_spec_kind or "?")
         xk = ev.extra_keys
@@ -205,7 +202,7 @@ class CacheState:
         keep = min(bs, self.max_tokens) if chain else 0
         cut = bs - keep if chain else 0
         if cut:
-            self.notes.add("tokens_cut", where.at_event(i), kept=keep, block_size=bs)
+            self.notes.add("tokens_cut", replace(where, event=i), kept=keep, block_size=bs)
         lora_id, lora_name, kind = ev.lora_id, ev.lora_name, ev.kv_cache_spec_kind
         stored = delta.stored
         for j in range(n):
@@ -221,7 +218,7 @@ class CacheState:
             e = g.get(h)
             if e is None:
                 if self.size >= self.max_hashes:
-                    self.notes.add("hash_cap", where.at_event(i), limit=self.max_hashes)
+                    self.notes.add("hash_cap", replace(where, event=i), limit=self.max_hashes)
                     parent = h if chain else None
                     continue
                 g[h] = Entry(parent, tokens, bs, lora_id, lora_name,
@@ -232,7 +229,7 @@ class CacheState:
                 if chain and e.chain_known and (e.parent != parent or (
                         e.tokens is not None and tokens is not None
                         and tuple(e.tokens) != tuple(tokens))):
-                    self.notes.add("restored_differently", where.at_event(i), hash=hash_hex(h))
+                    self.notes.add("restored_differently", replace(where, event=i), hash=hash_hex(h))
             stored.append((key, h))
             self.stored += 1
             parent = h if chain else None
@@ -245,7 +242,7 @@ class CacheState:
             if e is None:
                 self.unknown_removals += 1
                 delta.unknown += 1
-                self.notes.add("removed_unknown", where.at_event(i), hash=hash_hex(h),
+                self.notes.add("removed_unknown", replace(where, event=i), hash=hash_hex(h),
                                group=group_name(key))
                 continue
             self.removed += 1

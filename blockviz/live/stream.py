@@ -222,7 +222,7 @@ class Reduction:
         if rank:
             where = replace(where, rank=rank)
         for p in problems:
-            self.notes.add(p.kind, where.at_event(p.index), detail=p.detail)
+            self.notes.add(p.kind, replace(where, event=p.index), detail=p.detail)
         rs = self.rank(rank)
         item = (batch, where, rec.t)
         actions = (rs.seq.live(m.seq, item) if rec.src == "sub"
