@@ -84,7 +84,9 @@ class CaptureReader:
         self._first = self._next_line()
         if self._first is not None:
             obj = self._json(self._first)
-            if isinstance(obj, dict) and isinstance(obj.get("header"), dict):
+            if obj is None:     # not JSON: in bad_lines once, and not read again as a message
+                self._first = None
+            elif isinstance(obj, dict) and isinstance(obj.get("header"), dict):
                 self.header = obj["header"]
                 self._first = None
 

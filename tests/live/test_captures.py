@@ -187,6 +187,18 @@ def test_events_state_text_and_a_missing_file(cli, tmp_path):
     assert p.returncode == 2 and "not a recording" in p.stderr
 
 
+def test_a_first_line_that_is_not_json_is_one_bad_line(tmp_path):
+    """A recording that does not start with its header, and whose first line is not JSON either:
+    that line is reported once, and the messages after it are read."""
+    path = tmp_path / "rec.jsonl"
+    path.write_text('{not json\n{"src": "sub", "t": 1, "frames": ["", "AAAAAAAAAAE=", ""]}\n')
+    r = CaptureReader(path)
+    msgs = list(r)
+    assert r.header is None
+    assert [(b.line, b.why.split(":")[0]) for b in r.bad_lines] == [(1, "not JSON")]
+    assert [(m.src, m.t, m.index, m.line) for m in msgs] == [("sub", 1, 0, 2)]
+
+
 def test_writer_and_reader_round_trip_and_bad_lines_are_located(tmp_path):
     path = tmp_path / "rec.jsonl"
     with CaptureWriter(path, endpoint="tcp://127.0.0.1:1", mode="bind", replay=None) as w:
