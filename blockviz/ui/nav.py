@@ -64,6 +64,13 @@ def default_lang() -> str:
     return "zh" if locale.lower().startswith("zh") else "en"
 
 
+def first_lang() -> str:
+    """A session's language before the user chooses one: its link's ``lang``, else the
+    browser's. (The page titles and every page's words read the same one.)"""
+    link = st.query_params.get("lang")
+    return link if link in LANGS else default_lang()
+
+
 def follow(key: str, widget: str, allowed: Collection | None = None) -> None:
     """A widget's callback: the session's ``key`` follows the widget ``widget`` — its value, when
     ``allowed`` holds it (else ``key`` stays); without ``allowed``, as a flag (on or off)."""
@@ -84,10 +91,10 @@ def language_toggle(lang: str) -> None:
 
 
 def page_top() -> str:
-    """The top of every page but the player: its language (the browser's, until the user chooses),
-    no query string (the player's link does not describe the page), the stylesheet, and the
-    language switch in the sidebar."""
-    lang = session_lang(default_lang())
+    """The top of every page but the player: its language (a link's, else the browser's, until the
+    user chooses), no query string (the player's link does not describe the page), the
+    stylesheet, and the language switch in the sidebar."""
+    lang = session_lang(first_lang())
     if st.query_params:
         st.query_params.clear()
     st.html(theme.css(False))

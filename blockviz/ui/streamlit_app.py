@@ -11,7 +11,7 @@ import streamlit as st
 from blockviz.i18n import LANGS, t
 from blockviz.ui import author, capacity, live, player, worker
 from blockviz.ui import state as session
-from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, LIVE_PATH, PLAYER_PATH, register_pages
+from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, LIVE_PATH, PLAYER_PATH, first_lang, register_pages
 
 # (page function, i18n key of its title, url path, default page?) — the one list of pages.
 PAGES = [
@@ -25,9 +25,8 @@ PAGES = [
 def main() -> None:
     ss = st.session_state
     lang = ss.get(session.LANG)
-    if lang not in LANGS:            # a first visit: the link's language titles the pages too
-        link = st.query_params.get("lang")
-        lang = link if link in LANGS else "en"
+    if lang not in LANGS:            # a first visit: the page titles speak the page's language
+        lang = first_lang()
     pages = {path: st.Page(fn, title=t(key, lang), url_path=path, default=default)
              for fn, key, path, default in PAGES}
     register_pages(pages)
