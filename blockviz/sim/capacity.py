@@ -280,7 +280,7 @@ class _EveryKeyCached:
 
 
 def ceiling_groups(trace: Iterable[TraceRequest], *, block_size: int, kv_cache_groups: Sequence,
-                   progress: Progress | None = None) -> dict:
+                   progress: Progress | None = None, on_request: PerRequest | None = None) -> dict:
     """A hybrid model's ceiling: an infinite pool, the same groups and rules as
     :func:`replay_sequence`. Nothing is evicted, so the state is the set of keys each group has
     cached: per request, the lookup of vLLM's coordinator (its reconciliation over the
@@ -297,9 +297,11 @@ def ceiling_groups(trace: Iterable[TraceRequest], *, block_size: int, kv_cache_g
              enumerate(zip(specs, coordinator.single_type_managers))]
     keys = cached.keys
     queries = hits = limited = 0
-    for req in counted(_requests(trace, block_size, False), progress):
+    for i, req in enumerate(counted(_requests(trace, block_size, False), progress)):
         n = req.num_tokens
         _, num_hit, uncached = coordinator.find_longest_cache_hit(req.block_hashes, n - 1)
+        if on_request is not None:
+            on_request(i, num_hit, True)
         boundary = num_hit + uncached if uncached else 0
         queries += n
         hits += num_hit
@@ -324,12 +326,12 @@ def ceiling(trace: Iterable[TraceRequest], *, block_size: int,
     request had in trace block ``j`` (a request with sub-block ``k`` full has ``0..k-1`` full
     too), so memory is one entry per distinct 512-token prefix block whatever ``block_size``
     (per vLLM block when one holds several of the trace's blocks). ``on_request(i, hit_tokens,
-    True)`` after each request, as :func:`replay_sequence`'s (one group only). With a hybrid
-    model's ``kv_cache_groups``: :func:`ceiling_groups`."""
+    True)`` after each request, as :func:`replay_sequence`'s. With a hybrid model's
+    ``kv_cache_groups``: :func:`ceiling_groups`."""
     check_block_size(block_size)
     if kv_cache_groups:
         return ceiling_groups(trace, block_size=block_size, kv_cache_groups=kv_cache_groups,
-                              progress=progress)
+                              progress=progress, on_request=on_request)
     seen: dict[bytes, int] = {}
     queries = hits = 0
     for i, r in enumerate(counted(checked(trace, block_size), progress)):
