@@ -35,7 +35,7 @@ from blockviz.core.events import (
     to_event_extra_keys,
 )
 from blockviz.core.free_queue import FreeKVCacheBlockQueue
-from blockviz.core.hashing import generate_block_hash_extra_keys, hash_to_event_int, split_block_key
+from blockviz.core.hashing import generate_block_hash_extra_keys, hash_to_event_int
 from blockviz.core.ops import (
     Cache,
     Evict,
@@ -236,8 +236,12 @@ class BlockPool:
         if popped is None:
             return False
         self.num_evictions += 1
-        bare, group = split_block_key(block_hash)     # (vLLM's get_block_hash, get_group_id)
-        group = group or 0
+        if self.sink is None and not self.enable_kv_cache_events:
+            return True
+        # (vLLM's get_block_hash, get_group_id): by the pool's own key form, not the key's length
+        # (a capacity replay's sub-block keys are not 16 or 32 bytes)
+        bare, group = ((block_hash[:-4], int.from_bytes(block_hash[-4:], "big")) if self.group_keys
+                       else (block_hash, 0))
         if self.sink is not None:
             self.sink.on_op(Evict(block.block_id, block_hash, group))
         if self.enable_kv_cache_events:
