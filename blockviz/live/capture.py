@@ -70,6 +70,9 @@ class CaptureWriter:
         self.close()
 
 
+NOT_JSON = object()   # what CaptureReader._json makes of a line that is not JSON
+
+
 class CaptureReader:
     """Iterates a recording's messages; ``header`` is known after the first line has been read
     (it is read on construction), ``bad_lines`` collects what was skipped. ``path``: a file's
@@ -84,7 +87,7 @@ class CaptureReader:
         self._first = self._next_line()
         if self._first is not None:
             obj = self._json(self._first)
-            if obj is None:     # not JSON: in bad_lines once, and not read again as a message
+            if obj is NOT_JSON:     # in bad_lines once, and not read again as a message
                 self._first = None
             elif isinstance(obj, dict) and isinstance(obj.get("header"), dict):
                 self.header = obj["header"]
@@ -105,11 +108,13 @@ class CaptureReader:
                 return raw
 
     def _json(self, raw: bytes):
+        """The line's JSON value, or ``NOT_JSON`` (said in ``bad_lines``); a ``null`` line is
+        JSON, and is judged as a message like any other value."""
         try:
             return json.loads(raw)
         except (ValueError, RecursionError) as e:
             self.bad_lines.append(BadLine(self._lineno, f"not JSON: {str(e)[:80]}"))
-            return None
+            return NOT_JSON
 
     def __iter__(self) -> Iterator[Received]:
         index, raw = 0, self._first
@@ -128,7 +133,7 @@ class CaptureReader:
 
     def _record(self, raw: bytes, line: int):
         obj = self._json(raw)
-        if obj is None:
+        if obj is NOT_JSON:
             return None
         if not isinstance(obj, dict) or not isinstance(obj.get("frames"), list):
             self.bad_lines.append(BadLine(line, "not a message line (no \"frames\" list)"))

@@ -199,6 +199,17 @@ def test_a_first_line_that_is_not_json_is_one_bad_line(tmp_path):
     assert [(m.src, m.t, m.index, m.line) for m in msgs] == [("sub", 1, 0, 2)]
 
 
+def test_a_null_line_is_a_bad_line_not_a_silent_one(tmp_path):
+    """``null`` is JSON but no message: first or later, it is reported where it is."""
+    path = tmp_path / "rec.jsonl"
+    path.write_text('null\n{"src": "sub", "t": 1, "frames": ["", "AAAAAAAAAAE=", ""]}\nnull\n')
+    r = CaptureReader(path)
+    msgs = list(r)
+    assert [m.line for m in msgs] == [2]
+    assert [(b.line, b.why) for b in r.bad_lines] == [(1, 'not a message line (no "frames" list)'),
+                                                      (3, 'not a message line (no "frames" list)')]
+
+
 def test_writer_and_reader_round_trip_and_bad_lines_are_located(tmp_path):
     path = tmp_path / "rec.jsonl"
     with CaptureWriter(path, endpoint="tcp://127.0.0.1:1", mode="bind", replay=None) as w:
