@@ -124,8 +124,13 @@ def test_the_ceiling_is_a_pool_that_never_evicts(layout):
     big = replay_sequence(reqs, block_size=BS, pool_blocks=100_000, kv_cache_groups=groups,
                           chunk_tokens=CHUNK)
     assert big["evictions"] == 0
-    ceil = ceiling(reqs, block_size=BS, kv_cache_groups=groups)
+    seen = []
+    ceil = ceiling(reqs, block_size=BS, kv_cache_groups=groups,
+                   on_request=lambda i, hit, ok: seen.append((i, hit, ok)))
     assert ceil == {k: big[k] for k in ("queries", "hits", "limited_hits")}
+    # told of every request, as the one-group ceiling and the replays are
+    assert [i for i, _, _ in seen] == list(range(len(reqs))) and all(ok for _, _, ok in seen)
+    assert sum(hit for _, hit, _ in seen) == ceil["hits"]
     # one full-attention group: the fast ceiling, unchanged (no limited_hits)
     assert set(ceiling(reqs, block_size=BS)) == {"queries", "hits"}
 
