@@ -28,7 +28,8 @@ MAX_RUNS = 16   # past this many runs of chunk ids, one gather and one scatter b
 
 def _plan(chunk_ids: Sequence[int], block_ids: Sequence[int]) -> tuple:
     """A job as ``(runs, chunks, blocks)``: ``runs`` lists its runs of rising consecutive chunk
-    ids as ``(first chunk, end chunk, the GPU blocks of those chunks)``, or is None past
+    ids as ``(first chunk, end chunk, lo, hi, the GPU blocks of those chunks)`` (the run is
+    ``blocks[lo:hi]`` of the job), or is None past
     ``MAX_RUNS`` runs; ``chunks`` and ``blocks`` are the ids as index arrays. (``fromiter`` and a
     subtraction rather than ``asarray`` and ``diff``: a 1 MB job's copies take ~100 µs, and
     those two cost ~15 µs of Python.)"""
@@ -36,24 +37,14 @@ def _plan(chunk_ids: Sequence[int], block_ids: Sequence[int]) -> tuple:
     b = np.fromiter(block_ids, dtype=np.intp, count=n)
     first = chunk_ids[0]
     if chunk_ids[-1] == first + n - 1 and list(chunk_ids) == list(range(first, first + n)):
-        return [(first, first + n, b)], None, b         # a fresh tier's one run
+        return [(first, first + n, 0, n, b)], None, b         # a fresh tier's one run
     c = np.fromiter(chunk_ids, dtype=np.intp, count=n)
     cuts = np.flatnonzero(c[1:] - c[:-1] != 1) + 1   # the manager hands each freed run out rising
     if len(cuts) >= MAX_RUNS:
         return None, c, b
     bounds = [0, *cuts.tolist(), n]
     starts = c[bounds[:-1]].tolist()
-    return [(c0, c0 + hi - lo, b[lo:hi]) for c0, lo, hi in zip(starts, bounds, bounds[1:])], c, b
-
-
-def _spans(runs: list) -> list[tuple[int, int, int, int]]:
-    """Each run of a job as ``(first chunk, end chunk, lo, hi)``: its place in the job's blocks is
-    ``lo:hi``."""
-    spans, lo = [], 0
-    for first, end, _ in runs:
-        spans.append((first, end, lo, lo + end - first))
-        lo += end - first
-    return spans
+    return [(c0, c0 + hi - lo, lo, hi, b[lo:hi]) for c0, lo, hi in zip(starts, bounds, bounds[1:])], c, b
 
 
 class CPUKVPool:
@@ -102,11 +93,11 @@ class CPUKVPool:
                     if runs is None:
                         dst[c] = src[b]
                         continue
-                    for first, end, blocks in runs:   # gather straight into the run: one pass
+                    for first, end, _, _, blocks in runs:   # gather straight into the run: one pass
                         # (mode="clip": numpy's unbuffered take; the ids are valid)
                         src.take(blocks, axis=0, out=dst[first:end], mode="clip")
             return
-        bidx = torch.as_tensor(list(block_ids), dtype=torch.long, device=s.device)
+        bidx = torch.from_numpy(b).to(s.device)
         for layer, cache in enumerate(s.kv_caches):
             got = cache.view(2, s.num_blocks, -1).index_select(1, bidx)   # [2, n, row] on the GPU
             if runs is None:
@@ -115,7 +106,7 @@ class CPUKVPool:
                 torch.cuda.current_stream(s.device).synchronize()
                 self.data[layer].index_copy_(1, torch.from_numpy(c), staged)
                 continue
-            for first, end, lo, hi in _spans(runs):
+            for first, end, lo, hi, _ in runs:
                 for kv in (0, 1):
                     self.data[layer, kv, first:end].copy_(got[kv, lo:hi], non_blocking=True)
         torch.cuda.current_stream(s.device).synchronize()
@@ -134,10 +125,10 @@ class CPUKVPool:
                     if runs is None:
                         dst[b] = src[c]
                         continue
-                    for first, end, blocks in runs:   # the run is a view: one pass
+                    for first, end, _, _, blocks in runs:   # the run is a view: one pass
                         dst[blocks] = src[first:end]
             return
-        bidx = torch.as_tensor(list(block_ids), dtype=torch.long, device=s.device)
+        bidx = torch.from_numpy(b).to(s.device)
         for layer, cache in enumerate(s.kv_caches):
             rows = cache.view(2, s.num_blocks, -1)
             if runs is None:
@@ -146,7 +137,7 @@ class CPUKVPool:
                     rows[kv].index_copy_(0, bidx, staged.to(s.device, non_blocking=True))
                 continue
             got = torch.empty((2, len(block_ids), rows.shape[-1]), dtype=rows.dtype, device=s.device)
-            for first, end, lo, hi in _spans(runs):
+            for first, end, lo, hi, _ in runs:
                 for kv in (0, 1):
                     got[kv, lo:hi].copy_(self.data[layer, kv, first:end], non_blocking=True)
             rows.index_copy_(1, bidx, got)
