@@ -146,6 +146,19 @@ class Tally:
             self.since = 0
 
 
+def running_total(progress: Callable[[int, int], None] | None, total: int) -> Progress:
+    """A :data:`Progress` (n more done) that tells ``progress(done, total)`` the running total,
+    never past ``total``: how a sweep's parts report as one piece of work."""
+    done = 0
+
+    def add(n: int) -> None:
+        nonlocal done
+        done = min(done + n, total)
+        if progress is not None:
+            progress(done, total)
+    return add
+
+
 def counted(items: Iterable, progress: Progress | None) -> Iterator:
     """The items, with ``progress(n)`` told every :data:`PROGRESS_EVERY` of them and at the end."""
     tally = Tally(progress)

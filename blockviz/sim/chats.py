@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from blockviz.scenario.trace import iter_trace
-from blockviz.sim.capacity import ceiling, replay_sequence
-from blockviz.sim.sweep import running_total
+from blockviz.sim.capacity import ceiling, replay_sequence, running_total
 
 MAX_CHATS = 200          # the conversations a report lists (the most turns first)
 Progress = Callable[..., None]

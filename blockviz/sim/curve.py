@@ -67,10 +67,18 @@ from collections.abc import Callable, Iterable
 from itertools import accumulate
 
 from blockviz.scenario.trace import TraceRequest, check_block_size, check_trace, iter_trace
-from blockviz.sim.capacity import KNEE_FRACTION, OptionError, Progress, counted, geometric_sizes, hit_rate
+from blockviz.sim.capacity import (
+    KNEE_FRACTION,
+    OptionError,
+    Progress,
+    counted,
+    geometric_sizes,
+    hit_rate,
+    running_total,
+)
 from blockviz.sim.explain_trace import add_explain
 from blockviz.sim.optimal import add_optimal
-from blockviz.sim.sweep import SweepResult, check_pools, running_total
+from blockviz.sim.sweep import SweepResult, check_pools
 
 _C, _D, _E = 0, 1, 2     # interval states: canonical, canonical + duplicates, explicit
 

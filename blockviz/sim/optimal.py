@@ -33,8 +33,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 
 from blockviz.scenario.trace import TraceRequest, check_block_size
-from blockviz.sim.capacity import Tally, block_keys, checked
-from blockviz.sim.sweep import running_total
+from blockviz.sim.capacity import Tally, block_keys, checked, running_total
 
 NEVER = 1 << 62
 

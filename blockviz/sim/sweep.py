@@ -35,9 +35,16 @@ from pathlib import Path
 
 from blockviz.core import FREE_ORDERS
 from blockviz.scenario.trace import check_block_size, check_trace, iter_trace
-from blockviz.sim.capacity import KV_PRESETS, MODES, OptionError, ceiling, model_groups, replay_scenario
-
-Progress = Callable[[int], None]
+from blockviz.sim.capacity import (
+    KV_PRESETS,
+    MODES,
+    OptionError,
+    Progress,
+    ceiling,
+    model_groups,
+    replay_scenario,
+    running_total,
+)
 
 
 @dataclass(frozen=True)
@@ -221,19 +228,6 @@ EXECUTORS: dict[str, type] = {"local": LocalExecutor, "ray": RayExecutor}
 
 
 # -- the sweep --------------------------------------------------------------------------------
-def running_total(progress: Callable[[int, int], None] | None, total: int) -> Progress:
-    """A :data:`Progress` (n more done) that tells ``progress(done, total)`` the running total,
-    never past ``total``: how a sweep's parts report as one piece of work."""
-    done = 0
-
-    def add(n: int) -> None:
-        nonlocal done
-        done = min(done + n, total)
-        if progress is not None:
-            progress(done, total)
-    return add
-
-
 class PoolTooLarge(OptionError):
     """A pool size past every block the trace could ever hold (it would replay exactly as that
     many, after allocating the rest for nothing)."""

@@ -33,8 +33,8 @@ from blockviz.core import FREE_ORDERS
 from blockviz.i18n import texts
 from blockviz.scenario.load import LoadedScenario, ScenarioError, check_references
 from blockviz.scenario.schema import MAX_NUM_BLOCKS, MAX_STEPS, Scenario, request_id
-from blockviz.sim.capacity import Point, scenario_stats
-from blockviz.sim.sweep import LocalExecutor, Task, running_total
+from blockviz.sim.capacity import Point, running_total, scenario_stats
+from blockviz.sim.sweep import LocalExecutor, Task
 
 KINDS = ("shared_prefix", "multi_turn", "few_shot", "random")
 
