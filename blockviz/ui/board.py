@@ -32,16 +32,11 @@ def component(name: str, css: Callable[[], str], js: str):
     return st.components.v2.component(name, html="", css=css(), js=rboard.asset(js), isolate_styles=True)
 
 
-def board_run(run: PlayerRun) -> rboard.BoardRun:
-    return rboard.BoardRun(run.timeline, run.labels, run.kinds,
-                           {lang: run.scenario.title.get(lang) for lang in LANGS},
-                           run.free_order)
-
-
 def _payload(run: PlayerRun, around: int, lang: str, frames: bool, presenter: bool, speed: float,
              url: bool) -> str:
     """The board's data (BoardData's JSON) for the window of steps around ``around``."""
-    br = board_run(run)
+    br = rboard.BoardRun(run.timeline, run.labels, run.kinds,
+                         {lg: run.scenario.title.get(lg) for lg in LANGS}, run.free_order)
     lo, _ = rboard.window(br, around)
     langs = (lang,) if frames or rboard.is_dense(br) else (lang, other_lang(lang))
     return memo(run, "board", (lo, langs, frames, presenter, speed, url),   # (a dense run's JSON is big)
