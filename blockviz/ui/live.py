@@ -111,30 +111,27 @@ def page() -> None:
     # not written into session state first: Streamlit sends a written value to the browser on that
     # run only, and a browser that drew the next run without having kept it (a language switch
     # within half a second of opening the page) showed the widget's own default instead.
-    shown = {W_SOURCE: ss.get(W_SOURCE, "recording" if server else "live"),
-             W_RP_SERVER: ss.get(W_RP_SERVER, 0)}
-    written = set()
-    if asked is not None and asked in names:          # the URL's ask wins over the session's
+    default = {W_SOURCE: ss.get(W_SOURCE, "recording" if server else "live"),
+               W_RP_SERVER: ss.get(W_RP_SERVER, 0)}
+    if asked in names:                                # the URL's ask wins over the session's
         for key, value in ((W_SOURCE, "recording"), (W_RP_SERVER, names.index(asked))):
             if ss.get(key, value) != value:
                 # The widget is on the page with another value, and the browser holds it too: a
                 # default would not move it, only a value written into session state is sent for
                 # the browser to take (this run; the next ones carry it as the default). Streamlit
                 # warns of a widget with a default and a written value: none on this run.
-                ss[key] = value
-                written.add(key)
-            shown[key] = value
+                ss[key], value = value, None
+            default[key] = value
     lang = page_top()
-    source = shown[W_SOURCE]
-    intro = t("lv_intro" if source == "live" else "rp_intro", lang)
+    intro = t("lv_intro" if default[W_SOURCE] == "live" else "rp_intro", lang)   # (written: a recording)
     st.html(f'<div class="bv"><div class="bv-title">{theme.esc(t("lv_title", lang))}</div>'
             f'<div class="bv-small">{theme.esc(intro)}</div></div>')
     source = st.segmented_control(t("lv_source", lang), ("live", "recording"), key=W_SOURCE,
-                                  default=None if W_SOURCE in written else source, required=True,
+                                  default=default[W_SOURCE], required=True,
                                   format_func=lambda s: t(f"lv_source_{s}", lang),
                                   label_visibility="collapsed")
     if source == "recording":
-        recording(lang, None if W_RP_SERVER in written else shown[W_RP_SERVER])
+        recording(lang, default[W_RP_SERVER])
         return
     specs = endpoints.allowed()
     cols = st.columns([3, 2, 1])
