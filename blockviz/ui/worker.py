@@ -674,10 +674,9 @@ class _Watchdog:
                 if runtime.is_active_session(sid):
                     self.gone_since.pop(sid, None)
                 elif now - self.gone_since.setdefault(sid, now) >= ENDED_AFTER_S:
+                    del self.gone_since[sid]
                     ended.append(sid)
             things = {sid: list(self.held.pop(sid)) for sid in ended}
-            for sid in ended:
-                self.gone_since.pop(sid, None)
         for sid in ended:
             for thing in things[sid]:
                 try:
@@ -695,11 +694,8 @@ _watchdog = _Watchdog()
 def hold(thing) -> None:
     """Release ``thing`` (it has ``release()``) when the session running this script ends (nothing
     outside a script run)."""
-    try:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-        ctx = get_script_run_ctx(suppress_warning=True)
-    except Exception:  # noqa: BLE001 - no Streamlit here
-        return
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    ctx = get_script_run_ctx(suppress_warning=True)
     if ctx is not None:
         _watchdog.hold(ctx.session_id, thing)
 
