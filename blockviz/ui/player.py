@@ -18,7 +18,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from blockviz.i18n import LANGS, t
-from blockviz.i18n.errors import error_text, localize_error
+from blockviz.i18n.errors import localize_error
 from blockviz.render import theme
 from blockviz.render.authoring import AUTHOR_CSS
 from blockviz.render.markers import markers_legend_html
@@ -30,7 +30,7 @@ from blockviz.teach.authoring import download_name
 from blockviz.ui import board, data, tryit, worker
 from blockviz.ui import state as session
 from blockviz.ui.cache import frozen, memo
-from blockviz.ui.nav import default_lang, follow, language_toggle, md_escape, md_fields
+from blockviz.ui.nav import default_lang, follow, language_toggle, md_fields
 
 # -- callbacks (they only change session state) --------------------------------------------
 BOARD = board.PLAYER
@@ -114,10 +114,10 @@ def page() -> None:
         st.html(css)
     _sidebar(run, index, lang, presenter)
     for key, fields in ss.get(session.NOTICES, []) + session.run_notices(run):   # inert in markdown
-        st.warning(t(key, lang, **{k: md_escape(str(v)) for k, v in fields.items()}))
+        st.warning(t(key, lang, **md_fields(fields, lang)))
     for name, err in index.broken:
-        st.warning(t("scenario_broken", lang, f=md_escape(name), msg=md_escape(error_text(err, lang))))
-    _body(run)
+        st.warning(t("scenario_broken", lang, **md_fields({"f": name, "msg": err}, lang)))
+    _body(run, lang, presenter)
 
 
 @functools.cache
@@ -126,9 +126,8 @@ def _stylesheets(presenter: bool) -> tuple[str, ...]:
     return theme.css(presenter), AUTHOR_CSS, theme.SIDE_PANEL_CSS
 
 
-def _body(run: data.PlayerRun) -> None:
+def _body(run: data.PlayerRun, lang: str, presenter: bool) -> None:
     ss = st.session_state
-    lang, presenter = ss[session.LANG], ss.get(session.PRESENTER, False)
     cursor, frame = ss[session.CURSOR], ss.get(session.FRAME)
     side = session.side_open(ss)
     # The board tells Python its step only while a panel beside or below it follows the step.
@@ -181,7 +180,7 @@ def _body(run: data.PlayerRun) -> None:
 SIDE_WEIGHTS = [3, 1]        # the board, the learning panel beside it
 
 
-def _learn_switches(run: data.PlayerRun, lang: str) -> None:
+def _learn_switches(lang: str) -> None:
     """The learning tools' switches, in the sidebar (on screen whatever the board's height):
     self-check on/off, try it yourself (fork at the board's step). Each opens its panel beside
     the board."""
@@ -281,7 +280,7 @@ def _sidebar(run: data.PlayerRun, index: data.BuiltinIndex, lang: str, presenter
         st.html('<div class="bv"><div class="bv-small">' + "<br>".join(theme.esc(x) for x in info)
                 + f"</div>{about}</div>")
         if not presenter:
-            _learn_switches(run, lang)
+            _learn_switches(lang)
         ss["w_speed"] = ss.get(session.SPEED, 1.0)
         st.segmented_control(t("speed", lang), session.SPEEDS, key="w_speed", required=True,
                              format_func=lambda v: f"{v:g}×", on_change=follow,
