@@ -242,8 +242,7 @@ def init_from_link(state: MutableMapping, params: Mapping[str, str], ids: Sequen
 def shared_code(state: Mapping) -> str | None:
     """The link code of the run the player shows, when a link describes it."""
     shared = state.get(SHARED)
-    run = state.get(USER_RUN)
-    if not showing_user(state) or not shared or shared[0] != getattr(run, "key", None):
+    if not showing_user(state) or not shared or shared[0] != state[USER_RUN].key:
         return None
     return shared[1]
 
