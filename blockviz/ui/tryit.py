@@ -39,6 +39,9 @@ from blockviz.ui.nav import AUTHOR_PATH, base_url, go_to, md_escape, md_fields
 FORK_FILE = "fork.yaml"
 EVENT_KINDS = ("arrive", "decode", "step", "finish", "preempt", "reset_prefix_cache")
 PART_KINDS = ("tokens", "text", "same_as", "random")
+# the events of requests picked in the form: (its widget, the message when none is, the event)
+PICKED = {"finish": ("w_fk_fin", "no_live", finish_event),
+          "preempt": ("w_fk_pre", "no_running", preempt_event)}
 
 
 @dataclass(frozen=True)
@@ -138,8 +141,8 @@ def _back() -> None:
     session.switch_scenario(ss, ss.get(session.SCENARIO) or session.DEFAULT_SCENARIO)
 
 
-def _msg(key: str, fields: dict, error: bool = True) -> None:
-    st.session_state[session.FK_MSG] = (key, fields, error)
+def _msg(key: str, fields: dict) -> None:
+    st.session_state[session.FK_MSG] = (key, fields, True)
 
 
 def _pending_part() -> dict:
@@ -196,18 +199,12 @@ def _add_from_form() -> None:
         event = decode_event(int(ss.get("w_fk_dsteps") or 1), ss.get("w_fk_dreq") or None)
     elif kind == "step":
         event = step_event(int(ss.get("w_fk_steps") or 1))
-    elif kind == "finish":
-        ids = ss.get("w_fk_fin") or []
-        if not ids:
-            _msg("no_live", {})
+    elif kind in PICKED:                # none picked: said so, nothing added
+        key, none, make = PICKED[kind]
+        if not ss.get(key):
+            _msg(none, {})
             return
-        event = finish_event(ids)
-    elif kind == "preempt":
-        rid = ss.get("w_fk_pre")
-        if not rid:
-            _msg("no_running", {})
-            return
-        event = preempt_event(rid)
+        event = make(ss[key])
     else:
         event = reset_event()
     add_event(event)
