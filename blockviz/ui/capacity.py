@@ -10,7 +10,7 @@ parameters (a plan is immutable data: the same parameters always give the same n
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import streamlit as st
@@ -81,18 +81,6 @@ def check(params: Mapping) -> list[tuple[str, dict]]:
 def workload(params: Mapping) -> Workload:
     """The form's workload: every parameter but the number of pool sizes is Workload's own."""
     return Workload(**{k: params[k] for k in ("kind", "block_size", *PARAMS) if k != "num_sizes"})
-
-
-def compute(params: Mapping, progress: Callable[[int, int], None] | None = None) -> Plan:
-    """The plan for valid parameters (see :func:`check`); ValueError if the workload is beyond the
-    scenario format's limits. ``progress(done, total)`` as capacity_plan reports it."""
-    start = time.perf_counter()
-    scenario = generate(workload(params))
-    sizes = default_pool_sizes(scenario, params["num_sizes"])
-    points = capacity_plan(scenario, sizes, progress=progress)
-    requests = sum(1 for s in scenario.steps if s.kind == "arrive")
-    return Plan(params_key(params), tuple(sizes), tuple(points), len(scenario.steps), requests,
-                time.perf_counter() - start)
 
 
 # -- the page --------------------------------------------------------------------------------
@@ -178,15 +166,22 @@ def _submit(lang: str) -> None:
 
 @dataclass(frozen=True)
 class ComputePlan:
-    """The plan of some parameters, in a worker (:func:`compute`)."""
+    """The plan of some valid parameters (see :func:`check`; ``params_key``'s pairs), in a worker;
+    ValueError if the workload is beyond the scenario format's limits."""
     params: tuple
 
     def __call__(self, report) -> Plan:
         params = dict(self.params)
 
-        def progress(done: int, total: int) -> None:
+        def progress(done: int, total: int) -> None:     # (as capacity_plan reports it)
             report(done=done, total=total, runs=2 * params["num_sizes"], events=params["num_events"])
-        return compute(params, progress)
+        start = time.perf_counter()
+        scenario = generate(workload(params))
+        sizes = default_pool_sizes(scenario, params["num_sizes"])
+        points = capacity_plan(scenario, sizes, progress=progress)
+        requests = sum(1 for s in scenario.steps if s.kind == "arrive")
+        return Plan(self.params, tuple(sizes), tuple(points), len(scenario.steps), requests,
+                    time.perf_counter() - start)
 
 
 def _planned(state, task: ComputePlan, lang: str) -> bool:
