@@ -239,9 +239,8 @@ def _learn_panels(run: data.PlayerRun, cursor: int, frame: int | None, lang: str
                 st.caption(t("sc_into", lang))
         st.button(t("sc_close", lang), key="b_sc_close", icon=":material/close:",
                   on_click=_close_selfcheck)
-    fork = tryit.current_fork(run)
-    if fork is not None:
-        tryit.fork_panel(run, fork, lang)
+    if session.fork_shown(st.session_state):      # (then ``run`` is the fork's)
+        tryit.fork_panel(run, st.session_state[session.FORK], lang)
 
 
 def _lazy_expander(label: str, key: str):

@@ -82,12 +82,6 @@ def _run_fork(fork: Fork) -> tuple[data.PlayerRun, str | None]:
     return run, (outcome.share if isinstance(outcome.share, str) else None)
 
 
-def current_fork(run: data.PlayerRun) -> Fork | None:
-    """The fork the player is showing, if it is showing one."""
-    ss = st.session_state
-    return ss[session.FORK] if session.fork_shown(ss) and ss.get(session.FORK_KEY) == run.key else None
-
-
 # -- callbacks -------------------------------------------------------------------------------
 def start_fork(run: data.PlayerRun, step: int) -> None:
     fork = Fork(run.scenario, step, tuple(fork_steps(run.scenario, step, run.timeline)))
