@@ -32,13 +32,8 @@ CAPACITY_PATH = "capacity"
 LIVE_PATH = "live"
 
 
-def register_pages(pages: dict[str, st.Page]) -> None:
-    """app.py hands over the pages it gave ``st.navigation`` (url path -> page), so that a page
-    can send the user to another without importing it."""
-    st.session_state[session.PAGES] = pages
-
-
 def go_to(path: str) -> None:
+    """Switch to the page at ``path`` (from ``state.PAGES``: a page need not import another)."""
     st.switch_page(st.session_state[session.PAGES][path])
 
 

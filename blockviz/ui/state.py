@@ -26,7 +26,7 @@ SOURCE = "bv_source"        # "builtin" (SCENARIO) or "user" (USER_RUN)
 USER_RUN = "bv_user_run"    # the PlayerRun the player shows for SOURCE == "user"
 FORK = "bv_fork"            # the fork being tried (base scenario, step, added events), or None
 USER_OPTION = "__user__"    # the scenario selector's entry for USER_RUN (not a valid scenario id)
-PAGES = "bv_pages"          # url path -> st.Page, from app.py (see nav.register_pages)
+PAGES = "bv_pages"          # url path -> st.Page: what st.navigation was given (see nav.go_to)
 SELFCHECK = "bv_selfcheck"  # self-check mode: predict each step before it is shown
 SHARED = "bv_shared"        # (run key, link code): the session's own run that a link reopens
 SHARE_PARAM = "s"           # ?s=CODE: a scenario shared by link (blockviz.scenario.share)

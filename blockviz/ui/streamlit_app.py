@@ -11,7 +11,7 @@ import streamlit as st
 from blockviz.i18n import LANGS, t
 from blockviz.ui import author, capacity, live, player, worker
 from blockviz.ui import state as session
-from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, LIVE_PATH, PLAYER_PATH, first_lang, register_pages
+from blockviz.ui.nav import AUTHOR_PATH, CAPACITY_PATH, LIVE_PATH, PLAYER_PATH, first_lang
 
 # (page function, i18n key of its title, url path, default page?) — the one list of pages.
 PAGES = [
@@ -29,7 +29,7 @@ def main() -> None:
         lang = first_lang()
     pages = {path: st.Page(fn, title=t(key, lang), url_path=path, default=default)
              for fn, key, path, default in PAGES}
-    register_pages(pages)
+    ss[session.PAGES] = pages        # for nav.go_to
     page = st.navigation(list(pages.values()))
     # Presenter mode (a link's, or turned on in the sidebar) folds the sidebar away: the board
     # gets the whole width, the teacher drives with the keyboard. So does the player while a
