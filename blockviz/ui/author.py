@@ -123,10 +123,6 @@ def _copy_builtin() -> None:
     _set_text(path.read_text(encoding="utf-8"), ("replaced", {"what": sid}, "info"))
 
 
-def _starter() -> None:
-    _set_text(authoring.STARTER, ("replaced", {"what": "my-scenario"}, "info"))
-
-
 def _undo() -> None:
     prev = st.session_state.pop(session.AUTHOR_UNDO, None)
     if prev is not None:
@@ -355,4 +351,5 @@ def _gallery(lang: str) -> None:
         with c2:
             st.button(t("gallery_copy", lang), key="b_gallery_copy", icon=":material/content_copy:",
                       on_click=_copy_builtin, help=t("gallery_help", lang))
-        st.button(t("new_starter", lang), key="b_starter", icon=":material/note_add:", on_click=_starter)
+        st.button(t("new_starter", lang), key="b_starter", icon=":material/note_add:", on_click=_set_text,
+                  args=(authoring.STARTER, ("replaced", {"what": "my-scenario"}, "info")))
