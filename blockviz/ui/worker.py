@@ -622,10 +622,7 @@ class Job:
         # release(): the session ended (once; else when nothing holds the Job any more)
         self.release = weakref.finalize(self, self._run.stop, "ended")
         self.stop = self._run.stop      # stop(why="stop"): the page's Stop button, or a job replaced
-
-    @property
-    def pid(self) -> int | None:
-        return self._run.proc.proc.pid
+        self.pid = self._run.proc.proc.pid
 
 
 # -- what a session holds, released when it ends -------------------------------------------------
