@@ -82,9 +82,8 @@ def window(run: BoardRun, around: int, whole: bool = False, start: int | None = 
     (``whole``: every step, as an export needs; ``start``: the window that begins there, as an
     earlier call gave it)."""
     n = len(run.timeline)
-    if whole:
-        return 0, n - 1
-    size = n if n <= FULL_STEPS and not is_dense(run) else (DENSE_WINDOW if is_dense(run) else WINDOW)
+    dense = is_dense(run)
+    size = n if whole or (n <= FULL_STEPS and not dense) else (DENSE_WINDOW if dense else WINDOW)
     if size >= n:
         return 0, n - 1
     lo = max(0, min(around - size // 2 if start is None else start, n - size))
@@ -257,5 +256,6 @@ def board_data(run: BoardRun, *, langs: Sequence[str], around: int = 0, frames: 
         kind_colours={c: BLOCK_KINDS[k].cell for k, c in KIND_CODES.items()},
         external=any("external" in r for r in steps[langs[0]]), presenter=presenter,
         speed=speed, url=url, strings=pool.strings,
-        group_names={lg: [rgroups.group_label(g, spec, lg) for g, spec in enumerate(run.labels.groups)]
-                     for lg in langs} if run.labels.hybrid else None)
+        group_names={lg: [f'{t("grp_tag", lg, g=g)} {rgroups.group_name(spec, lg)}'   # as a badge reads
+                          for g, spec in enumerate(run.labels.groups)] for lg in langs}
+        if run.labels.hybrid else None)

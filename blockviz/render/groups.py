@@ -20,11 +20,6 @@ def group_title(g: int, spec, lang: str) -> str:
     return t("grp_title", lang, g=g, name=group_name(spec, lang))
 
 
-def group_label(g: int, spec, lang: str) -> str:
-    """"g1 sliding window 8": the group's tag and name, as its badge reads."""
-    return f'{t("grp_tag", lang, g=g)} {group_name(spec, lang)}'
-
-
 def badge_html(g: int, spec, lang: str, *, short: bool = False, cls: str = "bv-grp") -> str:
     """The group's badge (``g1 sliding window 8``), as every panel names a group."""
     return (f'<span class="{cls}" data-bv-group="{g}" title="{esc(group_title(g, spec, lang))}">'

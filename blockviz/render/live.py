@@ -53,13 +53,6 @@ def token_text(tokens, words: Mapping[int, str] | None, limit: int = TOKEN_CHARS
     return text
 
 
-def tenant_of(e) -> tuple[str | None, str | None]:
-    """(LoRA name, cache_salt) of an entry: the salt is the first block's string extra key that is
-    not the LoRA name (vLLM puts a salt in a sequence's first block only)."""
-    salt = next((k for k in e.extra_keys or () if isinstance(k, str) and k != e.lora_name), None)
-    return e.lora_name, salt
-
-
 def tenant_label(tenant: tuple, lang: str) -> str:
     lora, salt = tenant
     kind = "both" if lora and salt else "lora" if lora else "salt" if salt else "none"
@@ -106,10 +99,14 @@ class Forest:
         self.g, self.children, self.roots = g, children, roots
 
     def tenants(self) -> dict:
-        """The roots by tenant (``tenant_of``), in drawing order."""
+        """The roots by tenant, (LoRA name, cache_salt), in drawing order: the salt is the root's
+        string extra key that is not the LoRA name (vLLM puts a salt in a sequence's first block
+        only)."""
         out: dict = {}
         for r in self.roots:
-            out.setdefault(tenant_of(self.g[r]), []).append(r)
+            e = self.g[r]
+            salt = next((k for k in e.extra_keys or () if isinstance(k, str) and k != e.lora_name), None)
+            out.setdefault((e.lora_name, salt), []).append(r)
         return out
 
     def head(self, key: tuple, lang: str, rank: int | None = None) -> str:

@@ -49,10 +49,6 @@ def _samples(m: VllmMetrics, name: str) -> list[tuple[dict, float]]:
     return [({}, getattr(m, name.removeprefix("vllm:")))]
 
 
-def _labels(labels: dict[str, str]) -> str:
-    return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
-
-
 def prometheus_text(m: VllmMetrics, model_name: str = "blockviz", engine: int = 0) -> str:
     """The families as a /metrics scrape shows them."""
     base = {"engine": str(engine), "model_name": model_name}
@@ -61,7 +57,8 @@ def prometheus_text(m: VllmMetrics, model_name: str = "blockviz", engine: int = 
         out.append(f"# HELP {name} {help_text}")
         out.append(f"# TYPE {name} {kind}")
         for labels, value in _samples(m, name):
-            out.append(f"{name}{_labels({**base, **labels})} {float(value)!r}")
+            text = ",".join(f'{k}="{v}"' for k, v in sorted({**base, **labels}.items()))
+            out.append(f"{name}{{{text}}} {float(value)!r}")
     return "\n".join(out) + "\n"
 
 

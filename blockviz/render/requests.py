@@ -16,12 +16,6 @@ MAX_TABLE_CELLS = 40
 MAX_REQUESTS = 40
 
 
-def ordered_requests(snapshot) -> list:
-    reqs = snapshot.requests
-    order = dict.fromkeys([*snapshot.running, *snapshot.waiting, *reqs])   # running, waiting, the rest
-    return [reqs[rid] for rid in order if rid in reqs]
-
-
 def _table(r, fresh: Collection[int], lang: str, max_cells: int = MAX_TABLE_CELLS,
            ids: tuple[int, ...] | None = None) -> str:
     """The block table's cells (``ids``: one group's table, where a hybrid model's null entries
@@ -109,7 +103,9 @@ def requests_html(snapshot, *, lang: str = "en", fresh: Collection[int] = (),
                   max_cells: int = MAX_TABLE_CELLS, groups=None) -> str:
     """Every request's row and the legend; ``groups`` (two or more KV-cache groups): each request's
     table per group (the board's legend names the groups)."""
-    reqs = ordered_requests(snapshot)
+    reqs = snapshot.requests
+    order = dict.fromkeys([*snapshot.running, *snapshot.waiting, *reqs])   # running, waiting, the rest
+    reqs = [reqs[rid] for rid in order if rid in reqs]
     if not reqs:
         return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("no_requests", lang))}</div></div>'
     changed = frozenset(changed)

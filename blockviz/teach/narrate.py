@@ -17,19 +17,15 @@ def blocks_text(ids: Sequence[int], lang: str, key: str = "nr_blocks") -> str:
     return tn(key, len(ids), lang, ids=id_list(ids))
 
 
-def group_name(labels: HashLabels, g: int, lang: str) -> str:
-    """"group 1, sliding window 8": a hybrid model's KV-cache group, by its type and size."""
-    spec = labels.groups[g]
-    return t(f"nr_group_{spec.type}", lang, g=g, n=spec.size)
-
-
 def describe_op(op, lang: str, labels: HashLabels, vocab: Vocabulary | None = None,
                 block_size: int = 0) -> str:
-    """One op in a sentence; with several KV-cache groups, an op about one group says which."""
+    """One op in a sentence; with several KV-cache groups, an op about one group says which, by
+    its type and size ("group 1, sliding window 8")."""
     text = _describe(op, lang, labels, vocab, block_size)
-    group = getattr(op, "group", None)
-    if group is not None and labels.hybrid and op.kind != "write":
-        text = t("nr_group_tag", lang, group=group_name(labels, group, lang)) + text
+    g = getattr(op, "group", None)
+    if g is not None and labels.hybrid and op.kind != "write":
+        spec = labels.groups[g]
+        text = t("nr_group_tag", lang, group=t(f"nr_group_{spec.type}", lang, g=g, n=spec.size)) + text
     return text
 
 
