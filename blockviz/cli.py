@@ -84,7 +84,7 @@ def cmd_validate(args) -> int:
     if args.strict:
         for i, step in enumerate(s.steps):
             if step.teaching_only:
-                raise loaded.error(("steps", i, step.kind), (
+                raise loaded.error(loaded.step_path(i), (
                     f"step {i + 1} ({step.kind}) is a teaching-only form: vLLM's scheduler never "
                     f"does this (under its default FCFS policy it preempts the last running "
                     f"request when an allocation fails, and it schedules running requests first "
@@ -97,11 +97,8 @@ def cmd_validate(args) -> int:
 def _out_of_memory(loaded, k: int, message: str) -> ScenarioError:
     """A MemoryError as a located error: at step ``k`` (1-based; 0 is the start, before any
     event), as the runner names the step an engine error happened at."""
-    steps = loaded.scenario.steps
-    if 1 <= k <= len(steps):
-        step = steps[k - 1]
-        path = ("steps", k - 1, step.kind) if step.kind else ("steps", k - 1)
-        return loaded.error(path, f"step {k} ({step.kind}): {message}")
+    if 1 <= k <= len(loaded.scenario.steps):
+        return loaded.step_error(k - 1, message)
     return loaded.error(("config",), message)
 
 

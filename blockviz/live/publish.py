@@ -128,8 +128,7 @@ def scenario_batches(loaded, *, device: str | None = None, payloads: bool = True
         try:
             result = engine.apply(step)
         except (EngineError, BudgetExceeded) as e:
-            path = ("steps", i, step.kind) if step.kind else ("steps", i)
-            raise loaded.error(path, f"step {i + 1} ({step.kind}): {e}") from None
+            raise loaded.step_error(i, str(e)) from None
         if step.teaching_only:
             note("publish_teaching_only", {"i": i + 1, "kind": step.kind})
         if step.kind == "checkpoint":

@@ -77,6 +77,15 @@ class LoadedScenario:
         line, col = self.locate(path, key)
         return ScenarioError(self.file, line, col, format_path(path), message)
 
+    def step_path(self, i: int) -> Path_:
+        """Where step ``i`` (from 0) is written: its event, or the step itself (a note alone)."""
+        kind = self.scenario.steps[i].kind
+        return ("steps", i, kind) if kind else ("steps", i)
+
+    def step_error(self, i: int, message: str) -> ScenarioError:
+        """``message`` about step ``i`` (from 0), located there and named ``step N (kind): ...``."""
+        return self.error(self.step_path(i), f"step {i + 1} ({self.scenario.steps[i].kind}): {message}")
+
 
 def format_path(path: Path_) -> str:
     out = ""
@@ -411,7 +420,7 @@ def check_references(loaded: LoadedScenario,
     prompt_total = 0
     iterations = 0
     for i, step in enumerate(loaded.scenario.steps):
-        at = ("steps", i, step.kind) if step.kind else ("steps", i)
+        at = loaded.step_path(i)
         kind, args = step.kind, step.args
 
         def need(rid: str, where: Path_ = at, arrived: dict[str, int] = arrived) -> None:

@@ -62,8 +62,7 @@ def run(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = N
         try:
             result = engine.apply(step)
         except (EngineError, BudgetExceeded) as e:
-            path = ("steps", i, step.kind) if step.kind else ("steps", i)
-            timeline.error = loaded.error(path, f"step {i + 1} ({step.kind}): {e}")
+            timeline.error = loaded.step_error(i, str(e))
             timeline.error_step = i + 1
             break
         if check:

@@ -390,7 +390,7 @@ def _step_lines(loaded) -> tuple:
     from array import array
     lines, cols, kinds = array("i"), array("i"), []
     for i, step in enumerate(loaded.scenario.steps):
-        line, col = loaded.locate(("steps", i, step.kind) if step.kind else ("steps", i))
+        line, col = loaded.locate(loaded.step_path(i))
         lines.append(line or 0)
         cols.append(col or 0)
         kinds.append(step.kind or "note")
