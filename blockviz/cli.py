@@ -105,16 +105,8 @@ def _out_of_memory(loaded, k: int, message: str) -> ScenarioError:
 # -- bounds and progress of a long run -----------------------------------------------------------
 MAX_INDENT = 16
 MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
-
-
-def _time_limit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= MAX_TIME_LIMIT_S:      # NaN and inf fail too
-        raise argparse.ArgumentTypeError(t("opt_time_limit", "en", value=text, hi=f"{MAX_TIME_LIMIT_S:,.0f}"))
-    return value
+_time_limit = trace_cli._option(float, lambda v: 0 < v <= MAX_TIME_LIMIT_S,  # NaN and inf fail too
+                               "opt_time_limit", hi=f"{MAX_TIME_LIMIT_S:,.0f}")
 
 
 class _Ticker:
