@@ -57,14 +57,20 @@ def cmd_app(args) -> int:
     import subprocess
     from pathlib import Path
 
+    from blockviz.live import endpoints, replay
     script = Path(__file__).resolve().parent / "ui" / "streamlit_app.py"
     cmd = [sys.executable, "-m", "streamlit", "run", str(script)]
     for key, value in STREAMLIT_OPTIONS.items():
         cmd += [f"--{key}", value]
     try:   # --live ENDPOINT..., --recording FILE...: the Live page's (blockviz.live), not streamlit's
-        args.streamlit_args, _ = live_cli.app_live_args(args.streamlit_args)
+        rest, files = replay.split_app_args(args.streamlit_args)
+        args.streamlit_args, specs = endpoints.split_app_args(rest)
     except ValueError as e:
         return _refuse(f"blockviz app: {e}")
+    if specs:      # for the server, which reads them from BLOCKVIZ_LIVE and BLOCKVIZ_RECORDINGS
+        os.environ[endpoints.ENV] = json.dumps(specs)
+    if files:
+        os.environ[replay.ENV] = json.dumps(files)
     cmd += args.streamlit_args
     port = next((a.split("=", 1)[1] for a in args.streamlit_args if a.startswith("--server.port=")),
                 None)

@@ -108,24 +108,6 @@ def cmd_state(args) -> int:
     return 0
 
 
-# -- blockviz app --live ------------------------------------------------------------------------
-def app_live_args(args: list[str]) -> tuple[list[str], list[str]]:
-    """``blockviz app``'s arguments -> (streamlit's, the --live specs); the specs go to the server
-    in BLOCKVIZ_LIVE, the --recording files in BLOCKVIZ_RECORDINGS (set here, before ``blockviz
-    app`` execs streamlit). ValueError for a bad one."""
-    import os
-
-    from blockviz.live import replay
-    from blockviz.live.endpoints import ENV, split_app_args
-    rest, files = replay.split_app_args(args)
-    rest, specs = split_app_args(rest)
-    if specs:
-        os.environ[ENV] = json.dumps(specs)
-    if files:
-        os.environ[replay.ENV] = json.dumps(files)
-    return rest, specs
-
-
 # -- blockviz live ------------------------------------------------------------------------------
 def cmd_live(args) -> int:
     import time
