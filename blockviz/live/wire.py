@@ -168,10 +168,6 @@ def decode_payload(payload: bytes) -> tuple[KVEventBatch, list[EventProblem]]:
         raw = msgspec.msgpack.decode(payload)
     except Exception as e:  # noqa: BLE001 - truncated, garbage, too deep: all the same to us
         raise WireError("bad_msgpack", str(e)[:200]) from None
-    return _tolerant(raw)
-
-
-def _tolerant(raw: Any) -> tuple[KVEventBatch, list[EventProblem]]:
     if not isinstance(raw, (list, tuple)) or len(raw) < 2:
         shape = f"an array of {len(raw)}" if isinstance(raw, (list, tuple)) else type(raw).__name__
         raise WireError("batch_shape", f"{shape}, expected [ts, events] or [ts, events, rank]")
