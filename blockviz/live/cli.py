@@ -58,13 +58,10 @@ def _output(red, name: str, args) -> None:
     if args.json:
         json.dump(red.report(), sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
-    else:
-        print_state(red, name, args.lang)
-
-
-def print_state(red, name: str, lang: str, out=sys.stdout) -> None:
+        return
     from blockviz.live.reducer import CANNOT_KNOW
-    w = out.write
+    lang = args.lang
+    w = sys.stdout.write
     w(t("live_cli_summary", lang, name=name, batches=red.batches, events=red.events,
         messages=red.messages, cached=red.cached()) + "\n")
     ranks = sorted(red.ranks)
