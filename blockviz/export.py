@@ -113,24 +113,17 @@ def export_recording_html(rec, *, lang: str = "en", start: int = 0, words=None) 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
-def find_browser() -> str | None:
-    """The Chromium to drive: $BLOCKVIZ_CHROMIUM when set (a path), else the first on PATH."""
-    import os
-    import shutil
-    chosen = os.environ.get("BLOCKVIZ_CHROMIUM")
-    if chosen:
-        return chosen if os.path.isfile(chosen) and os.access(chosen, os.X_OK) else None
-    return next(filter(None, map(shutil.which, BROWSERS)), None)
-
-
 def board_png(html: str, step: int, *, width: int = W, height: int = H, timeout_s: float = 90.0) -> bytes:
     """One step of an exported board (``export_html``) as a PNG, shot by headless Chromium at
-    ``width``×``height``; ExportError when no Chromium is installed or it fails."""
+    ``width``×``height``: $BLOCKVIZ_CHROMIUM when set (a path), else the first on PATH;
+    ExportError when no Chromium is installed or it fails."""
+    import os
+    import shutil
     import subprocess
     import tempfile
     from pathlib import Path
-    browser = find_browser()
-    if browser is None:
+    browser = os.environ.get("BLOCKVIZ_CHROMIUM") or next(filter(None, map(shutil.which, BROWSERS)), None)
+    if browser is None or not (os.path.isfile(browser) and os.access(browser, os.X_OK)):
         raise ExportError("PNG export needs Chromium: install `chromium` (e.g. apt-get install chromium) "
                           "or set BLOCKVIZ_CHROMIUM to its path")
     with tempfile.TemporaryDirectory(prefix="blockviz-png-") as tmp:

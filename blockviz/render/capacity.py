@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 
 from blockviz.core import FREE_ORDERS
 from blockviz.i18n import t
-from blockviz.render.theme import BLUE, GREEN, GRID, INK, MUTED, ORANGE, PAPER, RED, VEIL
+from blockviz.render.theme import BLUE, GREEN, GRID, INK, MUTED, ORANGE, PAPER, RED, VEIL, esc
 from blockviz.sim.capacity import KNEE_FRACTION, Point, gib, knee_of
 
 DASH = {"split": "solid", "append": "dash"}
@@ -347,7 +347,6 @@ def split_bars_html(points: Sequence[Point], lang: str = "en", *, block_size: in
     cold, and the structural last-token rule and partial block — so "a bigger cache would buy at
     most the red part" is read off the bars. Pure HTML, no plotly."""
     from blockviz.render.split import counts_bar_html, legend_html
-    from blockviz.render.theme import esc
     from blockviz.sim.explain_trace import TRACE_KEYS
     pts = [p for p in by_order(points).get(free_order, []) if "split" in p.extra]
     rows = []

@@ -40,11 +40,11 @@ def _tree(table, labels: HashLabels) -> list[tuple[int, bytes, tuple[int, ...]]]
     return out
 
 
-def hash_table_html(table, *, labels: HashLabels, state=None, lang: str = "en",
+def hash_table_html(table, *, labels: HashLabels, state, lang: str = "en",
                     added: Collection[bytes] = (), removed: Collection[bytes] = (),
                     max_rows: int = MAX_ROWS) -> str:
-    """``table``: ((hash, block ids), ...) in map order. ``state`` (optional) gives ref_cnt, to
-    draw free blocks dashed. ``removed``: hashes evicted in this step."""
+    """``table``: ((hash, block ids), ...) in map order. ``state`` gives ref_cnt, to draw free
+    blocks dashed. ``removed``: hashes evicted in this step."""
     added = frozenset(added)
     # the hashes evicted in this step first, struck through: the step's change, where the eye
     # starts (below a long tree they were under the panel's fold at 1280×800)
@@ -79,8 +79,7 @@ def hash_table_html(table, *, labels: HashLabels, state=None, lang: str = "en",
 
 
 def _chip(b: int, state) -> str:
-    free = state is not None and state.ref_cnt[b] == 0
-    style = "border-style:dashed" if free else ""
+    style = "border-style:dashed" if state.ref_cnt[b] == 0 else ""
     return f'<span class="bv-b bv-local" style="{style}" data-block="{b}">{b}</span>'
 
 

@@ -83,12 +83,11 @@ class Forest:
             while x not in root_of and x in up and len(path) <= len(g):
                 path.append(x)
                 x = up[x]
-            r = root_of.get(x)
-            if r is None:              # a cycle of parents (a lying stream): its own root
-                r = x
+            if x not in root_of:       # a cycle of parents (a lying stream): its own root
                 roots.append(x)
                 root_of[x] = x
                 latest[x] = -1
+            r = root_of[x]
             for y in path:
                 root_of[y] = r
             if e.seq is not None and e.seq > latest[r]:
@@ -338,14 +337,6 @@ def _details(key: str, summary: str, items) -> str:
             f'<ul>{lis}</ul></details>')
 
 
-def notes_html(red, lang: str) -> str:
-    notes = red.notes
-    if not notes.total:
-        return ""
-    return _details("notes", t("lv_notes", lang, n=notes.total),
-                    (n.text(lang)[:300] for n in reversed(notes.kept()[-NOTES_SHOWN:])))
-
-
 def cannot_know(lang: str) -> list[str]:
     """What no subscriber can know (reducer.CANNOT_KNOW), in ``lang``."""
     return [t("live_unknown_" + k, lang) for k in CANNOT_KNOW]
@@ -393,7 +384,10 @@ def live_html(red, *, lang: str, now: float | None = None, status: str = "",
                                     rows=rows))
     if not any_group:
         parts.append(f'<div class="bvl-empty">{esc(t("lv_empty", lang))}</div>')
-    parts.append(notes_html(red, lang))
+    notes = red.notes
+    if notes.total:
+        parts.append(_details("notes", t("lv_notes", lang, n=notes.total),
+                              (n.text(lang)[:300] for n in reversed(notes.kept()[-NOTES_SHOWN:]))))
     parts.append(_details("cannot", t("lv_cannot", lang), cannot_know(lang)))
     parts.append("</div>")
     return "".join(parts)

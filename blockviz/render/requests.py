@@ -103,9 +103,9 @@ def requests_html(snapshot, *, lang: str = "en", fresh: Collection[int] = (),
                   max_cells: int = MAX_TABLE_CELLS, groups=None) -> str:
     """Every request's row and the legend; ``groups`` (two or more KV-cache groups): each request's
     table per group (the board's legend names the groups)."""
-    reqs = snapshot.requests
-    order = dict.fromkeys([*snapshot.running, *snapshot.waiting, *reqs])   # running, waiting, the rest
-    reqs = [reqs[rid] for rid in order if rid in reqs]
+    every = snapshot.requests
+    order = dict.fromkeys([*snapshot.running, *snapshot.waiting, *every])   # running, waiting, the rest
+    reqs = [every[rid] for rid in order if rid in every]
     if not reqs:
         return f'<div class="bv bv-panel"><div class="bv-muted">{esc(t("no_requests", lang))}</div></div>'
     changed = frozenset(changed)

@@ -322,13 +322,11 @@ def css_rules() -> str:
 
 
 def css(presenter: bool = False) -> str:
-    """The stylesheet; presenter mode scales every panel up (readable from the back row)."""
-    scale = 1.3 if presenter else 1.0
-    # a projector (1920 wide and up) gets larger type still: read from the back row
-    wide = "@media (min-width: 1700px) { :root { --bv-scale: 1.7; } }\n" if presenter else ""
-    root = f":root {{ --bv-scale: {scale}; }}\n" + wide
-    return ("<style>\n" + root + css_rules() + PAGE_CSS + (PRESENTER_CSS if presenter else "")
-            + "</style>")
+    """The stylesheet; presenter mode scales every panel up (readable from the back row), and a
+    projector (1920 wide and up) more still, and makes Streamlit's own widgets large."""
+    scale, wide, widgets = (("1.3", "@media (min-width: 1700px) { :root { --bv-scale: 1.7; } }\n",
+                             PRESENTER_CSS) if presenter else ("1.0", "", ""))
+    return f"<style>\n:root {{ --bv-scale: {scale}; }}\n{wide}{css_rules()}{PAGE_CSS}{widgets}</style>"
 
 
 # Streamlit's page: less empty space above the player.

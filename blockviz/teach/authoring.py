@@ -233,8 +233,6 @@ def snippet(kind: str, ids: Sequence[str], checkpoints: Sequence[str], indent: i
               "checkpoint": {"checkpoint": f"cp{len(checkpoints) + 1}"},
               "rewind": {"rewind": checkpoints[-1] if checkpoints else "cp1"},
               "note": {"note": texts("snip_note")}}
-    if kind not in events:
-        raise ValueError(f"no snippet for {kind!r}")
     pad = " " * indent
     if isinstance(events[kind], str):
         return f"{pad}- {events[kind]}\n"

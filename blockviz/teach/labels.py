@@ -51,10 +51,8 @@ class HashLabels:
                     parent = bare
         return labels
 
-    def bare(self, h: bytes | None) -> str:
+    def bare(self, h: bytes) -> str:
         """The hash's label without its group: ``H3`` for H3 in any group."""
-        if h is None:
-            return "—"
         bare = split_block_key(h)[0]
         return self.label.get(bare) or bare.hex()[:6]
 
