@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -89,7 +89,7 @@ class StepResult:
     events: list = field(default_factory=list)   # KV cache events (core.events), in order
     reset_ok: bool | None = None
     # block id -> PayloadSummary of blocks whose K/V this step changed (all blocks after a
-    # rewind or restart); empty without payloads or payload history
+    # rewind or restart); empty without payloads
     payloads: dict = field(default_factory=dict)
     engine_steps: list[EngineStepView] = field(default_factory=list)
     teaching_only: bool = False
@@ -105,45 +105,31 @@ class StepResult:
 
 
 class _Sinks:
-    """The engine's op sink: the step's records (``ops``, if it keeps them), the explainer of the
-    engine's current state (``explain``: if it explains misses; a rewind brings back another),
-    then each watcher's ``on_op`` (``Engine.watch``). One call an op: every op of a run passes
-    here."""
+    """Several op sinks as one: each op goes to each of them, in order."""
 
-    __slots__ = ("engine", "append", "explain", "watchers")
+    __slots__ = ("calls",)
 
-    def __init__(self, engine: Engine, ops: OpList | None, explain: bool) -> None:
-        self.engine, self.explain = engine, explain
-        self.append = None if ops is None else ops.append
-        self.watchers: list[Callable[[Any], None]] = []
+    def __init__(self, sinks: list[OpSink]) -> None:
+        self.calls = [s.on_op for s in sinks]
 
     def on_op(self, op) -> None:
-        if self.append is not None:
-            self.append(op)
-        if self.explain:
-            self.engine.state.explain.on_op(op)
-        for call in self.watchers:
+        for call in self.calls:
             call(op)
 
 
 class Engine:
     def __init__(self, scenario: Scenario, *, record_ops: bool = True,
                  payloads: bool = True, device: str | None = None,
-                 payload_history: bool = True, meter: Meter | None = None,
-                 explain: bool = True) -> None:
+                 meter: Meter | None = None, explain: bool = True) -> None:
         self.scenario = scenario
         self.config = cfg = scenario.config
         self.num_gpu_blocks = cfg.num_blocks + 1
         self.block_size = cfg.block_size
         self.vocab = Vocabulary.for_scenario(scenario)
-        # What the model may sample when a request's prompt has no words: the id range random
-        # prompt parts draw from. A request with words samples among its own prompt's words, so
-        # that what it generates never depends on the rest of the file.
-        # (one tuple, shared by every such request: not 999 ints per request)
-        self.candidates = RANDOM_IDS
         # the records of the step running (its StepResult's ops), and whoever else watches them
         self.ops: OpList | None = OpList() if record_ops else None
-        self.sink = _Sinks(self, self.ops, explain) if record_ops or explain else None
+        self.watchers: list[OpSink] = []
+        self.sink: OpSink | None = None      # (_attach_sink)
         self.num_events = 0          # events applied (a rewind does not take them back)
         self.num_engine_steps = 0
         # LoRA name -> vLLM's lora_int_id (the adapter id KV events publish): 1, 2, ... in the
@@ -153,7 +139,6 @@ class Engine:
             if s.kind == "arrive" and s.args.lora is not None:
                 self.lora_ids.setdefault(s.args.lora.name, len(self.lora_ids) + 1)
         self.checkpoints: dict[str, EngineState] = {}
-        self.payload_history = payload_history
         self._written: set[int] = set()  # blocks whose K/V the current step wrote
         self._tables_seen: dict[str, BlockTables] = {}   # hybrid: each request's last tables
         self._engine_steps: list[EngineStepView] = []
@@ -177,13 +162,13 @@ class Engine:
                 load_delay=c.load_delay, store_delay=c.store_delay,
                 sync_load_budget_tokens=c.sync_load_budget_tokens,
                 enable_caching=cfg.enable_caching, kv=kv)
-            connector.sink = self.sink
         self.state = EngineState(
             manager=manager, scheduler=Scheduler(manager, connector, self.scheduler_config),
             hasher=self._new_hasher(0), block_tokens=[[] for _ in range(self.num_gpu_blocks)],
             info={}, kv=kv, connector=connector)
         if explain:
             self.state.explain = self._new_explainer()
+        self._attach_sink()
         self.meter.attach(self)
 
     def _new_manager(self) -> KVCacheManager:
@@ -266,14 +251,17 @@ class Engine:
 
     def watch(self, sink: OpSink) -> None:
         """Report every op record to ``sink`` too, as it happens (after the step's own list)."""
-        if self.sink is None:
-            self.sink = _Sinks(self, None, False)
-        self.sink.watchers.append(sink.on_op)
+        self.watchers.append(sink)
         self._attach_sink()
 
     def _attach_sink(self) -> None:
-        """The current pool and connector report to the engine's sink (a rewind or a restart
-        replaces them)."""
+        """The engine's op sink: the step's records (``ops``, if it keeps them), the explainer of
+        the state running (if it explains misses; a rewind brings back another), then each
+        watcher (``watch``); one of them alone is the sink itself (every op of a run passes
+        here). The current pool and connector report to it (a rewind or a restart replaces
+        them)."""
+        sinks = [s for s in (self.ops, self.state.explain) if s is not None] + self.watchers
+        self.sink = _Sinks(sinks) if len(sinks) > 1 else sinks[0] if sinks else None
         self.pool.sink = self.sink
         if self.connector is not None:
             self.connector.sink = self.sink
@@ -347,7 +335,7 @@ class Engine:
         result.events = list(self.pool.take_events())
         if self.connector is not None:
             result.tier_steps = self.connector.take_step_log()
-        if self.kv is not None and self.payload_history and self._written:
+        if self.kv is not None and self._written:
             # the blocks whose K/V this step changed (after a rewind or restart: those whose
             # payload differs from before it; every other block's last copy still holds)
             self.meter.payload_copies(len(self._written), self.kv.store)
@@ -433,9 +421,13 @@ class Engine:
                           arrival_time=float(len(sched.requests) + 1),
                           prompt_logprobs=spec.prompt_logprobs,
                           skip_reading_prefix_cache=spec.skip_reading_prefix_cache)
-        words = sorted(self.vocab.id_to_word.keys() & set(prompt))   # (its words' ids)
+        # What the model may sample: a request with words samples among its own prompt's words
+        # (their ids), so that what it generates never depends on the rest of the file; one
+        # without, the id range random prompt parts draw from (one tuple, shared by every such
+        # request: not 999 ints per request).
+        words = sorted(self.vocab.id_to_word.keys() & set(prompt))
         self.state.info[spec.id] = RequestInfo(list(spec.output) if spec.output else None,
-                                               tuple(words) if words else self.candidates)
+                                               tuple(words) if words else RANDOM_IDS)
         sched.add_request(request)
         if spec.admit:
             self.engine_step()
@@ -446,20 +438,14 @@ class Engine:
         ``step_with_batch_queue``: step n+1 is scheduled before step n's output is applied).
         ``only`` (teaching-only): schedule just these running requests, admit nothing."""
         sched = self.scheduler
-        queue = self.state.batch_queue
-        if not self.scheduler_config.async_scheduling:
-            if not sched.has_requests():
-                return
-            out = self._schedule(only)
-            sampled = self._execute(out)
-            self._record_step(out, self._update(out, sampled))
-            return
+        queue = self.state.batch_queue      # (without async scheduling: empty between steps)
         if not sched.has_requests() and not queue:
             return
         if sched.has_requests():
             out = self._schedule(only)
             queue.insert(0, (out, self._execute(out)))
-            if len(queue) < 2 and (out.total_num_scheduled_tokens > 0 or sched.has_requests()):
+            if (self.scheduler_config.async_scheduling and len(queue) < 2
+                    and (out.total_num_scheduled_tokens > 0 or sched.has_requests())):
                 self._record_step(out, None)
                 return
         else:
@@ -592,24 +578,17 @@ class Engine:
     # -- checkpoints ----------------------------------------------------------------------
     def _copy_state(self, state: EngineState) -> EngineState:
         """A copy of the state, less the payloads: there is one KV runtime (the live one; a
-        checkpoint's payloads are its ``payload`` snapshot, which a copy does not take)."""
-        pool = state.manager.block_pool
-        sink, pool.sink = pool.sink, None
-        if state.connector is not None:
-            state.connector.sink = None
-        try:
-            memo: dict = {}
-            if state.kv is not None:
-                memo[id(state.kv)] = state.kv
-            if state.payload is not None:
-                memo[id(state.payload)] = None
-            # The pool first, so that every block reference elsewhere maps to its copy.
-            copy.deepcopy(pool, memo)
-            return copy.deepcopy(state, memo)
-        finally:
-            pool.sink = sink
-            if state.connector is not None:
-                state.connector.sink = sink
+        checkpoint's payloads are its ``payload`` snapshot, which a copy does not take). The
+        engine's sink stays out of it (the engine attaches its own to the state it runs), unless
+        it is the state's explainer alone."""
+        memo: dict = {} if self.sink is state.explain else {id(self.sink): None}
+        if state.kv is not None:
+            memo[id(state.kv)] = state.kv
+        if state.payload is not None:
+            memo[id(state.payload)] = None
+        # The pool first, so that every block reference elsewhere maps to its copy.
+        copy.deepcopy(state.manager.block_pool, memo)
+        return copy.deepcopy(state, memo)
 
     # -- observation ----------------------------------------------------------------------
     def capture(self, rids: Iterable[str] | None = None, *, pool: bool = False) -> Step:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 
 from blockviz.core import check_invariants
 from blockviz.scenario.load import LoadedScenario, ScenarioError
@@ -15,22 +16,11 @@ class Stop(Exception):
     (the app's preview stops a scenario that runs too long this way)."""
 
 
-class InvariantCheck:
-    """An op sink that checks the engine's pool invariants after every op."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def on_op(self, op) -> None:
-        check_invariants(self.engine.pool)
-
-
 def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = None,
-                check: bool = False, payload_history: bool = True,
-                budget: Budget | None = None) -> Engine:
+                check: bool = False, budget: Budget | None = None) -> Engine:
     try:
         engine = Engine(loaded.scenario, payloads=payloads, device=device,
-                        payload_history=payload_history, meter=Meter(budget or Budget()))
+                        meter=Meter(budget or Budget()))
     except BudgetExceeded as e:   # the store and the weights alone are over the budget
         raise loaded.error(("config", "model"), str(e)) from None
     except RuntimeError as e:  # e.g. device: cuda without a GPU; or torch could not allocate
@@ -38,8 +28,8 @@ def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | 
             raise loaded.error(("config", "model"), "there is not enough memory here for the KV "
                                                     "store and the model's weights") from None
         raise loaded.error(("config", "device"), str(e)) from None
-    if check:
-        engine.watch(InvariantCheck(engine))
+    if check:   # the pool's invariants after every op
+        engine.watch(SimpleNamespace(on_op=lambda op: check_invariants(engine.pool)))
     return engine
 
 
