@@ -32,14 +32,8 @@ class CPUOffloadingManager:
         self.num_evictable = 0
         self.events: list[OffloadingEvent] = []
 
-    def _access(self, ctx: ReqContext) -> _Access:
-        access = ctx.state.get("access")
-        if access is None:
-            access = ctx.state["access"] = _Access()
-        return access
-
     def _record_access(self, keys, ctx: ReqContext, reused=()) -> None:
-        access = self._access(ctx)
+        access = ctx.state["access"]
         new = []
         for key in keys:
             if key in access.seen:
@@ -52,7 +46,7 @@ class CPUOffloadingManager:
         access.reused.update(k for k in reused if k not in access.inserted)
 
     def on_new_request(self, ctx: ReqContext) -> None:
-        self._access(ctx)
+        ctx.state["access"] = _Access()
 
     def lookup(self, key: bytes) -> LookupResult:
         chunk = self.policy.get(key)
@@ -89,7 +83,7 @@ class CPUOffloadingManager:
         """(keys to store, their chunk ids, evicted keys), or None: no room (nothing changed)."""
         to_store = [k for k in keys if self.policy.get(k) is None]
         ready = [k for k in keys if (c := self.policy.get(k)) is not None and c.is_ready]
-        access = self._access(ctx)
+        access = ctx.state["access"]
         misses = [k for k in to_store if k not in access.store_misses]
         if misses:
             self.policy.on_store_miss(misses, ctx)
@@ -135,8 +129,8 @@ class CPUOffloadingManager:
         return stored
 
     def on_request_finished(self, ctx: ReqContext) -> None:
-        access = ctx.state.get("access")
-        if access is None or access.finished:
+        access = ctx.state["access"]
+        if access.finished:
             return
         access.finished = True
         keys = list(access.keys)

@@ -84,8 +84,6 @@ class LRUCachePolicy:
         return sorted(self.evictable, key=self.ranks.__getitem__)
 
     def evict(self, n: int, protected: set[bytes]) -> list[tuple[bytes, Chunk]] | None:
-        if n == 0:
-            return []
         chosen = [k for k in self.eviction_order() if k not in protected][:n]
         if len(chosen) < n:
             return None
@@ -198,8 +196,6 @@ class ARCCachePolicy:
             yield cand
 
     def evict(self, n: int, protected: set[bytes]) -> list[tuple[bytes, Chunk]] | None:
-        if n == 0:
-            return []
         candidates = list(islice(self._victims(protected), n))
         if len(candidates) < n:
             return None
