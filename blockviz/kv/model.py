@@ -100,14 +100,11 @@ class TinyModel:
         inv = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=COMPUTE_DTYPE) / max(d, 1)))
         self._inv_freq = inv.to(device)                                        # [ceil(d/2)]
 
-    def positions(self, pos: torch.Tensor) -> torch.Tensor:
-        """Sinusoidal position vectors: [T] -> [T, d]."""
+    def embed(self, tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """Token embeddings plus sinusoidal position vectors: [T] -> [T, d]."""
         ang = pos.to(COMPUTE_DTYPE)[:, None] * self._inv_freq[None, :]
         enc = torch.stack([ang.sin(), ang.cos()], dim=-1).flatten(1)
-        return enc[:, : self.d_model]
-
-    def embed(self, tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-        return self.embedding[tokens] + self.positions(pos)                    # [T, d]
+        return self.embedding[tokens] + enc[:, : self.d_model]                 # [T, d]
 
     def qkv(self, layer: int, x: torch.Tensor):
         wq, wk, wv, _ = self.layers[layer]

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from blockviz.i18n import LANGS, texts
-from blockviz.scenario.schema import BARE_EVENTS, VOCAB_SIZE, Scenario, Step, Text, request_id
+from blockviz.scenario.schema import BARE_EVENTS, VOCAB_SIZE, Scenario, Step, request_id
 
 MAX_ID = 64
 
@@ -31,10 +31,6 @@ def step_doc(step: Step) -> Any:
     if kind in BARE_EVENTS and set(d) == {kind}:
         return kind
     return d
-
-
-def text_doc(text: Text | None) -> dict | None:
-    return None if text is None else text.model_dump(mode="json", exclude_none=True)
 
 
 def fork_id(base: str) -> str:
@@ -98,10 +94,10 @@ def fork_doc(base: Scenario, upto: int, steps: Sequence[Any]) -> dict:
     doc: dict[str, Any] = {"id": fork_id(base.id),
                            "title": texts("fork_scenario_title", title=titles, k=upto),
                            "summary": texts("fork_summary", title=titles, id=base.id, k=upto)}
-    if base.start_note is not None:
-        doc["start_note"] = text_doc(base.start_note)
-    if base.start_caption is not None:
-        doc["start_caption"] = text_doc(base.start_caption)
+    for name in ("start_note", "start_caption"):
+        text = getattr(base, name)
+        if text is not None:
+            doc[name] = text.model_dump(mode="json", exclude_none=True)
     doc["config"] = base.config.model_dump(mode="json")
     doc["steps"] = list(steps)
     return doc
