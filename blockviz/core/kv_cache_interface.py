@@ -10,7 +10,7 @@ scenario's block size (vLLM then has scheduler block size = hash block size = bl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar
 
 
@@ -23,6 +23,8 @@ class KVCacheSpec:
     block_size: int
     # vLLM's KVCacheSpecKind value: what KV events publish as kv_cache_spec_kind
     kind: ClassVar[str] = "unknown"
+    # the spec's field a scenario's KV-cache group gives, by the same name (None: none)
+    group_field: ClassVar[str | None] = None
 
     def max_admission_blocks_per_request(self, max_in_flight_tokens: int,
                                          max_model_len: int) -> int | None:
@@ -40,6 +42,7 @@ class SlidingWindowSpec(KVCacheSpec):
     """A token attends to the ``sliding_window - 1`` tokens before it and itself."""
     sliding_window: int = 1
     kind: ClassVar[str] = "sliding_window"
+    group_field: ClassVar[str] = "sliding_window"
 
     def max_admission_blocks_per_request(self, max_in_flight_tokens: int,
                                          max_model_len: int) -> int:
@@ -54,6 +57,7 @@ class ChunkedLocalAttentionSpec(KVCacheSpec):
     """A token attends to the tokens of its own ``attention_chunk_size``-token chunk."""
     attention_chunk_size: int = 1
     kind: ClassVar[str] = "chunked_local_attention"
+    group_field: ClassVar[str] = "attention_chunk_size"
 
     def max_admission_blocks_per_request(self, max_in_flight_tokens: int,
                                          max_model_len: int) -> int:
@@ -82,12 +86,13 @@ _SPECS = {s.kind: s for s in (FullAttentionSpec, SlidingWindowSpec, ChunkedLocal
 
 def specs_from_groups(block_size: int, groups: Sequence[object]) -> tuple[KVCacheSpec, ...]:
     """The specs of a scenario's ``kv_cache_groups`` items (objects with ``type``, a spec's
-    ``kind``, and for the local kinds the spec's own field: ``sliding_window`` /
-    ``attention_chunk_size``)."""
+    ``kind``, and for the local kinds the spec's ``group_field``: ``sliding_window`` /
+    ``attention_chunk_size``); a spec's other fields keep their defaults."""
     specs = []
     for g in groups:
         if g.type not in _SPECS:
             raise ValueError(f"unknown KV-cache group type {g.type!r}")
         cls = _SPECS[g.type]
-        specs.append(cls(block_size, *(getattr(g, f.name) for f in fields(cls)[1:])))
+        name = cls.group_field
+        specs.append(cls(block_size, **({name: getattr(g, name)} if name else {})))
     return tuple(specs)

@@ -346,3 +346,24 @@ def test_one_full_attention_group_is_the_unitary_coordinator_with_bare_keys(make
     admit(mgr, a)
     assert [k for k, _ in mgr.block_pool.cached_block_hash_to_block.items()] == a.block_hashes
     assert ref_cnts(mgr.block_pool) == [1, 1, 1, 0, 0, 0]
+
+
+def test_specs_from_groups_names_the_group_field(monkeypatch):
+    """A scenario group gives a spec only the field it names (``group_field``): a spec field added
+    later keeps its default, even where the group has an attribute of that name (``size``)."""
+    from dataclasses import dataclass
+
+    from blockviz.core import kv_cache_interface as kvi
+    from blockviz.scenario.schema import KVCacheGroup
+
+    @dataclass(frozen=True)
+    class LaterSlidingWindowSpec(SlidingWindowSpec):
+        size: int = 7
+
+    groups = [KVCacheGroup(type="full_attention"),
+              KVCacheGroup(type="sliding_window", sliding_window=8),
+              KVCacheGroup(type="chunked_local_attention", attention_chunk_size=16)]
+    assert kvi.specs_from_groups(BS, groups) == (
+        FULL, sw(8), ChunkedLocalAttentionSpec(BS, attention_chunk_size=16))
+    monkeypatch.setitem(kvi._SPECS, "sliding_window", LaterSlidingWindowSpec)
+    assert kvi.specs_from_groups(BS, groups[1:2]) == (LaterSlidingWindowSpec(BS, sliding_window=8),)
