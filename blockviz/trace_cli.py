@@ -311,8 +311,7 @@ def _pad(text: str, width: int) -> str:
     return " " * (width - columns(text)) + text
 
 
-def _refuse(args, err) -> int:
-    text = err.localized(args.lang) if hasattr(err, "localized") else str(err)
+def _fail(text: str) -> int:
     print(text, file=sys.stderr)
     return EXIT_INPUT
 
@@ -333,14 +332,10 @@ def _mode_options(args) -> dict:
 
 
 def cmd_capacity(args) -> int:
-    try:
-        options = _mode_options(args)
-    except _Refused as e:
-        print(f"blockviz trace capacity: {e}", file=sys.stderr)
-        return EXIT_INPUT
     bar = None if args.json else ProgressBar(t("trace_tbl_progress", args.lang),
                                               t("trace_tbl_requests", args.lang))
     try:
+        options = _mode_options(args)
         if args.executor == "ray":
             executor = RayExecutor(address=args.ray_address)
         else:
@@ -356,14 +351,14 @@ def cmd_capacity(args) -> int:
                                                                        args.lang)))
         if args.explain:
             add_explain(result.reports, args.traces, block_size=args.block_size, limit=args.limit)
+    except _Refused as e:
+        return _fail(f"blockviz trace capacity: {e}")
     except TraceError as e:
-        return _refuse(args, e)
+        return _fail(e.localized(args.lang))
     except ValueError as e:      # settings vLLM refuses (e.g. max_num_seqs > the token budget)
-        print(f"blockviz trace capacity: {error_text(e, args.lang)}", file=sys.stderr)
-        return EXIT_INPUT
+        return _fail(f"blockviz trace capacity: {error_text(e, args.lang)}")
     except ExecutorUnavailable:
-        print(f"blockviz trace capacity: --executor: {t('trace_opt_ray', args.lang)}", file=sys.stderr)
-        return EXIT_INPUT
+        return _fail(f"blockviz trace capacity: --executor: {t('trace_opt_ray', args.lang)}")
     bpt, source = None, None
     if args.model:
         shape = KV_PRESETS[args.model]
@@ -392,12 +387,9 @@ def cmd_generate(args) -> int:
         with open(args.output, "w", encoding="utf-8") as f:
             n = write_generated(w, f)
     except ValueError as e:
-        print(f"blockviz trace generate: {e}", file=sys.stderr)
-        return EXIT_INPUT
+        return _fail(f"blockviz trace generate: {e}")
     except OSError as e:
-        print(f"{args.output}: {t('trace_opt_write', args.lang, e=e.strerror or str(e))}",
-              file=sys.stderr)
-        return EXIT_INPUT
+        return _fail(f"{args.output}: {t('trace_opt_write', args.lang, e=e.strerror or str(e))}")
     print(t("trace_generated", args.lang, file=args.output, requests=n, kind=args.kind, seed=args.seed),
           file=sys.stderr)
     return 0
@@ -408,7 +400,7 @@ def cmd_check(args) -> int:
         try:
             size = check_trace(trace)
         except TraceError as e:
-            return _refuse(args, e)
+            return _fail(e.localized(args.lang))
         print(t("trace_check_ok", args.lang, file=trace, requests=size["requests"],
                 tokens=size["prompt_tokens"], blocks=size["trace_blocks"], bt=size["block_tokens"],
                 allowed=", ".join(map(str, size["block_sizes"]))))

@@ -1004,10 +1004,11 @@ def curve_report(source, *, block_size: int, requests: int, free_orders=("split"
     start = time.perf_counter()
     check_block_size(block_size)
     total = requests * (len(free_orders) + (sizes + len(free_orders) if optimal else 0))
-    advance = running_total(progress and (lambda done, total: progress(done=done, total=total, phase="curve",
-                                                                       order=order)), total)
+    told = {"phase": "curve"}     # what a progress call tells besides the counts: the order in hand too
+    advance = running_total(progress and (lambda done, n: progress(done=done, total=n, **told)), total)
     curves = {}
-    for order in free_orders:     # (the order ``advance`` tells is this one's)
+    for order in free_orders:
+        told["order"] = order
         advance(0)
         curves[order] = curve_sequence(iter_trace(source, name=name, limit=limit, block_size=block_size),
                                        block_size=block_size, free_order=order, progress=advance)
