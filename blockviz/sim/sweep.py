@@ -127,8 +127,7 @@ class LocalExecutor:
     poll_s: float = 0.2
 
     def run(self, tasks: Sequence[Task], progress: Progress | None = None) -> list[dict]:
-        workers = self.workers or min(os.cpu_count() or 1, len(tasks))
-        workers = max(1, min(workers, len(tasks)))
+        workers = max(1, min(self.workers or os.cpu_count() or 1, len(tasks)))
         if workers == 1:
             return [run_task(t, progress=progress) for t in tasks]
         # forkserver (spawn elsewhere): never fork a process that may have threads (a server).
@@ -138,7 +137,7 @@ class LocalExecutor:
         reported = 0
         with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
                                  initargs=(counter,)) as pool:
-            futures = [pool.submit(_local_task, t) for t in tasks]
+            futures = [pool.submit(run_task, t, progress=_count) for t in tasks]
             pending = set(futures)
             try:
                 while pending:
@@ -167,10 +166,6 @@ def _count(n: int) -> None:
         _COUNTER.value += n
 
 
-def _local_task(task: Task) -> dict:
-    return run_task(task, progress=_count)
-
-
 @dataclass
 class RayExecutor:
     """Ray tasks: on the cluster at ``address`` (``"auto"``: the one this machine belongs to),
@@ -188,12 +183,9 @@ class RayExecutor:
         import ray
         started = not ray.is_initialized()
         if started:
-            opts = {"logging_level": logging.WARNING}
-            if self.address is None:   # a local Ray for this sweep: no dashboard
-                opts.setdefault("include_dashboard", False)
-                if self.num_cpus is not None:
-                    opts.setdefault("num_cpus", self.num_cpus)
-            ray.init(address=self.address, **opts)
+            # a local Ray for this sweep: no dashboard (num_cpus None: Ray's default, every CPU)
+            local = {"include_dashboard": False, "num_cpus": self.num_cpus} if self.address is None else {}
+            ray.init(address=self.address, logging_level=logging.WARNING, **local)
         try:
             remote = ray.remote(_ray_task)
             data = {path: ray.put(Path(path).read_bytes())
@@ -216,12 +208,8 @@ class RayExecutor:
 
 
 def _ray_task(task: Task, data: bytes) -> tuple[dict, int]:
-    replayed = [0]
-
-    def count(n: int) -> None:
-        replayed[0] += n
-
-    return run_task(task, data, progress=count), replayed[0]
+    replayed: list[int] = []     # the counts progress was told
+    return run_task(task, data, progress=replayed.append), sum(replayed)
 
 
 EXECUTORS: dict[str, type] = {"local": LocalExecutor, "ray": RayExecutor}
