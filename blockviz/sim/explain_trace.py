@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 
 from blockviz.scenario.trace import iter_trace
-from blockviz.sim.capacity import block_keys, counted
+from blockviz.sim.capacity import block_keys
 
 TRACE_KEYS = ("hit", "evicted", "cold", "last_token", "partial_block")
 
@@ -19,8 +19,7 @@ def split_of(parts: tuple[int, int, int, int], hits: int) -> dict[str, int]:
             "last_token": last, "partial_block": partial}
 
 
-def trace_split_parts(trace, *, block_size: int, pools: list[int],
-                      progress=None) -> dict[int, tuple[int, int, int, int]]:
+def trace_split_parts(trace, *, block_size: int, pools: list[int]) -> dict[int, tuple[int, int, int, int]]:
     """``trace capacity --explain``: at each pool size, the split of every admitted request's
     prompt tokens (sequence mode, ``blockviz.sim.capacity.replay_sequence``'s rules) — one pass.
 
@@ -37,7 +36,7 @@ def trace_split_parts(trace, *, block_size: int, pools: list[int],
     first_need: dict[bytes, int] = {}      # key -> the smallest need of a request that cached it
     walked = {p: 0 for p in pools}         # ever-cached blocks walked, per pool size
     struct = {p: [0, 0, 0] for p in pools}  # (walkable blocks, last_token, partial_block)
-    for r in counted(trace, progress):
+    for r in trace:
         n = r.input_length
         need = -(-n // bs)
         k, m = n // bs, (n - 1) // bs
@@ -62,7 +61,7 @@ def trace_split_parts(trace, *, block_size: int, pools: list[int],
 
 
 def add_explain(reports: list[dict], traces, *, block_size: int, limit: int | None = None,
-                name: str | None = None, progress=None) -> list[dict]:
+                name: str | None = None) -> list[dict]:
     """``--explain``: each point of each report (one per trace and free order, in that order)
     gains ``"split"``, its prompt tokens by category (``split_of``; one pass per trace: the parts
     do not depend on the free order). ``name``: what a lone trace's errors call it."""
@@ -70,8 +69,7 @@ def add_explain(reports: list[dict], traces, *, block_size: int, limit: int | No
     for k, trace in enumerate(traces):
         points = [p for rep in reports[k * per_trace:(k + 1) * per_trace] for p in rep["points"]]
         parts = trace_split_parts(iter_trace(trace, name=name, limit=limit, block_size=block_size),
-                                  block_size=block_size, pools=[p["pool_blocks"] for p in points],
-                                  progress=progress)
+                                  block_size=block_size, pools=[p["pool_blocks"] for p in points])
         for p in points:
             p["split"] = split_of(parts[p["pool_blocks"]], p["hits"])
     return reports

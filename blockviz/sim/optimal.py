@@ -32,13 +32,13 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Sequence
 
-from blockviz.scenario.trace import TraceRequest, check_block_size
+from blockviz.scenario.trace import TraceRequest, check_block_size, iter_trace
 from blockviz.sim.capacity import Tally, block_keys, checked, running_total
 
 NEVER = 1 << 62
 
 
-def _paths(trace: Sequence[TraceRequest], block_size: int) -> list[tuple[int, int, int, list]]:
+def _paths(trace: Iterable[TraceRequest], block_size: int) -> list[tuple[int, int, int, list]]:
     """(n, B, L, keys of the full blocks) per request."""
     out = []
     for r in checked(trace, block_size):
@@ -52,7 +52,7 @@ def optimal_hits(trace: Iterable[TraceRequest], *, block_size: int, pool_blocks:
                  progress: Callable[[int], None] | None = None) -> dict[int, int]:
     """Belady's MIN at each pool size: ``{pool_blocks: hit tokens}``."""
     check_block_size(block_size)
-    reqs = _paths(list(trace), block_size)
+    reqs = _paths(trace, block_size)
     out = {}
     for n_pool in pool_blocks:
         if n_pool < 1:
@@ -110,7 +110,6 @@ def add_optimal(reports: list[dict], traces: Sequence[str], *, block_size: int,
     gains ``"optimal_hits"``, Belady's MIN at its pool size (the same for both free orders).
     ``progress(done, total)`` counts requests over the passes (one per trace and pool size).
     ``name``: what a lone trace is called (an upload's name tells a Bailian trace's hash block)."""
-    from blockviz.scenario.trace import iter_trace
     per_trace = len(reports) // max(1, len(traces))
     total = 0
     plans = []
