@@ -60,6 +60,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import IO, NamedTuple
 
 from blockviz.i18n import t
@@ -108,7 +109,7 @@ class TraceError(ValueError):
         super().__init__(str(self))
 
     def __reduce__(self):   # across processes (a sweep's workers), with its fields
-        return (_trace_error, (self.file, self.line, self.col, self.field, self.key, self.fields))
+        return (partial(TraceError, self.file, self.line, self.col, self.field, self.key, **self.fields), ())
 
     def __str__(self) -> str:
         return self.localized("en")
@@ -121,17 +122,11 @@ class TraceError(ValueError):
         return f"{where}: {self.field}: {message}" if self.field else f"{where}: {message}"
 
 
-def _trace_error(file, line, col, field, key, fields) -> TraceError:
-    return TraceError(file, line, col, field, key, **fields)
-
-
 def allowed_block_sizes(block_tokens: int = TRACE_BLOCK_TOKENS) -> list[int]:
     """The block sizes (up to 512, as ``blockviz trace capacity`` takes them) a trace whose ids
     cover ``block_tokens`` tokens can be replayed at (module docstring)."""
-    if block_tokens == TRACE_BLOCK_TOKENS:
-        return [b for b in range(1, TRACE_BLOCK_TOKENS + 1) if TRACE_BLOCK_TOKENS % b == 0]
-    return [b for b in range(block_tokens, TRACE_BLOCK_TOKENS + 1, block_tokens)
-            if TRACE_BLOCK_TOKENS % b == 0]
+    step = 1 if block_tokens == TRACE_BLOCK_TOKENS else block_tokens
+    return [b for b in range(step, TRACE_BLOCK_TOKENS + 1, step) if TRACE_BLOCK_TOKENS % b == 0]
 
 
 def block_size_problem(block_size: int, block_tokens: int = TRACE_BLOCK_TOKENS) -> tuple | None:

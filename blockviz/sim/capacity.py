@@ -54,6 +54,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import partial
 
 from blockviz.core import BlockHasher, KVCacheManager, Request, RequestStatus, Scheduler
 from blockviz.core.block_pool import make_block_hash_with_group_id
@@ -61,7 +62,7 @@ from blockviz.core.kv_cache_coordinator import replay_boundaries
 from blockviz.core.kv_cache_interface import specs_from_groups
 from blockviz.core.scheduler import SchedulerConfig
 from blockviz.i18n import t
-from blockviz.scenario.schema import kv_bytes_per_token, request_id
+from blockviz.scenario.schema import GROUP_SIZE_FIELD, KVCacheGroup, kv_bytes_per_token, request_id
 from blockviz.scenario.trace import (
     MAX_INPUT_LENGTH,
     TRACE_BLOCK_TOKENS,
@@ -377,14 +378,10 @@ class OptionError(ValueError):
         super().__init__(self.localized("en"))
 
     def __reduce__(self):   # across processes
-        return (_option_error, (self.key, self.fields))
+        return (partial(OptionError, self.key, **self.fields), ())
 
     def localized(self, lang: str) -> str:
         return t(self.key, lang, **self.fields)
-
-
-def _option_error(key: str, fields: dict) -> OptionError:
-    return OptionError(key, **fields)
 
 
 @dataclass(frozen=True)
@@ -736,7 +733,6 @@ class LayerKind:
 
     def group(self):
         """A KV-cache group of these layers (``config.kv_cache_groups``' item)."""
-        from blockviz.scenario.schema import GROUP_SIZE_FIELD, KVCacheGroup
         field_name = GROUP_SIZE_FIELD[self.type]
         return KVCacheGroup(type=self.type, **({field_name: self.size} if field_name else {}))
 
