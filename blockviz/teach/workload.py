@@ -120,15 +120,14 @@ class _Generator:
     # -- the event mix --------------------------------------------------------------------
     def run(self) -> list[Any]:
         w = self.w
+        arrive = getattr(self, f"arrive_{w.kind}")
         while len(self.steps) < w.num_events:
             can_arrive = len(self.live) < w.max_live
             roll = self.rng.random()
-            if not self.live:
-                self.arrive_one()
-            elif not can_arrive or roll < 0.3:
+            if self.live and (not can_arrive or roll < 0.3):
                 self.finish_one()
-            elif can_arrive and roll < 0.65:
-                self.arrive_one()
+            elif not self.live or roll < 0.65:
+                arrive()
             else:
                 self.advance()
         return self.steps
@@ -153,9 +152,6 @@ class _Generator:
         conv = self.conversation_of.pop(rid, None)
         if conv is not None and conv in self.talking:
             self.idle.append(conv)   # its user may come back with another turn
-
-    def arrive_one(self) -> None:
-        getattr(self, f"arrive_{self.w.kind}")()
 
     def arrive_shared_prefix(self) -> str:
         w = self.w
