@@ -81,6 +81,7 @@ from blockviz.sim.optimal import add_optimal
 from blockviz.sim.sweep import SweepResult, check_pools
 
 _C, _D, _E = 0, 1, 2     # interval states: canonical, canonical + duplicates, explicit
+_BOTTOM = ((-1, 0, 0, 0),)   # an empty last segment below every request: the duplicates left come above it
 
 
 class _Iv:
@@ -169,7 +170,7 @@ def _cut(segs, dead, depth: int):
     out_s, out_d = [], []
     got = di = 0
     nd = len(dead)
-    for seg in segs:
+    for seg in (*segs, *_BOTTOM):
         y, c, e, pf = seg
         while di < nd and dead[di][0] >= y and got < depth:
             out_d.append(dead[di])
@@ -186,10 +187,6 @@ def _cut(segs, dead, depth: int):
         else:
             out_s.append((y, c, c + room, 0))
             got = depth
-    while di < nd and got < depth:
-        out_d.append(dead[di])
-        got += 1
-        di += 1
     return tuple(out_s), tuple(out_d)
 
 
@@ -424,11 +421,10 @@ class _Pass:
     def _normalize(self, ivs: list[_Iv]) -> list[_Iv]:
         """Duplicates evicted at the smaller sizes of an interval split it; E goes back to C once
         its stack agrees with the canonical one to its top size; equal neighbours merge."""
-        out: list[_Iv] = []
-        for iv in ivs:
-            out.append(self._collect(iv) if iv.new and iv.dead else iv)
         merged: list[_Iv] = []
-        for iv in out:
+        for iv in ivs:
+            if iv.new and iv.dead:
+                self._collect(iv)
             if iv.kind == _E and iv.new and not iv.dead and self.w_after(iv.Z) >= iv.hi:
                 iv = _Iv(iv.lo, iv.hi, _C)
             if merged and (iv.new or merged[-1].new) and _same(merged[-1], iv):
@@ -444,26 +440,25 @@ class _Pass:
             iv.new = False
         return merged
 
-    def _collect(self, iv: _Iv) -> _Iv:
+    def _collect(self, iv: _Iv) -> None:
         """Drop the duplicates that are out of the queue at every size of the interval (deeper
         than hi - q): they never come back. A threshold below which the copy would be out of the
         queue anyway is dropped (it becomes 0)."""
         q = 0 if self.append_order else (iv.plast if iv.kind == _E else self.p_prev)
         if iv.kind == _E:
             if iv.hi is None:
-                return iv
+                return
             depth = _e_dead_depths(iv.segs, iv.dead)
             keep = tuple(x for x, d in zip(iv.dead, depth) if d + q <= iv.hi)
         else:
             keep = _graduate_and_drop(self, iv.dead, iv.hi, q)
             if keep is iv.dead:
-                return iv
+                return
         if keep != iv.dead:
             iv.dead = keep
             iv.live = _keep_live(iv.live, keep)
             if iv.kind == _D and not keep:
                 iv.kind = _C
-        return iv
 
 
 def _graduate_and_drop(ps: _Pass, dead: tuple, hi: int | None, q: int) -> tuple:
@@ -532,16 +527,12 @@ def _first_size(base: int, above: list[int], start: int, hi: int | None):
 def _e_dead_depths(segs, dead) -> list[int]:
     out = []
     cum = di = 0
-    for y, c, e, pf in segs:
+    for y, c, e, pf in (*segs, *_BOTTOM):
         while di < len(dead) and dead[di][0] >= y:
             cum += 1
             out.append(cum)
             di += 1
         cum += e - c + pf
-    while di < len(dead):
-        cum += 1
-        out.append(cum)
-        di += 1
     return out
 
 
@@ -658,23 +649,20 @@ class _Request:
                 thresholds[k] = t
         dd, lv = list(dead), dict(live)
         for v, ks in mine.items():
-            older = None                                   # where an older copy is in the queue
-            first = None
+            older = None          # from where an older copy is in the queue (at the end: the first taken)
             for k in ks:
                 t = thresholds[k]
                 x = dead[k]
                 if t is not None:
                     # taken where it is the oldest copy in the queue: sizes t .. older - 1
-                    first = t if first is None else min(first, t)
-                    keep_from = older if older is not None else None
                     dd.remove(x)
-                    if keep_from is not None:
-                        dd.append(x[:4] + (max(x[4], keep_from),))
+                    if older is not None:
+                        dd.append(x[:4] + (max(x[4], older),))
                     older = t if older is None else min(older, t)
-            if first is not None:
+            if older is not None:
                 i = dead[ks[0]][1]
                 y = self.owner(i, self.canon)
-                dd.append((y, i, v, lv[v], first if first > lo else 0))
+                dd.append((y, i, v, lv[v], older if older > lo else 0))
                 lv[v] = min(x[3] for x in dd if x[2] == v) - 1      # the live copy: the oldest
         return [(lo, hi, _sort_dead(dd), lv)]
 
