@@ -49,8 +49,7 @@ class _Refused(Exception):
 
 def one_line_error(parser: argparse.ArgumentParser, message: str):
     """argparse's errors as one line: ``blockviz trace capacity: --pool-blocks: ...``, exit 2."""
-    print(f"{parser.prog}: {' '.join(message.split())}", file=sys.stderr)
-    sys.exit(EXIT_INPUT)
+    sys.exit(_fail(f"{parser.prog}: {' '.join(message.split())}"))
 
 
 def _option(convert, ok, key: str, **fields):

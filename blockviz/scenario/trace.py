@@ -181,9 +181,8 @@ def _check(obj: dict, text: str, file: str, line: int, block_tokens: int) -> Tra
         if field not in obj:
             raise TraceError(file, line, 1, "", "trace_err_missing_bailian" if bailian else
                              "trace_err_missing", name=field)
-    if not bailian and any(f in obj for f in CHAT_FIELDS):
-        f = next(f for f in CHAT_FIELDS if f in obj)
-        raise fail(f, "trace_err_mixed")
+    if not bailian and (mixed := next((f for f in CHAT_FIELDS if f in obj), None)):
+        raise fail(mixed, "trace_err_mixed")
     ts = obj["timestamp"]
     if type(ts) not in (int, float) or (type(ts) is float and not math.isfinite(ts)) or ts < 0:
         raise fail("timestamp", "trace_err_seconds" if bailian else "trace_err_timestamp",

@@ -17,12 +17,11 @@ from blockviz.scenario.trace import iter_trace
 from blockviz.sim.capacity import ceiling, replay_sequence, running_total
 
 MAX_CHATS = 200          # the conversations a report lists (the most turns first)
-Progress = Callable[..., None]
 
 
 def chat_report(source, *, block_size: int, pool_blocks: int, free_order: str = "split",
                 limit: int | None = None, name: str | None = None, requests: int = 0,
-                progress: Progress | None = None) -> dict:
+                progress: Callable[..., None] | None = None) -> dict:
     """The conversations of a Bailian trace at ``pool_blocks`` (``{"chats": [...]}``, those that
     lost the most prompt tokens to eviction first, then the longest; at most :data:`MAX_CHATS` of
     those with two turns or more), each with its ``"lost"`` tokens and a list of turns
