@@ -111,7 +111,7 @@ def _out_of_memory(loaded, k: int, message: str) -> ScenarioError:
 # -- bounds and progress of a long run -----------------------------------------------------------
 MAX_INDENT = 16
 MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
-_time_limit = trace_cli._option(float, lambda v: 0 < v <= MAX_TIME_LIMIT_S,  # NaN and inf fail too
+_time_limit = trace_cli.option(float, lambda v: 0 < v <= MAX_TIME_LIMIT_S,  # NaN and inf fail too
                                "opt_time_limit", hi=f"{MAX_TIME_LIMIT_S:,.0f}")
 
 

@@ -52,7 +52,7 @@ def one_line_error(parser: argparse.ArgumentParser, message: str):
     sys.exit(_fail(f"{parser.prog}: {' '.join(message.split())}"))
 
 
-def _option(convert, ok, key: str, **fields):
+def option(convert, ok, key: str, **fields):
     """An option's argparse type: ``convert(text)`` where ``ok`` allows it, else argparse's error
     (the i18n ``key`` with ``fields`` says what is allowed)."""
     def parse(text: str):
@@ -71,16 +71,16 @@ def _whole(text: str) -> int:
 
 
 def int_in(lo: int, hi: int):
-    return _option(_whole, lambda v: lo <= v <= hi, "trace_opt_int", lo=f"{lo:,}", hi=f"{hi:,}")
+    return option(_whole, lambda v: lo <= v <= hi, "trace_opt_int", lo=f"{lo:,}", hi=f"{hi:,}")
 
 
-_pools = _option(lambda text: [_whole(x) for x in text.split(",")],
+_pools = option(lambda text: [_whole(x) for x in text.split(",")],
                  lambda vs: all(1 <= v <= MAX_POOL_BLOCKS for v in vs), "trace_opt_pools")
-_orders = _option(lambda text: list(dict.fromkeys(x.strip() for x in text.split(","))),
+_orders = option(lambda text: list(dict.fromkeys(x.strip() for x in text.split(","))),
                   lambda vs: all(v in FREE_ORDERS for v in vs), "trace_opt_choice",
                   choices=", ".join(FREE_ORDERS) + " (or both, comma-separated)")
-_positive = _option(float, lambda v: 0 < v < float("inf"), "trace_opt_number")
-_seconds = _option(float, lambda v: 0 <= v < float("inf"), "trace_opt_seconds")
+_positive = option(float, lambda v: 0 < v < float("inf"), "trace_opt_number")
+_seconds = option(float, lambda v: 0 <= v < float("inf"), "trace_opt_seconds")
 
 
 # Timed mode's options: (option name, keyword of replay_timed, parse, help)
