@@ -160,27 +160,15 @@ def grade_set(answer: Iterable[int], want: Iterable[int], lang: str,
 def grade_victim(answer: int | None, want: int | None, lang: str,
                  kind: str = "victim") -> tuple[bool, str, list[str]]:
     """One block or none: the next allocation's (``victim``) or the next evicted prefix's (``evict``)."""
+    ok = answer == want
+    said = [] if ok else [t("sc_victim_said", lang, a=answer) if answer is not None
+                          else t("sc_victim_said_none", lang)]
     if want is None:
-        ok = answer is None
-        return ok, t(f"sc_{kind}_empty_right" if ok else f"sc_{kind}_empty_wrong", lang), \
-            ([] if ok else [t("sc_victim_said", lang, a=answer)])
-    if answer == want:
-        return True, t(f"sc_{kind}_right", lang, b=want), []
-    said = t("sc_victim_said", lang, a=answer) if answer is not None else t("sc_victim_said_none", lang)
-    return False, t(f"sc_{kind}_wrong", lang, b=want), [said]
+        return ok, t(f"sc_{kind}_empty_right" if ok else f"sc_{kind}_empty_wrong", lang), said
+    return ok, t(f"sc_{kind}_right" if ok else f"sc_{kind}_wrong", lang, b=want), said
 
 
 # -- the whole check ------------------------------------------------------------------------
-def why(timeline, index: int, kind: str, lang: str, labels: HashLabels,
-        free_order: str = "split") -> tuple[str, ...]:
-    rule = {"queue": f"sc_rule_queue_{free_order}", "victim": "sc_rule_victim",
-            "evict": "sc_rule_evict", "window": "sc_rule_window",
-            "hits": "sc_rule_hits_groups" if labels.hybrid else "sc_rule_hits"}[kind]
-    ops = [op for op in timeline.step_ops(index) if op.kind in _WHY_OPS[kind]]
-    said = narrate_ops(ops, lang, labels, timeline.vocab, timeline.block_size)
-    return (t(rule, lang),) + tuple(said or [t("sc_no_ops", lang)])
-
-
 def check(timeline, index: int, kind: str, answer: Sequence[int], lang: str,
           labels: HashLabels | None = None, free_order: str = "split") -> Grade:
     """Grade a prediction of step ``index`` (1 ≤ index < len(timeline))."""
@@ -199,5 +187,10 @@ def check(timeline, index: int, kind: str, answer: Sequence[int], lang: str,
             raise ValueError("one block, or none")
         ok, verdict, details = grade_victim(answer[0] if answer else None,
                                             want[0] if want else None, lang, kind)
+    rule = {"queue": f"sc_rule_queue_{free_order}", "victim": "sc_rule_victim",
+            "evict": "sc_rule_evict", "window": "sc_rule_window",
+            "hits": "sc_rule_hits_groups" if labels.hybrid else "sc_rule_hits"}[kind]
+    ops = [op for op in timeline.step_ops(index) if op.kind in _WHY_OPS[kind]]
+    said = narrate_ops(ops, lang, labels, timeline.vocab, timeline.block_size)
     return Grade(kind, ok, want, answer, verdict, tuple(details),
-                 why(timeline, index, kind, lang, labels, free_order))
+                 (t(rule, lang),) + tuple(said or [t("sc_no_ops", lang)]))
