@@ -60,17 +60,16 @@ AUTHOR_CSS = """
 EXCERPT_WIDTH = 44     # characters of a line the excerpt box shows without scrolling
 
 
-def source_excerpt_html(text: str, line: int | None, col: int | None, *, context: int = 2,
-                        width: int = EXCERPT_WIDTH) -> str:
-    """The lines around ``line`` (1-based), numbered, that line highlighted, a caret at ``col``.
-    When the column lies past ``width``, every line is shown from the same later column (a "…"
-    where its start was cut), so that the caret is in view."""
+def source_excerpt_html(text: str, line: int | None, col: int | None) -> str:
+    """The two lines either side of ``line`` (1-based) and that line, numbered, it highlighted, a
+    caret at ``col``. When the column lies past EXCERPT_WIDTH, every line is shown from the same
+    later column (a "…" where its start was cut), so that the caret is in view."""
     if not line:
         return ""
     lines = text.splitlines() or [""]
     line = max(1, min(line, len(lines)))
-    lo, hi = max(1, line - context), min(len(lines), line + context)
-    cut = max(0, (col or 1) - 1 - width * 2 // 3) if col and col > width - 4 else 0
+    lo, hi = max(1, line - 2), min(len(lines), line + 2)
+    cut = max(0, col - 1 - EXCERPT_WIDTH * 2 // 3) if col and col > EXCERPT_WIDTH - 4 else 0
     rows = []
     for n in range(lo, hi + 1):
         cls = ' class="bv-bad"' if n == line else ""
