@@ -150,15 +150,8 @@ def reference(schema: dict | None = None) -> tuple[Section, ...]:
     """Every section of the reference, in reading order, each with an example."""
     schema = schema or json_schema()
     steps = schema["$defs"]["Step"]["properties"]
-    out = [Section("scenario", fields_of(schema, None)),
-           Section("config", fields_of(schema, "Config"), to_yaml({"config": {
-               "num_blocks": 6, "block_size": 4, "free_order": "split"}})),
-           Section("model", fields_of(schema, "ModelConfig"), to_yaml({"config": {"model": None}})),
-           Section("connector", fields_of(schema, "ConnectorConfig"),
-                   to_yaml({"config": {"connector": {"kind": "cpu", "num_blocks": 16}}})),
-           Section("scheduler", fields_of(schema, "SchedulerSpec"),
-                   to_yaml({"config": {"scheduler": {"max_num_batched_tokens": 8192,
-                                                     "max_num_seqs": 256}}}))]
+    out = [Section(key, fields_of(schema, d), to_yaml({"config": _CONFIG_EXAMPLES[key]}) if d else "")
+           for d, key in DEF_SECTIONS.items() if key in ("scenario", *_CONFIG_EXAMPLES)]
     ids = ["A", "B"]
     for name in EVENT_NAMES:
         if name in EVENT_DEFS:
@@ -205,6 +198,12 @@ def completions(schema: dict | None = None) -> dict[str, list[dict]]:
     return out
 
 
+_CONFIG_EXAMPLES: dict[str, dict] = {   # each config section's example, under config:
+    "config": {"num_blocks": 6, "block_size": 4, "free_order": "split"},
+    "model": {"model": None},
+    "connector": {"connector": {"kind": "cpu", "num_blocks": 16}},
+    "scheduler": {"scheduler": {"max_num_batched_tokens": 8192, "max_num_seqs": 256}},
+}
 _PART_EXAMPLES: dict[str, dict] = {
     "tokens": {"tokens": [1, 2, 3, 4]},
     "text": {"text": "the cat sat on the mat"},
@@ -257,16 +256,9 @@ def insert_step(text: str, kind: str, ids: Sequence[str], checkpoints: Sequence[
         lines = [line for line in lines if not re.match(r"^steps\s*:\s*\[\s*\]\s*$", line)]
         body = "\n".join(lines).rstrip("\n")
         return (body + "\n" if body else "") + "steps:\n" + snippet(kind, ids, checkpoints, 2, live)
-    indent = 2                          # the step list's items' indentation (2: an empty list)
-    for line in lines[start + 1:]:
-        m = _ITEM.match(line)
-        if m:
-            indent = len(m.group(1))
-            break
-        if _TOP_KEY.match(line):
-            break
-    end = next((j for j in range(start + 1, len(lines)) if _TOP_KEY.match(lines[j])
-                and not (indent == 0 and lines[j].startswith("- "))), len(lines))
+    end = next((j for j in range(start + 1, len(lines)) if _TOP_KEY.match(lines[j])), len(lines))
+    # the step list's items' indentation (2: an empty list)
+    indent = next((len(m.group(1)) for line in lines[start + 1:end] if (m := _ITEM.match(line))), 2)
     while end > start + 1 and not lines[end - 1].strip():
         end -= 1
     new = snippet(kind, ids, checkpoints, indent, live).rstrip("\n").split("\n")
