@@ -445,10 +445,7 @@ def run_source(key: str, source: Source, budget: Budget, *, share: bool = False)
                 limit = budget.seconds if budget.seconds is not None else wall
                 raise where.stopped(f"the preview was stopped after {wall:g} s: the run's time "
                                     f"budget is {limit:g} s")
-            msg = proc.message(min(wait, 1.0))
-            if msg is None:
-                continue
-            kind, value = msg
+            kind, value = proc.message(min(wait, 1.0)) or (None, None)   # (None: nothing came yet)
             if kind == "located":
                 where.steps = value
             elif kind == "sending":    # a run its budget stopped at 20 s, pickled on a busy machine,
@@ -565,10 +562,7 @@ class _JobRun:
                 if deadline is not None and time.monotonic() > deadline:
                     self.stop("time")
                     break
-                msg = self.proc.message(0.5)
-                if msg is None:
-                    continue
-                kind, value = msg
+                kind, value = self.proc.message(0.5) or (None, None)   # (None: nothing came yet)
                 if kind == "progress":
                     s.progress = value
                 elif kind == "done":
