@@ -99,8 +99,8 @@ def _toy_tab(lang: str) -> None:
     st.html(f'<div class="bv"><div class="bv-small">{theme.esc(t("cap_intro", lang))}</div></div>')
     submitted = _form(lang)
     st.caption(t("cap_bounds", lang, events=MAX_EVENTS, sizes=MAX_SIZES))
-    if submitted:
-        _submit(lang)
+    if submitted is not None:
+        _submit(submitted, lang)
     computed = jobs.follow(session.CAP_PLAN_JOB, lang, _planned)
     shown = ss.get(session.CAP_PARAMS)
     plan = ss.get(session.CAP_RESULTS, {}).get(params_key(shown)) if shown else None
@@ -110,8 +110,8 @@ def _toy_tab(lang: str) -> None:
         _show(plan, lang, computed)
 
 
-def _form(lang: str) -> bool:
-    """The parameters; True on the run after Compute was pressed."""
+def _form(lang: str) -> dict | None:
+    """The parameters; on the run after Compute was pressed, the values submitted (each widget's)."""
     ss = st.session_state
     start = ss.get(session.CAP_PARAMS) or DEFAULTS
     # Each widget is created with the value it holds as its default (the session's, else the
@@ -137,8 +137,8 @@ def _form(lang: str) -> bool:
                 # refuses it with a message that says what is allowed.
                 st.number_input(t(label, lang), value=now[name], step=1, key=f"w_cap_{name}",
                                 help=t(help_key, lang, max=hi) if help_key else None)
-        return st.form_submit_button(t("cap_compute", lang), key="b_cap_compute", type="primary",
-                                     icon=":material/query_stats:")
+        return now if st.form_submit_button(t("cap_compute", lang), key="b_cap_compute", type="primary",
+                                            icon=":material/query_stats:") else None
 
 
 def _whole(v):
@@ -146,11 +146,10 @@ def _whole(v):
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
-def _submit(lang: str) -> None:
+def _submit(params: dict, lang: str) -> None:
     """Check the form's parameters; show their plan if this session has it, else start computing
     it in a worker (the page shows its progress, then the plan)."""
     ss = st.session_state
-    params = {name: _whole(ss.get(f"w_cap_{name}")) for name in ("kind", "block_size", *PARAMS)}
     problems = check(params)
     for key, fields in problems:
         if "field" in fields:
