@@ -74,21 +74,19 @@ def _on_upload() -> None:
     f = ss.get("w_upload")
     if f is None:
         return
-    name = f.name
     worker.watch(ss)                     # its bytes (in Streamlit's memory) go with the session
     if f.size > MAX_FILE_BYTES:          # refused before a byte of it is read
-        ss[session.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": ErrorMessage(
-            f"the file is {f.size:,} bytes; the limit is {MAX_FILE_BYTES:,}")}, "error")
-        return
-    try:                                 # read (decoded, checked) in a worker
-        outcome = worker.user_outcome(ss, "upload", worker.Source("upload", name, f.getvalue()))
-    except ScenarioError as e:           # busy, or stopped
-        ss[session.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": e}, "error")
-        return
-    if outcome.text is None:
-        ss[session.AUTHOR_MSG] = ("upload_refused", {"name": name, "msg": outcome.error}, "error")
-        return
-    _set_text(outcome.text, ("upload_ok", {"name": name}, "success"))
+        text, error = None, ErrorMessage(f"the file is {f.size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+    else:
+        try:                             # read (decoded, checked) in a worker
+            outcome = worker.user_outcome(ss, "upload", worker.Source("upload", f.name, f.getvalue()))
+            text, error = outcome.text, outcome.error
+        except ScenarioError as e:       # busy, or stopped
+            text, error = None, e
+    if text is None:
+        ss[session.AUTHOR_MSG] = ("upload_refused", {"name": f.name, "msg": error}, "error")
+    else:
+        _set_text(text, ("upload_ok", {"name": f.name}, "success"))
 
 
 def _snippet(kind: str) -> None:
