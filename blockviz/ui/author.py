@@ -287,8 +287,7 @@ def _preview_panel(lang: str) -> None:
         go_to(PLAYER_PATH)
     if not current:               # the preview is of another text than the editor's
         st.caption(t("preview_stale", lang))
-    step = max(0, min(int(ss.get(session.AUTHOR_STEP) or 0), run.last))
-    ss[session.AUTHOR_STEP] = step
+    step = int(ss.get(session.AUTHOR_STEP) or 0)   # (within the run: written with AUTHOR_GOOD, or clamped)
     # the player's board: the same panels, stepped in the browser; it tells us its step
     board.show(run, ss, key=PREVIEW_BOARD, step=step, frame=None, lang=lang, url=False, report=True,
                fit=False, on_pos=_preview_pos)
