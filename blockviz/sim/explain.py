@@ -213,7 +213,6 @@ class Split:
 class _Pending:
     """A lookup's snapshot, kept until the admission it belongs to (or the next attempt)."""
     num_tokens: int
-    hit: int                      # vLLM's local hit (the first attention group's blocks)
     longest: int                  # the first attention group's stand-alone hit (S)
     first: int                    # block index of statuses[0]
     statuses: list[tuple[str, Any]]
@@ -318,11 +317,10 @@ class Explainer:
         req = self.scheduler.requests.get(rid)
         if req is None:
             return
-        lora = req.lora.name if req.lora else None
         owners = self.owners
         for j, key in enumerate(op.hashes):
             i = op.first_block_index + j
-            extras = (req.cache_salt, lora, self._mm_ids(req, i), self.none_hash)
+            extras = self._extras_of(req, i)
             extras = self._extras.setdefault(extras, extras)
             k = history.index[key]          # one int object per key, shared with the index
             kept = history.owner_extras[k]
@@ -345,10 +343,12 @@ class Explainer:
             else:
                 owners[digest] = [had, owner]
 
-    def _mm_ids(self, req, i: int) -> tuple[str, ...]:
-        """The multimodal items that reach into the request's first ``i + 1`` blocks."""
+    def _extras_of(self, req, i: int) -> tuple:
+        """The extra keys of the request's first ``i + 1`` blocks: (cache_salt, lora, the
+        multimodal items that reach into them, the NONE_HASH)."""
         end = (i + 1) * self.block_size
-        return tuple(m.identifier for m in req.mm_items if m.offset < end)
+        return (req.cache_salt, req.lora.name if req.lora else None,
+                tuple(m.identifier for m in req.mm_items if m.offset < end), self.none_hash)
 
     def _digest(self, req, i: int) -> int:
         """The digest of the request's first ``i + 1`` blocks of tokens, tokens only: 60 bits
@@ -394,8 +394,8 @@ class Explainer:
                 if pending_for:
                     s = ("cold", {"pending_in": [r.request_id for r in pending_for]})
             statuses.append(s)
-        window = self._window(req, hit, longest, pool) if longest > hit else None
-        self._pending[req.request_id] = _Pending(n, hit, longest, first, statuses, window)
+        window = self._window(req, longest, pool) if longest > hit else None
+        self._pending[req.request_id] = _Pending(n, longest, first, statuses, window)
 
     def _status(self, req, i: int, pool) -> tuple[str, Any]:
         h = req.block_hashes[i]
@@ -420,8 +420,7 @@ class Explainer:
                                      else () if had is None else (had,))
                       if o.key != key]
             if owners:
-                mine = (req.cache_salt, req.lora.name if req.lora else None, self._mm_ids(req, i),
-                        self.none_hash)
+                mine = self._extras_of(req, i)
                 names = ("cache_salt", "lora", "mm", "hash_seed")
 
                 def which(o: Owner) -> list[str]:
@@ -432,7 +431,7 @@ class Explainer:
                                           "present": present})
         return ("cold", None)
 
-    def _window(self, req, hit: int, longest: int, pool) -> dict:
+    def _window(self, req, longest: int, pool) -> dict:
         """The later attention groups that lacked a block of the run the hit needed there."""
         bs = self.block_size
         end = longest // bs
@@ -501,14 +500,13 @@ class Explainer:
             segs.append((hit, hit + ext, "external_hit", {"medium": EXTERNAL_MEDIUM}))
         if counts["window"]:
             segs.append((hit + ext, p.longest, "window", p.window))
-        brk = None
+        cat = None                # a block still cached takes the category before it
         for i in range(covered // bs, m):
             own, detail = p.statuses[i - p.first]
-            if own == "present":
-                cat = brk or "cold"
-            else:
+            if own != "present":
                 cat = own
-            brk = cat
+            elif cat is None:
+                cat = "cold"
             counts[cat] += bs
             if segs and segs[-1][1:] == (i * bs, cat, detail):   # the segment before goes on
                 segs[-1] = (segs[-1][0], (i + 1) * bs, *segs[-1][2:])
