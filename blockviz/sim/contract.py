@@ -32,8 +32,7 @@ def kv_cache_dict(engine) -> dict | None:
     """The top-level ``kv_cache`` object with kv_cache_groups (as the oracle prints it)."""
     if engine.config.kv_cache_groups is None:
         return None
-    mgr = engine.manager
-    coord = mgr.coordinator
+    coord = engine.manager.coordinator
     return {"coordinator": type(coord).__name__,
             "managers": [type(m).__name__ for m in coord.single_type_managers],
             "scheduler_block_size": engine.block_size, "hash_block_size": engine.block_size,

@@ -75,8 +75,8 @@ def _omittable(record: type, specs: list) -> dict[str, Any]:
 
 
 class Codec:
-    """pack / walk / replayers for ``records``, generated from their declarations (``source``:
-    the generated code, to read)."""
+    """pack / walk / replayers for ``records``, generated from their declarations (the
+    ``_*_source`` methods give the generated code, to read)."""
 
     def __init__(self, records: Sequence[type] = ops.RECORDS) -> None:
         self.records = tuple(records)
@@ -98,14 +98,12 @@ class Codec:
             self.env[f"R_{r.kind}"] = r
             self.env.update({f"V_{r.kind}_{name}": s.values for name, s in self.specs[r.kind]
                              if isinstance(s, ops.Choice)})
-        self.source: dict[str, str] = {}
         self.pack = self._compile("pack", self._pack_source())
         self.walk = self.env["walk"] = self._compile("walk", self._walk_source())
         self.walk_only = self._compile("walk_only", self._walk_source(only=True))
         self._replayers: dict[type, Any] = {}
 
     def _compile(self, name: str, source: str, state: type | None = None):
-        self.source[name] = source
         env = dict(self.env, C=state)
         exec(compile(source, f"<blockviz.sim.oplog {name}>", "exec"), env)  # noqa: S102
         return env[name]
@@ -360,10 +358,9 @@ class OpLog:
                 batch = []
         return grow(out, batch)
 
-    def unpack(self, packed: Sequence[int], p: int = 0, n: int | None = None,
+    def unpack(self, packed: Sequence[int], p: int, n: int,
                only: Collection[str] | None = None) -> tuple:
         """The records of ``packed[p:n]`` (with ``only``: those of these kinds)."""
-        n = len(packed) if n is None else n
         walk = CODEC.walk(packed, p, n, self) if only is None else \
             CODEC.walk_only(packed, p, n, self, only)
         return tuple(op for _, op in walk)
