@@ -75,10 +75,10 @@ def int_in(lo: int, hi: int):
 
 
 _pools = option(lambda text: [_whole(x) for x in text.split(",")],
-                 lambda vs: all(1 <= v <= MAX_POOL_BLOCKS for v in vs), "trace_opt_pools")
+                lambda vs: all(1 <= v <= MAX_POOL_BLOCKS for v in vs), "trace_opt_pools")
 _orders = option(lambda text: list(dict.fromkeys(x.strip() for x in text.split(","))),
-                  lambda vs: all(v in FREE_ORDERS for v in vs), "trace_opt_choice",
-                  choices=", ".join(FREE_ORDERS) + " (or both, comma-separated)")
+                 lambda vs: all(v in FREE_ORDERS for v in vs), "trace_opt_choice",
+                 choices=", ".join(FREE_ORDERS) + " (or both, comma-separated)")
 _positive = option(float, lambda v: 0 < v < float("inf"), "trace_opt_number")
 _seconds = option(float, lambda v: 0 <= v < float("inf"), "trace_opt_seconds")
 

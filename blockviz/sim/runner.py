@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
 
 from blockviz.core import check_invariants
 from blockviz.scenario.load import LoadedScenario, ScenarioError
@@ -14,6 +13,16 @@ from blockviz.sim.timeline import Timeline
 class Stop(Exception):
     """Raised by a ``progress`` callback to end a run early, keeping the steps recorded so far
     (the app's preview stops a scenario that runs too long this way)."""
+
+
+class InvariantCheck:
+    """An op sink that checks the engine's pool invariants after every op."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def on_op(self, op) -> None:
+        check_invariants(self.engine.pool)
 
 
 def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | None = None,
@@ -28,8 +37,8 @@ def make_engine(loaded: LoadedScenario, *, payloads: bool = True, device: str | 
             raise loaded.error(("config", "model"), "there is not enough memory here for the KV "
                                                     "store and the model's weights") from None
         raise loaded.error(("config", "device"), str(e)) from None
-    if check:   # the pool's invariants after every op
-        engine.watch(SimpleNamespace(on_op=lambda op: check_invariants(engine.pool)))
+    if check:
+        engine.watch(InvariantCheck(engine))
     return engine
 
 
