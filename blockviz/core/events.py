@@ -10,30 +10,15 @@ The defaults are those of a one-group full-attention GPU pool; an external tier'
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 MEDIUM_GPU = "GPU"
 MEDIUM_CPU = "CPU"
 
 
-def _listed(v: Any) -> Any:
-    return [_listed(x) for x in v] if isinstance(v, tuple) else v
-
-
-class _Event:
-    """vLLM's KVCacheEvent, the events' base."""
-    __slots__ = ()
-
-    def to_dict(self) -> dict:
-        """The JSON contract's form: ``type`` (vLLM's tag, the class name), then every field in
-        the struct's order, tuples as lists."""
-        return {"type": type(self).__name__,
-                **{f.name: _listed(getattr(self, f.name)) for f in fields(self)}}
-
-
 @dataclass(frozen=True, slots=True)
-class BlockStored(_Event):
+class BlockStored:
     block_hashes: tuple[int, ...]
     parent_block_hash: int | None
     token_ids: tuple[int, ...]
@@ -51,19 +36,38 @@ class BlockStored(_Event):
     session_id: str | None = None
     lookahead_token_ids: tuple[tuple[int, ...], ...] | None = None
 
+    def to_dict(self) -> dict:
+        la, keys = self.lookahead_token_ids, self.extra_keys
+        return {"type": "BlockStored", "block_hashes": list(self.block_hashes),
+                "parent_block_hash": self.parent_block_hash, "token_ids": list(self.token_ids),
+                "block_size": self.block_size, "lora_id": self.lora_id, "medium": self.medium,
+                "lora_name": self.lora_name,
+                "extra_keys": None if keys is None else [None if k is None else list(k) for k in keys],
+                "group_idx": self.group_idx, "kv_cache_spec_kind": self.kv_cache_spec_kind,
+                "kv_cache_spec_sliding_window": self.kv_cache_spec_sliding_window,
+                "locality": self.locality, "ownership": self.ownership,
+                "session_id": self.session_id,
+                "lookahead_token_ids": None if la is None else [list(t) for t in la]}
+
 
 @dataclass(frozen=True, slots=True)
-class BlockRemoved(_Event):
+class BlockRemoved:
     block_hashes: tuple[int, ...]
     medium: str | None = MEDIUM_GPU
     group_idx: int | None = 0
     locality: str | None = None
     ownership: str | None = None
 
+    def to_dict(self) -> dict:
+        return {"type": "BlockRemoved", "block_hashes": list(self.block_hashes),
+                "medium": self.medium, "group_idx": self.group_idx, "locality": self.locality,
+                "ownership": self.ownership}
+
 
 @dataclass(frozen=True, slots=True)
-class AllBlocksCleared(_Event):
-    pass
+class AllBlocksCleared:
+    def to_dict(self) -> dict:
+        return {"type": "AllBlocksCleared"}
 
 
 KVCacheEvent = BlockStored | BlockRemoved | AllBlocksCleared
